@@ -1,0 +1,1 @@
+"""Protocols to real devices (force-torque sensors, robot controllers) and their emulators; no ROS."""

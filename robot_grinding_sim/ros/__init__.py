@@ -1,0 +1,1 @@
+"""Shared ROS adapters: message conversions, parameter declaration, environment set-up."""

@@ -1,0 +1,104 @@
+"""ament_python / pip build script of robot_grinding_sim.
+
+Installs the Python package, the ``grinding`` command, one ``ros2 run`` executable per node, and
+launch/, urdf/, config/ and the built-in parts into ``share/robot_grinding_sim`` (the ament
+layout; ``ros2 launch`` and ``package://robot_grinding_sim/...`` URIs resolve there).
+"""
+
+import os
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = "robot_grinding_sim"
+SHARE = os.path.join("share", PACKAGE)
+
+
+def tree(top: str) -> list[tuple[str, list[str]]]:
+    """Data-file entries that install every file under ``top`` into share/, keeping sub-folders."""
+    entries = []
+    for dirpath, _dirnames, filenames in os.walk(top):
+        files = [os.path.join(dirpath, f) for f in sorted(filenames) if not f.startswith(".")]
+        if files:
+            entries.append((os.path.join(SHARE, dirpath), files))
+    return entries
+
+
+NODES = [
+    "dynamics_node",
+    "collision_node",
+    "contact_solver_node",
+    "planner_node",
+    "grinding_executive",
+    "hardware_driver",
+    "recorder",
+]
+
+ROS_WHEELS = [
+    # ROS 2 Kilted from PyPI (the pip path). A colcon workspace gets these from the ROS install.
+    "ros-kilted-rclpy",
+    "ros-kilted-rmw-fastrtps-cpp",
+    "ros-kilted-builtin-interfaces",
+    "ros-kilted-rosgraph-msgs",
+    "ros-kilted-std-msgs",
+    "ros-kilted-std-srvs",
+    "ros-kilted-geometry-msgs",
+    "ros-kilted-sensor-msgs",
+    "ros-kilted-trajectory-msgs",
+    "ros-kilted-visualization-msgs",
+    "ros-kilted-nav-msgs",
+]
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    description="Robotic grinding: CAD pass planning, compliant-contact simulation, F/T comparison",
+    license="BSD-3-Clause",
+    python_requires=">=3.10",
+    packages=find_packages(exclude=["test", "test.*", "bench"]),
+    package_data={PACKAGE: ["py.typed"]},
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (SHARE, ["package.xml"]),
+        (os.path.join(SHARE, "launch"), sorted(glob("launch/*.launch.py"))),
+        (os.path.join(SHARE, "config"), sorted(glob("config/*.yaml") + glob("config/*.rviz"))),
+        *tree("urdf"),
+        *tree("parts"),
+    ],
+    install_requires=[
+        "numpy>=1.26",
+        "scipy>=1.11",
+        "numba>=0.59",
+        "pyyaml>=6",
+        "click>=8.1",
+        "rich>=13",
+        "matplotlib>=3.8",
+        "lxml>=4.9",
+        "yourdfpy>=0.0.56",
+        "trimesh>=4",
+        "python-fcl>=0.7",
+        "rosbags>=0.10",
+        "mcap>=1.1",
+        "cadquery-ocp-novtk>=7.7; python_version >= '3.10'",
+    ],
+    extras_require={
+        "ros": ROS_WHEELS,
+        "test": [
+            "pytest>=8",
+            "ruff>=0.6",
+            "pin>=3",
+            "example-robot-data>=4",
+            "mujoco>=3",
+            "pybullet>=3.2",
+            "coal>=3",
+        ],
+    },
+    zip_safe=True,
+    tests_require=["pytest"],
+    entry_points={
+        "console_scripts": [
+            "grinding = robot_grinding_sim.cli:main",
+            *[f"{n} = robot_grinding_sim.nodes.{n}:main" for n in NODES],
+        ],
+    },
+)
