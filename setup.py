@@ -86,6 +86,8 @@ setup(
         "test": [
             "pytest>=8",
             "ruff>=0.6",
+            "setuptools>=68",
+            "wheel>=0.41",
             "pin>=3",
             "example-robot-data>=4",
             "mujoco>=3",
