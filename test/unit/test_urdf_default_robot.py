@@ -12,10 +12,9 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pinocchio as pin  # test dependency ("test" extra): a missing install must fail, not skip
 import pytest
-
-pin = pytest.importorskip("pinocchio")
-yourdfpy = pytest.importorskip("yourdfpy")
+import yourdfpy
 
 URDF_DIR = Path(__file__).resolve().parents[2] / "urdf"
 BALL = URDF_DIR / "ur10e_grinding.urdf"
