@@ -1,0 +1,574 @@
+"""The simulated position-controlled arm: reference trajectories, computed-torque control, integration.
+
+ROS-free; ``nodes/dynamics_node.py`` is the thin adapter. Three parts:
+
+- :class:`TrajectoryInterpolator`: a joint trajectory (points at ``time_from_start``) as piecewise
+  polynomials. Segments are quintic where positions, velocities and accelerations are given,
+  cubic Hermite where positions and velocities are given, and a C2 cubic spline (clamped to the
+  start velocity and to rest at the end) where only positions are given. If the first point is
+  later than t = 0 the trajectory starts from the current reference state (like ros2_control's
+  joint_trajectory_controller). After the last point it holds the last position at rest.
+  Joints the trajectory does not name hold their current reference position.
+- :class:`ComputedTorqueController`: ``tau = M(q) (qdd_ref + Kp e + Kd e_dot) + C(q, qd) qd + g(q)``
+  with ``e = q_ref - q``, evaluated as one RNEA call ``rnea(q, qd, qdd_ref + Kp e + Kd e_dot)``;
+  clipped to the joint effort limits (a real drive saturates).
+- :class:`ArmSimulator`: holds the state (t, q, qd) and integrates the forward dynamics
+  ``M qdd + C qd + g = tau + J(q, link)^T w`` with the external tool wrench ``w`` (root frame,
+  acting on ``link`` at its origin). Semi-implicit (symplectic) Euler by default, RK4 on request;
+  the control torque is held over a step (zero-order hold, as a digital controller does).
+  At a position limit the joint stops: the position is clamped and the velocity into the limit
+  is removed (an inelastic end stop).
+
+Units: SI (rad, rad/s, N m, s); frames: the model's root frame (``base_link`` for the default arm).
+Errors: :class:`~robot_grinding_sim.core.errors.InputError` naming the joint, point and problem.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from robot_grinding_sim.core.errors import InputError
+
+#: Slack on joint limits when validating commands (rad or m): commands read back from
+#: joint_states round to float32 in some tools.
+LIMIT_TOLERANCE = 1e-6
+
+
+@dataclass(frozen=True)
+class JointLimits:
+    """Per-joint limits in the controller's joint order; +-inf where the URDF gives none."""
+
+    names: tuple[str, ...]
+    lower: np.ndarray
+    upper: np.ndarray
+    velocity: np.ndarray
+    effort: np.ndarray
+
+    @classmethod
+    def from_model(cls, model: Any) -> JointLimits:
+        """From a :class:`~robot_grinding_sim.core.dynamics.RobotModel` (or anything with its attributes)."""
+        return cls(
+            tuple(model.joint_names),
+            np.asarray(model.lower, dtype=float),
+            np.asarray(model.upper, dtype=float),
+            np.asarray(model.velocity_limits, dtype=float),
+            np.asarray(model.effort_limits, dtype=float),
+        )
+
+    @property
+    def n(self) -> int:
+        return len(self.names)
+
+    def check_positions(self, q: np.ndarray, what: str) -> None:
+        """Raise InputError if any joint of (n,) ``q`` is NaN or outside [lower, upper]."""
+        q = np.asarray(q, dtype=float)
+        for i, name in enumerate(self.names):
+            if not math.isfinite(q[i]):
+                raise InputError(f"{what}: {name} is {q[i]}")
+            if q[i] < self.lower[i] - LIMIT_TOLERANCE or q[i] > self.upper[i] + LIMIT_TOLERANCE:
+                raise InputError(
+                    f"{what}: {name} = {q[i]:.6g} is outside its limits "
+                    f"[{self.lower[i]:.6g}, {self.upper[i]:.6g}]"
+                )
+
+
+# --------------------------------------------------------------------------------------------------
+# trajectories
+
+
+def _cubic_coeffs(p0, v0, p1, v1, T):
+    h = p1 - p0
+    c = np.zeros((6, p0.shape[0]))
+    c[0], c[1] = p0, v0
+    c[2] = (3.0 * h - (2.0 * v0 + v1) * T) / T**2
+    c[3] = (-2.0 * h + (v0 + v1) * T) / T**3
+    return c
+
+
+def _quintic_coeffs(p0, v0, a0, p1, v1, a1, T):
+    h = p1 - p0
+    c = np.zeros((6, p0.shape[0]))
+    c[0], c[1], c[2] = p0, v0, 0.5 * a0
+    c[3] = (20.0 * h - (8.0 * v1 + 12.0 * v0) * T - (3.0 * a0 - a1) * T**2) / (2.0 * T**3)
+    c[4] = (-30.0 * h + (14.0 * v1 + 16.0 * v0) * T + (3.0 * a0 - 2.0 * a1) * T**2) / (2.0 * T**4)
+    c[5] = (12.0 * h - 6.0 * (v1 + v0) * T + (a1 - a0) * T**2) / (2.0 * T**5)
+    return c
+
+
+class TrajectoryInterpolator:
+    """A joint-space reference q_ref(t), qd_ref(t), qdd_ref(t) for all n joints of the arm.
+
+    Build it with :meth:`build` (validates and completes a trajectory message's content) or
+    :meth:`hold` (stay at a configuration).
+
+    Attributes:
+        knots: (K,) knot times, s, from the trajectory start (knots[0] == 0).
+        positions: (K, n) knot positions (all joints, controller order).
+        duration: time of the last knot, s.
+    """
+
+    def __init__(self, knots: np.ndarray, coeffs: np.ndarray, positions: np.ndarray) -> None:
+        self.knots = knots
+        self._coeffs = coeffs  # (K-1, 6, n): polynomial in the local time of each segment
+        self.positions = positions
+        self.duration = float(knots[-1])
+
+    @classmethod
+    def hold(cls, q: Sequence[float]) -> TrajectoryInterpolator:
+        """Stay at ``q`` (n,) at rest."""
+        q = np.asarray(q, dtype=float).reshape(1, -1)
+        return cls(np.zeros(1), np.zeros((0, 6, q.shape[1])), q.copy())
+
+    @classmethod
+    def build(
+        cls,
+        limits: JointLimits,
+        names: Sequence[str],
+        times: Sequence[float],
+        positions: np.ndarray,
+        velocities: np.ndarray | None = None,
+        accelerations: np.ndarray | None = None,
+        start: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+        what: str = "joint_trajectory",
+    ) -> TrajectoryInterpolator:
+        """Validate a trajectory and build its interpolant.
+
+        Args:
+            limits: the arm's joints and limits (defines the joint order n).
+            names: the trajectory's joint names (a subset of ``limits.names``, any order).
+            times: (K,) time_from_start of each point, s, strictly increasing, >= 0.
+            positions: (K, m) positions for the m named joints.
+            velocities, accelerations: (K, m) or None.
+            start: the current reference (q, qd, qdd), each (n,): the trajectory starts from it
+                when the first point is later than 0, and unnamed joints hold q. Default: the
+                first point, at rest.
+            what: the name used in error messages.
+
+        Raises:
+            InputError: unknown or duplicate joint names, wrong shapes, NaN/inf, times not strictly
+                increasing or negative, positions outside the joint limits, velocities above the
+                velocity limits, or unnamed joints without a ``start``.
+        """
+        names = list(names)
+        unknown = [nm for nm in names if nm not in limits.names]
+        if unknown:
+            raise InputError(f"{what}: unknown joint names {unknown} (the arm has {list(limits.names)})")
+        if len(set(names)) != len(names):
+            raise InputError(f"{what}: duplicate joint names in {names}")
+        if not names:
+            raise InputError(f"{what}: no joint names")
+        t = np.asarray(times, dtype=float).reshape(-1)
+        k, m, n = t.shape[0], len(names), limits.n
+        if k == 0:
+            raise InputError(f"{what}: no points")
+
+        def _arr(a: Any, label: str) -> np.ndarray | None:
+            if a is None:
+                return None
+            a = np.asarray(a, dtype=float)
+            if a.shape != (k, m):
+                raise InputError(f"{what}: {label} must have shape ({k}, {m}); got {a.shape}")
+            if not np.all(np.isfinite(a)):
+                i, j = (int(x) for x in np.argwhere(~np.isfinite(a))[0])
+                raise InputError(f"{what}: point {i}: {label} of {names[j]} is {a[i, j]}")
+            return a
+
+        P = _arr(positions, "positions")
+        V, A = _arr(velocities, "velocities"), _arr(accelerations, "accelerations")
+        if A is not None and V is None:
+            raise InputError(f"{what}: accelerations given without velocities")
+        if not np.all(np.isfinite(t)):
+            raise InputError(f"{what}: time_from_start holds NaN or inf")
+        if t[0] < 0:
+            raise InputError(f"{what}: point 0: negative time_from_start {t[0]} s")
+        if k > 1 and np.any(np.diff(t) <= 0):
+            i = int(np.argwhere(np.diff(t) <= 0)[0][0]) + 1
+            raise InputError(f"{what}: point {i}: time_from_start {t[i]} s is not after {t[i - 1]} s")
+        idx = np.array([limits.names.index(nm) for nm in names])
+
+        if start is None:
+            if m != n:
+                missing = [nm for nm in limits.names if nm not in names]
+                raise InputError(f"{what}: missing joints {missing}")
+            q0, qd0, qdd0 = np.zeros(n), np.zeros(n), np.zeros(n)
+        else:
+            q0, qd0, qdd0 = (np.asarray(x, dtype=float).reshape(n) for x in start)
+        # Full-arm arrays: unnamed joints hold their start position at rest.
+        Pf = np.tile(q0, (k, 1))
+        Pf[:, idx] = P
+        for i in range(k):
+            limits.check_positions(Pf[i], f"{what}: point {i}")
+        Vf = Af = None
+        if V is not None:
+            Vf = np.zeros((k, n))
+            Vf[:, idx] = V
+            over = np.abs(Vf) > limits.velocity * (1 + 1e-9)
+            if np.any(over):
+                i, j = (int(x) for x in np.argwhere(over)[0])
+                raise InputError(
+                    f"{what}: point {i}: velocity of {limits.names[j]} {Vf[i, j]:.6g} exceeds its limit "
+                    f"{limits.velocity[j]:.6g}"
+                )
+        if A is not None:
+            Af = np.zeros((k, n))
+            Af[:, idx] = A
+
+        if start is None and t[0] > 0:
+            start = (Pf[0], np.zeros(n), np.zeros(n))
+            q0 = Pf[0]
+        if t[0] > 0:
+            # start from the current reference at t = 0
+            t = np.concatenate([[0.0], t])
+            Pf = np.vstack([q0, Pf])
+            if Vf is not None:
+                Vf = np.vstack([qd0, Vf])
+            if Af is not None:
+                Af = np.vstack([qdd0, Af])
+            v_start = qd0
+        else:
+            v_start = qd0 if start is not None else np.zeros(n)
+        K = t.shape[0]
+        if K == 1:
+            return cls.hold(Pf[0])
+        if Vf is None:
+            from scipy.interpolate import CubicSpline
+
+            # C2 spline through the points, leaving with the start velocity, arriving at rest.
+            spline = CubicSpline(t, Pf, axis=0, bc_type=((1, v_start), (1, np.zeros(n))))
+            Vf = spline(t, 1)
+        coeffs = np.empty((K - 1, 6, n))
+        for s in range(K - 1):
+            T = t[s + 1] - t[s]
+            if Af is not None:
+                coeffs[s] = _quintic_coeffs(Pf[s], Vf[s], Af[s], Pf[s + 1], Vf[s + 1], Af[s + 1], T)
+            else:
+                coeffs[s] = _cubic_coeffs(Pf[s], Vf[s], Pf[s + 1], Vf[s + 1], T)
+        return cls(t, coeffs, Pf)
+
+    @classmethod
+    def to_target(
+        cls,
+        limits: JointLimits,
+        target: Sequence[float],
+        start: tuple[np.ndarray, np.ndarray, np.ndarray],
+        min_duration: float = 0.0,
+        velocity_scale: float = 0.5,
+        what: str = "command",
+    ) -> TrajectoryInterpolator:
+        """A cubic from the current reference to ``target`` (n,), arriving at rest.
+
+        The duration is the longer of ``min_duration`` and the time needed to keep every joint's
+        peak velocity (1.5 x the mean for a rest-to-rest cubic) within ``velocity_scale`` x its
+        velocity limit. This is how a position command (``forward_position_controller``) is
+        followed: a real drive limits the rate too.
+        """
+        q = np.asarray(target, dtype=float).reshape(-1)
+        if q.shape[0] != limits.n:
+            raise InputError(
+                f"{what}: expected {limits.n} positions ({', '.join(limits.names)}), got {q.shape[0]}"
+            )
+        limits.check_positions(q, what)
+        q0, qd0, _ = (np.asarray(x, dtype=float) for x in start)
+        vmax = np.where(np.isfinite(limits.velocity), limits.velocity, np.inf) * velocity_scale
+        with np.errstate(divide="ignore", invalid="ignore"):
+            need = np.where(vmax > 0, 1.5 * np.abs(q - q0) / vmax, 0.0)
+        T = float(max(min_duration, np.max(need, initial=0.0)))
+        if T <= 0.0:
+            return cls.hold(q)
+        t = np.array([0.0, T])
+        coeffs = _cubic_coeffs(q0, qd0, q, np.zeros_like(q), T)[None]
+        return cls(t, coeffs, np.vstack([q0, q]))
+
+    def sample(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Reference (q, qd, qdd), each (n,), at ``t`` s after the start (clamped to [0, duration])."""
+        if t >= self.duration or self._coeffs.shape[0] == 0:
+            q = self.positions[-1]
+            z = np.zeros_like(q)
+            return q.copy(), z, z.copy()
+        t = max(t, 0.0)
+        s = int(np.searchsorted(self.knots, t, side="right")) - 1
+        s = min(max(s, 0), self._coeffs.shape[0] - 1)
+        tau = t - self.knots[s]
+        c = self._coeffs[s]
+        q = c[0] + tau * (c[1] + tau * (c[2] + tau * (c[3] + tau * (c[4] + tau * c[5]))))
+        qd = c[1] + tau * (2 * c[2] + tau * (3 * c[3] + tau * (4 * c[4] + tau * 5 * c[5])))
+        qdd = 2 * c[2] + tau * (6 * c[3] + tau * (12 * c[4] + tau * 20 * c[5]))
+        return q, qd, qdd
+
+
+# --------------------------------------------------------------------------------------------------
+# control
+
+
+class ComputedTorqueController:
+    """Computed-torque (inverse-dynamics) joint controller.
+
+    ``tau = rnea(q, qd, qdd_ref + Kp (q_ref - q) + Kd (qd_ref - qd))``, clipped to +-effort limit.
+    With an exact model the closed loop is n decoupled ``e'' + Kd e' + Kp e = 0``: choose
+    ``Kp = w^2``, ``Kd = 2 w`` for critical damping at natural frequency w (rad/s).
+
+    Args:
+        model: the RobotModel.
+        kp: (n,) or scalar position gains, 1/s^2.
+        kd: (n,) or scalar velocity gains, 1/s.
+        gravity: (3,) root-frame gravity the controller compensates, m/s^2.
+        limit_effort: clip to the model's effort limits.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        kp: Sequence[float] | float,
+        kd: Sequence[float] | float,
+        gravity: Sequence[float] = (0.0, 0.0, -9.81),
+        limit_effort: bool = True,
+    ) -> None:
+        n = model.nq
+        self.model = model
+        self.kp = np.broadcast_to(np.asarray(kp, dtype=float), (n,)).copy()
+        self.kd = np.broadcast_to(np.asarray(kd, dtype=float), (n,)).copy()
+        if np.any(self.kp < 0) or np.any(self.kd < 0) or not np.all(np.isfinite(self.kp + self.kd)):
+            raise InputError(
+                f"gains must be finite and >= 0; got kp={self.kp.tolist()} kd={self.kd.tolist()}"
+            )
+        self.gravity = np.asarray(gravity, dtype=float)
+        limits = np.asarray(model.effort_limits, dtype=float)
+        usable = np.isfinite(limits) & (limits > 0)
+        self.effort_limits = np.where(usable, limits, np.inf) if limit_effort else None
+
+    def torque(
+        self, q: np.ndarray, qd: np.ndarray, q_ref: np.ndarray, qd_ref: np.ndarray, qdd_ref: np.ndarray
+    ) -> np.ndarray:
+        """Joint torques (n,), N m."""
+        qdd_cmd = qdd_ref + self.kp * (q_ref - q) + self.kd * (qd_ref - qd)
+        tau = self.model.rnea(q, qd, qdd_cmd, gravity=self.gravity)
+        if self.effort_limits is not None:
+            tau = np.clip(tau, -self.effort_limits, self.effort_limits)
+        return tau
+
+
+# --------------------------------------------------------------------------------------------------
+# simulation
+
+
+def wrench_to_root(model: Any, q: np.ndarray, wrench: Sequence[float], frame: str) -> tuple[np.ndarray, str]:
+    """Express a wrench given in ``frame`` (about its origin) in the root frame.
+
+    Args:
+        model: the RobotModel.
+        q: (n,) joint positions (the frame's current pose).
+        wrench: (6,) [force N; torque N m] in ``frame``, torque about the frame's origin.
+        frame: a link of the model. The root link (or ``""``/``"world"``, taken to coincide with
+            the root) means: root-frame axes, acting on the tip link about the tip's origin.
+
+    Returns:
+        ((6,) wrench in root-frame axes about the acting link's origin, the acting link).
+    """
+    w = np.asarray(wrench, dtype=float).reshape(-1)
+    if w.shape != (6,) or not np.all(np.isfinite(w)):
+        raise InputError(f"wrench: expected 6 finite values [fx fy fz tx ty tz]; got {w.tolist()}")
+    if frame in ("", "world", model.root_link):
+        return w.copy(), model.tip_link
+    if frame not in model.link_names:
+        raise InputError(f"wrench: unknown frame {frame!r}; known frames: {model.link_names}")
+    R = model.fk(q, frame)[:3, :3]
+    return np.concatenate([R @ w[:3], R @ w[3:]]), frame
+
+
+@dataclass
+class ArmState:
+    """Simulation state and the last step's signals (all (n,) arrays, SI units)."""
+
+    t: float
+    q: np.ndarray
+    qd: np.ndarray
+    qdd: np.ndarray
+    tau: np.ndarray  #: motor torque commanded by the controller over the last step
+    tau_ext: np.ndarray  #: joint torque of the external wrench, J^T w
+    q_ref: np.ndarray
+    qd_ref: np.ndarray
+    qdd_ref: np.ndarray
+
+
+class ArmSimulator:
+    """A position-controlled arm: computed-torque control on a reference, forward dynamics.
+
+    Args:
+        model: the RobotModel.
+        q0: (n,) initial positions (must be within limits); the arm starts at rest holding them.
+        controller: the joint controller (default: computed torque, w = 50 rad/s critically damped).
+        gravity: (3,) root-frame gravity of the simulated world, m/s^2.
+        integrator: "semi_implicit_euler" (default) or "rk4".
+    """
+
+    INTEGRATORS = ("semi_implicit_euler", "rk4")
+
+    def __init__(
+        self,
+        model: Any,
+        q0: Sequence[float] | None = None,
+        controller: ComputedTorqueController | None = None,
+        gravity: Sequence[float] = (0.0, 0.0, -9.81),
+        integrator: str = "semi_implicit_euler",
+    ) -> None:
+        if integrator not in self.INTEGRATORS:
+            raise InputError(f"integrator must be one of {self.INTEGRATORS}; got {integrator!r}")
+        self.model = model
+        self.limits = JointLimits.from_model(model)
+        n = model.nq
+        q = np.zeros(n) if q0 is None else np.asarray(q0, dtype=float).reshape(-1)
+        if q.shape != (n,):
+            raise InputError(
+                f"initial positions: expected {n} values ({', '.join(model.joint_names)}), got {q.shape[0]}"
+            )
+        self.limits.check_positions(q, "initial positions")
+        self.gravity = np.asarray(gravity, dtype=float)
+        if self.gravity.shape != (3,) or not np.all(np.isfinite(self.gravity)):
+            raise InputError(f"gravity must be a finite 3-vector; got {gravity!r}")
+        self.controller = controller or ComputedTorqueController(model, 2500.0, 100.0, gravity=self.gravity)
+        self.integrator = integrator
+        z = np.zeros(n)
+        self.state = ArmState(0.0, q.copy(), z, z.copy(), z.copy(), z.copy(), q.copy(), z.copy(), z.copy())
+        self.trajectory = TrajectoryInterpolator.hold(q)
+        self.trajectory_start = 0.0
+        self._wrench = np.zeros(6)  # root-frame axes, about the acting link's origin
+        self._wrench_link: str | None = None
+
+    # -- commands ---------------------------------------------------------------------------------
+    def reference(self, t: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Reference (q, qd, qdd) at sim time ``t`` (default now)."""
+        t = self.state.t if t is None else t
+        return self.trajectory.sample(t - self.trajectory_start)
+
+    def set_trajectory(self, traj: TrajectoryInterpolator, start_time: float | None = None) -> None:
+        """Follow ``traj`` from sim time ``start_time`` (default now); replaces the current goal."""
+        self.trajectory = traj
+        self.trajectory_start = self.state.t if start_time is None else float(start_time)
+
+    def command_trajectory(
+        self,
+        names: Sequence[str],
+        times: Sequence[float],
+        positions: np.ndarray,
+        velocities: np.ndarray | None = None,
+        accelerations: np.ndarray | None = None,
+        start_time: float | None = None,
+    ) -> TrajectoryInterpolator:
+        """Validate and follow a joint trajectory (see :meth:`TrajectoryInterpolator.build`).
+
+        It starts at ``start_time`` (sim s, default now) from the reference at that time. A
+        trajectory that fails validation raises InputError and leaves the current goal unchanged.
+        """
+        t0 = self.state.t if start_time is None else max(float(start_time), self.state.t)
+        traj = TrajectoryInterpolator.build(
+            self.limits, names, times, positions, velocities, accelerations, start=self.reference(t0)
+        )
+        self.set_trajectory(traj, t0)
+        return traj
+
+    def command_positions(
+        self, target: Sequence[float], min_duration: float = 0.0, velocity_scale: float = 0.5
+    ) -> TrajectoryInterpolator:
+        """Move to ``target`` (n,) (:meth:`TrajectoryInterpolator.to_target`); InputError keeps the goal."""
+        traj = TrajectoryInterpolator.to_target(
+            self.limits, target, self.reference(), min_duration, velocity_scale, what="position command"
+        )
+        self.set_trajectory(traj)
+        return traj
+
+    def set_wrench(self, wrench: Sequence[float], frame: str) -> None:
+        """The external wrench on the arm, held until replaced: (6,) in ``frame`` about its origin.
+
+        It is converted to root-frame axes at the current configuration and then held constant in
+        the root frame (a contact force is fixed in the world, not in the tool), acting on
+        ``frame``'s link at its origin. See :func:`wrench_to_root`.
+        """
+        w, link = wrench_to_root(self.model, self.state.q, wrench, frame)
+        self._wrench, self._wrench_link = w, link
+
+    def clear_wrench(self) -> None:
+        self._wrench[:] = 0.0
+        self._wrench_link = None
+
+    @property
+    def wrench(self) -> tuple[np.ndarray, str | None]:
+        """(root-frame wrench (6,), acting link or None)."""
+        return self._wrench.copy(), self._wrench_link
+
+    # -- dynamics ---------------------------------------------------------------------------------
+    def external_torque(self, q: np.ndarray) -> np.ndarray:
+        """tau_ext = J(q, link)^T w for the held wrench (zeros without one), (n,)."""
+        if self._wrench_link is None or not np.any(self._wrench):
+            return np.zeros(self.model.nq)
+        J = self.model.jacobian(q, self._wrench_link)
+        return J.T @ self._wrench
+
+    def _accel(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        tau_ext = self.external_torque(q)
+        return self.model.forward_dynamics(q, qd, tau + tau_ext, gravity=self.gravity), tau_ext
+
+    def step(self, dt: float, control: bool = True) -> ArmState:
+        """Advance the simulation by ``dt`` seconds; returns the new state.
+
+        Args:
+            dt: step, s (> 0).
+            control: apply the controller (False: zero motor torque, the arm falls freely).
+        """
+        if not dt > 0 or not math.isfinite(dt):
+            raise InputError(f"dt must be a finite positive step in seconds; got {dt}")
+        st = self.state
+        q_ref, qd_ref, qdd_ref = self.reference(st.t)
+        if control:
+            tau = self.controller.torque(st.q, st.qd, q_ref, qd_ref, qdd_ref)
+        else:
+            tau = np.zeros(self.model.nq)
+        if self.integrator == "rk4":
+            q, qd = st.q, st.qd
+            a1, tau_ext = self._accel(q, qd, tau)
+            k1q, k1v = qd, a1
+            k2q, k2v = qd + 0.5 * dt * k1v, self._accel(q + 0.5 * dt * k1q, qd + 0.5 * dt * k1v, tau)[0]
+            k3q, k3v = qd + 0.5 * dt * k2v, self._accel(q + 0.5 * dt * k2q, qd + 0.5 * dt * k2v, tau)[0]
+            k4q, k4v = qd + dt * k3v, self._accel(q + dt * k3q, qd + dt * k3v, tau)[0]
+            q_new = q + dt / 6.0 * (k1q + 2 * k2q + 2 * k3q + k4q)
+            qd_new = qd + dt / 6.0 * (k1v + 2 * k2v + 2 * k3v + k4v)
+            qdd = a1
+        else:
+            qdd, tau_ext = self._accel(st.q, st.qd, tau)
+            qd_new = st.qd + dt * qdd
+            q_new = st.q + dt * qd_new
+        # end stops: clamp and remove the velocity into the stop
+        lo, hi = self.limits.lower, self.limits.upper
+        below, above = q_new < lo, q_new > hi
+        if np.any(below) or np.any(above):
+            q_new = np.clip(q_new, lo, hi)
+            qd_new = np.where(below & (qd_new < 0) | above & (qd_new > 0), 0.0, qd_new)
+        self.state = ArmState(st.t + dt, q_new, qd_new, qdd, tau, tau_ext, q_ref, qd_ref, qdd_ref)
+        return self.state
+
+    def energy(self) -> float:
+        """Kinetic + gravitational potential energy of the arm, J."""
+        st = self.state
+        return float(self.model.kinetic_energy(st.q, st.qd) + self.model.potential_energy(st.q, self.gravity))
+
+
+def parse_initial_positions(
+    joint_names: Sequence[str], values: Sequence[float] | Mapping[str, float]
+) -> np.ndarray:
+    """Initial positions from a list in joint order (or a {name: value} map), (n,)."""
+    n = len(joint_names)
+    if isinstance(values, Mapping):
+        unknown = sorted(set(values) - set(joint_names))
+        if unknown:
+            raise InputError(f"initial_positions: unknown joints {unknown}")
+        return np.array([float(values.get(nm, 0.0)) for nm in joint_names])
+    v = np.asarray(values, dtype=float).reshape(-1)
+    if v.shape[0] != n:
+        raise InputError(
+            f"initial_positions: expected {n} values ({', '.join(joint_names)}), got {v.shape[0]}"
+        )
+    return v
