@@ -419,6 +419,13 @@ def _jacobian_kernel(q, body, point, jtype, axis, R0, p0, J):
 # ============================================================================================
 
 
+def _as_float(x: Any, name: str) -> np.ndarray:
+    try:
+        return np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{name} must be numeric; got {x!r:.80}") from exc
+
+
 _NAMES_RNEA = ("q", "qd", "qdd", "gravity", "f_ext")
 _NAMES_FD = ("q", "qd", "tau", "gravity", "f_ext")
 
@@ -503,20 +510,22 @@ class RobotModel:
         out = []
         shape = None
         for name, x in arrays.items():
-            a = x if type(x) is np.ndarray and x.dtype == np.float64 else np.asarray(x, dtype=float)
+            a = x if type(x) is np.ndarray and x.dtype == np.float64 else _as_float(x, name)
             if a.ndim not in (1, 2) or a.shape[-1] != self.nq:
                 raise InputError(f"{name} must have shape ({self.nq},) or (B, {self.nq}); got {a.shape}")
             if shape is None:
                 shape = a.shape
             elif a.shape != shape:
                 raise InputError(f"{name} has shape {a.shape} but {next(iter(arrays))} has shape {shape}")
-            out.append(a.reshape(1, self.nq) if a.ndim == 1 else np.ascontiguousarray(a))
+            if not a.flags.c_contiguous:  # kernels are compiled for C-contiguous arrays only
+                a = np.ascontiguousarray(a)
+            out.append(a.reshape(1, self.nq) if a.ndim == 1 else a)
         return out, shape is not None and len(shape) == 2
 
     def _gravity(self, gravity: Any) -> np.ndarray:
         if gravity is DEFAULT_GRAVITY:
             return self._default_g
-        g = np.asarray(gravity, dtype=float)
+        g = _as_float(gravity, "gravity")
         if g.shape != (3,):
             raise InputError(f"gravity must be a 3-vector (m/s^2, root frame); got shape {g.shape}")
         return g
@@ -538,13 +547,13 @@ class RobotModel:
             idx = [self._link(name) for name in f_ext]
             W = np.empty((B, len(idx), 6))
             for k, (name, wrench) in enumerate(f_ext.items()):
-                w = np.asarray(wrench, dtype=float)
+                w = _as_float(wrench, f"f_ext[{name!r}]")
                 if w.shape not in ((6,), (B, 6)):
                     raise InputError(f"f_ext[{name!r}] must have shape (6,) or ({B}, 6); got {w.shape}")
                 W[:, k] = w
             sel = np.array(idx, dtype=np.int64)
         else:
-            w = np.asarray(f_ext, dtype=float)
+            w = _as_float(f_ext, "f_ext")
             L = len(self.link_names)
             if w.shape == (L, 6):
                 W = np.broadcast_to(w, (B, L, 6))
