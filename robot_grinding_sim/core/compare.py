@@ -1,0 +1,931 @@
+"""Comparing a simulated with a measured force run: alignment, error metrics, plots, HTML report.
+
+ROS-free. Inputs are :class:`~robot_grinding_sim.core.bag.WrenchSeries` (and optionally
+:class:`~robot_grinding_sim.core.bag.ProgressSeries`) read from bags by ``core.bag``.
+
+Conventions (docs/compare.md has the long form):
+
+- Force component compared (``component``): ``fz`` (z of the force in the message frame),
+  ``norm`` (|F|), or ``normal`` (F projected on the run's own mean in-contact force direction, so
+  the sensor and the simulated contact may be expressed in different frames).
+- Lag: ``t_meas = t_sim + lag_s``; a positive lag means the measurement comes later.
+- In contact: aligned samples where the measured component exceeds ``threshold`` in magnitude.
+- Mean relative error (the paper's metric): mean(|F_sim - F_meas| / |F_meas|) over the in-contact
+  aligned samples, a fraction (0.0275 is the paper's 2.75 %). RMSE, MAE, peak error in N;
+  correlation is Pearson's r of the two aligned series.
+- Alignment (``align``):
+    ``time``      header stamps of both runs on one clock, plus a lag searched by
+                  cross-correlation within ``max_lag`` of zero and applied;
+    ``xcorr``     runs on unrelated clocks (different start times): the lag is searched over
+                  every overlap by cross-correlation and applied;
+    ``progress``  each sample mapped to (pass index, arc length) by the progress topic of its own
+                  run, and the runs compared at equal arc length per pass (robust to different
+                  speeds and start times); ``lag_s`` is then the median of t_meas - t_sim at equal
+                  progress;
+    ``auto``      progress when both runs have a progress topic, else time when the stamps
+                  overlap, else xcorr.
+- Passes: from the measured run's progress topic when present, else contiguous in-contact
+  stretches of the measured force (gaps shorter than ``min_gap`` s merged, stretches shorter
+  than ``min_pass`` s dropped), numbered from 0.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from robot_grinding_sim.core.bag import ProgressSeries, WrenchSeries
+from robot_grinding_sim.core.errors import InputError
+
+COMPONENTS = ("fz", "normal", "norm")
+ALIGNS = ("auto", "time", "xcorr", "progress")
+
+
+# -- components ---------------------------------------------------------------------------------
+def component_of(series: WrenchSeries, component: str, threshold: float) -> np.ndarray:
+    """The scalar force compared, (N,) N (see the module docstring for the components).
+
+    Raises:
+        InputError: unknown component, or ``normal`` with no sample above ``threshold``.
+    """
+    f = series.force
+    if component == "fz":
+        return f[:, 2].copy()
+    if component == "norm":
+        return np.linalg.norm(f, axis=1)
+    if component == "normal":
+        mag = np.linalg.norm(f, axis=1)
+        sel = mag > threshold
+        if not np.any(sel):
+            raise InputError(
+                f"topic {series.topic} in bag {series.bag}: no force above {threshold:g} N, so no contact"
+                " normal can be estimated; lower --threshold or use --component fz|norm"
+            )
+        n = f[sel].mean(axis=0)
+        norm = np.linalg.norm(n)
+        if norm <= 0.0:
+            raise InputError(f"topic {series.topic} in bag {series.bag}: in-contact forces cancel out")
+        return f @ (n / norm)
+    raise InputError(f"component must be one of {COMPONENTS}, got {component!r}")
+
+
+# -- resampling helpers -------------------------------------------------------------------------
+def _median_period(t: np.ndarray) -> float:
+    d = np.diff(t)
+    d = d[d > 0]
+    return float(np.median(d)) if d.size else math.inf
+
+
+def _valid_at(t: np.ndarray, query: np.ndarray, max_gap: float) -> np.ndarray:
+    """(K,) bool: ``query`` lies inside ``t``'s span and between samples at most ``max_gap`` apart."""
+    i = np.searchsorted(t, query, side="right")
+    inside = (i > 0) & (i < t.shape[0])
+    i = np.clip(i, 1, t.shape[0] - 1)
+    gap = t[i] - t[i - 1]
+    exact = np.isin(query, t)
+    return (inside & (gap <= max_gap)) | exact
+
+
+def _uniform(t: np.ndarray, y: np.ndarray, dt: float) -> np.ndarray:
+    """``y`` resampled on ``t[0] + k dt`` (linear)."""
+    n = int(math.floor((t[-1] - t[0]) / dt)) + 1
+    return np.interp(t[0] + dt * np.arange(n), t, y)
+
+
+def estimate_lag(
+    t_sim: np.ndarray,
+    y_sim: np.ndarray,
+    t_meas: np.ndarray,
+    y_meas: np.ndarray,
+    dt: float,
+    window: tuple[float, float] | None = None,
+) -> tuple[float, float]:
+    """Lag of the measured series behind the simulated one by cross-correlation.
+
+    Both series are resampled on uniform grids of step ``dt`` starting at their own first sample,
+    and Pearson's correlation coefficient over the overlap is computed for every lag (sums by FFT
+    and cumulative sums); lags whose overlap is shorter than half the shorter run are not
+    considered. The peak is refined by a parabola through its neighbours (sub-sample accuracy).
+
+    Args:
+        t_sim, y_sim: (N,) simulated times (s) and values.
+        t_meas, y_meas: (M,) measured times (s) and values.
+        dt: grid step, s.
+        window: (lo, hi) s, the lags searched; None: every lag with some overlap.
+
+    Returns:
+        (lag_s, Pearson's r at the lag) with ``t_meas = t_sim + lag_s``.
+    """
+    from scipy.signal import correlate, correlation_lags
+
+    a = _uniform(t_meas, y_meas, dt)
+    b = _uniform(t_sim, y_sim, dt)
+    # Means removed only to keep the sums below well conditioned (Pearson's r ignores offsets).
+    a = a - a.mean()
+    b = b - b.mean()
+    if np.ptp(a) <= 0.0 or np.ptp(b) <= 0.0:
+        raise InputError("cannot estimate the lag: a force series is constant")
+    na, nb = a.shape[0], b.shape[0]
+    lags = correlation_lags(na, nb, mode="full")
+    # Pearson's r over the overlap of each lag (a[l] against b[l - k]): a plain correlation
+    # favours the lags with the longest overlap and is biased towards zero lag.
+    sab = correlate(a, b, mode="full", method="fft")
+    ca = np.r_[0.0, np.cumsum(a)]
+    ca2 = np.r_[0.0, np.cumsum(a * a)]
+    cb = np.r_[0.0, np.cumsum(b)]
+    cb2 = np.r_[0.0, np.cumsum(b * b)]
+    lo_a = np.maximum(lags, 0)
+    hi_a = np.minimum(na, nb + lags)
+    lo_b, hi_b = lo_a - lags, hi_a - lags
+    n = (hi_a - lo_a).astype(float)
+    sa, sa2 = ca[hi_a] - ca[lo_a], ca2[hi_a] - ca2[lo_a]
+    sb, sb2 = cb[hi_b] - cb[lo_b], cb2[hi_b] - cb2[lo_b]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cov = sab - sa * sb / n
+        var = (sa2 - sa * sa / n) * (sb2 - sb * sb / n)
+        c = np.where(var > 0.0, cov / np.sqrt(np.maximum(var, 1e-300)), -np.inf)
+    # Lags with a short overlap give spurious perfect matches: require half the shorter run.
+    c = np.where(n >= 0.5 * min(na, nb), c, -np.inf)
+    lag_s = (t_meas[0] - t_sim[0]) + lags * dt
+    if window is not None:
+        sel = (lag_s >= window[0]) & (lag_s <= window[1])
+        if not np.any(sel):
+            raise InputError(
+                f"no overlap between the runs within lags {window[0]:g}..{window[1]:g} s;"
+                " the runs are on different clocks: use --align xcorr or progress"
+            )
+        c = np.where(sel, c, -np.inf)
+    k = int(np.argmax(c))
+    if not np.isfinite(c[k]):
+        raise InputError("cannot estimate the lag: the runs do not overlap enough (half the shorter run)")
+    frac = 0.0
+    if 0 < k < c.shape[0] - 1 and np.isfinite(c[k - 1]) and np.isfinite(c[k + 1]):
+        den = c[k - 1] - 2.0 * c[k] + c[k + 1]
+        if den < 0.0:
+            frac = 0.5 * (c[k - 1] - c[k + 1]) / den
+    return float(lag_s[k] + frac * dt), float(c[k])
+
+
+# -- alignment ----------------------------------------------------------------------------------
+@dataclass
+class Aligned:
+    """Two runs on a common grid.
+
+    Attributes:
+        t: (K,) time of each grid point on the measured clock, s.
+        x: (K,) abscissa for plots: time since the first grid point (s), or for ``progress``
+            the arc length accumulated over the passes (m).
+        x_label: axis label of ``x``.
+        sim: (K,) simulated component, N.
+        meas: (K,) measured component, N.
+        pass_index: (K,) int pass of each grid point, -1 off a pass.
+        lag_s: the lag (``t_meas = t_sim + lag_s``), s.
+        method: the alignment used (``time``, ``xcorr`` or ``progress``).
+        xcorr_peak: normalised cross-correlation at the lag (nan for progress).
+    """
+
+    t: np.ndarray
+    x: np.ndarray
+    x_label: str
+    sim: np.ndarray
+    meas: np.ndarray
+    pass_index: np.ndarray
+    lag_s: float
+    method: str
+    xcorr_peak: float = math.nan
+
+
+def segment_passes(t: np.ndarray, in_contact: np.ndarray, min_gap: float, min_pass: float) -> np.ndarray:
+    """(K,) pass index of each sample from contiguous in-contact stretches (-1 elsewhere).
+
+    Args:
+        t: (K,) sorted times, s.
+        in_contact: (K,) bool.
+        min_gap: shorter gaps between stretches are bridged, s.
+        min_pass: shorter stretches are dropped, s.
+    """
+    idx = np.full(t.shape[0], -1, dtype=int)
+    on = np.flatnonzero(in_contact)
+    if on.size == 0:
+        return idx
+    breaks = np.flatnonzero(np.diff(t[on]) > min_gap)
+    starts = np.r_[on[0], on[breaks + 1]]
+    ends = np.r_[on[breaks], on[-1]]
+    k = 0
+    for s, e in zip(starts, ends, strict=True):
+        if t[e] - t[s] >= min_pass:
+            idx[s : e + 1] = k
+            k += 1
+    return idx
+
+
+def _pass_of_progress(prog: ProgressSeries, t: np.ndarray, max_gap: float) -> tuple[np.ndarray, np.ndarray]:
+    """(pass index, arc length) at times ``t`` from a progress series (-1 / nan off a pass).
+
+    A time gets the pass of the progress samples around it when both have that pass and are at
+    most ``max_gap`` apart; the arc length is interpolated linearly between them.
+    """
+    i = np.searchsorted(prog.t, t, side="right")
+    lo = np.clip(i - 1, 0, len(prog) - 1)
+    hi = np.clip(i, 0, len(prog) - 1)
+    same = (
+        (i > 0)
+        & (i < len(prog))
+        & (prog.pass_index[lo] == prog.pass_index[hi])
+        & (prog.t[hi] - prog.t[lo] <= max_gap)
+    )
+    exact = (i > 0) & (prog.t[lo] == t)
+    ok = (same | exact) & (prog.pass_index[lo] >= 0)
+    span = np.where(prog.t[hi] > prog.t[lo], prog.t[hi] - prog.t[lo], 1.0)
+    w = np.clip((t - prog.t[lo]) / span, 0.0, 1.0)
+    arc = prog.arc_length[lo] + w * (prog.arc_length[hi] - prog.arc_length[lo])
+    return np.where(ok, prog.pass_index[lo], -1), np.where(ok, arc, np.nan)
+
+
+def align_time(
+    sim: WrenchSeries,
+    y_sim: np.ndarray,
+    meas: WrenchSeries,
+    y_meas: np.ndarray,
+    search: str = "time",
+    max_lag: float = 1.0,
+    dt: float | None = None,
+) -> Aligned:
+    """Align by time: estimate the lag by cross-correlation, then resample on a common grid.
+
+    Args:
+        search: ``time`` (lag within ``max_lag`` of zero: one clock) or ``xcorr`` (any lag).
+        dt: grid step, s; default the coarser of the two median sample periods.
+    """
+    p_sim, p_meas = _median_period(sim.t), _median_period(meas.t)
+    if not (math.isfinite(p_sim) and math.isfinite(p_meas)):
+        raise InputError("each run needs at least two samples at distinct times to be aligned")
+    step = float(dt) if dt else max(p_sim, p_meas)
+    window = (-max_lag, max_lag) if search == "time" else None
+    lag, peak = estimate_lag(sim.t, y_sim, meas.t, y_meas, step, window)
+    lo = max(sim.t[0] + lag, meas.t[0])
+    hi = min(sim.t[-1] + lag, meas.t[-1])
+    if hi - lo < step:
+        raise InputError(f"the runs do not overlap in time after a lag of {lag:.6g} s")
+    grid = lo + step * np.arange(int(math.floor((hi - lo) / step)) + 1)
+    valid = _valid_at(sim.t, grid - lag, 3.0 * p_sim) & _valid_at(meas.t, grid, 3.0 * p_meas)
+    grid = grid[valid]
+    return Aligned(
+        t=grid,
+        x=grid - grid[0] if grid.size else grid,
+        x_label="time (s)",
+        sim=np.interp(grid - lag, sim.t, y_sim),
+        meas=np.interp(grid, meas.t, y_meas),
+        pass_index=np.full(grid.shape[0], -1, dtype=int),
+        lag_s=lag,
+        method=search,
+        xcorr_peak=peak,
+    )
+
+
+def align_progress(
+    sim: WrenchSeries,
+    y_sim: np.ndarray,
+    prog_sim: ProgressSeries,
+    meas: WrenchSeries,
+    y_meas: np.ndarray,
+    prog_meas: ProgressSeries,
+    ds: float | None = None,
+) -> Aligned:
+    """Align by pass index and arc length (see the module docstring).
+
+    Args:
+        ds: arc-length grid step, m; default the coarser of the runs' median arc step per sample.
+    """
+
+    def mapped(series: WrenchSeries, y: np.ndarray, prog: ProgressSeries) -> tuple[np.ndarray, ...]:
+        gap = 5.0 * _median_period(prog.t) if len(prog) > 1 else math.inf
+        p, s = _pass_of_progress(prog, series.t, gap)
+        keep = p >= 0
+        return p[keep], s[keep], y[keep], series.t[keep]
+
+    ps, ss, ys, ts = mapped(sim, y_sim, prog_sim)
+    pm, sm, ym, tm = mapped(meas, y_meas, prog_meas)
+    common = sorted(set(ps.tolist()) & set(pm.tolist()))
+    if not common:
+        raise InputError(
+            f"no pass in common between the progress topics of {sim.bag} and {meas.bag}"
+            " (or no force sample during a pass)"
+        )
+
+    def arc_step(p: np.ndarray, s: np.ndarray) -> float:
+        steps = [np.abs(np.diff(s[p == k])) for k in np.unique(p)]
+        d = np.concatenate(steps) if steps else np.array([])
+        d = d[d > 0]
+        return float(np.median(d)) if d.size else math.inf
+
+    step = float(ds) if ds else max(arc_step(ps, ss), arc_step(pm, sm))
+    if not math.isfinite(step) or step <= 0.0:
+        raise InputError("the progress topics give no arc-length change during the passes")
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("t", "x", "sim", "meas", "pass", "tsim")}
+    offset = 0.0
+    for k in common:
+        out = []
+        for p, s, y, t in ((ps, ss, ys, ts), (pm, sm, ym, tm)):
+            sel = p == k
+            order = np.argsort(s[sel], kind="stable")
+            s_k, y_k, t_k = s[sel][order], y[sel][order], t[sel][order]
+            s_u, first = np.unique(s_k, return_index=True)
+            # Where the tool stood still (same arc length) average the force over the stop.
+            y_u = np.add.reduceat(y_k, first) / np.diff(np.r_[first, s_k.shape[0]])
+            out.append((s_u, y_u, t_k[first]))
+        (s1, y1, t1), (s2, y2, t2) = out
+        lo, hi = max(s1[0], s2[0]), min(s1[-1], s2[-1])
+        if hi - lo < step:
+            continue
+        grid = lo + step * np.arange(int(math.floor((hi - lo) / step)) + 1)
+        parts["sim"].append(np.interp(grid, s1, y1))
+        parts["meas"].append(np.interp(grid, s2, y2))
+        parts["t"].append(np.interp(grid, s2, t2))
+        parts["tsim"].append(np.interp(grid, s1, t1))
+        parts["x"].append(offset + grid - lo)
+        parts["pass"].append(np.full(grid.shape[0], k, dtype=int))
+        offset += hi - lo
+    if not parts["t"]:
+        raise InputError("the passes of the two runs do not overlap in arc length")
+    t = np.concatenate(parts["t"])
+    tsim = np.concatenate(parts["tsim"])
+    return Aligned(
+        t=t,
+        x=np.concatenate(parts["x"]),
+        x_label="arc length over the passes (m)",
+        sim=np.concatenate(parts["sim"]),
+        meas=np.concatenate(parts["meas"]),
+        pass_index=np.concatenate(parts["pass"]),
+        lag_s=float(np.median(t - tsim)),
+        method="progress",
+    )
+
+
+# -- metrics ------------------------------------------------------------------------------------
+@dataclass
+class Metrics:
+    """Error metrics of aligned in-contact samples (fractions, N, s).
+
+    Attributes:
+        mean_relative_error: mean(|sim - meas| / |meas|).
+        rmse, mae, peak_error: root-mean-square, mean absolute and largest absolute error, N.
+        correlation: Pearson's r (nan for fewer than 2 samples or a constant series).
+        samples: aligned in-contact samples used.
+        mean_sim, mean_measured: mean forces, N.
+        index: the pass (-1 for the whole run).
+        duration_s: time covered on the measured clock, s.
+    """
+
+    mean_relative_error: float
+    rmse: float
+    mae: float
+    peak_error: float
+    correlation: float
+    samples: int
+    mean_sim: float
+    mean_measured: float
+    index: int = -1
+    duration_s: float = 0.0
+
+
+def error_metrics(sim: np.ndarray, meas: np.ndarray, index: int = -1, duration_s: float = 0.0) -> Metrics:
+    """Metrics of (K,) aligned samples (the caller selects the in-contact ones)."""
+    n = int(sim.shape[0])
+    if n == 0:
+        nan = math.nan
+        return Metrics(nan, nan, nan, nan, nan, 0, nan, nan, index, duration_s)
+    err = sim - meas
+    ae = np.abs(err)
+    corr = math.nan
+    if n > 1 and np.std(sim) > 0 and np.std(meas) > 0:
+        corr = float(np.corrcoef(sim, meas)[0, 1])
+    return Metrics(
+        mean_relative_error=float(np.mean(ae / np.abs(meas))),
+        rmse=float(np.sqrt(np.mean(err**2))),
+        mae=float(np.mean(ae)),
+        peak_error=float(ae.max()),
+        correlation=corr,
+        samples=n,
+        mean_sim=float(sim.mean()),
+        mean_measured=float(meas.mean()),
+        index=index,
+        duration_s=duration_s,
+    )
+
+
+@dataclass
+class Comparison:
+    """The result of :func:`compare_runs`: aligned data, metrics overall and per pass."""
+
+    aligned: Aligned
+    in_contact: np.ndarray
+    overall: Metrics
+    passes: list[Metrics]
+    component: str
+    threshold: float
+    sim_source: dict[str, str]
+    meas_source: dict[str, str]
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``grinding compare --json`` document (fractions, seconds, newtons)."""
+        o = self.overall
+        return {
+            "mean_relative_error": o.mean_relative_error,
+            "rmse": o.rmse,
+            "mae": o.mae,
+            "peak_error": o.peak_error,
+            "correlation": o.correlation,
+            "lag_s": self.aligned.lag_s,
+            "passes": [asdict(p) for p in self.passes],
+            "samples": o.samples,
+            "mean_sim": o.mean_sim,
+            "mean_measured": o.mean_measured,
+            "align": self.aligned.method,
+            "component": self.component,
+            "threshold_n": self.threshold,
+            "xcorr_peak": self.aligned.xcorr_peak,
+            "sim": self.sim_source,
+            "real": self.meas_source,
+            "notes": self.notes,
+        }
+
+
+def compare_runs(
+    sim: WrenchSeries,
+    meas: WrenchSeries,
+    align: str = "auto",
+    component: str = "normal",
+    threshold: float = 1.0,
+    prog_sim: ProgressSeries | None = None,
+    prog_meas: ProgressSeries | None = None,
+    max_lag: float = 1.0,
+    min_gap: float = 0.2,
+    min_pass: float = 0.1,
+    dt: float | None = None,
+) -> Comparison:
+    """Align two runs and compute the error metrics overall and per pass.
+
+    Args:
+        sim, meas: the simulated and the measured force series.
+        align: ``auto``, ``time``, ``xcorr`` or ``progress`` (module docstring).
+        component: ``fz``, ``normal`` or ``norm``.
+        threshold: in-contact threshold on |measured component|, N (>= 0).
+        prog_sim, prog_meas: progress series of the runs (needed for ``progress``; the measured
+            one also defines the passes in time alignment).
+        max_lag: lag search half-width for ``time``, s.
+        min_gap, min_pass: pass segmentation without a progress topic, s.
+        dt: time grid step, s (default: the coarser sample period).
+
+    Raises:
+        InputError: bad options, runs that cannot be aligned, no in-contact sample.
+    """
+    if align not in ALIGNS:
+        raise InputError(f"align must be one of {ALIGNS}, got {align!r}")
+    if component not in COMPONENTS:
+        raise InputError(f"component must be one of {COMPONENTS}, got {component!r}")
+    if not (math.isfinite(threshold) and threshold >= 0.0):
+        raise InputError(f"threshold must be a finite force >= 0 N, got {threshold!r}")
+    if not (math.isfinite(max_lag) and max_lag > 0.0):
+        raise InputError(f"max_lag must be > 0 s, got {max_lag!r}")
+    notes: list[str] = []
+    y_sim = component_of(sim, component, threshold)
+    y_meas = component_of(meas, component, threshold)
+    method = align
+    if method == "auto":
+        overlap = min(sim.t[-1], meas.t[-1]) - max(sim.t[0], meas.t[0])
+        if prog_sim is not None and prog_meas is not None:
+            method = "progress"
+        elif overlap > 0.5 * min(sim.t[-1] - sim.t[0], meas.t[-1] - meas.t[0]):
+            method = "time"
+        else:
+            method = "xcorr"
+        notes.append(f"alignment chosen automatically: {method}")
+    if method == "progress":
+        missing = [s.bag for s, p in ((sim, prog_sim), (meas, prog_meas)) if p is None]
+        if missing:
+            raise InputError(f"--align progress needs the progress topic in {', '.join(missing)}")
+        aligned = align_progress(sim, y_sim, prog_sim, meas, y_meas, prog_meas)  # type: ignore[arg-type]
+    else:
+        aligned = align_time(sim, y_sim, meas, y_meas, search=method, max_lag=max_lag, dt=dt)
+        if prog_meas is not None:
+            gap = 5.0 * _median_period(prog_meas.t) if len(prog_meas) > 1 else math.inf
+            aligned.pass_index = _pass_of_progress(prog_meas, aligned.t, gap)[0]
+    in_contact = np.abs(aligned.meas) > threshold
+    if method != "progress" and prog_meas is None:
+        aligned.pass_index = segment_passes(aligned.t, in_contact, min_gap, min_pass)
+    if not np.any(in_contact):
+        raise InputError(
+            f"no aligned sample has a measured force above {threshold:g} N ({sim.topic} in {sim.bag},"
+            f" {meas.topic} in {meas.bag}); lower --threshold or check --component"
+        )
+
+    def duration(sel: np.ndarray) -> float:
+        t = aligned.t[sel]
+        return float(t.max() - t.min()) if t.size else 0.0
+
+    overall = error_metrics(aligned.sim[in_contact], aligned.meas[in_contact], -1, duration(in_contact))
+    passes = []
+    for k in sorted(set(aligned.pass_index.tolist()) - {-1}):
+        sel = in_contact & (aligned.pass_index == k)
+        if np.any(sel):
+            passes.append(error_metrics(aligned.sim[sel], aligned.meas[sel], int(k), duration(sel)))
+    return Comparison(
+        aligned=aligned,
+        in_contact=in_contact,
+        overall=overall,
+        passes=passes,
+        component=component,
+        threshold=float(threshold),
+        sim_source={"bag": sim.bag, "topic": sim.topic, "frame": sim.frame},
+        meas_source={"bag": meas.bag, "topic": meas.topic, "frame": meas.frame},
+        notes=notes,
+    )
+
+
+# -- single run against a target ----------------------------------------------------------------
+def parse_band(band: str | float, target: float) -> float:
+    """Half-width of the target band, N: ``"0.5"`` is 0.5 N, ``"10%"`` is 10 % of ``target``."""
+    text = str(band).strip()
+    try:
+        if text.endswith("%"):
+            value = float(text[:-1]) / 100.0 * abs(target)
+        else:
+            value = float(text)
+    except ValueError:
+        msg = f"band must be a force in N (0.5) or a percentage of the target (10%), got {band!r}"
+        raise InputError(msg) from None
+    if not (math.isfinite(value) and value >= 0.0):
+        raise InputError(f"band must be finite and >= 0, got {band!r}")
+    return value
+
+
+@dataclass
+class PassStats:
+    """Force statistics of one pass (or the whole run, index -1) of a single run.
+
+    Attributes:
+        mean, std, min, max: of the in-contact component, N.
+        samples: in-contact samples.
+        duration_s: time from the first to the last in-contact sample, s.
+        in_band: fraction of in-contact samples within target +- band (nan without target).
+        mean_error: mean - target, N (nan without target).
+        mean_relative_error: mean(|F - target|) / target (nan without target).
+    """
+
+    index: int
+    samples: int
+    duration_s: float
+    mean: float
+    std: float
+    min: float
+    max: float
+    in_band: float = math.nan
+    mean_error: float = math.nan
+    mean_relative_error: float = math.nan
+
+
+@dataclass
+class RunReport:
+    """The result of :func:`analyse_run`."""
+
+    t: np.ndarray
+    y: np.ndarray
+    in_contact: np.ndarray
+    pass_index: np.ndarray
+    overall: PassStats
+    passes: list[PassStats]
+    component: str
+    threshold: float
+    target: float | None
+    band: float | None
+    source: dict[str, str]
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``grinding report --json`` document."""
+        return {
+            **{k: v for k, v in asdict(self.overall).items() if k != "index"},
+            "passes": [asdict(p) for p in self.passes],
+            "component": self.component,
+            "threshold_n": self.threshold,
+            "target_n": self.target,
+            "band_n": self.band,
+            "source": self.source,
+        }
+
+
+def _pass_stats(
+    y: np.ndarray, t: np.ndarray, index: int, target: float | None, band: float | None
+) -> PassStats:
+    st = PassStats(
+        index=index,
+        samples=int(y.shape[0]),
+        duration_s=float(t.max() - t.min()) if t.size else 0.0,
+        mean=float(y.mean()),
+        std=float(y.std()),
+        min=float(y.min()),
+        max=float(y.max()),
+    )
+    if target is not None:
+        st.mean_error = st.mean - target
+        if band is not None:
+            st.in_band = float(np.mean(np.abs(y - target) <= band))
+        if target != 0.0:
+            st.mean_relative_error = float(np.mean(np.abs(y - target)) / abs(target))
+    return st
+
+
+def analyse_run(
+    series: WrenchSeries,
+    component: str = "normal",
+    threshold: float = 1.0,
+    target: float | None = None,
+    band: float | None = None,
+    progress: ProgressSeries | None = None,
+    min_gap: float = 0.2,
+    min_pass: float = 0.1,
+) -> RunReport:
+    """Force statistics of one run, overall and per pass, against an optional target band.
+
+    Raises:
+        InputError: bad options or no sample above the threshold.
+    """
+    if not (math.isfinite(threshold) and threshold >= 0.0):
+        raise InputError(f"threshold must be a finite force >= 0 N, got {threshold!r}")
+    if target is not None and not math.isfinite(target):
+        raise InputError(f"target must be a finite force in N, got {target!r}")
+    y = component_of(series, component, threshold)
+    in_contact = np.abs(y) > threshold
+    if not np.any(in_contact):
+        raise InputError(
+            f"topic {series.topic} in bag {series.bag}: no force above {threshold:g} N; lower --threshold"
+        )
+    if progress is not None:
+        gap = 5.0 * _median_period(progress.t) if len(progress) > 1 else math.inf
+        pass_index = _pass_of_progress(progress, series.t, gap)[0]
+    else:
+        pass_index = segment_passes(series.t, in_contact, min_gap, min_pass)
+    overall = _pass_stats(y[in_contact], series.t[in_contact], -1, target, band)
+    passes = []
+    for k in sorted(set(pass_index.tolist()) - {-1}):
+        sel = in_contact & (pass_index == k)
+        if np.any(sel):
+            passes.append(_pass_stats(y[sel], series.t[sel], int(k), target, band))
+    return RunReport(
+        t=series.t,
+        y=y,
+        in_contact=in_contact,
+        pass_index=pass_index,
+        overall=overall,
+        passes=passes,
+        component=component,
+        threshold=float(threshold),
+        target=target,
+        band=band,
+        source={"bag": series.bag, "topic": series.topic, "frame": series.frame},
+    )
+
+
+# -- plots and HTML -----------------------------------------------------------------------------
+def _figure(w: float = 9.0, h: float = 4.0) -> tuple[Any, Any]:
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(w, h), dpi=110)
+    ax.grid(True, alpha=0.3)
+    return fig, ax
+
+
+def _save(fig: Any, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _fmt(v: Any, pct: bool = False) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "-"
+    if isinstance(v, float):
+        return f"{100 * v:.2f} %" if pct else f"{v:.4g}"
+    return html.escape(str(v))
+
+
+def _html_page(title: str, summary: list[tuple[str, str]], table: tuple[list[str], list[list[str]]],
+               images: Sequence[tuple[str, str]], embed_dir: Path | None) -> str:
+    """One self-contained page: summary list, per-pass table, images (base64 when ``embed_dir``)."""
+    rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{v}</td></tr>" for k, v in summary)
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in table[0])
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in table[1])
+    figs = []
+    for name, caption in images:
+        src = name
+        if embed_dir is not None:
+            src = "data:image/png;base64," + base64.b64encode((embed_dir / name).read_bytes()).decode()
+        figs.append(f'<figure><img src="{src}" alt="{html.escape(caption)}"><figcaption>'
+                    f"{html.escape(caption)}</figcaption></figure>")
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<title>{html.escape(title)}</title><style>body{{font-family:sans-serif;max-width:1000px;"
+        "margin:auto}} table{border-collapse:collapse} td,th{border:1px solid #ccc;padding:3px 8px;"
+        "text-align:right} img{max-width:100%}</style></head><body>"
+        f"<h1>{html.escape(title)}</h1><table>{rows}</table><h2>Per pass</h2>"
+        f"<table><tr>{head}</tr>{body}</table>{''.join(figs)}</body></html>\n"
+    )
+
+
+def _publish(tmp: Path, out_dir: Path) -> None:
+    """Move the files of ``tmp`` into ``out_dir`` (created), replacing same-named files."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for f in tmp.iterdir():
+        f.replace(out_dir / f.name)
+
+
+def write_compare_report(cmp: Comparison, out_dir: str | Path, embed: bool = False) -> Path:
+    """Write traces.png, error.png, passes.png, scatter.png, metrics.json and index.html.
+
+    Files are made in a temporary directory next to ``out_dir`` and moved in at the end, so a
+    failure leaves nothing partial.
+
+    Args:
+        embed: embed the images in index.html as base64 (one self-contained file) instead of
+            relative links.
+
+    Returns:
+        The path of index.html.
+    """
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"report directory {out} is a file")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    a = cmp.aligned
+    ic = cmp.in_contact
+    unit = {"fz": "Fz", "normal": "normal force", "norm": "|F|"}[cmp.component]
+    tmp = Path(tempfile.mkdtemp(prefix=".report-", dir=out.parent))
+    try:
+        fig, ax = _figure()
+        ax.plot(a.x, a.meas, lw=0.8, label=f"measured ({cmp.meas_source['topic']})")
+        ax.plot(a.x, a.sim, lw=0.8, label=f"simulated ({cmp.sim_source['topic']})")
+        ax.set_xlabel(a.x_label)
+        ax.set_ylabel(f"{unit} (N)")
+        ax.set_title(f"Force, aligned by {a.method} (lag {a.lag_s:.4g} s)")
+        ax.legend(loc="best")
+        _save(fig, tmp / "traces.png")
+
+        fig, ax = _figure()
+        err = np.where(ic, a.sim - a.meas, np.nan)
+        ax.plot(a.x, err, lw=0.8, color="C3")
+        ax.axhline(0.0, color="k", lw=0.5)
+        ax.set_xlabel(a.x_label)
+        ax.set_ylabel("simulated - measured (N)")
+        ax.set_title(f"Error in contact: RMSE {cmp.overall.rmse:.3g} N, MAE {cmp.overall.mae:.3g} N")
+        _save(fig, tmp / "error.png")
+
+        fig, ax = _figure()
+        idx = [p.index for p in cmp.passes]
+        ax.bar([str(i) for i in idx], [100 * p.mean_relative_error for p in cmp.passes], color="C0")
+        ax.axhline(100 * cmp.overall.mean_relative_error, color="C3", ls="--", label="overall")
+        ax.set_xlabel("pass")
+        ax.set_ylabel("mean relative error (%)")
+        ax.set_title("Mean relative error per pass")
+        ax.legend(loc="best")
+        _save(fig, tmp / "passes.png")
+
+        fig, ax = _figure(5.5, 5.0)
+        ax.scatter(a.meas[ic], a.sim[ic], s=3, alpha=0.4)
+        if np.any(ic):
+            lo = float(min(a.meas[ic].min(), a.sim[ic].min()))
+            hi = float(max(a.meas[ic].max(), a.sim[ic].max()))
+            ax.plot([lo, hi], [lo, hi], "k--", lw=0.8, label="simulated = measured")
+            ax.legend(loc="best")
+        ax.set_xlabel(f"measured {unit} (N)")
+        ax.set_ylabel(f"simulated {unit} (N)")
+        ax.set_title(f"r = {_fmt(cmp.overall.correlation)}")
+        _save(fig, tmp / "scatter.png")
+
+        doc = cmp.to_json()
+        (tmp / "metrics.json").write_text(json.dumps(_json_safe(doc), indent=2) + "\n")
+        o = cmp.overall
+        summary = [
+            ("simulated", html.escape(f"{cmp.sim_source['topic']} in {cmp.sim_source['bag']}")),
+            ("measured", html.escape(f"{cmp.meas_source['topic']} in {cmp.meas_source['bag']}")),
+            ("alignment", html.escape(a.method)),
+            ("component", html.escape(cmp.component)),
+            ("in-contact threshold", f"{cmp.threshold:g} N"),
+            ("mean relative error", _fmt(o.mean_relative_error, pct=True)),
+            ("RMSE", f"{_fmt(o.rmse)} N"),
+            ("MAE", f"{_fmt(o.mae)} N"),
+            ("peak error", f"{_fmt(o.peak_error)} N"),
+            ("correlation", _fmt(o.correlation)),
+            ("lag", f"{_fmt(a.lag_s)} s"),
+            ("in-contact samples", str(o.samples)),
+        ]
+        table = (
+            ["pass", "samples", "MRE", "RMSE (N)", "MAE (N)", "peak (N)", "r", "mean sim (N)",
+             "mean meas (N)"],
+            [
+                [str(p.index), str(p.samples), _fmt(p.mean_relative_error, True), _fmt(p.rmse), _fmt(p.mae),
+                 _fmt(p.peak_error), _fmt(p.correlation), _fmt(p.mean_sim), _fmt(p.mean_measured)]
+                for p in cmp.passes
+            ],
+        )
+        images = [
+            ("traces.png", "Simulated and measured force, aligned"),
+            ("error.png", "Error over the in-contact samples"),
+            ("passes.png", "Mean relative error per pass"),
+            ("scatter.png", "Simulated against measured force"),
+        ]
+        page = _html_page("Simulated vs measured force", summary, table, images, tmp if embed else None)
+        (tmp / "index.html").write_text(page)
+        _publish(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out / "index.html"
+
+
+def write_run_report(rep: RunReport, out_dir: str | Path, embed: bool = False) -> Path:
+    """Write force.png, passes.png, stats.json and index.html for one run (see write_compare_report)."""
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"report directory {out} is a file")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".report-", dir=out.parent))
+    try:
+        t0 = rep.t[0]
+        fig, ax = _figure()
+        ax.plot(rep.t - t0, rep.y, lw=0.8, label=rep.source["topic"])
+        if rep.target is not None:
+            ax.axhline(rep.target, color="C2", lw=1.0, label=f"target {rep.target:g} N")
+            if rep.band:
+                ax.axhspan(rep.target - rep.band, rep.target + rep.band, color="C2", alpha=0.15,
+                           label=f"band +-{rep.band:g} N")
+        ax.set_xlabel("time (s)")
+        ax.set_ylabel(f"{rep.component} force (N)")
+        ax.legend(loc="best")
+        _save(fig, tmp / "force.png")
+
+        fig, ax = _figure()
+        labels = [str(p.index) for p in rep.passes]
+        ax.bar(labels, [p.mean for p in rep.passes], yerr=[p.std for p in rep.passes], capsize=3)
+        if rep.target is not None:
+            ax.axhline(rep.target, color="C2", lw=1.0)
+            if rep.band:
+                ax.axhspan(rep.target - rep.band, rep.target + rep.band, color="C2", alpha=0.15)
+        ax.set_xlabel("pass")
+        ax.set_ylabel("mean force +- std (N)")
+        _save(fig, tmp / "passes.png")
+
+        (tmp / "stats.json").write_text(json.dumps(_json_safe(rep.to_json()), indent=2) + "\n")
+        o = rep.overall
+        summary = [
+            ("run", html.escape(f"{rep.source['topic']} in {rep.source['bag']}")),
+            ("component", html.escape(rep.component)),
+            ("target", "-" if rep.target is None else f"{rep.target:g} N +- {_fmt(rep.band)} N"),
+            ("mean force", f"{_fmt(o.mean)} N (std {_fmt(o.std)} N)"),
+            ("in band", _fmt(o.in_band, pct=True)),
+            ("mean relative error to target", _fmt(o.mean_relative_error, pct=True)),
+            ("in-contact samples", str(o.samples)),
+        ]
+        table = (
+            ["pass", "samples", "duration (s)", "mean (N)", "std (N)", "min (N)", "max (N)", "in band",
+             "mean - target (N)"],
+            [
+                [str(p.index), str(p.samples), _fmt(p.duration_s), _fmt(p.mean), _fmt(p.std), _fmt(p.min),
+                 _fmt(p.max), _fmt(p.in_band, True), _fmt(p.mean_error)]
+                for p in rep.passes
+            ],
+        )
+        images = [("force.png", "Force over time"), ("passes.png", "Mean force per pass")]
+        (tmp / "index.html").write_text(
+            _html_page("Grinding run", summary, table, images, tmp if embed else None)
+        )
+        _publish(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out / "index.html"
+
+
+def _json_safe(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    if isinstance(obj, (np.floating, np.integer)):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
