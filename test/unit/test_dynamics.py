@@ -313,3 +313,43 @@ def test_bad_input_names_the_argument(ur10e: RobotModel) -> None:
         with pytest.raises(InputError) as exc:
             call()
         assert fragment in str(exc.value), (fragment, str(exc.value))
+
+
+# ------------------------------------------------------------------------------------------------
+# grinding dynamics (the CLI prints what the model computes)
+
+
+def test_cli_dynamics_json_matches_the_model(ur10e: RobotModel, capsys) -> None:
+    import json
+
+    from robot_grinding_sim.cli import main
+
+    q = [0.1, -1.2, 1.4, -1.7, -1.5, 0.3]
+    qd = [0.2, 0.1, -0.3, 0.0, 0.5, 0.0]
+    args = ["dynamics", "--json", "--q", ",".join(map(str, q)), "--qd", ",".join(map(str, qd))]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["tip_link"] == "tcp" and out["joint_names"] == ur10e.joint_names
+    np.testing.assert_allclose(out["torques"], ur10e.rnea(q, qd, np.zeros(6)), rtol=1e-12)
+    np.testing.assert_allclose(out["gravity_torques"], ur10e.gravity_torques(q), rtol=1e-12)
+    np.testing.assert_allclose(out["mass_matrix"], ur10e.mass_matrix(q), rtol=1e-12)
+    T = ur10e.fk(q, "tcp")
+    np.testing.assert_allclose(out["tip_pose"]["matrix"], T, atol=1e-14)
+    assert out["effective_mass_along_tool_axis"] == pytest.approx(
+        ur10e.effective_mass(q, "tcp", T[:3, 3], T[:3, 2]), rel=1e-12)
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--q", "1,2"], "--q must have 6 values"),
+    (["--qd", "a,b,c,d,e,f"], "--qd must be 6 comma-separated numbers"),
+    (["--qdd", "0,0,0,0,0,nan"], "--qdd holds NaN"),
+    (["--urdf", "/nonexistent/robot.urdf"], "does not exist"),
+    (["--tip", "ghost"], "tip link 'ghost'"),
+])
+def test_cli_dynamics_bad_input_exits_2_with_one_line(args, fragment, capsys) -> None:
+    from robot_grinding_sim.cli import main
+
+    assert main(["dynamics", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("grinding dynamics: error:") and fragment in err
+    assert err.count("\n") == 1
