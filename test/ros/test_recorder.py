@@ -1,0 +1,166 @@
+"""The recorder node as a real process: messages published here are read back from its bag.
+
+The bag is read by libraries that did not write it: ``rosbags`` (AnyReader) for both storages,
+the ``mcap`` library for MCAP and Python's ``sqlite3`` for sqlite3 bags. The recorder's periodic
+checkpoint rewrites ``metadata.yaml``; the tests wait on it (no fixed sleeps).
+"""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from mcap.reader import make_reader
+from rosbags.highlevel import AnyReader
+
+WRENCH = "/ft_sensor/wrench"
+CHATTER = "/recorder_test/chatter"
+
+
+def metadata_counts(bag: Path) -> dict[str, int]:
+    """Per-topic counts of the bag's metadata.yaml ({} while it does not exist yet)."""
+    try:
+        doc = yaml.safe_load((bag / "metadata.yaml").read_text())
+    except (FileNotFoundError, yaml.YAMLError):
+        return {}
+    info = doc["rosbag2_bagfile_information"]
+    return {t["topic_metadata"]["name"]: t["message_count"] for t in info["topics_with_message_count"]}
+
+
+def reliable(depth: int = 1000) -> Any:
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    return QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE)
+
+
+def publish(probe: Any, rec: Any, n_wrench: int, n_chatter: int, start: int = 0, pubs: Any = None) -> Any:
+    """Publish wrenches with force.z = start..start+n-1 and chatter 'msg <i>'; returns the publishers."""
+    from geometry_msgs.msg import WrenchStamped
+    from std_msgs.msg import String
+
+    if pubs is None:
+        pubs = (
+            probe.publisher(WrenchStamped, WRENCH, reliable(), procs=[rec]),
+            probe.publisher(String, CHATTER, reliable(), procs=[rec]),
+        )
+    pw, pc = pubs
+    for i in range(start, start + n_wrench):
+        m = WrenchStamped()
+        m.header.frame_id = "ft_sensor"
+        m.header.stamp.sec = 100 + i // 1000
+        m.header.stamp.nanosec = (i % 1000) * 1_000_000
+        m.wrench.force.z = float(i)
+        m.wrench.torque.x = -float(i)
+        pw.publish(m)
+        if i - start < n_chatter:
+            pc.publish(String(data=f"msg {i - start}"))
+        if i % 50 == 0:
+            probe.spin_once(0.0)
+    return pubs
+
+
+def rosbags_read(bag: Path) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    with AnyReader([bag]) as r:
+        for conn, _, raw in r.messages():
+            out.setdefault(conn.topic, []).append(r.deserialize(raw, conn.msgtype))
+    return out
+
+
+def independent_counts(bag: Path, storage: str) -> dict[str, int]:
+    """Per-topic message counts read with the mcap library or sqlite3 (not rosbags)."""
+    counts: dict[str, int] = {}
+    if storage == "mcap":
+        (f,) = bag.glob("*.mcap")
+        with f.open("rb") as fh:
+            for _, channel, _ in make_reader(fh).iter_messages():
+                counts[channel.topic] = counts.get(channel.topic, 0) + 1
+    else:
+        (f,) = bag.glob("*.db3")
+        with sqlite3.connect(f"file:{f}?mode=ro", uri=True) as db:
+            rows = db.execute(
+                "SELECT topics.name, count(*) FROM messages JOIN topics ON messages.topic_id = topics.id "
+                "GROUP BY topics.name"
+            ).fetchall()
+        counts = dict(rows)
+    return counts
+
+
+def start_recorder(launch_node: Any, bag: Path, storage: str, flush_period: float = 0.2) -> Any:
+    return launch_node(
+        "recorder",
+        params={
+            "output": str(bag),
+            "storage": storage,
+            "topics": [WRENCH, CHATTER.lstrip("/")],  # one without the leading slash
+            "flush_period": flush_period,
+            "discovery_period": 0.2,
+        },
+    )
+
+
+@pytest.mark.parametrize(("storage", "sig"), [("mcap", signal.SIGINT), ("sqlite3", signal.SIGTERM)])
+def test_records_every_message_and_closes_on_signal(
+    tmp_path: Path, launch_node: Any, probe: Any, storage: str, sig: int
+) -> None:
+    bag = tmp_path / "bag"
+    rec = start_recorder(launch_node, bag, storage)
+    n, k = 1500, 60
+    publish(probe, rec, n, k)
+    probe.wait_for(lambda: metadata_counts(bag) == {WRENCH: n, CHATTER: k}, what="all messages checkpointed",
+                   procs=[rec])
+    rec.proc.send_signal(sig)
+    assert rec.wait_exit() == 0, rec.log()[-3000:]
+    assert f"{n + k} messages written" in rec.log()
+
+    msgs = rosbags_read(bag)
+    assert [m.wrench.force.z for m in msgs[WRENCH]] == [float(i) for i in range(n)]
+    assert [m.wrench.torque.x for m in msgs[WRENCH]] == [-float(i) for i in range(n)]
+    assert {m.header.frame_id for m in msgs[WRENCH]} == {"ft_sensor"}
+    assert [m.data for m in msgs[CHATTER]] == [f"msg {i}" for i in range(k)]
+    assert independent_counts(bag, storage) == {WRENCH: n, CHATTER: k}
+    meta = yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    assert meta["storage_identifier"] == storage and meta["message_count"] == n + k
+    if storage == "mcap":  # the closed file has its summary (index) again
+        (f,) = bag.glob("*.mcap")
+        with f.open("rb") as fh:
+            assert make_reader(fh).get_summary().statistics.message_count == n + k
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_killed_recorder_leaves_bag_readable_up_to_last_checkpoint(
+    tmp_path: Path, launch_node: Any, probe: Any, storage: str
+) -> None:
+    from robot_grinding_sim.core.bag import read_wrench
+    from robot_grinding_sim.core.bagwriter import repair_bag
+
+    bag = tmp_path / "bag"
+    rec = start_recorder(launch_node, bag, storage, flush_period=0.2)
+    n1 = 400
+    pubs = publish(probe, rec, n1, 10)
+    probe.wait_for(lambda: metadata_counts(bag).get(WRENCH) == n1, what="first checkpoint", procs=[rec])
+    publish(probe, rec, 300, 0, start=n1, pubs=pubs)  # some of these may not be checkpointed
+    rec.proc.send_signal(signal.SIGKILL)
+    rec.proc.wait(timeout=30)
+
+    # readable as left behind, by rosbags and by the independent reader
+    msgs = rosbags_read(bag)
+    got = [m.wrench.force.z for m in msgs[WRENCH]]
+    assert n1 <= len(got) <= n1 + 300
+    assert got == [float(i) for i in range(len(got))]  # a prefix of what was sent, in order
+    assert independent_counts(bag, storage)[WRENCH] == len(got)
+    assert len(read_wrench(bag, WRENCH)) == len(got)
+    # repair makes the metadata match the storage file exactly
+    res = repair_bag(bag)
+    assert metadata_counts(bag)[WRENCH] == len(got) and res.messages == len(got) + 10
+
+
+def test_existing_output_is_refused_at_start_up(tmp_path: Path, launch_node: Any) -> None:
+    (tmp_path / "taken").mkdir()
+    rec = launch_node("recorder", params={"output": str(tmp_path / "taken")})
+    assert rec.wait_exit() == 1
+    assert "'output'" in rec.log() and "exists" in rec.log()
