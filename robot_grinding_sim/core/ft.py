@@ -1,0 +1,196 @@
+"""Force-torque sensor model: what a 6-axis F/T sensor between flange and tool would read.
+
+Reading, in the sensor frame ``ft_sensor`` (S), wrench order [Fx Fy Fz Tx Ty Tz] (N, N m),
+torque about S's origin; the sensor reports the load applied to its tool side (ATI convention),
+so a tool pushed up by the part reads +F along the push:
+
+    raw(t)     = Ad*_{S<-C} w_contact  +  w_gravity(R_WS)  +  bias  +  noise(t)
+    y(t_k)     = y(t_{k-1}) + (1 - exp(-(t_k - t_{k-1}) / tau)) (raw(t_k) - y(t_{k-1}))
+    reading    = y(t_k) - tare_offset
+
+- ``Ad*_{S<-C}``: the contact wrench, given at the tool centre point C (force and torque about C,
+  expressed in C), moved to S: ``F_S = R_SC F_C``, ``T_S = R_SC T_C + p_SC x F_S`` with
+  ``X_SC = (R_SC, p_SC)`` the pose of C in S.
+- ``w_gravity``: the weight of everything below the measuring face (tool mass m at centre of mass
+  c in S): ``F = m R_WS^T g``, ``T = c x F``, with g in the world frame (default (0, 0, -9.81)).
+- ``bias``: a constant offset (strain-gauge drift), N / N m.
+- ``noise``: white Gaussian, per-channel standard deviation, from a seeded generator (repeatable).
+- a first-order low-pass with cut-off ``f_c`` (tau = 1 / (2 pi f_c)), discretised exactly for an
+  input held constant between samples (zero-order hold), so any sample spacing is exact. The
+  filter starts at the first raw sample (a sensor that has been on); a time that goes backwards
+  (a simulation reset) restarts it there.
+- ``tare()``: as a driver's bias command: the current filtered value becomes the zero.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from robot_grinding_sim.core.errors import InputError
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def _vec(value: npt.ArrayLike, n: int, what: str) -> FloatArray:
+    try:
+        a = np.array(value, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise InputError(f"{what} must be {n} numbers, got {value!r}") from None
+    if a.size == 1 and n > 1:
+        a = np.full(n, a[0])
+    if a.shape != (n,):
+        raise InputError(f"{what} must have {n} elements, got {a.size}")
+    if not np.isfinite(a).all():
+        raise InputError(f"{what} contains NaN or infinite values: {a.tolist()}")
+    return a
+
+
+def _rotation(R: npt.ArrayLike, what: str) -> FloatArray:
+    try:
+        M = np.array(R, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(f"{what} must be a 3x3 rotation matrix") from None
+    if M.shape != (3, 3) or not np.isfinite(M).all():
+        raise InputError(f"{what} must be a finite 3x3 rotation matrix, got shape {M.shape}")
+    if abs(M.T @ M - np.eye(3)).max() > 1e-6 or np.linalg.det(M) < 0:
+        raise InputError(f"{what} is not a rotation matrix (not orthonormal with det +1)")
+    return M
+
+
+def transform_wrench(wrench_C: npt.ArrayLike, X_SC: npt.ArrayLike) -> FloatArray:
+    """Move a wrench from frame C to frame S.
+
+    Args:
+        wrench_C: (6,) [F, T] with the torque about C's origin, expressed in C. N, N m.
+        X_SC: (4, 4) pose of C in S.
+
+    Returns:
+        (6,) the same wrench with the torque about S's origin, expressed in S.
+    """
+    w = _vec(wrench_C, 6, "wrench")
+    X = np.asarray(X_SC, dtype=np.float64)
+    R, p = X[:3, :3], X[:3, 3]
+    F = R @ w[:3]
+    return np.r_[F, R @ w[3:] + np.cross(p, F)]
+
+
+@dataclass(frozen=True)
+class FTSensorParams:
+    """Parameters of :class:`FTSensorModel` (SI; frames in the module docstring).
+
+    Attributes:
+        X_S_tcp: (4, 4) pose of the tool centre point (where the contact wrench is given) in the
+            sensor frame.
+        tool_mass: mass below the measuring face, kg (>= 0).
+        tool_com: (3,) its centre of mass in the sensor frame, m.
+        gravity: (3,) gravity in the world frame, m/s^2.
+        bias: (6,) constant offset, N and N m.
+        noise_std: (6,) standard deviation of the white noise per channel, N and N m (>= 0).
+        cutoff_hz: low-pass cut-off, Hz (> 0), or None for no filter.
+        seed: seed of the noise generator.
+    """
+
+    X_S_tcp: FloatArray = field(default_factory=lambda: np.eye(4))
+    tool_mass: float = 0.0
+    tool_com: FloatArray = field(default_factory=lambda: np.zeros(3))
+    gravity: FloatArray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
+    bias: FloatArray = field(default_factory=lambda: np.zeros(6))
+    noise_std: FloatArray = field(default_factory=lambda: np.zeros(6))
+    cutoff_hz: float | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        X = np.array(self.X_S_tcp, dtype=np.float64)
+        if X.shape != (4, 4) or not np.isfinite(X).all() or abs(X[3] - (0, 0, 0, 1)).max() > 1e-12:
+            raise InputError("F/T sensor X_S_tcp must be a finite 4x4 homogeneous transform")
+        _rotation(X[:3, :3], "F/T sensor X_S_tcp rotation")
+        object.__setattr__(self, "X_S_tcp", X)
+        m = float(self.tool_mass)
+        if not math.isfinite(m) or m < 0.0:
+            raise InputError(f"F/T sensor tool_mass must be >= 0 kg, got {self.tool_mass!r}")
+        object.__setattr__(self, "tool_mass", m)
+        object.__setattr__(self, "tool_com", _vec(self.tool_com, 3, "F/T sensor tool_com"))
+        object.__setattr__(self, "gravity", _vec(self.gravity, 3, "F/T sensor gravity"))
+        object.__setattr__(self, "bias", _vec(self.bias, 6, "F/T sensor bias"))
+        noise = _vec(self.noise_std, 6, "F/T sensor noise_std")
+        if (noise < 0).any():
+            raise InputError(f"F/T sensor noise_std must be >= 0, got {noise.tolist()}")
+        object.__setattr__(self, "noise_std", noise)
+        if self.cutoff_hz is not None:
+            fc = float(self.cutoff_hz)
+            if not math.isfinite(fc) or fc <= 0.0:
+                raise InputError(f"F/T sensor cutoff_hz must be > 0 (or None: no filter), "
+                                 f"got {self.cutoff_hz!r}")
+            object.__setattr__(self, "cutoff_hz", fc)
+
+
+class FTSensorModel:
+    """A simulated F/T sensor (see the module docstring for the model).
+
+    Example::
+
+        ft = FTSensorModel(FTSensorParams(X_S_tcp=X, tool_mass=2.18, tool_com=[0, 0, 0.08],
+                                          noise_std=[0.05] * 3 + [0.002] * 3, cutoff_hz=200.0))
+        reading = ft.measure(contact_wrench_tcp, R_world_sensor, t)
+    """
+
+    def __init__(self, params: FTSensorParams | None = None) -> None:
+        self.params = params if params is not None else FTSensorParams()
+        self._rng = np.random.default_rng(self.params.seed)
+        self._y: FloatArray | None = None
+        self._t: float | None = None
+        self.tare_offset = np.zeros(6)
+
+    def reset(self) -> None:
+        """Forget the filter state, the tare and restart the noise sequence."""
+        self._rng = np.random.default_rng(self.params.seed)
+        self._y, self._t = None, None
+        self.tare_offset = np.zeros(6)
+
+    def gravity_wrench(self, R_WS: npt.ArrayLike) -> FloatArray:
+        """(6,) wrench of the tool's weight in the sensor frame, given the sensor orientation
+        R_WS (3, 3) in the world."""
+        R = _rotation(R_WS, "R_WS (sensor orientation)")
+        p = self.params
+        F = p.tool_mass * (R.T @ p.gravity)
+        return np.r_[F, np.cross(p.tool_com, F)]
+
+    def contact_wrench(self, wrench_tcp: npt.ArrayLike) -> FloatArray:
+        """(6,) the contact wrench at the tcp (in tcp frame) moved to the sensor frame."""
+        return transform_wrench(wrench_tcp, self.params.X_S_tcp)
+
+    def measure(self, wrench_tcp: npt.ArrayLike, R_WS: npt.ArrayLike, t: float) -> FloatArray:
+        """One sample of the sensor.
+
+        Args:
+            wrench_tcp: (6,) contact wrench on the tool at the tcp, in the tcp frame (N, N m).
+            R_WS: (3, 3) orientation of the sensor frame in the world.
+            t: sample time, s.
+
+        Returns:
+            (6,) the reading in the sensor frame (N, N m), after bias, noise, filter and tare.
+        """
+        t = float(t)
+        if not math.isfinite(t):
+            raise InputError(f"F/T sensor sample time must be finite, got {t!r}")
+        p = self.params
+        raw = self.contact_wrench(wrench_tcp) + self.gravity_wrench(R_WS) + p.bias
+        if (p.noise_std > 0).any():
+            raw = raw + p.noise_std * self._rng.standard_normal(6)
+        if self._y is None or self._t is None or p.cutoff_hz is None or t < self._t:
+            self._y = raw
+        else:
+            tau = 1.0 / (2.0 * math.pi * p.cutoff_hz)
+            self._y = self._y + (-math.expm1(-(t - self._t) / tau)) * (raw - self._y)
+        self._t = t
+        return self._y - self.tare_offset
+
+    def tare(self) -> FloatArray:
+        """Make the current filtered value the zero (as a driver's bias command) and return the
+        offset (6,). Before any sample, the offset is zero."""
+        self.tare_offset = np.zeros(6) if self._y is None else self._y.copy()
+        return self.tare_offset.copy()
