@@ -1,0 +1,379 @@
+"""The node graph of the grinding cell, for ``sim`` and ``real``: one description, two launchers.
+
+``launch/sim.launch.py`` / ``launch/real.launch.py`` (ROS 2 installs, ``ros2 launch``) and
+``grinding bringup sim|real`` (pip installs, :mod:`robot_grinding_sim.cli.bringup`) both call
+:func:`graph` and start exactly the nodes it returns, with the same names, parameter files,
+parameter overrides and remappings. No ROS import here.
+
+Each :class:`NodeSpec` says: package and executable, node name, the modes that run it, its
+parameter files (``config/<node>.yaml`` in the package's share directory; a missing file is
+skipped), parameter overrides (applied after the files), remappings, and whether it is optional
+(started only when asked for, e.g. the recorder or RViz). Nodes of other packages
+(``robot_state_publisher``, ``rviz2``) exist only on a ROS install; the pip launcher skips them,
+and it skips, with a warning, a node of this package whose module does not exist yet.
+
+Topic names inside nodes are relative; every node runs in the root namespace, so
+``joint_states`` is ``/joint_states`` and ``~/tool_pose`` is ``/dynamics_node/tool_pose``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PACKAGE = "robot_grinding_sim"
+MODES = ("sim", "real")
+
+#: Default robot and sensor addresses for ``real`` (placeholders: always pass the real ones).
+DEFAULT_ROBOT_IP = "192.168.56.101"
+DEFAULT_FT_SENSOR_IP = "192.168.56.102"
+
+URDF_DEFAULT = "urdf/ur10e_grinding.urdf"
+RVIZ_CONFIG = "config/grinding.rviz"
+
+
+def _source_root() -> Path:
+    return Path(__file__).resolve().parents[1]
+
+
+def share_dirs() -> list[Path]:
+    """Where the package's launch/, urdf/, config/ may be, in order of preference.
+
+    1. the source tree this module runs from (editable / ``colcon build --symlink-install``),
+    2. ``<prefix>/share/robot_grinding_sim`` for each prefix in ``AMENT_PREFIX_PATH`` (colcon),
+    3. ``sys.prefix/share/robot_grinding_sim`` (pip's data_files).
+    """
+    out = [_source_root()]
+    for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
+        if prefix:
+            out.append(Path(prefix) / "share" / PACKAGE)
+    out.append(Path(sys.prefix) / "share" / PACKAGE)
+    return out
+
+
+def package_file(relative: str | os.PathLike[str], must_exist: bool = True) -> Path:
+    """The absolute path of a package data file such as ``urdf/ur10e_grinding.urdf``.
+
+    Raises:
+        FileNotFoundError: ``must_exist`` and no candidate directory holds it.
+    """
+    rel = Path(relative)
+    for d in share_dirs():
+        cand = d / rel
+        if cand.exists():
+            return cand
+    if must_exist:
+        raise FileNotFoundError(f"{rel} not found in {[str(d) for d in share_dirs()]}")
+    return share_dirs()[0] / rel
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One node of the graph.
+
+    Attributes:
+        executable: the ``ros2 run`` executable (for this package also the module
+            ``robot_grinding_sim.nodes.<executable>``).
+        name: the node name (``__node`` remap).
+        modes: the modes that run it.
+        description: what it does (printed by ``grinding bringup --print``).
+        package: the ROS package providing the executable.
+        params_files: package-relative yaml files, applied in order; missing ones are skipped.
+        parameters: overrides applied after the files (name -> value).
+        remappings: (from, to) topic/service remaps.
+        optional: started only when asked for (``record``, ``rviz``).
+    """
+
+    executable: str
+    name: str
+    modes: tuple[str, ...]
+    description: str
+    package: str = PACKAGE
+    params_files: tuple[str, ...] = ()
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    remappings: tuple[tuple[str, str], ...] = ()
+    optional: str | None = None
+
+    @property
+    def module(self) -> str | None:
+        """The Python module of this package's node, or None for other packages' nodes."""
+        return f"{PACKAGE}.nodes.{self.executable}" if self.package == PACKAGE else None
+
+    def module_available(self) -> bool:
+        """True if the node's module exists (checked without importing it)."""
+        if self.module is None:
+            return False
+        try:
+            return importlib.util.find_spec(self.module) is not None
+        except (ImportError, ValueError):
+            return False
+
+    def existing_params_files(self) -> list[Path]:
+        """Absolute paths of the parameter files that exist."""
+        out = []
+        for rel in self.params_files:
+            p = package_file(rel, must_exist=False)
+            if p.exists():
+                out.append(p)
+        return out
+
+    def ros_args(self, extra_params_files: Sequence[str | os.PathLike[str]] = ()) -> list[str]:
+        """``--ros-args ...`` for a command line: node name, parameter files, overrides, remaps."""
+        args = ["--ros-args", "-r", f"__node:={self.name}"]
+        for p in [*self.existing_params_files(), *extra_params_files]:
+            args += ["--params-file", str(p)]
+        for k, v in self.parameters.items():
+            args += ["-p", f"{k}:={yaml_value(v)}"]
+        for src, dst in self.remappings:
+            args += ["-r", f"{src}:={dst}"]
+        return args
+
+
+def yaml_value(v: Any) -> str:
+    """A parameter value as rcl reads it after ``-p name:=`` (YAML flow style)."""
+    import yaml
+
+    if isinstance(v, str):
+        # plain if YAML reads it back as the same string, else quoted
+        if v and v.strip() == v and yaml.safe_load(v) == v:
+            return v
+        return yaml.safe_dump(v).strip().splitlines()[0]
+    return yaml.safe_dump(v, default_flow_style=True).strip().removesuffix("...").strip()
+
+
+def _cfg(executable: str) -> tuple[str, ...]:
+    return (f"config/{executable}.yaml",)
+
+
+def graph(
+    mode: str,
+    robot_ip: str | None = None,
+    ft_sensor_ip: str | None = None,
+    record: str | None = None,
+    rviz: bool = False,
+    robot_description_file: str | None = None,
+    use_sim_time: bool | None = None,
+) -> list[NodeSpec]:
+    """The nodes of ``mode`` (``"sim"`` or ``"real"``), in start order.
+
+    Args:
+        mode: "sim" (dynamics_node simulates the arm and owns /clock) or "real" (hardware_driver
+            talks to the robot's ros2_control controllers and the F/T sensor).
+        robot_ip, ft_sensor_ip: addresses for the real arm and sensor (real mode only).
+        record: output directory of the recorder; None: no recorder.
+        rviz: include RViz (ROS installs only).
+        robot_description_file: URDF for every node that loads one (default the package's
+            ``urdf/ur10e_grinding.urdf``; empty string: each node's own default).
+        use_sim_time: default True in sim (the nodes follow dynamics_node's /clock), False in real.
+
+    Raises:
+        ValueError: an unknown mode, or an IP address in sim mode.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}; got {mode!r}")
+    sim = mode == "sim"
+    if sim and (robot_ip or ft_sensor_ip):
+        raise ValueError("robot_ip / ft_sensor_ip apply to mode 'real' only")
+    sim_time = sim if use_sim_time is None else bool(use_sim_time)
+    urdf = robot_description_file
+    if urdf is None:
+        urdf = str(package_file(URDF_DEFAULT, must_exist=False))
+    common: dict[str, Any] = {"use_sim_time": sim_time}
+    with_urdf: dict[str, Any] = {**common, **({"robot_description_file": urdf} if urdf else {})}
+
+    nodes: list[NodeSpec] = [
+        NodeSpec(
+            "dynamics_node",
+            "dynamics_node",
+            ("sim",),
+            "simulated arm: computed-torque control on RNEA dynamics; /joint_states, /clock",
+            params_files=_cfg("dynamics_node"),
+            # it owns sim time, so it must not wait for a /clock itself
+            parameters={**with_urdf, "use_sim_time": False, "publish_clock": sim_time},
+        ),
+        NodeSpec(
+            "hardware_driver",
+            "hardware_driver",
+            ("real",),
+            "real arm and F/T sensor: forwards commands after safety checks; /ft_sensor/wrench",
+            params_files=_cfg("hardware_driver"),
+            parameters={
+                **common,
+                "robot_ip": robot_ip or DEFAULT_ROBOT_IP,
+                "ft_sensor_ip": ft_sensor_ip or DEFAULT_FT_SENSOR_IP,
+            },
+        ),
+        NodeSpec(
+            "collision_node",
+            "collision_node",
+            MODES,
+            "python-fcl tool/part contacts on /joint_states -> /contact/points",
+            params_files=_cfg("collision_node"),
+            parameters=with_urdf,
+        ),
+        NodeSpec(
+            "contact_solver_node",
+            "contact_solver_node",
+            MODES,
+            "contact force model -> /contact/wrench (and the simulated /ft_sensor/wrench in sim)",
+            params_files=_cfg("contact_solver_node"),
+            parameters=with_urdf,
+            # in real mode the measured /ft_sensor/wrench comes from hardware_driver: the model's
+            # sensor output is kept apart as the prediction
+            remappings=() if sim else (("ft_sensor/wrench", "ft_sensor/predicted_wrench"),),
+        ),
+        NodeSpec(
+            "planner_node",
+            "planner_node",
+            MODES,
+            "passes on the CAD surface -> /grinding/path, /grinding/trajectory",
+            params_files=_cfg("planner_node"),
+            parameters=with_urdf,
+        ),
+        NodeSpec(
+            "grinding_executive",
+            "grinding_executive",
+            MODES,
+            "streams the plan to the arm through the ros2_control topics; ~/start, ~/stop",
+            params_files=_cfg("grinding_executive"),
+            parameters=common,
+        ),
+        NodeSpec(
+            "robot_state_publisher",
+            "robot_state_publisher",
+            MODES,
+            "TF from /joint_states and the URDF (ROS installs only)",
+            package="robot_state_publisher",
+            parameters=common,
+        ),
+    ]
+    if record is not None:
+        nodes.append(
+            NodeSpec(
+                "recorder",
+                "recorder",
+                MODES,
+                "records the graph's topics into an MCAP bag",
+                params_files=_cfg("recorder"),
+                parameters={**common, "output": str(record)},
+                optional="record",
+            )
+        )
+    if rviz:
+        nodes.append(
+            NodeSpec(
+                "rviz2",
+                "rviz2",
+                MODES,
+                "RViz with config/grinding.rviz (ROS installs only)",
+                package="rviz2",
+                parameters=common,
+                optional="rviz",
+            )
+        )
+    return [n for n in nodes if mode in n.modes]
+
+
+#: Launch arguments of launch/<mode>.launch.py: name -> (default, description). Empty string: unset.
+LAUNCH_ARGUMENTS: dict[str, dict[str, tuple[str, str]]] = {
+    mode: {
+        "use_sim_time": (
+            "true" if mode == "sim" else "false",
+            "Nodes follow /clock (sim: published by dynamics_node); false: wall clock.",
+        ),
+        "params_file": ("", "Extra parameter yaml applied to every node after its config/<node>.yaml."),
+        "robot_description_file": ("", "URDF of the arm and tool; empty: the package's default URDF."),
+        "rviz": ("false", "Start RViz with config/grinding.rviz (true/false)."),
+        "record": ("", "Directory for an MCAP bag written by the recorder node; empty: no recording."),
+        **(
+            {
+                "robot_ip": (DEFAULT_ROBOT_IP, "Address of the robot controller (ros2_control driver)."),
+                "ft_sensor_ip": (DEFAULT_FT_SENSOR_IP, "Address of the force-torque sensor (ATI Net F/T)."),
+            }
+            if mode == "real"
+            else {}
+        ),
+    }
+    for mode in MODES
+}
+
+
+def _truthy(value: str, name: str) -> bool:
+    v = value.strip().lower()
+    if v in ("true", "1", "yes", "on"):
+        return True
+    if v in ("false", "0", "no", "off", ""):
+        return False
+    raise ValueError(f"launch argument {name}: expected true or false, got {value!r}")
+
+
+def graph_from_launch_arguments(mode: str, values: Mapping[str, str]) -> list[NodeSpec]:
+    """:func:`graph` for the string values of the launch arguments (missing ones take defaults)."""
+    args = {k: str(values.get(k, default)) for k, (default, _) in LAUNCH_ARGUMENTS[mode].items()}
+    return graph(
+        mode,
+        robot_ip=args.get("robot_ip") or None,
+        ft_sensor_ip=args.get("ft_sensor_ip") or None,
+        record=args["record"] or None,
+        rviz=_truthy(args["rviz"], "rviz"),
+        robot_description_file=args["robot_description_file"] or None,
+        use_sim_time=_truthy(args["use_sim_time"], "use_sim_time"),
+    )
+
+
+def launch_actions(mode: str, context: Any) -> list[Any]:
+    """launch_ros ``Node`` actions for the graph (called from an ``OpaqueFunction`` in launch/).
+
+    ``context.launch_configurations`` holds the launch arguments' values. Imports launch_ros
+    lazily: the pip path never calls this.
+    """
+    from launch_ros.actions import Node
+
+    values = dict(getattr(context, "launch_configurations", {}) or {})
+    specs = graph_from_launch_arguments(mode, values)
+    extra = [values["params_file"]] if values.get("params_file") else []
+    actions = []
+    for s in specs:
+        params: list[Any] = [str(p) for p in s.existing_params_files()] + [dict(s.parameters)] + extra
+        kwargs: dict[str, Any] = {}
+        if s.package == "robot_state_publisher":
+            urdf = values.get("robot_description_file") or str(package_file(URDF_DEFAULT))
+            params.insert(0, {"robot_description": Path(urdf).read_text()})
+        if s.package == "rviz2":
+            kwargs["arguments"] = ["-d", str(package_file(RVIZ_CONFIG))]
+        actions.append(
+            Node(
+                package=s.package,
+                executable=s.executable,
+                name=s.name,
+                parameters=params,
+                remappings=list(s.remappings),
+                output="screen",
+                **kwargs,
+            )
+        )
+    return actions
+
+
+def describe(mode: str, **kwargs: Any) -> list[dict[str, Any]]:
+    """:func:`graph` as plain dicts (for ``--json`` and tests)."""
+    out = []
+    for n in graph(mode, **kwargs):
+        out.append(
+            {
+                "name": n.name,
+                "package": n.package,
+                "executable": n.executable,
+                "description": n.description,
+                "params_files": [str(p) for p in n.existing_params_files()],
+                "parameters": dict(n.parameters),
+                "remappings": [list(r) for r in n.remappings],
+                "available": n.module_available() if n.package == PACKAGE else None,
+            }
+        )
+    return out

@@ -1,0 +1,264 @@
+"""``grinding bringup sim|real``: start the node graph without ``ros2 launch`` (the pip path).
+
+Starts, as child processes, the nodes :func:`robot_grinding_sim.bringup.graph` lists for the mode
+(the same description ``launch/*.launch.py`` read), with the same node names, parameter files,
+overrides and remappings, in an environment that keeps DDS on loopback. Each node's output is
+printed prefixed with ``[node_name]``. SIGINT/SIGTERM (Ctrl-C) are forwarded to every node (SIGINT,
+then SIGTERM, then SIGKILL for a node that does not stop). A node that exits while the graph runs
+is reported with the end of its output; the command then exits with code 1 once stopped.
+
+Nodes of other packages (robot_state_publisher, rviz2) exist only on a ROS install and are
+skipped; a node of this package whose module does not exist yet is skipped with a warning.
+"""
+
+from __future__ import annotations
+
+import collections
+import ipaddress
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from robot_grinding_sim.cli.common import emit_json, json_option
+
+STOP_TIMEOUT = 15.0
+
+
+def _node_command(executable: str) -> list[str]:
+    """Python command that runs a node's ``main()`` (``--ros-args`` appended by the caller)."""
+    code = f"import sys; from robot_grinding_sim.nodes.{executable} import main; sys.exit(main())"
+    return [sys.executable, "-c", code]
+
+
+def _check_address(value: str | None, option: str) -> str | None:
+    if value is None:
+        return None
+    value = value.strip()
+    if not value:
+        raise click.BadParameter("must not be empty", param_hint=option)
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        # a host name: letters, digits, dots and dashes
+        if not all(c.isalnum() or c in ".-" for c in value) or value.startswith(("-", ".")):
+            raise click.BadParameter(
+                f"{value!r} is neither an IP address nor a host name", param_hint=option
+            ) from None
+    return value
+
+
+class _Child:
+    """A running node: the process, a reader thread printing its output, the last lines."""
+
+    def __init__(self, name: str, cmd: list[str], env: dict[str, str]) -> None:
+        self.name = name
+        self.cmd = cmd
+        self.tail: collections.deque[str] = collections.deque(maxlen=25)
+        self.proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,  # our signal handling decides when a node stops
+        )
+        self.reported = False
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            line = raw.decode(errors="replace").rstrip("\n")
+            self.tail.append(line)
+            click.echo(f"[{self.name}] {line}")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def join(self) -> None:
+        self._reader.join(timeout=5)
+
+
+def _stop_all(children: list[_Child]) -> None:
+    """SIGINT every live node, then SIGTERM, then SIGKILL those that do not stop."""
+    for sig, wait in ((signal.SIGINT, STOP_TIMEOUT), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        live = [c for c in children if c.alive()]
+        if not live:
+            break
+        for c in live:
+            try:
+                c.proc.send_signal(sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + wait
+        for c in live:
+            try:
+                c.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+    for c in children:
+        c.join()
+
+
+@click.command()
+@click.argument("mode", type=click.Choice(["sim", "real"]))
+@click.option("--robot-ip", default=None, help="Address of the robot controller (real mode).")
+@click.option("--ft-sensor-ip", default=None, help="Address of the force-torque sensor (real mode).")
+@click.option(
+    "--record",
+    "record",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Also start the recorder, writing an MCAP bag into this directory.",
+)
+@click.option(
+    "--domain-id",
+    type=click.IntRange(0, 101),
+    default=None,
+    help="ROS_DOMAIN_ID of the graph (default: the environment's, else 0).",
+)
+@click.option(
+    "--duration",
+    type=click.FloatRange(min=0.0, min_open=True),
+    default=None,
+    help="Stop every node after this many seconds (default: run until Ctrl-C).",
+)
+@click.option(
+    "--params-file",
+    "params_files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Extra ROS parameter yaml applied to every node after its own config (repeatable).",
+)
+@click.option("--only", "only", multiple=True, help="Start only these nodes (by name; repeatable).")
+@click.option("--stop-on-exit", is_flag=True, help="Stop the whole graph as soon as one node exits.")
+@click.option("--print", "dry_run", is_flag=True, help="Print the commands instead of running them.")
+@json_option
+def bringup(
+    mode: str,
+    robot_ip: str | None,
+    ft_sensor_ip: str | None,
+    record: Path | None,
+    domain_id: int | None,
+    duration: float | None,
+    params_files: tuple[Path, ...],
+    only: tuple[str, ...],
+    stop_on_exit: bool,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Start the grinding cell's node graph in MODE (sim or real) without ros2 launch.
+
+    Same nodes, names, parameters and remappings as `ros2 launch robot_grinding_sim
+    MODE.launch.py` (robot_grinding_sim/bringup.py). DDS stays on loopback.
+    """
+    from robot_grinding_sim.bringup import PACKAGE, graph
+    from robot_grinding_sim.ros.environment import localhost_env
+
+    robot_ip = _check_address(robot_ip, "--robot-ip")
+    ft_sensor_ip = _check_address(ft_sensor_ip, "--ft-sensor-ip")
+    if mode == "sim" and (robot_ip or ft_sensor_ip):
+        raise click.UsageError("--robot-ip / --ft-sensor-ip apply to 'real' only")
+    specs = graph(mode, robot_ip=robot_ip, ft_sensor_ip=ft_sensor_ip, record=str(record) if record else None)
+    names = [s.name for s in specs]
+    unknown = [n for n in only if n not in names]
+    if unknown:
+        raise click.BadParameter(
+            f"unknown node(s) {unknown}; the {mode} graph has {names}", param_hint="--only"
+        )
+    if only:
+        specs = [s for s in specs if s.name in only]
+
+    plan: list[dict[str, Any]] = []
+    for s in specs:
+        entry: dict[str, Any] = {"name": s.name, "package": s.package, "executable": s.executable}
+        if s.package != PACKAGE:
+            entry["skip"] = f"{s.package} is not available without a ROS install (use ros2 launch)"
+        elif not s.module_available():
+            entry["skip"] = f"module {s.module} does not exist in this installation"
+        else:
+            entry["command"] = _node_command(s.executable) + s.ros_args(params_files)
+        plan.append(entry)
+
+    env = localhost_env(domain_id)
+    env.setdefault("ROS_DOMAIN_ID", "0")
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    env.setdefault("RCUTILS_LOGGING_BUFFERED_STREAM", "0")
+
+    if dry_run:
+        if as_json:
+            emit_json({"mode": mode, "ros_domain_id": int(env["ROS_DOMAIN_ID"]), "nodes": plan})
+        else:
+            for e in plan:
+                if "skip" in e:
+                    click.echo(f"# {e['name']}: skipped: {e['skip']}")
+                else:
+                    click.echo(" ".join(_quote(a) for a in e["command"]))
+        return
+
+    to_start = [e for e in plan if "command" in e]
+    for e in plan:
+        if "skip" in e:
+            click.echo(f"[bringup] WARNING: skipping {e['name']}: {e['skip']}", err=True)
+    if not to_start:
+        raise click.UsageError(f"none of the {mode} graph's nodes is available here")
+    click.echo(
+        f"[bringup] {mode}: starting {', '.join(e['name'] for e in to_start)} "
+        f"(ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']}, discovery on localhost)"
+    )
+
+    stop = threading.Event()
+    received: list[int] = []
+
+    def _on_signal(signum: int, _frame: Any) -> None:
+        received.append(signum)
+        stop.set()
+
+    old = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    children: list[_Child] = []
+    failed: list[str] = []
+    try:
+        for e in to_start:
+            children.append(_Child(e["name"], e["command"], env))
+        t0 = time.monotonic()
+        while not stop.is_set():
+            if duration is not None and time.monotonic() - t0 >= duration:
+                break
+            for c in children:
+                if not c.alive() and not c.reported:
+                    c.reported = True
+                    c.join()
+                    failed.append(c.name)
+                    tail = "\n".join(f"    {line}" for line in list(c.tail)[-10:])
+                    code = c.proc.returncode
+                    msg = f"[bringup] ERROR: {c.name} exited with code {code}; last output:\n{tail}"
+                    click.echo(msg, err=True)
+            if failed and stop_on_exit:
+                break
+            if all(not c.alive() for c in children):
+                break
+            stop.wait(0.2)
+    finally:
+        _stop_all(children)
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+    why = f"signal {received[0]}" if received else ("duration reached" if not failed else "a node exited")
+    click.echo(f"[bringup] stopped {len(children)} node(s) ({why})")
+    if failed:
+        raise click.exceptions.Exit(1)
+
+
+def _quote(arg: str) -> str:
+    import shlex
+
+    return shlex.quote(arg)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(bringup())

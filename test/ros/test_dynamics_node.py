@@ -1,0 +1,213 @@
+"""dynamics_node as a real process over DDS: tracking, position commands, contact wrench, bad input.
+
+Independent checks: the goal is what the test asked for; the static balance under a wrench is
+computed in this process from the URDF (motor torque + J^T w = gravity torque at the reported q).
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from geometry_msgs.msg import PoseStamped, WrenchStamped
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from robot_grinding_sim.ros import conversions as cv
+
+pytestmark = pytest.mark.ros
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIG = REPO / "config" / "dynamics_node.yaml"
+JOINTS = [
+    "shoulder_pan_joint",
+    "shoulder_lift_joint",
+    "elbow_joint",
+    "wrist_1_joint",
+    "wrist_2_joint",
+    "wrist_3_joint",
+]
+Q0 = np.array([0.0, -1.5708, 1.5708, -1.5708, -1.5708, 0.0])
+TRAJ_TOPIC = "/joint_trajectory_controller/joint_trajectory"
+POS_TOPIC = "/forward_position_controller/commands"
+
+
+def _stamp(msg: JointState) -> float:
+    return cv.time_to_sec(msg.header.stamp)
+
+
+def _positions(msg: JointState) -> np.ndarray:
+    q, _, _ = cv.joint_state_to_arrays(msg, JOINTS)
+    return q
+
+
+def _start(launch_node, probe, **params):
+    node = launch_node("dynamics_node", params_file=CONFIG, params=params)
+    js = probe.subscribe(JointState, "/joint_states", keep=2000)
+    probe.wait_for_messages(js, 1, procs=[node])
+    return node, js
+
+
+def _wait_at(probe, js, node, goal, tol=1e-3, what="the goal"):
+    def at_goal() -> bool:
+        m = js.last
+        if m is None or len(m.velocity) != 6:
+            return False
+        return bool(np.abs(_positions(m) - goal).max() < tol and np.abs(np.asarray(m.velocity)).max() < 1e-2)
+
+    probe.wait_for(at_goal, what=what, procs=[node])
+
+
+def _wait_sim_time(probe, js, node, seconds: float) -> None:
+    """Spin until the node's sim time has advanced by ``seconds`` (no wall-clock sleeps)."""
+    t0 = _stamp(js.last)
+    probe.wait_for(lambda: _stamp(js.last) >= t0 + seconds, what=f"{seconds} s of sim time", procs=[node])
+
+
+def test_trajectory_and_position_command_reach_their_goals(launch_node, probe) -> None:
+    node, js = _start(launch_node, probe)
+    clock = probe.subscribe(Clock, "/clock")
+    pose = probe.subscribe(PoseStamped, "/dynamics_node/tool_pose")
+    np.testing.assert_allclose(_positions(js.last), Q0, atol=1e-3)
+
+    goal = Q0 + np.array([0.4, -0.2, 0.3, 0.2, -0.3, 0.5])
+    traj = JointTrajectory(joint_names=list(reversed(JOINTS)))  # any joint order
+    traj.points = [
+        JointTrajectoryPoint(
+            positions=list(reversed((Q0 + goal) / 2)), time_from_start=cv.sec_to_duration(0.6)
+        ),
+        JointTrajectoryPoint(positions=list(reversed(goal)), time_from_start=cv.sec_to_duration(1.2)),
+    ]
+    pub = probe.publisher(JointTrajectory, TRAJ_TOPIC, procs=[node])
+    pub.publish(traj)
+    _wait_at(probe, js, node, goal, what="the trajectory's goal")
+    probe.wait_for_log(node, "trajectory accepted")
+
+    # sim time: /clock follows the joint_states stamps
+    probe.wait_for_messages(clock, 1, procs=[node])
+    assert abs(cv.time_to_sec(clock.last.clock) - _stamp(js.last)) < 0.5
+    probe.wait_for_messages(pose, 1, procs=[node])
+    assert pose.last.header.frame_id == "base_link"
+
+    # a position command (streamed like forward_position_controller) to another goal
+    target = goal - np.array([0.2, 0.1, -0.1, 0.1, 0.2, -0.3])
+    cmd = probe.publisher(Float64MultiArray, POS_TOPIC, procs=[node])
+    cmd.publish(Float64MultiArray(data=target.tolist()))
+    _wait_at(probe, js, node, target, what="the position command's target")
+    assert node.alive
+
+
+def test_bad_commands_are_rejected_and_the_goal_kept(launch_node, probe) -> None:
+    node, js = _start(launch_node, probe)
+    traj_pub = probe.publisher(JointTrajectory, TRAJ_TOPIC, procs=[node])
+    cmd_pub = probe.publisher(Float64MultiArray, POS_TOPIC, procs=[node])
+
+    def traj(names: list[str], q: list[float], t: float = 1.0) -> JointTrajectory:
+        msg = JointTrajectory(joint_names=names)
+        msg.points = [JointTrajectoryPoint(positions=q, time_from_start=cv.sec_to_duration(t))]
+        return msg
+
+    cases = [
+        (traj_pub, traj(JOINTS[:5] + ["bogus_joint"], list(Q0 + 0.3)), "unknown joint names ['bogus_joint']"),
+        (traj_pub, traj(JOINTS, [0.1, math.nan, 0.0, 0.0, 0.0, 0.0]), "NaN"),
+        (traj_pub, traj(JOINTS, [0.0, 0.0, 3.5, 0.0, 0.0, 0.0]), "elbow_joint = 3.5 is outside its limits"),
+        (cmd_pub, Float64MultiArray(data=[0.1] * 5), "expected 6 positions"),
+        (
+            cmd_pub,
+            Float64MultiArray(data=[0.1, 0.1, 0.1, math.inf, 0.1, 0.1]),
+            "NaN or inf for ['wrist_1_joint']",
+        ),
+        (cmd_pub, Float64MultiArray(data=[0.0, 0.0, -4.0, 0.0, 0.0, 0.0]), "elbow_joint = -4 is outside"),
+    ]
+    for pub, msg, reason in cases:
+        pub.publish(msg)
+        log = probe.wait_for_log(node, reason)
+        assert "rejected" in log.split(reason)[0].splitlines()[-1], log[-2000:]
+        assert node.alive
+    # one sim second later the arm is still holding its start configuration
+    _wait_sim_time(probe, js, node, 1.0)
+    np.testing.assert_allclose(_positions(js.last), Q0, atol=1e-4)
+    # and it still follows a good command
+    goal = Q0 + 0.1
+    traj_pub.publish(traj(JOINTS, list(goal), 0.5))
+    _wait_at(probe, js, node, goal, what="a good trajectory after the bad ones")
+
+
+def test_contact_wrench_is_balanced_by_the_motors(launch_node, probe) -> None:
+    from robot_grinding_sim.core.dynamics import RobotModel
+
+    node, js = _start(launch_node, probe, wrench_timeout=0.0)
+    model = RobotModel.from_urdf(REPO / "urdf" / "ur10e_grinding.urdf")
+    w = np.array([15.0, -10.0, 30.0, 0.5, 0.0, -0.2])  # base axes, acting at the tcp
+    pub = probe.publisher(WrenchStamped, "/contact/wrench", procs=[node])
+    pub.publish(cv.array_to_wrench_stamped(w, "base_link"))
+    # the arm yields a little and settles where motor torque + J^T w balances gravity
+    _wait_sim_time(probe, js, node, 0.2)
+
+    def balanced() -> bool:
+        m = js.last
+        q, qd, tau = cv.joint_state_to_arrays(m, JOINTS)
+        residual = tau + model.jacobian(q, "tcp").T @ w - model.gravity_torques(q)
+        return bool(np.abs(qd).max() < 1e-4 and np.abs(residual).max() < 1e-3)
+
+    probe.wait_for(balanced, what="static balance under the contact wrench", procs=[node])
+    q = _positions(js.last)
+    assert np.abs(q - Q0).max() > 1e-5  # it did yield
+    assert node.alive
+
+
+@pytest.mark.parametrize(
+    ("params", "text"),
+    [
+        ({"control_rate": -5.0}, "parameter 'control_rate': -5.0 is below the minimum 1.0"),
+        (
+            {"robot_description_file": "/nonexistent/robot.urdf"},
+            "parameter 'robot_description_file': file not",
+        ),
+        ({"initial_positions": [0.0, 0.0, 0.0]}, "parameter 'initial_positions': expected 6 values"),
+        ({"kp": [1.0, 2.0]}, "parameter 'kp': expected 1 or 6 values"),
+        ({"integrator": "euler"}, "parameter 'integrator': 'euler' is not one of"),
+    ],
+)
+def test_bad_parameter_stops_the_node_at_start_up(launch_node, params: dict, text: str) -> None:
+    node = launch_node("dynamics_node", params_file=CONFIG, params=params)
+    code = node.wait_exit()
+    log = node.log()
+    assert code == 1, log[-3000:]
+    assert text in log, log[-3000:]
+    assert "FATAL" in log
+
+
+def test_bringup_sim_starts_the_available_nodes(tmp_path: Path) -> None:
+    """``grinding bringup sim --duration`` starts dynamics_node (others may be missing), stops cleanly."""
+    import os
+
+    env = dict(os.environ)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "robot_grinding_sim.cli",
+            "bringup",
+            "sim",
+            "--duration",
+            "8",
+            "--only",
+            "dynamics_node",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+        cwd=str(REPO),
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    assert "[dynamics_node]" in out and "simulating 6 joints" in out, out[-4000:]
+    assert "stopped" in out, out[-4000:]
