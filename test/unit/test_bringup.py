@@ -1,0 +1,272 @@
+"""The node graph (bringup.py), the launch files that read it, and ``grinding bringup --print``.
+
+``launch``/``launch_ros`` are not installable on the pip path: the launch files are compiled and run
+against a small stand-in of the few launch classes they use, and must yield exactly the nodes
+bringup.py describes (names, executables, parameter files, overrides, remappings).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import py_compile
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from robot_grinding_sim import bringup as bu
+
+REPO = Path(__file__).resolve().parents[2]
+LAUNCH = {"sim": REPO / "launch" / "sim.launch.py", "real": REPO / "launch" / "real.launch.py"}
+
+
+def _names(specs: list[bu.NodeSpec]) -> list[str]:
+    return [s.name for s in specs]
+
+
+# -- the graph ------------------------------------------------------------------------------------
+
+
+def test_sim_and_real_graphs_follow_the_design() -> None:
+    sim, real = bu.graph("sim"), bu.graph("real", robot_ip="10.0.0.2", ft_sensor_ip="10.0.0.3")
+    shared = {
+        "collision_node",
+        "contact_solver_node",
+        "planner_node",
+        "grinding_executive",
+        "robot_state_publisher",
+    }
+    assert set(_names(sim)) == shared | {"dynamics_node"}
+    assert set(_names(real)) == shared | {"hardware_driver"}
+    by = {s.name: s for s in sim}
+    # dynamics_node owns sim time: it publishes /clock and does not follow it; the rest follow it
+    assert by["dynamics_node"].parameters["publish_clock"] is True
+    assert by["dynamics_node"].parameters["use_sim_time"] is False
+    assert all(s.parameters["use_sim_time"] is True for s in sim if s.name != "dynamics_node")
+    assert all(s.parameters["use_sim_time"] is False for s in real)
+    rb = {s.name: s for s in real}
+    assert rb["hardware_driver"].parameters["robot_ip"] == "10.0.0.2"
+    assert rb["hardware_driver"].parameters["ft_sensor_ip"] == "10.0.0.3"
+    # in real mode the measured /ft_sensor/wrench is the driver's; the model's goes elsewhere
+    assert ("ft_sensor/wrench", "ft_sensor/predicted_wrench") in rb["contact_solver_node"].remappings
+    assert not by["contact_solver_node"].remappings
+    # every node of this package has a config/<node>.yaml slot and a console script
+    setup_src = (REPO / "setup.py").read_text()
+    nodes_list = ast.literal_eval(setup_src.split("NODES = ", 1)[1].split("]", 1)[0] + "]")
+    for s in sim + real:
+        if s.package == bu.PACKAGE:
+            assert s.executable in nodes_list, f"{s.executable} is not a console script in setup.py"
+            assert s.params_files == (f"config/{s.executable}.yaml",)
+
+
+def test_optional_nodes_and_bad_arguments() -> None:
+    sim = bu.graph("sim", record="/tmp/bag", rviz=True)
+    by = {s.name: s for s in sim}
+    assert by["recorder"].parameters["output"] == "/tmp/bag" and by["recorder"].optional == "record"
+    assert by["rviz2"].package == "rviz2"
+    assert "recorder" not in _names(bu.graph("sim"))
+    with pytest.raises(ValueError, match="mode must be one of"):
+        bu.graph("hybrid")
+    with pytest.raises(ValueError, match="real"):
+        bu.graph("sim", robot_ip="10.0.0.2")
+    urdf = {s.name: s for s in bu.graph("sim", robot_description_file="")}
+    assert "robot_description_file" not in urdf["dynamics_node"].parameters
+
+
+def test_package_files_and_configs() -> None:
+    urdf = bu.package_file(bu.URDF_DEFAULT)
+    assert urdf.is_file() and urdf.name == "ur10e_grinding.urdf"
+    assert bu.package_file(bu.RVIZ_CONFIG).is_file()
+    with pytest.raises(FileNotFoundError, match="nothing/here.yaml"):
+        bu.package_file("nothing/here.yaml")
+    # every config file that exists is a ROS parameter file
+    for s in bu.graph("sim") + bu.graph("real"):
+        for path in s.existing_params_files():
+            doc = yaml.safe_load(path.read_text())
+            assert "ros__parameters" in doc.get("/**", doc.get(s.name, {})), path
+
+
+def test_rviz_config_has_the_displays() -> None:
+    doc = yaml.safe_load(bu.package_file(bu.RVIZ_CONFIG).read_text())
+    displays = doc["Visualization Manager"]["Displays"]
+    classes = {d["Class"] for d in displays}
+    for cls in ("RobotModel", "TF", "Path", "MarkerArray", "Wrench"):
+        assert f"rviz_default_plugins/{cls}" in classes
+    topics = {d.get("Topic", {}).get("Value") for d in displays}
+    assert {"/grinding/path", "/contact/wrench", "/ft_sensor/wrench"} <= topics
+
+
+@pytest.mark.parametrize(
+    "value", ["abc", "a b", "true", "1.0", "", "/tmp/x y.urdf", 1.0, 3, True, [1.0, 2.5], ["a", "true"]]
+)
+def test_yaml_values_round_trip(value: Any) -> None:
+    """What ``-p name:=<text>`` gives the node (rcl parses the text as YAML) is the value we meant."""
+    assert yaml.safe_load(bu.yaml_value(value)) == value
+
+
+def test_ros_args() -> None:
+    (dyn,) = [s for s in bu.graph("sim") if s.name == "dynamics_node"]
+    args = dyn.ros_args(["/tmp/extra.yaml"])
+    assert args[:3] == ["--ros-args", "-r", "__node:=dynamics_node"]
+    files = [args[i + 1] for i, a in enumerate(args) if a == "--params-file"]
+    assert files[-1] == "/tmp/extra.yaml"  # the extra file comes after the node's own config
+    assert str(bu.package_file("config/dynamics_node.yaml")) in files
+    assert "publish_clock:=true" in args
+
+
+# -- launch files against stand-in launch modules ------------------------------------------------
+
+
+class _Ctx:
+    def __init__(self, values: dict[str, str]) -> None:
+        self.launch_configurations = values
+
+
+def _fake_launch_modules() -> dict[str, types.ModuleType]:
+    launch = types.ModuleType("launch")
+    actions = types.ModuleType("launch.actions")
+    launch_ros = types.ModuleType("launch_ros")
+    ros_actions = types.ModuleType("launch_ros.actions")
+
+    class LaunchDescription:
+        def __init__(self, entities: list[Any]) -> None:
+            self.entities = list(entities)
+
+    class DeclareLaunchArgument:
+        def __init__(self, name: str, default_value: str | None = None, description: str = "") -> None:
+            self.name, self.default_value, self.description = name, default_value, description
+
+    class OpaqueFunction:
+        def __init__(self, function: Any) -> None:
+            self.function = function
+
+    class Node:
+        def __init__(self, **kwargs: Any) -> None:
+            self.kwargs = kwargs
+
+    launch.LaunchDescription = LaunchDescription
+    actions.DeclareLaunchArgument = DeclareLaunchArgument
+    actions.OpaqueFunction = OpaqueFunction
+    ros_actions.Node = Node
+    launch.actions = actions
+    launch_ros.actions = ros_actions
+    return {
+        "launch": launch,
+        "launch.actions": actions,
+        "launch_ros": launch_ros,
+        "launch_ros.actions": ros_actions,
+    }
+
+
+def _run_launch(mode: str, monkeypatch: pytest.MonkeyPatch, **overrides: str) -> tuple[list[Any], list[Any]]:
+    for name, mod in _fake_launch_modules().items():
+        monkeypatch.setitem(sys.modules, name, mod)
+    spec = importlib.util.spec_from_file_location(f"_launch_{mode}", LAUNCH[mode])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    ld = module.generate_launch_description()
+    args = [e for e in ld.entities if type(e).__name__ == "DeclareLaunchArgument"]
+    (opaque,) = [e for e in ld.entities if type(e).__name__ == "OpaqueFunction"]
+    values = {a.name: a.default_value for a in args}
+    values.update(overrides)
+    return args, opaque.function(_Ctx(values))
+
+
+@pytest.mark.parametrize("mode", ["sim", "real"])
+def test_launch_files_compile(mode: str, tmp_path: Path) -> None:
+    py_compile.compile(str(LAUNCH[mode]), cfile=str(tmp_path / "x.pyc"), doraise=True)
+
+
+@pytest.mark.parametrize("mode", ["sim", "real"])
+def test_launch_file_starts_the_bringup_graph(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    args, nodes = _run_launch(mode, monkeypatch)
+    names = {a.name for a in args}
+    assert {"use_sim_time", "params_file", "rviz", "robot_description_file", "record"} <= names
+    if mode == "real":
+        assert {"robot_ip", "ft_sensor_ip"} <= names
+    assert all(a.description for a in args), "every launch argument needs a description"
+    specs = bu.graph(mode)
+    assert [n.kwargs["name"] for n in nodes] == _names(specs)
+    for node, spec in zip(nodes, specs, strict=True):
+        kw = node.kwargs
+        assert (kw["package"], kw["executable"]) == (spec.package, spec.executable)
+        assert kw["remappings"] == list(spec.remappings)
+        params = kw["parameters"]
+        files = [p for p in params if isinstance(p, str)]
+        assert files == [str(p) for p in spec.existing_params_files()]
+        overrides = {k: v for p in params if isinstance(p, dict) for k, v in p.items()}
+        for k, v in spec.parameters.items():
+            assert overrides[k] == v
+        if spec.package == "robot_state_publisher":
+            assert "<robot" in overrides["robot_description"]
+
+
+def test_launch_arguments_reach_the_nodes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    extra = tmp_path / "extra.yaml"
+    extra.write_text("/**:\n  ros__parameters: {}\n")
+    _, nodes = _run_launch(
+        "real",
+        monkeypatch,
+        robot_ip="10.1.2.3",
+        rviz="true",
+        record=str(tmp_path / "bag"),
+        params_file=str(extra),
+    )
+    by = {n.kwargs["name"]: n.kwargs for n in nodes}
+    hw = {k: v for p in by["hardware_driver"]["parameters"] if isinstance(p, dict) for k, v in p.items()}
+    assert hw["robot_ip"] == "10.1.2.3"
+    assert by["rviz2"]["arguments"] == ["-d", str(bu.package_file(bu.RVIZ_CONFIG))]
+    assert "recorder" in by
+    assert all(n.kwargs["parameters"][-1] == str(extra) for n in nodes)
+    with pytest.raises(ValueError, match="rviz"):
+        _run_launch("sim", monkeypatch, rviz="maybe")
+
+
+# -- grinding bringup ---------------------------------------------------------------------------
+
+
+def test_cli_print_matches_graph(capsys: pytest.CaptureFixture[str]) -> None:
+    from robot_grinding_sim.cli import main
+
+    assert main(["bringup", "real", "--robot-ip", "10.0.0.9", "--print", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [n["name"] for n in out["nodes"]] == _names(bu.graph("real"))
+    by = {n["name"]: n for n in out["nodes"]}
+    assert "ROS install" in by["robot_state_publisher"]["skip"]
+    for spec in bu.graph("real"):
+        entry = by[spec.name]
+        if spec.package == bu.PACKAGE and spec.module_available():
+            cmd = entry["command"]
+            assert f"__node:={spec.name}" in cmd
+            if spec.name == "hardware_driver":
+                assert "robot_ip:=10.0.0.9" in cmd
+        elif spec.package == bu.PACKAGE:
+            assert "does not exist" in entry["skip"]
+    # dynamics_node exists: its command runs its main() with the graph's ros args
+    assert main(["bringup", "sim", "--print", "--json", "--only", "dynamics_node"]) == 0
+    (dyn,) = json.loads(capsys.readouterr().out)["nodes"]
+    assert "robot_grinding_sim.nodes.dynamics_node import main" in dyn["command"][2]
+
+
+@pytest.mark.parametrize(
+    ("argv", "text"),
+    [
+        (["bringup", "sim", "--robot-ip", "10.0.0.2"], "apply to 'real' only"),
+        (["bringup", "real", "--robot-ip", "not an ip!"], "neither an IP address nor a host name"),
+        (["bringup", "sim", "--only", "nonode"], "unknown node(s) ['nonode']"),
+        (["bringup", "sim", "--domain-id", "300"], "300"),
+        (["bringup", "sim", "--duration", "-1"], "-1"),
+        (["bringup", "moon"], "moon"),
+    ],
+)
+def test_cli_bad_input_exits_2(argv: list[str], text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from robot_grinding_sim.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert text in err and err.count("\n") == 1
