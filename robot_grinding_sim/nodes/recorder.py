@@ -180,11 +180,17 @@ class RecorderNode(Node):
         self._queue.put(("add", topic, msgtype, offered))
         self._received[topic] = 0
         put = self._queue.put
-        clock = self.get_clock()
         received = self._received
+        if self.get_parameter("use_sim_time").value:
+            clock = self.get_clock()
+
+            def stamp() -> int:
+                return clock.now().nanoseconds
+        else:
+            stamp = time.time_ns  # the node clock is the system clock: skip rclpy's Time objects
 
         def on_message(data: bytes, topic: str = topic) -> None:
-            put((topic, clock.now().nanoseconds, data))
+            put((topic, stamp(), data))
             received[topic] += 1
 
         self._subs[topic] = self.create_subscription(cls, topic, on_message, qos, raw=True)
