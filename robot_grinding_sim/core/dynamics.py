@@ -34,10 +34,24 @@ from robot_grinding_sim.core.spatial import spatial_inertia
 __all__ = ["RobotModel", "CollisionGeometry"]
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
+_F64 = np.dtype(np.float64)
 
 # ============================================================================================
-# numba kernels. 3-vectors travel as tuples (no allocation); per-body state lives in arrays
-# allocated once per kernel call. Spatial vectors in CRBA are [angular; linear] (Featherstone).
+# numba kernels.
+#
+# The model travels as three arrays (few arguments keep numba's per-call dispatch cheap):
+#   jt (n,) int64  joint type, 0 revolute, 1 prismatic
+#   jd (n, 15)     axis [0:3] | placement rotation R0 row-major [3:12] | placement translation p0 [12:15]
+#   bd (n, 49)     mass [0] | com [1:4] | inertia about the com, row-major [4:13] | spatial inertia at
+#                  the body origin, [angular; linear], row-major [13:49]
+# and per-body scratch state lives in one workspace ws (n, WS_COLS) owned by the model (kernels hold
+# the GIL, so one model is never in two kernels at once). 3-vectors travel as tuples (no allocation).
+
+# workspace columns: placement R (9) and p (3), root rotation (9), omega, omega dot, origin acceleration,
+# force, moment (3 each), CRBA motion transform X (36), composite inertia (36), scratch (36, 6, 6)
+_R, _P, _RW, _W, _DW, _ACC, _F, _N = 0, 9, 12, 21, 24, 27, 30, 33
+_X, _IC, _T, _FV, _GV = 36, 72, 108, 144, 150
+WS_COLS = 156
 
 
 @njit(cache=True, inline="always")
@@ -66,156 +80,138 @@ def _dot(a, b):
 
 
 @njit(cache=True, inline="always")
-def _mv(R, v):
-    """R @ v for a (3, 3) array R."""
+def _vec(A, i, o):
+    """The 3-vector A[i, o:o+3] as a tuple."""
+    return (A[i, o], A[i, o + 1], A[i, o + 2])
+
+
+@njit(cache=True, inline="always")
+def _mv(A, i, o, v):
+    """R @ v with R the row-major 3x3 stored in A[i, o:o+9]."""
     return (
-        R[0, 0] * v[0] + R[0, 1] * v[1] + R[0, 2] * v[2],
-        R[1, 0] * v[0] + R[1, 1] * v[1] + R[1, 2] * v[2],
-        R[2, 0] * v[0] + R[2, 1] * v[1] + R[2, 2] * v[2],
+        A[i, o] * v[0] + A[i, o + 1] * v[1] + A[i, o + 2] * v[2],
+        A[i, o + 3] * v[0] + A[i, o + 4] * v[1] + A[i, o + 5] * v[2],
+        A[i, o + 6] * v[0] + A[i, o + 7] * v[1] + A[i, o + 8] * v[2],
     )
 
 
 @njit(cache=True, inline="always")
-def _mtv(R, v):
-    """R.T @ v for a (3, 3) array R."""
+def _mtv(A, i, o, v):
+    """R.T @ v with R the row-major 3x3 stored in A[i, o:o+9]."""
     return (
-        R[0, 0] * v[0] + R[1, 0] * v[1] + R[2, 0] * v[2],
-        R[0, 1] * v[0] + R[1, 1] * v[1] + R[2, 1] * v[2],
-        R[0, 2] * v[0] + R[1, 2] * v[1] + R[2, 2] * v[2],
+        A[i, o] * v[0] + A[i, o + 3] * v[1] + A[i, o + 6] * v[2],
+        A[i, o + 1] * v[0] + A[i, o + 4] * v[1] + A[i, o + 7] * v[2],
+        A[i, o + 2] * v[0] + A[i, o + 5] * v[1] + A[i, o + 8] * v[2],
     )
+
+
+@njit(cache=True, inline="always")
+def _set(A, i, o, v):
+    A[i, o], A[i, o + 1], A[i, o + 2] = v[0], v[1], v[2]
 
 
 @njit(cache=True)
 def _finite(a):
-    """True if the (C-contiguous) array holds no NaN or inf."""
+    """True if the array holds no NaN or inf."""
     for x in a.ravel():
         if not np.isfinite(x):
             return False
     return True
 
 
-@njit(cache=True, inline="always")
-def _mm3(A, B, out):
-    """out = A @ B for (3, 3) arrays (out must not alias A or B)."""
-    for r in range(3):
-        for c in range(3):
-            out[r, c] = A[r, 0] * B[0, c] + A[r, 1] * B[1, c] + A[r, 2] * B[2, c]
-
-
 @njit(cache=True)
-def _congruence_add(X, S, T, dst):
-    """dst += X^T S X for (6, 6) arrays; T is a (6, 6) scratch buffer."""
-    for r in range(6):
-        for c in range(6):
-            s = 0.0
-            for k in range(6):
-                s += S[r, k] * X[k, c]
-            T[r, c] = s
-    for r in range(6):
-        for c in range(6):
-            s = 0.0
-            for k in range(6):
-                s += X[k, r] * T[k, c]
-            dst[r, c] += s
-
-
-@njit(cache=True)
-def _joint_placement(jtype, axis, R0, p0, i, qi, R, p):
-    """Pose (R[i], p[i]) of body i in body i-1 (root for i=0) at joint value qi."""
-    ax, ay, az = axis[i, 0], axis[i, 1], axis[i, 2]
-    if jtype[i] == 0:
+def _joint_placement(jt, jd, i, qi, ws):
+    """Pose of body i in body i-1 (the root for i=0) at joint value qi: ws[i, _R:_R+9], ws[i, _P:_P+3]."""
+    ax, ay, az = jd[i, 0], jd[i, 1], jd[i, 2]
+    if jt[i] == 0:  # R0 @ Rot(axis, qi) (Rodrigues), p0
         c, s = np.cos(qi), np.sin(qi)
         t = 1.0 - c
         J00, J01, J02 = t * ax * ax + c, t * ax * ay - s * az, t * ax * az + s * ay
         J10, J11, J12 = t * ax * ay + s * az, t * ay * ay + c, t * ay * az - s * ax
         J20, J21, J22 = t * ax * az - s * ay, t * ay * az + s * ax, t * az * az + c
         for r in range(3):
-            a0, a1, a2 = R0[i, r, 0], R0[i, r, 1], R0[i, r, 2]
-            R[i, r, 0] = a0 * J00 + a1 * J10 + a2 * J20
-            R[i, r, 1] = a0 * J01 + a1 * J11 + a2 * J21
-            R[i, r, 2] = a0 * J02 + a1 * J12 + a2 * J22
-            p[i, r] = p0[i, r]
-    else:
+            a0, a1, a2 = jd[i, 3 + 3 * r], jd[i, 4 + 3 * r], jd[i, 5 + 3 * r]
+            ws[i, _R + 3 * r] = a0 * J00 + a1 * J10 + a2 * J20
+            ws[i, _R + 3 * r + 1] = a0 * J01 + a1 * J11 + a2 * J21
+            ws[i, _R + 3 * r + 2] = a0 * J02 + a1 * J12 + a2 * J22
+            ws[i, _P + r] = jd[i, 12 + r]
+    else:  # R0, p0 + R0 @ axis * qi
         for r in range(3):
             for k in range(3):
-                R[i, r, k] = R0[i, r, k]
-            p[i, r] = p0[i, r] + (R0[i, r, 0] * ax + R0[i, r, 1] * ay + R0[i, r, 2] * az) * qi
+                ws[i, _R + 3 * r + k] = jd[i, 3 + 3 * r + k]
+            ws[i, _P + r] = jd[i, 12 + r] + (jd[i, 3 + 3 * r] * ax + jd[i, 4 + 3 * r] * ay
+                                             + jd[i, 5 + 3 * r] * az) * qi  # fmt: skip
 
 
 @njit(cache=True)
-def _rnea_sample(q, qd, qdd, g, jtype, axis, R0, p0, mass, com, inertia,
-                 ext_body, ext_off, ext, R, p, Rw, w, f, nn, tau):  # fmt: skip
-    """Recursive Newton-Euler for one state; writes the joint torques into ``tau`` (n,)."""
+def _world_rotations(n, ws):
+    """Root-frame rotation of every body into ws[:, _RW:_RW+9] (after the placements are set)."""
+    for i in range(n):
+        for r in range(3):
+            for c in range(3):
+                if i == 0:
+                    ws[0, _RW + 3 * r + c] = ws[0, _R + 3 * r + c]
+                else:
+                    ws[i, _RW + 3 * r + c] = (ws[i - 1, _RW + 3 * r] * ws[i, _R + c]
+                                              + ws[i - 1, _RW + 3 * r + 1] * ws[i, _R + 3 + c]
+                                              + ws[i - 1, _RW + 3 * r + 2] * ws[i, _R + 6 + c])  # fmt: skip
+
+
+@njit(cache=True)
+def _rnea_sample(q, qd, qdd, g, jt, jd, bd, ext_body, ext_off, ext, ws, tau):
+    """Recursive Newton-Euler for one state (body-frame recursion); writes the torques into tau (n,)."""
     n = q.shape[0]
     zero = (0.0, 0.0, 0.0)
     for i in range(n):
-        _joint_placement(jtype, axis, R0, p0, i, q[i], R, p)
-        Ri = R[i]
-        pi = (p[i, 0], p[i, 1], p[i, 2])
+        _joint_placement(jt, jd, i, q[i], ws)
+        pi = _vec(ws, i, _P)
         if i == 0:
-            wp, dwp, accp = zero, zero, (-g[0], -g[1], -g[2])
+            wp, dwp, accp = zero, zero, (-g[0], -g[1], -g[2])  # gravity as a base acceleration
         else:
-            wp = (w[i - 1, 0], w[i - 1, 1], w[i - 1, 2])
-            dwp = (w[i - 1, 3], w[i - 1, 4], w[i - 1, 5])
-            accp = (w[i - 1, 6], w[i - 1, 7], w[i - 1, 8])
-        a = (axis[i, 0], axis[i, 1], axis[i, 2])
+            wp, dwp, accp = _vec(ws, i - 1, _W), _vec(ws, i - 1, _DW), _vec(ws, i - 1, _ACC)
+        a = _vec(jd, i, 0)
         aqd = _scale(a, qd[i])
-        aqdd = _scale(a, qdd[i])
-        wr = _mtv(Ri, wp)
-        dw = _mtv(Ri, dwp)
-        acc = _mtv(Ri, _add(_add(accp, _cross(dwp, pi)), _cross(wp, _cross(wp, pi))))
-        if jtype[i] == 0:
+        wr = _mtv(ws, i, _R, wp)
+        dw = _mtv(ws, i, _R, dwp)
+        acc = _mtv(ws, i, _R, _add(_add(accp, _cross(dwp, pi)), _cross(wp, _cross(wp, pi))))
+        if jt[i] == 0:
             wi = _add(wr, aqd)
-            dw = _add(_add(dw, _cross(wr, aqd)), aqdd)
+            dw = _add(_add(dw, _cross(wr, aqd)), _scale(a, qdd[i]))
         else:
             wi = wr
-            acc = _add(_add(acc, _scale(_cross(wi, aqd), 2.0)), aqdd)
-        w[i, 0], w[i, 1], w[i, 2] = wi
-        w[i, 3], w[i, 4], w[i, 5] = dw
-        w[i, 6], w[i, 7], w[i, 8] = acc
-        c = (com[i, 0], com[i, 1], com[i, 2])
+            acc = _add(_add(acc, _scale(_cross(wi, aqd), 2.0)), _scale(a, qdd[i]))
+        _set(ws, i, _W, wi)
+        _set(ws, i, _DW, dw)
+        _set(ws, i, _ACC, acc)
+        c = _vec(bd, i, 1)
         ac = _add(_add(acc, _cross(dw, c)), _cross(wi, _cross(wi, c)))
-        F = _scale(ac, mass[i])
-        I = inertia[i]
-        N = _add(_mv(I, dw), _cross(wi, _mv(I, wi)))
-        M = _add(N, _cross(c, F))
-        f[i, 0], f[i, 1], f[i, 2] = F
-        nn[i, 0], nn[i, 1], nn[i, 2] = M
+        F = _scale(ac, bd[i, 0])
+        N = _add(_mv(bd, i, 4, dw), _cross(wi, _mv(bd, i, 4, wi)))
+        _set(ws, i, _F, F)
+        _set(ws, i, _N, _add(N, _cross(c, F)))
     if ext_body.shape[0] > 0:
-        for i in range(n):
-            if i == 0:
-                Rw[0] = R[0]
-            else:
-                _mm3(Rw[i - 1], R[i], Rw[i])
+        _world_rotations(n, ws)
         for k in range(ext_body.shape[0]):
             b = ext_body[k]
             if b < 0:
-                continue
-            Fw = (ext[k, 0], ext[k, 1], ext[k, 2])
-            Tw = (ext[k, 3], ext[k, 4], ext[k, 5])
-            Fb = _mtv(Rw[b], Fw)
-            Tb = _add(_mtv(Rw[b], Tw), _cross((ext_off[k, 0], ext_off[k, 1], ext_off[k, 2]), Fb))
+                continue  # a link fixed to the root: no joint feels it
+            Fb = _mtv(ws, b, _RW, _vec(ext, k, 0))
+            Tb = _add(_mtv(ws, b, _RW, _vec(ext, k, 3)), _cross(_vec(ext_off, k, 0), Fb))
             for r in range(3):
-                f[b, r] -= Fb[r]
-                nn[b, r] -= Tb[r]
+                ws[b, _F + r] -= Fb[r]
+                ws[b, _N + r] -= Tb[r]
     for i in range(n - 1, -1, -1):
         if i < n - 1:
-            Rc = R[i + 1]
-            fc = _mv(Rc, (f[i + 1, 0], f[i + 1, 1], f[i + 1, 2]))
-            nc = _add(_mv(Rc, (nn[i + 1, 0], nn[i + 1, 1], nn[i + 1, 2])),
-                      _cross((p[i + 1, 0], p[i + 1, 1], p[i + 1, 2]), fc))  # fmt: skip
+            fc = _mv(ws, i + 1, _R, _vec(ws, i + 1, _F))
+            nc = _add(_mv(ws, i + 1, _R, _vec(ws, i + 1, _N)), _cross(_vec(ws, i + 1, _P), fc))
             for r in range(3):
-                f[i, r] += fc[r]
-                nn[i, r] += nc[r]
-        a = (axis[i, 0], axis[i, 1], axis[i, 2])
-        if jtype[i] == 0:
-            tau[i] = _dot(a, (nn[i, 0], nn[i, 1], nn[i, 2]))
-        else:
-            tau[i] = _dot(a, (f[i, 0], f[i, 1], f[i, 2]))
+                ws[i, _F + r] += fc[r]
+                ws[i, _N + r] += nc[r]
+        tau[i] = _dot(_vec(jd, i, 0), _vec(ws, i, _N if jt[i] == 0 else _F))
 
 
 @njit(cache=True)
-def _rnea_kernel(Q, QD, QDD, g, jtype, axis, R0, p0, mass, com, inertia, ext_body, ext_off, EXT, out):
+def _rnea_kernel(Q, QD, QDD, g, jt, jd, bd, ext_body, ext_off, EXT, ws, out):
     """Batched RNEA: Q, QD, QDD (B, n); EXT (B, k, 6); writes out (B, n). Returns the index of
     the first non-finite input (0 q, 1 qd, 2 qdd, 3 gravity, 4 f_ext) or -1."""
     for k, arr in enumerate((Q, QD, QDD)):
@@ -225,79 +221,100 @@ def _rnea_kernel(Q, QD, QDD, g, jtype, axis, R0, p0, mass, com, inertia, ext_bod
         return 3
     if not _finite(EXT):
         return 4
-    B, n = Q.shape
-    R = np.empty((n, 3, 3))
-    p = np.empty((n, 3))
-    Rw = np.empty((n, 3, 3))
-    w = np.empty((n, 9))
-    f = np.empty((n, 3))
-    nn = np.empty((n, 3))
-    for b in range(B):
-        _rnea_sample(Q[b], QD[b], QDD[b], g, jtype, axis, R0, p0, mass, com, inertia,
-                     ext_body, ext_off, EXT[b], R, p, Rw, w, f, nn, out[b])  # fmt: skip
+    for b in range(Q.shape[0]):
+        _rnea_sample(Q[b], QD[b], QDD[b], g, jt, jd, bd, ext_body, ext_off, EXT[b], ws, out[b])
     return -1
 
 
 @njit(cache=True)
-def _crba_sample(q, jtype, axis, R0, p0, I6, R, p, X, Ic, M):
-    """Composite-rigid-body algorithm for one configuration; writes the mass matrix M (n, n)."""
+def _rnea_single(q, qd, qdd, g, jt, jd, bd, ext_body, ext_off, ext, ws, out):
+    """One state: q, qd, qdd (n,), ext (k, 6), out (n,). Same return codes as _rnea_kernel."""
+    for k, arr in enumerate((q, qd, qdd)):
+        if not _finite(arr):
+            return k
+    if not _finite(g):
+        return 3
+    if not _finite(ext):
+        return 4
+    _rnea_sample(q, qd, qdd, g, jt, jd, bd, ext_body, ext_off, ext, ws, out)
+    return -1
+
+
+@njit(cache=True)
+def _crba_sample(q, jt, jd, bd, ws, M):
+    """Composite-rigid-body algorithm for one configuration; writes the mass matrix M (n, n).
+
+    X_i = [[E, 0], [-E S(p), E]] (E = R^T) maps motion vectors from body i-1 to body i; composite
+    inertias accumulate as Ic_{i-1} += X_i^T Ic_i X_i."""
     n = q.shape[0]
     for i in range(n):
-        _joint_placement(jtype, axis, R0, p0, i, q[i], R, p)
-        # X[i]: motion transform parent -> body i, [[E, 0], [-E S(r), E]] with E = R^T, r = p
+        _joint_placement(jt, jd, i, q[i], ws)
+        px, py, pz = ws[i, _P], ws[i, _P + 1], ws[i, _P + 2]
         for r in range(3):
+            e0, e1, e2 = ws[i, _R + r], ws[i, _R + 3 + r], ws[i, _R + 6 + r]  # row r of E
             for c in range(3):
-                e = R[i, c, r]
-                X[i, r, c] = e
-                X[i, r + 3, c + 3] = e
-                X[i, r, c + 3] = 0.0
-        for r in range(3):
-            e0, e1, e2 = R[i, 0, r], R[i, 1, r], R[i, 2, r]  # row r of E
-            # row r of -E S(p): -(e x p) components ... computed as (p x e)
-            X[i, r + 3, 0] = p[i, 1] * e2 - p[i, 2] * e1
-            X[i, r + 3, 1] = p[i, 2] * e0 - p[i, 0] * e2
-            X[i, r + 3, 2] = p[i, 0] * e1 - p[i, 1] * e0
-        for r in range(6):
-            for c in range(6):
-                Ic[i, r, c] = I6[i, r, c]
-    T = np.empty((6, 6))
+                e = ws[i, _R + 3 * c + r]
+                ws[i, _X + 6 * r + c] = e
+                ws[i, _X + 6 * (r + 3) + c + 3] = e
+                ws[i, _X + 6 * r + c + 3] = 0.0
+            # row r of -E S(p) is (p x e)^T
+            ws[i, _X + 6 * (r + 3)] = py * e2 - pz * e1
+            ws[i, _X + 6 * (r + 3) + 1] = pz * e0 - px * e2
+            ws[i, _X + 6 * (r + 3) + 2] = px * e1 - py * e0
+        for k in range(36):
+            ws[i, _IC + k] = bd[i, 13 + k]
     for i in range(n - 1, 0, -1):
-        _congruence_add(X[i], Ic[i], T, Ic[i - 1])
-    F = np.empty(6)
-    G = np.empty(6)
-    for i in range(n):
-        off = 0 if jtype[i] == 0 else 3
-        for r in range(6):
-            F[r] = (Ic[i, r, off] * axis[i, 0] + Ic[i, r, off + 1] * axis[i, 1]
-                    + Ic[i, r, off + 2] * axis[i, 2])
-        M[i, i] = F[off] * axis[i, 0] + F[off + 1] * axis[i, 1] + F[off + 2] * axis[i, 2]
-        j = i
-        while j > 0:
-            for r in range(6):  # F <- X_j^T F (force to the parent's coordinates)
+        for r in range(6):  # T = Ic_i X_i
+            for c in range(6):
                 s = 0.0
                 for k in range(6):
-                    s += X[j, k, r] * F[k]
-                G[r] = s
-            F[:] = G
+                    s += ws[i, _IC + 6 * r + k] * ws[i, _X + 6 * k + c]
+                ws[i, _T + 6 * r + c] = s
+        for r in range(6):  # Ic_{i-1} += X_i^T T
+            for c in range(6):
+                s = 0.0
+                for k in range(6):
+                    s += ws[i, _X + 6 * k + r] * ws[i, _T + 6 * k + c]
+                ws[i - 1, _IC + 6 * r + c] += s
+    for i in range(n):
+        off = 0 if jt[i] == 0 else 3  # motion subspace S_i = [axis; 0] or [0; axis]
+        for r in range(6):
+            ws[i, _FV + r] = (ws[i, _IC + 6 * r + off] * jd[i, 0] + ws[i, _IC + 6 * r + off + 1] * jd[i, 1]
+                              + ws[i, _IC + 6 * r + off + 2] * jd[i, 2])  # fmt: skip
+        M[i, i] = (ws[i, _FV + off] * jd[i, 0] + ws[i, _FV + off + 1] * jd[i, 1]
+                   + ws[i, _FV + off + 2] * jd[i, 2])  # fmt: skip
+        j = i
+        while j > 0:
+            for r in range(6):  # F <- X_j^T F: the force in body j-1's coordinates
+                s = 0.0
+                for k in range(6):
+                    s += ws[j, _X + 6 * k + r] * ws[i, _FV + k]
+                ws[i, _GV + r] = s
+            for r in range(6):
+                ws[i, _FV + r] = ws[i, _GV + r]
             j -= 1
-            oj = 0 if jtype[j] == 0 else 3
-            v = F[oj] * axis[j, 0] + F[oj + 1] * axis[j, 1] + F[oj + 2] * axis[j, 2]
+            oj = 0 if jt[j] == 0 else 3
+            v = ws[i, _FV + oj] * jd[j, 0] + ws[i, _FV + oj + 1] * jd[j, 1] + ws[i, _FV + oj + 2] * jd[j, 2]
             M[i, j] = v
             M[j, i] = v
 
 
 @njit(cache=True)
-def _crba_kernel(Q, jtype, axis, R0, p0, I6, out):
+def _crba_kernel(Q, jt, jd, bd, ws, out):
     """Batched mass matrix: Q (B, n) -> out (B, n, n). Returns 0 if q holds NaN/inf, else -1."""
     if not _finite(Q):
         return 0
-    B, n = Q.shape
-    R = np.empty((n, 3, 3))
-    p = np.empty((n, 3))
-    X = np.zeros((n, 6, 6))
-    Ic = np.empty((n, 6, 6))
-    for b in range(B):
-        _crba_sample(Q[b], jtype, axis, R0, p0, I6, R, p, X, Ic, out[b])
+    for b in range(Q.shape[0]):
+        _crba_sample(Q[b], jt, jd, bd, ws, out[b])
+    return -1
+
+
+@njit(cache=True)
+def _crba_single(q, jt, jd, bd, ws, out):
+    """One configuration q (n,) -> out (n, n). Returns 0 if q holds NaN/inf, else -1."""
+    if not _finite(q):
+        return 0
+    _crba_sample(q, jt, jd, bd, ws, out)
     return -1
 
 
@@ -331,11 +348,19 @@ def _cholesky_solve(M, rhs, L, x):
 
 
 @njit(cache=True)
-def _fd_kernel(Q, QD, TAU, g, jtype, axis, R0, p0, mass, com, inertia, I6, ext_body, ext_off, EXT, out):
-    """Batched forward dynamics qdd = M^-1 (tau - rnea(q, qd, 0)): CRBA + RNEA + Cholesky.
+def _fd_sample(q, qd, tau, g, jt, jd, bd, ext_body, ext_off, ext, ws, M, L, h, zero, out):
+    """qdd = M^-1 (tau - rnea(q, qd, 0)) for one state: CRBA, RNEA, Cholesky. False if M is not PD."""
+    _crba_sample(q, jt, jd, bd, ws, M)
+    _rnea_sample(q, qd, zero, g, jt, jd, bd, ext_body, ext_off, ext, ws, h)
+    for i in range(q.shape[0]):
+        h[i] = tau[i] - h[i]
+    return _cholesky_solve(M, h, L, out)
 
-    Returns -1 on success, 0..4 for a non-finite input (q, qd, tau, gravity, f_ext), 10 + b when
-    the mass matrix of sample b is not positive definite."""
+
+@njit(cache=True)
+def _fd_kernel(Q, QD, TAU, g, jt, jd, bd, ext_body, ext_off, EXT, ws, out):
+    """Batched forward dynamics. Returns -1 on success, 0..4 for a non-finite input (q, qd, tau,
+    gravity, f_ext), 10 + b when the mass matrix of sample b is not positive definite."""
     for k, arr in enumerate((Q, QD, TAU)):
         if not _finite(arr):
             return k
@@ -343,69 +368,79 @@ def _fd_kernel(Q, QD, TAU, g, jtype, axis, R0, p0, mass, com, inertia, I6, ext_b
         return 3
     if not _finite(EXT):
         return 4
-    B, n = Q.shape
-    R = np.empty((n, 3, 3))
-    p = np.empty((n, 3))
-    Rw = np.empty((n, 3, 3))
-    w = np.empty((n, 9))
-    f = np.empty((n, 3))
-    nn = np.empty((n, 3))
-    X = np.zeros((n, 6, 6))
-    Ic = np.empty((n, 6, 6))
-    M = np.empty((n, n))
-    L = np.zeros((n, n))
-    zero = np.zeros(n)
-    h = np.empty(n)
-    for b in range(B):
-        _crba_sample(Q[b], jtype, axis, R0, p0, I6, R, p, X, Ic, M)
-        _rnea_sample(Q[b], QD[b], zero, g, jtype, axis, R0, p0, mass, com, inertia,
-                     ext_body, ext_off, EXT[b], R, p, Rw, w, f, nn, h)  # fmt: skip
-        for i in range(n):
-            h[i] = TAU[b, i] - h[i]
-        if not _cholesky_solve(M, h, L, out[b]):
+    n = Q.shape[1]
+    M, L, h, zero = np.empty((n, n)), np.zeros((n, n)), np.empty(n), np.zeros(n)
+    for b in range(Q.shape[0]):
+        if not _fd_sample(Q[b], QD[b], TAU[b], g, jt, jd, bd, ext_body, ext_off, EXT[b], ws, M, L, h, zero,
+                          out[b]):  # fmt: skip
             return 10 + b
     return -1
 
 
 @njit(cache=True)
-def _fk_kernel(Q, jtype, axis, R0, p0, Rw, pw):
-    """Root-frame poses of every body: Q (B, n) -> Rw (B, n, 3, 3), pw (B, n, 3). 0 if NaN, else -1."""
-    if not _finite(Q):
-        return 0
-    B, n = Q.shape
-    R = np.empty((n, 3, 3))
-    p = np.empty((n, 3))
-    for b in range(B):
-        for i in range(n):
-            _joint_placement(jtype, axis, R0, p0, i, Q[b, i], R, p)
-            if i == 0:
-                Rw[b, 0] = R[0]
-                pw[b, 0] = p[0]
-            else:
-                _mm3(Rw[b, i - 1], R[i], Rw[b, i])
-                d = _mv(Rw[b, i - 1], (p[i, 0], p[i, 1], p[i, 2]))
-                for r in range(3):
-                    pw[b, i, r] = pw[b, i - 1, r] + d[r]
+def _fd_single(q, qd, tau, g, jt, jd, bd, ext_body, ext_off, ext, ws, out):
+    """One state (n,), ext (k, 6), out (n,). Same return codes as _fd_kernel."""
+    for k, arr in enumerate((q, qd, tau)):
+        if not _finite(arr):
+            return k
+    if not _finite(g):
+        return 3
+    if not _finite(ext):
+        return 4
+    n = q.shape[0]
+    M, L, h, zero = np.empty((n, n)), np.zeros((n, n)), np.empty(n), np.zeros(n)
+    if not _fd_sample(q, qd, tau, g, jt, jd, bd, ext_body, ext_off, ext, ws, M, L, h, zero, out):
+        return 10
     return -1
 
 
 @njit(cache=True)
-def _jacobian_kernel(q, body, point, jtype, axis, R0, p0, J):
-    """Jacobian (6, n) [linear; angular] of the root-frame ``point`` rigidly moving with ``body``."""
+def _fk_sample(q, jt, jd, ws, Rw, pw):
+    """Root-frame poses of every body for one q: Rw (n, 3, 3), pw (n, 3)."""
     n = q.shape[0]
-    Rw = np.empty((1, n, 3, 3))
-    pw = np.empty((1, n, 3))
-    if _fk_kernel(q.reshape(1, n), jtype, axis, R0, p0, Rw, pw) >= 0:
+    for i in range(n):
+        _joint_placement(jt, jd, i, q[i], ws)
+    _world_rotations(n, ws)
+    for i in range(n):
+        for r in range(3):
+            for c in range(3):
+                Rw[i, r, c] = ws[i, _RW + 3 * r + c]
+        if i == 0:
+            for r in range(3):
+                pw[0, r] = ws[0, _P + r]
+        else:
+            d = _mv(ws, i - 1, _RW, _vec(ws, i, _P))
+            for r in range(3):
+                pw[i, r] = pw[i - 1, r] + d[r]
+
+
+@njit(cache=True)
+def _fk_kernel(Q, jt, jd, ws, Rw, pw):
+    """Batched body poses: Q (B, n) -> Rw (B, n, 3, 3), pw (B, n, 3). 0 if q holds NaN/inf, else -1."""
+    if not _finite(Q):
         return 0
+    for b in range(Q.shape[0]):
+        _fk_sample(Q[b], jt, jd, ws, Rw[b], pw[b])
+    return -1
+
+
+@njit(cache=True)
+def _jacobian_kernel(q, body, point, jt, jd, ws, J):
+    """Jacobian (6, n) [linear; angular] of the root-frame ``point`` rigidly moving with ``body``."""
+    if not _finite(q):
+        return 0
+    n = q.shape[0]
+    Rw, pw = np.empty((n, 3, 3)), np.empty((n, 3))
+    _fk_sample(q, jt, jd, ws, Rw, pw)
     pt = (point[0], point[1], point[2])
     for j in range(n):
         if j > body:
             for r in range(6):
                 J[r, j] = 0.0
             continue
-        z = _mv(Rw[0, j], (axis[j, 0], axis[j, 1], axis[j, 2]))
-        if jtype[j] == 0:
-            lin = _cross(z, _sub(pt, (pw[0, j, 0], pw[0, j, 1], pw[0, j, 2])))
+        z = _mv(ws, j, _RW, _vec(jd, j, 0))  # joint axis in the root frame
+        if jt[j] == 0:
+            lin = _cross(z, _sub(pt, (pw[j, 0], pw[j, 1], pw[j, 2])))
             for r in range(3):
                 J[r, j] = lin[r]
                 J[r + 3, j] = z[r]
@@ -457,16 +492,16 @@ class RobotModel:
         self.locked_joints = list(chain.locked_joints)
         self.collision_geometry = list(chain.collision_geometry)
         c = chain
-        self._jtype = np.ascontiguousarray(c.jtype, dtype=np.int64)
-        self._axis = np.ascontiguousarray(c.axis, dtype=float)
-        self._R0 = np.ascontiguousarray(c.R0, dtype=float)
-        self._p0 = np.ascontiguousarray(c.p0, dtype=float)
-        self._mass = np.ascontiguousarray(c.mass, dtype=float)
-        self._com = np.ascontiguousarray(c.com, dtype=float)
-        self._inertia = np.ascontiguousarray(c.inertia, dtype=float)
-        self._I6 = np.ascontiguousarray(
-            [spatial_inertia(m, cc, ii) for m, cc, ii in zip(c.mass, c.com, c.inertia, strict=True)]
-        )
+        n = self.nq
+        self._mass = np.array(c.mass, dtype=float)
+        self._com = np.array(c.com, dtype=float)
+        I6 = [spatial_inertia(m, cc, ii) for m, cc, ii in zip(c.mass, c.com, c.inertia, strict=True)]
+        # packed model arrays and workspace of the kernels (layout: see the kernels' header)
+        self._jt = np.ascontiguousarray(c.jtype, dtype=np.int64)
+        self._jd = np.ascontiguousarray(np.hstack([c.axis, c.R0.reshape(n, 9), c.p0]))
+        self._bd = np.ascontiguousarray(np.hstack([c.mass[:, None], c.com, c.inertia.reshape(n, 9),
+                                                   np.reshape(I6, (n, 36))]))  # fmt: skip
+        self._ws = np.zeros((n, WS_COLS))
         self._link_index = {name: k for k, name in enumerate(self.link_names)}
         self._link_body = np.array([c.link_body[name] for name in self.link_names], dtype=np.int64)
         self._link_X = np.array([c.link_offset[name] for name in self.link_names])
@@ -474,6 +509,7 @@ class RobotModel:
         self._no_body = np.zeros(0, dtype=np.int64)
         self._no_off = np.zeros((0, 3))
         self._default_g = np.array(DEFAULT_GRAVITY)
+        self._shape1 = (self.nq,)
         self._ext_cache: dict[int, np.ndarray] = {}
 
     # ---------------------------------------------------------------------------------------
@@ -505,22 +541,39 @@ class RobotModel:
     # ---------------------------------------------------------------------------------------
     # input checks (cheap: shapes here, finiteness inside the kernels)
 
+    def _js(self, x: Any, name: str) -> np.ndarray:
+        """A joint-space array as float64, C-contiguous, shape (nq,) or (B, nq) (finiteness is
+        checked inside the kernels)."""
+        if type(x) is not np.ndarray or x.dtype is not _F64:
+            x = _as_float(x, name)
+        shape = x.shape
+        if shape != self._shape1 and (len(shape) != 2 or shape[1] != self.nq):
+            raise InputError(f"{name} must have shape ({self.nq},) or (B, {self.nq}); got {shape}")
+        if not x.flags.c_contiguous:
+            x = np.ascontiguousarray(x)
+        return x
+
     def _states(self, **arrays: Any) -> tuple[list[np.ndarray], bool]:
         """Coerce joint-space arrays to float64 (B, nq); all must share one shape."""
         out = []
-        shape = None
+        first = None
         for name, x in arrays.items():
-            a = x if type(x) is np.ndarray and x.dtype == np.float64 else _as_float(x, name)
-            if a.ndim not in (1, 2) or a.shape[-1] != self.nq:
-                raise InputError(f"{name} must have shape ({self.nq},) or (B, {self.nq}); got {a.shape}")
-            if shape is None:
-                shape = a.shape
-            elif a.shape != shape:
-                raise InputError(f"{name} has shape {a.shape} but {next(iter(arrays))} has shape {shape}")
-            if not a.flags.c_contiguous:  # kernels are compiled for C-contiguous arrays only
-                a = np.ascontiguousarray(a)
-            out.append(a.reshape(1, self.nq) if a.ndim == 1 else a)
-        return out, shape is not None and len(shape) == 2
+            a = self._js(x, name)
+            if first is None:
+                first = (name, a.shape)
+            elif a.shape != first[1]:
+                raise InputError(f"{name} has shape {a.shape} but {first[0]} has shape {first[1]}")
+            out.append(a)
+        batch = out[0].ndim == 2
+        return ([a for a in out] if batch else [a.reshape(1, self.nq) for a in out]), batch
+
+    def _same(self, arrays: tuple[np.ndarray, ...], names: tuple[str, ...]) -> bool:
+        """True for one state (all (nq,)), False for a batch (all (B, nq)); else InputError."""
+        shape = arrays[0].shape
+        for k in range(1, len(arrays)):
+            if arrays[k].shape != shape:
+                raise InputError(f"{names[k]} has shape {arrays[k].shape} but {names[0]} has shape {shape}")
+        return len(shape) == 1
 
     def _gravity(self, gravity: Any) -> np.ndarray:
         if gravity is DEFAULT_GRAVITY:
@@ -537,31 +590,32 @@ class RobotModel:
             raise InputError(f"unknown link {link!r}; known links: {self.link_names}") from None
 
     def _ext(self, f_ext: Any, B: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """f_ext -> (body (k,), offset of the link origin in the body frame (k, 3), wrenches (B, k, 6))."""
+        """f_ext -> (body (k,), link origin in the body frame (k, 3), wrenches (B, k, 6)).
+
+        B = 0 stands for a single state: the wrenches are then (k, 6)."""
+        lead = (B,) if B else ()
         if f_ext is None:
             arr = self._ext_cache.get(B)
             if arr is None:
-                arr = self._ext_cache[B] = np.zeros((B, 0, 6))
+                arr = self._ext_cache[B] = np.zeros((*lead, 0, 6))
             return self._no_body, self._no_off, arr
         if isinstance(f_ext, Mapping):
             idx = [self._link(name) for name in f_ext]
-            W = np.empty((B, len(idx), 6))
+            W = np.empty((*lead, len(idx), 6))
             for k, (name, wrench) in enumerate(f_ext.items()):
                 w = _as_float(wrench, f"f_ext[{name!r}]")
-                if w.shape not in ((6,), (B, 6)):
-                    raise InputError(f"f_ext[{name!r}] must have shape (6,) or ({B}, 6); got {w.shape}")
-                W[:, k] = w
+                if w.shape != (6,) and w.shape != (*lead, 6):
+                    raise InputError(f"f_ext[{name!r}] must have shape {(*lead, 6)} or (6,); got {w.shape}")
+                W[..., k, :] = w
             sel = np.array(idx, dtype=np.int64)
         else:
             w = _as_float(f_ext, "f_ext")
             L = len(self.link_names)
-            if w.shape == (L, 6):
-                W = np.broadcast_to(w, (B, L, 6))
-            elif w.shape == (B, L, 6):
-                W = w
+            if w.shape == (L, 6) or w.shape == (*lead, L, 6):
+                W = np.broadcast_to(w, (*lead, L, 6))
             else:
                 raise InputError(
-                    f"f_ext must be a dict {{link: (6,) wrench}} or an array ({L}, 6) / ({B}, {L}, 6) "
+                    f"f_ext must be a dict {{link: (6,) wrench}} or an array ({L}, 6) / (B, {L}, 6) "
                     f"indexed like link_names; got shape {w.shape}"
                 )
             sel = np.arange(L)
@@ -579,7 +633,7 @@ class RobotModel:
         B = Q.shape[0]
         Rw = np.empty((B, self.nq, 3, 3))
         pw = np.empty((B, self.nq, 3))
-        self._check(_fk_kernel(Q, self._jtype, self._axis, self._R0, self._p0, Rw, pw), ("q",))
+        self._check(_fk_kernel(Q, self._jt, self._jd, self._ws, Rw, pw), ("q",))
         return Rw, pw, batch
 
     def fk(self, q: Any, link: str | None = None) -> np.ndarray:
@@ -641,7 +695,7 @@ class RobotModel:
             if pt.shape != (3,) or not np.isfinite(pt).all():
                 raise InputError(f"point must be a finite 3-vector in the root frame; got {point!r}")
         J = np.empty((6, self.nq))
-        code = _jacobian_kernel(Q[0], self._link_body[k], pt, self._jtype, self._axis, self._R0, self._p0, J)
+        code = _jacobian_kernel(Q[0], self._link_body[k], pt, self._jt, self._jd, self._ws, J)
         self._check(code, ("q",))
         return J
 
@@ -661,14 +715,19 @@ class RobotModel:
         Returns:
             (nq,) or (B, nq) joint torques (N m) / forces (N).
         """
-        (Q, QD, QDD), batch = self._states(q=q, qd=qd, qdd=qdd)
-        B = Q.shape[0]
-        out = np.empty((B, self.nq))
-        eb, eo, W = self._ext(f_ext, B)
-        code = _rnea_kernel(Q, QD, QDD, self._gravity(gravity), self._jtype, self._axis, self._R0, self._p0,
-                            self._mass, self._com, self._inertia, eb, eo, W, out)  # fmt: skip
-        self._check(code, _NAMES_RNEA)
-        return out if batch else out[0]
+        q, qd, qdd = self._js(q, "q"), self._js(qd, "qd"), self._js(qdd, "qdd")
+        g = self._default_g if gravity is DEFAULT_GRAVITY else self._gravity(gravity)
+        if self._same((q, qd, qdd), _NAMES_RNEA):
+            out = np.empty(self.nq)
+            eb, eo, W = self._ext(f_ext, 0)
+            code = _rnea_single(q, qd, qdd, g, self._jt, self._jd, self._bd, eb, eo, W, self._ws, out)
+        else:
+            out = np.empty(q.shape)
+            eb, eo, W = self._ext(f_ext, q.shape[0])
+            code = _rnea_kernel(q, qd, qdd, g, self._jt, self._jd, self._bd, eb, eo, W, self._ws, out)
+        if code >= 0:
+            self._check(code, _NAMES_RNEA)
+        return out
 
     def gravity_torques(self, q: Any, gravity: Any = DEFAULT_GRAVITY) -> np.ndarray:
         """Joint torques holding the arm still against gravity: rnea(q, 0, 0). (nq,) or (B, nq)."""
@@ -681,10 +740,16 @@ class RobotModel:
 
     def mass_matrix(self, q: Any) -> np.ndarray:
         """Joint-space inertia matrix M(q) by CRBA: (nq, nq), or (B, nq, nq) for a batch. SPD."""
-        (Q,), batch = self._states(q=q)
-        out = np.empty((Q.shape[0], self.nq, self.nq))
-        self._check(_crba_kernel(Q, self._jtype, self._axis, self._R0, self._p0, self._I6, out), ("q",))
-        return out if batch else out[0]
+        q = self._js(q, "q")
+        if q.ndim == 1:
+            out = np.empty((self.nq, self.nq))
+            code = _crba_single(q, self._jt, self._jd, self._bd, self._ws, out)
+        else:
+            out = np.empty((q.shape[0], self.nq, self.nq))
+            code = _crba_kernel(q, self._jt, self._jd, self._bd, self._ws, out)
+        if code >= 0:
+            self._check(code, ("q",))
+        return out
 
     def forward_dynamics(
         self, q: Any, qd: Any, tau: Any, f_ext: Any = None, gravity: Any = DEFAULT_GRAVITY
@@ -694,16 +759,22 @@ class RobotModel:
         Same arguments as :meth:`rnea` with ``tau`` (joint torques/forces) in place of ``qdd``.
         Raises ModelError if M(q) is not positive definite (a URDF with massless bodies).
         """
-        (Q, QD, TAU), batch = self._states(q=q, qd=qd, tau=tau)
-        B = Q.shape[0]
-        out = np.empty((B, self.nq))
-        eb, eo, W = self._ext(f_ext, B)
-        code = _fd_kernel(Q, QD, TAU, self._gravity(gravity), self._jtype, self._axis, self._R0, self._p0,
-                          self._mass, self._com, self._inertia, self._I6, eb, eo, W, out)  # fmt: skip
+        q, qd, tau = self._js(q, "q"), self._js(qd, "qd"), self._js(tau, "tau")
+        g = self._default_g if gravity is DEFAULT_GRAVITY else self._gravity(gravity)
+        if self._same((q, qd, tau), _NAMES_FD):
+            out = np.empty(self.nq)
+            eb, eo, W = self._ext(f_ext, 0)
+            code = _fd_single(q, qd, tau, g, self._jt, self._jd, self._bd, eb, eo, W, self._ws, out)
+        else:
+            out = np.empty(q.shape)
+            eb, eo, W = self._ext(f_ext, q.shape[0])
+            code = _fd_kernel(q, qd, tau, g, self._jt, self._jd, self._bd, eb, eo, W, self._ws, out)
         if code >= 10:
-            raise ModelError(f"{self.source}: mass matrix not positive definite at q={Q[code - 10].tolist()}")
-        self._check(code, _NAMES_FD)
-        return out if batch else out[0]
+            bad = q if q.ndim == 1 else q[code - 10]
+            raise ModelError(f"{self.source}: mass matrix not positive definite at q={bad.tolist()}")
+        if code >= 0:
+            self._check(code, _NAMES_FD)
+        return out
 
     def effective_mass(self, q: Any, link: str | None, point: Any, direction: Any) -> float:
         """Mass the environment feels when pushing ``point`` (moving with ``link``) along ``direction``.
