@@ -1,0 +1,159 @@
+"""collision_node and contact_solver_node as real processes over DDS.
+
+Joint states that put the ball tool (r 20 mm, centre = tcp) 0.1 mm into a flat part must give one
+contact point under the tcp with normal +z and depth 0.1 mm, a contact force K d (within 1 %),
+and a simulated F/T reading equal to that force plus the tool's weight (masses from the URDF's
+README table, not from the code). Malformed messages are logged and skipped; the nodes stay up.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import trimesh
+from geometry_msgs.msg import WrenchStamped
+from sensor_msgs.msg import JointState, PointCloud2
+
+from robot_grinding_sim.core.dynamics import RobotModel
+from robot_grinding_sim.ros import conversions as cv
+
+pytestmark = pytest.mark.ros
+
+REPO = Path(__file__).resolve().parents[2]
+URDF = REPO / "urdf" / "ur10e_grinding.urdf"
+JOINTS = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint", "wrist_2_joint",
+          "wrist_3_joint"]
+Q0 = np.array([0.0, -1.5708, 1.5708, -1.5708, -1.5708, 0.0])  # tool pointing straight down
+K = 1.0e5  # N/m
+DEPTH = 1e-4  # m
+R_BALL = 0.02
+TOOL_MASS = 1.80 + 0.080  # kg below the sensor's measuring face: spindle + abrasive head (urdf/README.md)
+
+
+def joint_state(q, names=JOINTS, stamp=1.0) -> JointState:
+    msg = JointState()
+    msg.header.stamp = cv.sec_to_time(stamp)
+    msg.name = list(names)
+    msg.position = [float(x) for x in q]
+    return msg
+
+
+@pytest.fixture
+def flat_part(tmp_path):
+    """A 0.4 x 0.4 x 0.02 m slab whose top face is 0.1 mm above the ball's lowest point at Q0."""
+    model = RobotModel.from_urdf(URDF)
+    tcp = model.fk(Q0, "tcp")[:3, 3]
+    slab = trimesh.creation.box((0.4, 0.4, 0.02))  # top at z = +0.01 in its frame
+    path = tmp_path / "slab.stl"
+    slab.export(path)
+    top = tcp[2] - R_BALL + DEPTH
+    pose = [float(tcp[0]) + 0.03, float(tcp[1]) - 0.05, float(top - 0.01), 0.0, 0.0, 0.0]
+    return path, pose, tcp, top, model
+
+
+def start_nodes(launch_node, probe, part_path, part_pose):
+    col = launch_node("collision_node", params_file=REPO / "config" / "collision_node.yaml",
+                      params={"robot_description_file": str(URDF), "workpiece_file": str(part_path),
+                              "workpiece_pose": part_pose, "min_distance_rate": 1000.0})
+    sol = launch_node("contact_solver_node", params_file=REPO / "config" / "contact_solver_node.yaml",
+                      params={"robot_description_file": str(URDF), "stiffness": K})
+    procs = [col, sol]
+    points = probe.subscribe(PointCloud2, "/contact/points")
+    wrench = probe.subscribe(WrenchStamped, "/contact/wrench")
+    ft = probe.subscribe(WrenchStamped, "/ft_sensor/wrench")
+    pub = probe.publisher(JointState, "/joint_states", wait_subscribers=2, procs=procs)
+    probe.publisher(PointCloud2, "/contact/points", wait_subscribers=1, procs=procs)  # the solver
+    return procs, pub, points, wrench, ft
+
+
+def publish_until(probe, pub, msg, collector, procs, n_new=1):
+    """Publish ``msg`` until ``collector`` has received n_new more messages (no fixed sleeps)."""
+    start = len(collector.messages)
+
+    def done() -> bool:
+        if len(collector.messages) >= start + n_new:
+            return True
+        pub.publish(msg)
+        return False
+
+    probe.wait_for(done, what=f"{n_new} message(s) on {collector.topic}", procs=procs)
+    return collector.messages[-1]
+
+
+def test_tool_pushed_into_a_flat_part(launch_node, probe, flat_part) -> None:
+    path, pose, tcp, top, model = flat_part
+    procs, pub, points, wrench, ft = start_nodes(launch_node, probe, path, pose)
+    msg = publish_until(probe, pub, joint_state(Q0, stamp=2.0), points, procs)
+    assert msg.header.frame_id == "base_link"
+    rows = cv.pointcloud2_to_array(msg)
+    assert rows.shape == (1, 7)
+    x, y, z, nx, ny, nz, d = rows[0]
+    np.testing.assert_allclose([x, y, z], [tcp[0], tcp[1], top], atol=1e-6)  # float32 fields
+    np.testing.assert_allclose([nx, ny, nz], [0, 0, 1], atol=1e-7)
+    assert d == pytest.approx(DEPTH, rel=1e-4)
+
+    w_msg = probe.wait_for(lambda: next((m for m in wrench.messages if cv.time_to_sec(m.header.stamp) == 2.0),
+                                        None), what="contact/wrench for the stamp", procs=procs)
+    assert w_msg.header.frame_id == "tcp"
+    w = cv.wrench_to_array(w_msg)
+    R_tcp = model.fk(Q0, "tcp")[:3, :3]
+    f_base = R_tcp @ w[:3]
+    assert np.linalg.norm(f_base) == pytest.approx(K * DEPTH, rel=0.01)
+    np.testing.assert_allclose(f_base / np.linalg.norm(f_base), [0, 0, 1], atol=1e-6)
+    np.testing.assert_allclose(w[3:], 0.0, atol=1e-6)  # the force passes through the ball's centre
+
+    f_msg = probe.wait_for(lambda: next((m for m in ft.messages if cv.time_to_sec(m.header.stamp) == 2.0),
+                                        None), what="ft_sensor/wrench for the stamp", procs=procs)
+    assert f_msg.header.frame_id == "ft_sensor"
+    R_ws = model.fk(Q0, "ft_sensor")[:3, :3]
+    expected = R_ws.T @ (np.array([0, 0, K * DEPTH]) + TOOL_MASS * np.array([0, 0, -9.81]))
+    np.testing.assert_allclose(cv.wrench_to_array(f_msg)[:3], expected, atol=0.01 * K * DEPTH)
+
+    # clear of the part: no contact point, zero contact force
+    lifted = Q0 + np.array([0, -0.05, 0, 0, 0, 0])
+    msg = publish_until(probe, pub, joint_state(lifted, stamp=3.0), points, procs)
+    assert cv.pointcloud2_to_array(msg).shape == (0, 7)
+    w_msg = probe.wait_for(lambda: next((m for m in wrench.messages if cv.time_to_sec(m.header.stamp) == 3.0),
+                                        None), what="zero contact/wrench", procs=procs)
+    np.testing.assert_allclose(cv.wrench_to_array(w_msg), 0.0, atol=1e-12)
+
+
+def test_malformed_messages_are_logged_and_skipped(launch_node, probe, flat_part) -> None:
+    path, pose, _, _, _ = flat_part
+    procs, pub, points, wrench, _ = start_nodes(launch_node, probe, path, pose)
+    col, sol = procs
+    publish_until(probe, pub, joint_state(Q0, stamp=1.0), points, procs)
+
+    bad_nan = joint_state([math.nan, *Q0[1:]], stamp=1.5)
+    bad_count = joint_state(Q0[:5], names=JOINTS[:5], stamp=1.6)
+    for m in (bad_nan, bad_count):
+        pub.publish(m)
+    probe.wait_for_log(col, "joint_states: rejected")
+    probe.wait_for(lambda: "NaN" in col.log() and "missing joints ['wrist_3_joint']" in col.log(),
+                   what="both rejections in the collision_node log", procs=procs)
+    probe.wait_for(lambda: "NaN" in sol.log() and "missing joints ['wrist_3_joint']" in sol.log(),
+                   what="both rejections in the contact_solver_node log", procs=procs)
+
+    # a contact cloud with a NaN depth and one without the depth field, straight to the solver
+    cloud_pub = probe.publisher(PointCloud2, "/contact/points", wait_subscribers=0)
+    nan_cloud = cv.array_to_pointcloud2(np.array([[0, 0, 0, 0, 0, 1, np.nan]]), "base_link", cv.sec_to_time(1.7))
+    short_cloud = cv.array_to_pointcloud2(np.zeros((1, 3)), "base_link", cv.sec_to_time(1.8), fields=("x", "y", "z"))
+    cloud_pub.publish(nan_cloud)
+    cloud_pub.publish(short_cloud)
+    probe.wait_for(lambda: "contact/points: rejected" in sol.log() and "missing fields" in sol.log(),
+                   what="cloud rejections in the solver log", procs=procs)
+    assert col.alive and sol.alive
+    # still working
+    publish_until(probe, pub, joint_state(Q0, stamp=4.0), points, procs)
+    probe.wait_for(lambda: any(cv.time_to_sec(m.header.stamp) == 4.0 for m in wrench.messages),
+                   what="a wrench after the bad messages", procs=procs)
+    assert not [m for m in wrench.messages if cv.time_to_sec(m.header.stamp) in (1.5, 1.6, 1.7, 1.8)]
+
+
+def test_bad_parameter_stops_the_node_naming_it(launch_node, tmp_path) -> None:
+    node = launch_node("collision_node", params={"workpiece_file": str(tmp_path / "missing.stl")})
+    assert node.wait_exit() == 1
+    assert "workpiece_file" in node.log()
