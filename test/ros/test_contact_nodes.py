@@ -157,3 +157,16 @@ def test_bad_parameter_stops_the_node_naming_it(launch_node, tmp_path) -> None:
     node = launch_node("collision_node", params={"workpiece_file": str(tmp_path / "missing.stl")})
     assert node.wait_exit() == 1
     assert "workpiece_file" in node.log()
+
+
+@pytest.mark.parametrize("node", ["collision_node", "contact_solver_node"])
+def test_config_file_matches_the_schema(node) -> None:
+    """config/<node>.yaml holds only declared parameters, all valid (no ROS graph needed)."""
+    import importlib
+
+    from robot_grinding_sim.ros.parameters import load_params_file, validate_params
+
+    params = importlib.import_module(f"robot_grinding_sim.nodes.{node}").PARAMS
+    values = load_params_file(REPO / "config" / f"{node}.yaml", node)
+    assert set(values) <= {p.name for p in params}
+    validate_params(params, values)
