@@ -2,7 +2,8 @@
 
 Subscribes (relative names; in the root namespace they start with ``/``):
 - ``joint_trajectory_controller/joint_trajectory`` (trajectory_msgs/JointTrajectory): followed
-  by time_from_start from ``header.stamp`` (zero: now), interpolated (core.arm_sim); a trajectory
+  by time_from_start from ``header.stamp`` (zero or past: now; more than 60 s ahead: rejected),
+  interpolated (core.arm_sim); a trajectory
   without points stops the arm where its reference is (as joint_trajectory_controller does).
 - ``forward_position_controller/commands`` (std_msgs/Float64MultiArray): one position per joint
   in ``joint_names`` order, reached by a rest-to-rest cubic whose duration keeps every joint
@@ -64,6 +65,9 @@ from robot_grinding_sim.ros.node_base import guarded, run_node
 from robot_grinding_sim.ros.parameters import ParameterError, ParamSpec, declare_parameters
 
 NODE_NAME = "dynamics_node"
+
+#: A trajectory whose header.stamp lies further ahead than this (s) is rejected.
+MAX_START_DELAY = 60.0
 
 PARAMS = [
     ParamSpec(
@@ -283,6 +287,12 @@ class DynamicsNode(Node):
         names, times, pos, vel, acc = cv.joint_trajectory_to_arrays(msg)
         stamp = cv.time_to_sec(msg.header.stamp)
         start = None if stamp == 0.0 else stamp - self.t_origin
+        if start is not None and start - self.sim.state.t > MAX_START_DELAY:
+            # e.g. a wall-clock stamp while this node runs sim time from 0: it would never start
+            raise InputError(
+                f"header.stamp {stamp:.3f} s is {start - self.sim.state.t:.1f} s ahead of the node's time "
+                f"{self.sim_now():.3f} s (more than {MAX_START_DELAY:g} s); stamp 0 starts now"
+            )
         traj = self.sim.command_trajectory(names, times, pos, vel, acc, start_time=start)
         self.get_logger().info(
             f"trajectory accepted: {len(msg.points)} points, {traj.duration:.3f} s, {len(names)} joints"

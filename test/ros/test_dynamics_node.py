@@ -74,6 +74,7 @@ def test_trajectory_and_position_command_reach_their_goals(launch_node, probe) -
     node, js = _start(launch_node, probe)
     clock = probe.subscribe(Clock, "/clock")
     pose = probe.subscribe(PoseStamped, "/dynamics_node/tool_pose")
+    inv = probe.subscribe(JointState, "/dynamics_node/inverse_dynamics")
     np.testing.assert_allclose(_positions(js.last), Q0, atol=1e-3)
 
     goal = Q0 + np.array([0.4, -0.2, 0.3, 0.2, -0.3, 0.5])
@@ -94,6 +95,15 @@ def test_trajectory_and_position_command_reach_their_goals(launch_node, probe) -
     assert abs(cv.time_to_sec(clock.last.clock) - _stamp(js.last)) < 0.5
     probe.wait_for_messages(pose, 1, procs=[node])
     assert pose.last.header.frame_id == "base_link"
+    # at rest on the goal, the reference's inverse dynamics is the gravity torque there
+    from robot_grinding_sim.core.dynamics import RobotModel
+
+    model = RobotModel.from_urdf(REPO / "urdf" / "ur10e_grinding.urdf")
+    t_done = _stamp(js.last) + 0.5  # the reference has surely reached the last point by then
+    probe.wait_for(lambda: inv.last is not None and _stamp(inv.last) > t_done, procs=[node])
+    q_ref, _, tau_ff = cv.joint_state_to_arrays(inv.last, JOINTS)
+    np.testing.assert_allclose(q_ref, goal, atol=1e-9)
+    np.testing.assert_allclose(tau_ff, model.gravity_torques(goal), atol=1e-6)
 
     # a position command (streamed like forward_position_controller) to another goal
     target = goal - np.array([0.2, 0.1, -0.1, 0.1, 0.2, -0.3])
@@ -113,6 +123,8 @@ def test_bad_commands_are_rejected_and_the_goal_kept(launch_node, probe) -> None
         msg.points = [JointTrajectoryPoint(positions=q, time_from_start=cv.sec_to_duration(t))]
         return msg
 
+    wall_stamped = traj(JOINTS, list(Q0 + 0.2))
+    wall_stamped.header.stamp = cv.sec_to_time(1.7e9)  # a wall-clock stamp: sim time starts at 0
     cases = [
         (traj_pub, traj(JOINTS[:5] + ["bogus_joint"], list(Q0 + 0.3)), "unknown joint names ['bogus_joint']"),
         (traj_pub, traj(JOINTS, [0.1, math.nan, 0.0, 0.0, 0.0, 0.0]), "NaN"),
@@ -124,6 +136,7 @@ def test_bad_commands_are_rejected_and_the_goal_kept(launch_node, probe) -> None
             "NaN or inf for ['wrist_1_joint']",
         ),
         (cmd_pub, Float64MultiArray(data=[0.0, 0.0, -4.0, 0.0, 0.0, 0.0]), "elbow_joint = -4 is outside"),
+        (traj_pub, wall_stamped, "ahead of the node's time"),
     ]
     for pub, msg, reason in cases:
         pub.publish(msg)
