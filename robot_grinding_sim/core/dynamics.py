@@ -113,7 +113,7 @@ def _set(A, i, o, v):
 @njit(cache=True)
 def _finite(a):
     """True if the array holds no NaN or inf."""
-    for x in a.ravel():
+    for x in a.flat:
         if not np.isfinite(x):
             return False
     return True
@@ -454,6 +454,11 @@ def _jacobian_kernel(q, body, point, jt, jd, ws, J):
 # ============================================================================================
 
 
+def _plain(x: Any, shape: tuple[int]) -> bool:
+    """The common case that needs no coercion: a float64 ndarray of exactly ``shape``."""
+    return type(x) is np.ndarray and x.dtype is _F64 and x.shape == shape
+
+
 def _as_float(x: Any, name: str) -> np.ndarray:
     try:
         return np.asarray(x, dtype=float)
@@ -715,9 +720,11 @@ class RobotModel:
         Returns:
             (nq,) or (B, nq) joint torques (N m) / forces (N).
         """
-        q, qd, qdd = self._js(q, "q"), self._js(qd, "qd"), self._js(qdd, "qdd")
+        if not (_plain(q, self._shape1) and _plain(qd, self._shape1) and _plain(qdd, self._shape1)):
+            q, qd, qdd = self._js(q, "q"), self._js(qd, "qd"), self._js(qdd, "qdd")
+            self._same((q, qd, qdd), _NAMES_RNEA)
         g = self._default_g if gravity is DEFAULT_GRAVITY else self._gravity(gravity)
-        if self._same((q, qd, qdd), _NAMES_RNEA):
+        if q.ndim == 1:
             out = np.empty(self.nq)
             eb, eo, W = self._ext(f_ext, 0)
             code = _rnea_single(q, qd, qdd, g, self._jt, self._jd, self._bd, eb, eo, W, self._ws, out)
@@ -740,7 +747,8 @@ class RobotModel:
 
     def mass_matrix(self, q: Any) -> np.ndarray:
         """Joint-space inertia matrix M(q) by CRBA: (nq, nq), or (B, nq, nq) for a batch. SPD."""
-        q = self._js(q, "q")
+        if not _plain(q, self._shape1):
+            q = self._js(q, "q")
         if q.ndim == 1:
             out = np.empty((self.nq, self.nq))
             code = _crba_single(q, self._jt, self._jd, self._bd, self._ws, out)
@@ -759,9 +767,11 @@ class RobotModel:
         Same arguments as :meth:`rnea` with ``tau`` (joint torques/forces) in place of ``qdd``.
         Raises ModelError if M(q) is not positive definite (a URDF with massless bodies).
         """
-        q, qd, tau = self._js(q, "q"), self._js(qd, "qd"), self._js(tau, "tau")
+        if not (_plain(q, self._shape1) and _plain(qd, self._shape1) and _plain(tau, self._shape1)):
+            q, qd, tau = self._js(q, "q"), self._js(qd, "qd"), self._js(tau, "tau")
+            self._same((q, qd, tau), _NAMES_FD)
         g = self._default_g if gravity is DEFAULT_GRAVITY else self._gravity(gravity)
-        if self._same((q, qd, tau), _NAMES_FD):
+        if q.ndim == 1:
             out = np.empty(self.nq)
             eb, eo, W = self._ext(f_ext, 0)
             code = _fd_single(q, qd, tau, g, self._jt, self._jd, self._bd, eb, eo, W, self._ws, out)

@@ -353,3 +353,17 @@ def test_cli_dynamics_bad_input_exits_2_with_one_line(args, fragment, capsys) ->
     err = capsys.readouterr().err
     assert err.startswith("grinding dynamics: error:") and fragment in err
     assert err.count("\n") == 1
+
+
+def test_strided_integer_and_list_inputs_give_the_same_answer(ur10e: RobotModel) -> None:
+    A = np.random.default_rng(13).normal(size=(6, 3))
+    q, qd, qdd = A[:, 0], A[:, 1], A[:, 2]  # non-contiguous views
+    ref = ur10e.rnea(q.copy(), qd.copy(), qdd.copy())
+    np.testing.assert_array_equal(ur10e.rnea(q, qd, qdd), ref)
+    np.testing.assert_array_equal(ur10e.rnea(list(q), tuple(qd), qdd), ref)
+    np.testing.assert_array_equal(ur10e.mass_matrix(q), ur10e.mass_matrix(q.copy()))
+    np.testing.assert_array_equal(ur10e.forward_dynamics(q, qd, qdd), ur10e.forward_dynamics(q.copy(), qd.copy(), qdd.copy()))
+    Q = np.random.default_rng(14).normal(size=(4, 12))[:, ::2]  # strided batch
+    np.testing.assert_array_equal(ur10e.mass_matrix(Q), ur10e.mass_matrix(Q.copy()))
+    zi = np.zeros(6, dtype=int)
+    np.testing.assert_array_equal(ur10e.gravity_torques(zi), ur10e.gravity_torques(np.zeros(6)))
