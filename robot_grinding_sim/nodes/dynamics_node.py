@@ -12,6 +12,11 @@ Subscribes (relative names; in the root namespace they start with ``/``):
   ``header.frame_id`` (any link of the arm, e.g. ``tcp``; ``base_link``/``world``/empty: base
   axes acting at the tip) about that frame's origin. It is applied through the Jacobian,
   tau_ext = J^T w, and held until the next message or for ``wrench_timeout`` s of sim time.
+  With ``wrench_sync_interval`` > 0 the node runs in lockstep with the contact solver: a wrench
+  stamped t (the sim time of the joint state it was computed from) applies from t + interval on,
+  and sim time does not pass (latest stamp + interval) until the next wrench arrives. The
+  contact solver then has one interval of sim time to answer, and the result does not depend on
+  wall-clock timing (the exchange is deterministic).
 
 Publishes:
 - ``joint_states`` (sensor_msgs/JointState): position, velocity, effort (the motor torque), every
@@ -37,6 +42,7 @@ This node never follows /clock itself (it uses a steady wall timer).
 
 from __future__ import annotations
 
+import bisect
 import sys
 import time
 from typing import Any
@@ -166,6 +172,14 @@ PARAMS = [
         "drop a contact wrench not renewed for this long (sim s); 0: hold forever",
         range=(0.0, 1e6),
     ),
+    ParamSpec(
+        "wrench_sync_interval",
+        0.0,
+        "lockstep with the contact solver, s of sim time: a wrench stamped t applies from t + interval, and "
+        "sim time waits at (latest stamp + interval) for the next one; 0: off (a wrench applies on arrival)",
+        range=(0.0, 10.0),
+        read_only=True,
+    ),
 ]
 
 
@@ -225,6 +239,9 @@ class DynamicsNode(Node):
         self._last_wall: float | None = None
         self._next_pose_t = 0.0
         self._wrench_t: float | None = None
+        self._sync = float(p["wrench_sync_interval"])
+        self._horizon = self._sync  # sim time may run to here before the first wrench arrives
+        self._pending: list[tuple[float, int, np.ndarray, str]] = []
         self._lag_warned = 0.0
 
         self.pub_js = self.create_publisher(JointState, "joint_states", 50)
@@ -312,8 +329,26 @@ class DynamicsNode(Node):
 
     def _on_wrench(self, msg: WrenchStamped) -> None:
         w = cv.wrench_to_array(msg)
-        self.sim.set_wrench(w, msg.header.frame_id)
-        self._wrench_t = self.sim.state.t
+        frame = msg.header.frame_id
+        if frame not in ("", "world", self.model.root_link) and frame not in self.model.link_names:
+            raise InputError(f"unknown frame_id {frame!r}; known frames: {self.model.link_names}")
+        if self._sync <= 0.0:
+            self.sim.set_wrench(w, frame)
+            self._wrench_t = self.sim.state.t
+            return
+        # lockstep: computed from the state at `stamp`, it applies one interval later (or now if late)
+        stamp = cv.time_to_sec(msg.header.stamp)
+        t_state = self.sim.state.t if stamp == 0.0 else stamp - self.t_origin
+        apply_t = max(t_state + self._sync, self.sim.state.t)
+        bisect.insort(self._pending, (apply_t, len(self._pending), w, frame), key=lambda e: e[0])
+        self._horizon = max(self._horizon, t_state + self._sync)
+
+    def _apply_due_wrenches(self) -> None:
+        t = self.sim.state.t
+        while self._pending and self._pending[0][0] <= t + 1e-12:
+            _, _, w, frame = self._pending.pop(0)
+            self.sim.set_wrench(w, frame)
+            self._wrench_t = t
 
     def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         q0 = parse_initial_positions(self.joint_names, self.p["initial_positions"])[self._to_model]
@@ -352,6 +387,11 @@ class DynamicsNode(Node):
         pose_rate = float(self.get_parameter("tool_pose_rate").value)
         timeout = float(self.get_parameter("wrench_timeout").value)
         for _ in range(steps):
+            if self._sync > 0.0:
+                if self.sim.state.t + self.dt > self._horizon + 1e-9:
+                    self._carry = 0.0  # waiting for the contact solver: no backlog builds up
+                    break
+                self._apply_due_wrenches()
             if self._wrench_t is not None and timeout > 0 and self.sim.state.t - self._wrench_t > timeout:
                 self.sim.clear_wrench()
                 self._wrench_t = None

@@ -224,3 +224,33 @@ def test_bringup_sim_starts_the_available_nodes(tmp_path: Path) -> None:
     assert proc.returncode == 0, out[-4000:]
     assert "[dynamics_node]" in out and "simulating 6 joints" in out, out[-4000:]
     assert "stopped" in out, out[-4000:]
+
+
+def test_lockstep_with_the_contact_wrench(launch_node, probe) -> None:
+    """wrench_sync_interval: sim time waits for the wrench, which applies exactly one interval later."""
+    import time
+
+    interval = 0.05
+    node, js = _start(launch_node, probe, wrench_sync_interval=interval, wrench_timeout=0.0)
+    pub = probe.publisher(WrenchStamped, "/contact/wrench", procs=[node])
+
+    def reached(t: float) -> bool:
+        return js.last is not None and _stamp(js.last) >= t - 1e-6
+
+    probe.wait_for(lambda: reached(interval), what="sim time at the first horizon", procs=[node])
+    # without a wrench the node holds sim time at the horizon (a negative check needs some wall time)
+    end = time.monotonic() + 1.5
+    probe.wait_for(lambda: time.monotonic() > end, what="1.5 s of wall time")
+    assert max(_stamp(m) for m in js.messages) <= interval + 1e-6
+    # a wrench computed at t = 0.05 applies at t = 0.10; the horizon moves to 0.10
+    w = cv.array_to_wrench_stamped([0.0, 0.0, 200.0, 0.0, 0.0, 0.0], "base_link", cv.sec_to_time(interval))
+    pub.publish(w)
+    probe.wait_for(lambda: reached(2 * interval), what="sim time at the second horizon", procs=[node])
+    w.header.stamp = cv.sec_to_time(2 * interval)
+    pub.publish(w)
+    probe.wait_for(lambda: reached(3 * interval), what="sim time at the third horizon", procs=[node])
+    before = [m for m in js.messages if _stamp(m) <= 2 * interval + 1e-6]
+    after = [m for m in js.messages if _stamp(m) >= 2 * interval + 0.01]
+    assert before and after
+    assert max(np.abs(_positions(m) - Q0).max() for m in before) < 1e-9  # untouched until t = 0.10
+    assert np.abs(_positions(after[-1]) - Q0).max() > 1e-7  # pushed from t = 0.10 on
