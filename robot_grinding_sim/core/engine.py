@@ -436,20 +436,29 @@ class NormalContactEngine:
 
 
 def effective_mass_callback(
-    robot: Any, q_of_t: Callable[[float], np.ndarray], link: str, point: np.ndarray, direction: np.ndarray
+    robot: Any, q_of_t: Callable[[float], np.ndarray], link: str | None,
+    point: np.ndarray | Callable[[float], np.ndarray], direction: np.ndarray | Callable[[float], np.ndarray],
 ) -> Callable[[float, float, float], float]:
     """Mass callback for :class:`NormalContactEngine` from an arm model.
 
-    ``robot`` provides ``effective_mass(q, link, point, direction)`` (kg; e.g.
-    ``robot_grinding_sim.core.dynamics.RobotModel``), ``q_of_t(t)`` the joint positions (rad, (n,))
-    at time t, ``point`` the contact point in the link frame (m, (3,)), ``direction`` the contact
-    normal (unit, world, (3,)).
+    ``robot`` provides ``effective_mass(q, link, point, direction)`` (kg), e.g.
+    ``robot_grinding_sim.core.dynamics.RobotModel``: 1/(n^T J M(q)^-1 J^T n). ``q_of_t(t)`` gives the
+    joint positions (rad or m, (nq,)) at time t; ``point`` is the contact point (m, root frame, (3,),
+    moving with ``link``) and ``direction`` the contact normal (unit, root frame, (3,)), each a
+    constant or a callable of t. An arm that cannot move the point along the normal has an infinite
+    effective mass: the engine then stops with an InputError naming the time.
     """
-    pt = np.asarray(point, dtype=float)
-    nv = np.asarray(direction, dtype=float)
+
+    def _const(value: np.ndarray | Callable[[float], np.ndarray]) -> Callable[[float], np.ndarray]:
+        if callable(value):
+            return value
+        arr = np.asarray(value, dtype=float)
+        return lambda _t: arr
+
+    pt, nv = _const(point), _const(direction)
 
     def mass(t: float, _x: float, _v: float) -> float:
-        return float(robot.effective_mass(q_of_t(t), link, pt, nv))
+        return float(robot.effective_mass(q_of_t(t), link, pt(t), nv(t)))
 
     return mass
 

@@ -213,3 +213,26 @@ def test_bad_input():
         NormalContactEngine("kv", M, -G, H)
     with pytest.raises(InputError, match="x0"):
         NormalContactEngine(KelvinVoigt(K, 1.0), M, -G, float("nan"))
+
+
+def test_arm_effective_mass_from_the_robot_model():
+    """The tool of the default arm (RobotModel) pressed into a surface: m_eff from the dynamics."""
+    from robot_grinding_sim.cli.dynamics import default_urdf
+    from robot_grinding_sim.core.dynamics import RobotModel
+
+    robot = RobotModel.from_urdf(default_urdf())
+    q = np.array([0.1, -1.2, 1.4, -1.8, -1.57, 0.3])[: robot.nq]
+    tip = robot.tip_link
+    tcp = robot.fk(q, tip)[:3, 3]
+    normal = np.array([0.0, 0.0, 1.0])
+    m_eff = robot.effective_mass(q, tip, tcp, normal)
+    assert 0.5 < m_eff < 1e3
+    mass = effective_mass_callback(robot, lambda _t: q, tip, tcp, normal)
+    k, v_approach = 1e6, 0.05
+    # the tool 1 mm above the part, approaching at 5 cm/s, no external force along the normal
+    eng = NormalContactEngine(KelvinVoigt(k, 1.0), mass, 0.0, 1e-3, -v_approach)
+    res = eng.run(0.1, 0.01)
+    c = res.contacts[0]
+    assert c.t_impact == pytest.approx(1e-3 / v_approach, rel=1e-12)
+    assert c.peak_force == pytest.approx(v_approach * math.sqrt(k * m_eff), rel=1e-9)
+    assert c.contact_duration == pytest.approx(math.pi * math.sqrt(m_eff / k), rel=1e-9)
