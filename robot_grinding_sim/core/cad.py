@@ -35,6 +35,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import numba
 import numpy as np
 from numpy.typing import NDArray
 
@@ -239,35 +240,134 @@ class BoundaryEdge:
     points: FloatArray
 
 
+@numba.njit(cache=True, nogil=True)
+def _basis_one(t, p, n, x, N, dN, tmp, left, right):  # pragma: no cover - numba
+    """Non-zero basis values N[0..p] and derivatives dN[0..p] at x; returns the knot span.
+
+    The NURBS Book, algorithms A2.1 (span) and A2.2 (basis); the derivative from the degree p-1
+    values: N'_{i,p} = p N_{i,p-1} / (t_{i+p} - t_i) - p N_{i+1,p-1} / (t_{i+p+1} - t_{i+1}).
+    """
+    if x >= t[n]:
+        span = n - 1
+    elif x <= t[p]:
+        span = p
+    else:
+        lo, hi = p, n
+        span = (lo + hi) // 2
+        while x < t[span] or x >= t[span + 1]:
+            if x < t[span]:
+                hi = span
+            else:
+                lo = span
+            span = (lo + hi) // 2
+    N[0] = 1.0
+    for j in range(1, p + 1):
+        if j == p:
+            for r in range(p):
+                tmp[r] = N[r]
+        left[j] = x - t[span + 1 - j]
+        right[j] = t[span + j] - x
+        saved = 0.0
+        for r in range(j):
+            den = right[r + 1] + left[j - r]
+            temp = N[r] / den if den != 0.0 else 0.0
+            N[r] = saved + right[r + 1] * temp
+            saved = left[j - r] * temp
+        N[j] = saved
+    for r in range(p + 1):
+        dN[r] = 0.0
+    if p > 0:
+        for r in range(p + 1):
+            i = span - p + r
+            if r >= 1:
+                den = t[i + p] - t[i]
+                if den != 0.0:
+                    dN[r] += p * tmp[r - 1] / den
+            if r <= p - 1:
+                den = t[i + p + 1] - t[i + 1]
+                if den != 0.0:
+                    dN[r] -= p * tmp[r] / den
+    return span
+
+
+@numba.njit(cache=True, nogil=True)
+def _bspline_kernel(tu, tv, pu, pv, hom, u, v, S, Su, Sv):  # pragma: no cover - numba
+    nu, nv = hom.shape[0], hom.shape[1]
+    Nu, dNu, Nv, dNv = np.zeros(pu + 1), np.zeros(pu + 1), np.zeros(pv + 1), np.zeros(pv + 1)
+    tmpu, lu, ru = np.zeros(pu + 1), np.zeros(pu + 1), np.zeros(pu + 1)
+    tmpv, lv, rv = np.zeros(pv + 1), np.zeros(pv + 1), np.zeros(pv + 1)
+    A, Au, Av = np.zeros(4), np.zeros(4), np.zeros(4)
+    for k in range(u.shape[0]):
+        su = _basis_one(tu, pu, nu, u[k], Nu, dNu, tmpu, lu, ru)
+        sv = _basis_one(tv, pv, nv, v[k], Nv, dNv, tmpv, lv, rv)
+        for c in range(4):
+            A[c] = 0.0
+            Au[c] = 0.0
+            Av[c] = 0.0
+        for i in range(pu + 1):
+            for j in range(pv + 1):
+                a, au, av = Nu[i] * Nv[j], dNu[i] * Nv[j], Nu[i] * dNv[j]
+                for c in range(4):
+                    h = hom[su - pu + i, sv - pv + j, c]
+                    A[c] += a * h
+                    Au[c] += au * h
+                    Av[c] += av * h
+        w = A[3]
+        for c in range(3):
+            S[k, c] = A[c] / w
+            Su[k, c] = (Au[c] - Au[3] * S[k, c]) / w
+            Sv[k, c] = (Av[c] - Av[3] * S[k, c]) / w
+
+
+@numba.njit(cache=True, nogil=True)
+def _bspline_lines_kernel(tu, tv, pu, pv, hom, origins, e1, e2, uv, lo, hi, iters, tol):  # pragma: no cover
+    """Newton iteration per line: find (u, v) with (S(u, v) - o) . e1 = (S(u, v) - o) . e2 = 0."""
+    S, Su, Sv = np.empty((1, 3)), np.empty((1, 3)), np.empty((1, 3))
+    uu, vv = np.empty(1), np.empty(1)
+    span_u, span_v = hi[0] - lo[0], hi[1] - lo[1]
+    for k in range(origins.shape[0]):
+        for _ in range(iters):
+            uu[0], vv[0] = uv[k, 0], uv[k, 1]
+            _bspline_kernel(tu, tv, pu, pv, hom, uu, vv, S, Su, Sv)
+            r1 = r2 = a11 = a12 = a21 = a22 = 0.0
+            for c in range(3):
+                rel = S[0, c] - origins[k, c]
+                r1 += rel * e1[c]
+                r2 += rel * e2[c]
+                a11 += Su[0, c] * e1[c]
+                a12 += Sv[0, c] * e1[c]
+                a21 += Su[0, c] * e2[c]
+                a22 += Sv[0, c] * e2[c]
+            if abs(r1) < tol and abs(r2) < tol:
+                break
+            det = a11 * a22 - a12 * a21
+            if det == 0.0 or not np.isfinite(det):
+                break
+            du = (-r1 * a22 + r2 * a12) / det
+            dv = (-r2 * a11 + r1 * a21) / det
+            du = min(max(du, -0.25 * span_u), 0.25 * span_u)
+            dv = min(max(dv, -0.25 * span_v), 0.25 * span_v)
+            uv[k, 0] = min(max(uv[k, 0] + du, lo[0] - 0.01 * span_u), hi[0] + 0.01 * span_u)
+            uv[k, 1] = min(max(uv[k, 1] + dv, lo[1] - 0.01 * span_v), hi[1] + 0.01 * span_v)
+
+
 class _BSplineEval:
-    """NumPy evaluation of a (rational) B-spline surface: S(u, v) and its first derivatives."""
+    """Evaluation of a (rational) B-spline surface S(u, v) and its first derivatives (numba kernel)."""
 
     def __init__(self, poles: FloatArray, weights: FloatArray | None, tu: FloatArray, tv: FloatArray,
                  pu: int, pv: int) -> None:
-        from scipy.interpolate import BSpline
-
         nu, nv = poles.shape[:2]
         w = np.ones((nu, nv)) if weights is None else weights
         # homogeneous control net (nu, nv, 4): [w P, w]
-        self.hom = np.concatenate([poles * w[..., None], w[..., None]], axis=-1)
-        self.bu = BSpline(tu, np.eye(nu), pu, extrapolate=True)
-        self.bv = BSpline(tv, np.eye(nv), pv, extrapolate=True)
-        self.dbu = self.bu.derivative(1) if pu > 0 else None
-        self.dbv = self.bv.derivative(1) if pv > 0 else None
+        self.hom = np.ascontiguousarray(np.concatenate([poles * w[..., None], w[..., None]], axis=-1))
+        self.tu, self.tv = np.ascontiguousarray(tu, dtype=float), np.ascontiguousarray(tv, dtype=float)
+        self.pu, self.pv = int(pu), int(pv)
 
     def __call__(self, u: FloatArray, v: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
-        Nu, Nv = self.bu(u), self.bv(v)
-        dNu = self.dbu(u) if self.dbu is not None else np.zeros_like(Nu)
-        dNv = self.dbv(v) if self.dbv is not None else np.zeros_like(Nv)
-        tmp = np.einsum("ki,ijc->kjc", Nu, self.hom)  # (K, nv, 4)
-        dtmp = np.einsum("ki,ijc->kjc", dNu, self.hom)
-        A = np.einsum("kjc,kj->kc", tmp, Nv)
-        Au = np.einsum("kjc,kj->kc", dtmp, Nv)
-        Av = np.einsum("kjc,kj->kc", tmp, dNv)
-        w, wu, wv = A[:, 3:], Au[:, 3:], Av[:, 3:]
-        S = A[:, :3] / w
-        Su = (Au[:, :3] - wu * S) / w
-        Sv = (Av[:, :3] - wv * S) / w
+        K = len(u)
+        S, Su, Sv = np.empty((K, 3)), np.empty((K, 3)), np.empty((K, 3))
+        _bspline_kernel(self.tu, self.tv, self.pu, self.pv, self.hom, np.ascontiguousarray(u, dtype=float),
+                        np.ascontiguousarray(v, dtype=float), S, Su, Sv)
         return S, Su, Sv
 
 
@@ -482,7 +582,8 @@ class CadFace:
             while wexp.More():
                 edge = wexp.Current()
                 c2d = _cls("BRepAdaptor", "BRepAdaptor_Curve2d")(edge, self.shape)
-                t = np.linspace(c2d.FirstParameter(), c2d.LastParameter(), 400)
+                straight = getattr(c2d.GetType(), "name", str(c2d.GetType())).endswith("GeomAbs_Line")
+                t = np.linspace(c2d.FirstParameter(), c2d.LastParameter(), 2 if straight else 400)
                 if _is_reversed(edge):
                     t = t[::-1]
                 pts.append(np.array([(c2d.Value(x).X(), c2d.Value(x).Y()) for x in t]))
@@ -566,24 +667,34 @@ class CadFace:
         e1 /= np.linalg.norm(e1)
         e2 = np.cross(d, e1)
         guv, gpts = self._grid
-        tree = cKDTree(np.column_stack([gpts @ e1, gpts @ e2]))
-        _, idx = tree.query(np.column_stack([origins @ e1, origins @ e2]))
+        key = tuple(np.round(d, 12))
+        cache = self.__dict__.setdefault("_line_trees", {})
+        if key not in cache:  # a 2D tree of the grid seen along d gives the Newton start points
+            if len(cache) > 8:
+                cache.clear()
+            cache[key] = cKDTree(np.column_stack([gpts @ e1, gpts @ e2]))
+        _, idx = cache[key].query(np.column_stack([origins @ e1, origins @ e2]))
         uv = guv[idx].copy()
         u0, u1, v0, v1 = self.uv_bounds
         lo, hi = np.array([u0, v0]), np.array([u1, v1])
         span = hi - lo
-        converged = np.zeros(len(origins), dtype=bool)
+        if isinstance(self._numpy_eval, _BSplineEval):
+            ev = self._numpy_eval
+            uv = np.ascontiguousarray(uv)
+            _bspline_lines_kernel(ev.tu, ev.tv, ev.pu, ev.pv, ev.hom, np.ascontiguousarray(origins), e1, e2, uv,
+                                  lo, hi, iterations, tol)
+            iterations = 0
         for _ in range(iterations):
             s = self.derivatives(uv[:, 0], uv[:, 1])
             rel = s.points - origins
             # residual: the component of rel perpendicular to d must vanish
-            r = np.column_stack([rel @ e1, rel @ e2])
-            J = np.stack(
-                [np.column_stack([s.du @ e1, s.dv @ e1]), np.column_stack([s.du @ e2, s.dv @ e2])], axis=1
-            )
-            with np.errstate(all="ignore"):
-                step = np.linalg.solve(J + 1e-300, -r[..., None])[..., 0]
+            r1, r2 = rel @ e1, rel @ e2
+            a11, a12, a21, a22 = s.du @ e1, s.dv @ e1, s.du @ e2, s.dv @ e2
+            with np.errstate(all="ignore"):  # 2x2 Newton step by Cramer's rule
+                det = a11 * a22 - a12 * a21
+                step = np.column_stack([(-r1 * a22 + r2 * a12) / det, (-r2 * a11 + r1 * a21) / det])
             step = np.where(np.isfinite(step), step, 0.0)
+            r = np.column_stack([r1, r2])
             # limit the step to a quarter of the domain to keep Newton in the face's patch
             lim = 0.25 * span
             step = np.clip(step, -lim, lim)
@@ -901,13 +1012,27 @@ class MeshFace:
         lo, hi = self.bounds
         return FaceInfo(self.index, "mesh", self.area, tuple(lo), tuple(hi), (0.0, 0.0, 0.0, 0.0))
 
+    #: dihedral angle above which a mesh edge counts as a boundary (a sharp edge of a solid), rad
+    SHARP = math.radians(45.0)
+
     def boundary(self, step: float, skip: list[Any] | None = None) -> list[BoundaryEdge]:
-        """Open boundary of the mesh (edges used by one triangle) as 2-point polylines."""
+        """Open edges (used by one triangle) and sharp edges (dihedral > 45 deg) as 2-point polylines."""
         import trimesh
 
         groups = trimesh.grouping.group_rows(self.mesh.edges_sorted, require_count=1)
-        edges = self.mesh.edges_sorted[groups]
-        return [BoundaryEdge(k, self.mesh.vertices[e]) for k, e in enumerate(edges)]
+        edges = [self.mesh.edges_sorted[groups]]
+        sharp = self.mesh.face_adjacency_angles > self.SHARP
+        edges.append(self.mesh.face_adjacency_edges[sharp])
+        all_edges = np.vstack(edges)
+        return [BoundaryEdge(k, self.mesh.vertices[e]) for k, e in enumerate(all_edges)]
+
+    def up(self) -> FloatArray:
+        """Viewing direction of a mesh: its area-weighted mean normal if open, +z for a closed solid."""
+        if self.mesh.is_watertight:
+            return np.array([0.0, 0.0, 1.0])
+        n = np.sum(self.mesh.face_normals * self.mesh.area_faces[:, None], axis=0)
+        norm = np.linalg.norm(n)
+        return n / norm if norm > 0 else np.array([0.0, 0.0, 1.0])
 
     def intersect_lines(self, origins: Any, direction: Any) -> tuple[FloatArray, FloatArray, FloatArray,
                                                                        NDArray[np.bool_]]:

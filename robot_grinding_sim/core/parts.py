@@ -80,7 +80,7 @@ def _plate_with_hole() -> Any:
 BUILTIN_PARTS: dict[str, BuiltinPart] = {
     p.name: p
     for p in (
-        BuiltinPart("curved_panel", "aluminium panel 200 x 150 x 3 mm, freeform B-spline top (default)",
+        BuiltinPart("curved_panel", "aluminium panel 200 x 150 x 3 mm, freeform B-spline top",
                     _curved_panel, (200.0, 150.0, 17.9)),
         BuiltinPart("flat_plate", "plate 200 x 150 x 10 mm, planar top", _flat_plate, (200.0, 150.0, 10.0)),
         BuiltinPart("cylinder_section", "90 deg tube sector, outer radius 100 mm, wall 5 mm, 200 mm long",

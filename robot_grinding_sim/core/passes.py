@@ -1,0 +1,531 @@
+"""Grinding passes on the exact surface of one face or a set of adjacent faces.
+
+Two generators, both working on the exact surface through :mod:`robot_grinding_sim.core.cad`:
+
+``iso``
+    Iso-parametric passes on one face: curves ``v = const`` (passes along u, ``iso_direction
+    = "u"``) or ``u = const``. Points come straight from the surface definition.
+``raster``
+    Plane-slicing raster: cutting planes that contain the raster direction and the mean normal
+    ("up") of the faces, intersected exactly with the faces. Each pass point is the exact
+    intersection of the surface with the cutting plane and a line along "up" (Newton iteration to
+    1e-12 m); the raster direction is the part's x axis projected on the plane normal to "up",
+    turned by ``angle`` about "up". The faces must be a height field seen from "up" (a dome, a
+    panel, a cylinder sector up to about 150 deg); the raster passes across shared edges of the
+    face set.
+
+Spacing rules (all measured on the surface, metres):
+    * along a pass, waypoints are ``spacing`` apart by arc length (the last step of a segment
+      may be shorter, so the segment ends at the margin);
+    * adjacent passes are ``stepover`` apart: the next pass is placed (secant iteration) so that
+      the mean distance from the waypoints of one pass to the curve of the next is the
+      stepover to 1e-4 relative. Where the surface metric varies along a pass the pointwise
+      distance varies with it (on planes and cylinders it is exact everywhere);
+    * the first pass lies ``max(margin, stepover / 2)`` inside the boundary (measured across
+      the raster, to first order);
+    * no waypoint is closer than ``margin`` (3D distance) to the boundary of the face set
+      (outer boundary and holes; edges shared by two faces of the set are not boundary) and
+      no waypoint is outside the trimmed faces (holes).
+
+Order: ``zigzag`` (alternate passes reversed) or ``oneway``; ``reverse`` flips the travel of the
+first pass. A pass that a hole interrupts is split into segments; each segment is a pass of its
+own in the result, with the row index of the cutting plane (or iso value) it belongs to.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from robot_grinding_sim.core.errors import GeometryError, InputError, PlanningError
+
+FloatArray = NDArray[np.float64]
+
+GENERATORS = ("raster", "iso")
+ORDERS = ("zigzag", "oneway")
+
+
+@dataclass(frozen=True)
+class PassParameters:
+    """Pass-generation parameters (SI units; angles in degrees for readability in files and CLIs).
+
+    Attributes:
+        stepover: distance between adjacent passes on the surface, m (> 0).
+        spacing: distance between waypoints along a pass (arc length), m (> 0).
+        margin: minimum distance of a waypoint from the boundary and holes, m (>= 0).
+        angle: raster angle about "up" from the part's x axis, deg (raster generator).
+        generator: ``"raster"`` or ``"iso"``.
+        iso_direction: ``"u"`` (passes along u) or ``"v"`` (iso generator).
+        order: ``"zigzag"`` or ``"oneway"``.
+        reverse: travel the first pass in the opposite direction.
+    """
+
+    stepover: float = 0.005
+    spacing: float = 0.002
+    margin: float = 0.005
+    angle: float = 0.0
+    generator: str = "raster"
+    iso_direction: str = "u"
+    order: str = "zigzag"
+    reverse: bool = False
+
+    def validate(self) -> PassParameters:
+        for name in ("stepover", "spacing"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise InputError(f"{name} must be a positive number of metres, got {value!r}")
+        if not (math.isfinite(self.margin) and self.margin >= 0):
+            raise InputError(f"margin must be >= 0 m, got {self.margin!r}")
+        if not math.isfinite(self.angle):
+            raise InputError(f"angle must be finite, got {self.angle!r}")
+        if self.generator not in GENERATORS:
+            raise InputError(f"generator must be one of {GENERATORS}, got {self.generator!r}")
+        if self.iso_direction not in ("u", "v"):
+            raise InputError(f"iso_direction must be 'u' or 'v', got {self.iso_direction!r}")
+        if self.order not in ORDERS:
+            raise InputError(f"order must be one of {ORDERS}, got {self.order!r}")
+        if self.stepover > 1.0 or self.spacing > 1.0:
+            raise InputError(
+                f"stepover {self.stepover} m / spacing {self.spacing} m: over 1 m; metres are expected"
+            )
+        return self
+
+
+@dataclass
+class Pass:
+    """One pass: a contiguous run of waypoints on the surface, in the order of travel.
+
+    Arrays (N = number of waypoints), part frame, metres:
+        points (N, 3): contact points on the exact surface.
+        normals (N, 3): outward unit normals there.
+        tangents (N, 3): unit travel directions (tangent to the surface and to the pass).
+        arc (N,): arc length from the start of the pass, m.
+        uv (N, 2): surface parameters (NaN for meshes).
+        face (N,): index of the face each point lies on.
+    """
+
+    index: int
+    row: int
+    segment: int
+    points: FloatArray
+    normals: FloatArray
+    tangents: FloatArray
+    arc: FloatArray
+    uv: FloatArray
+    face: NDArray[np.int64]
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+    def reversed(self) -> Pass:
+        total = self.arc[-1]
+        return Pass(self.index, self.row, self.segment, self.points[::-1].copy(), self.normals[::-1].copy(),
+                    -self.tangents[::-1], (total - self.arc[::-1]).copy(), self.uv[::-1].copy(),
+                    self.face[::-1].copy())
+
+
+@dataclass
+class _Boundary:
+    """Boundary polylines of the face set (shared edges removed), for margin distances."""
+
+    a: FloatArray = field(default_factory=lambda: np.zeros((0, 3)))  # (M, 3) segment starts
+    b: FloatArray = field(default_factory=lambda: np.zeros((0, 3)))  # (M, 3) segment ends
+    tree: Any = None
+    half: float = 0.0  # half the longest segment, m
+
+    @classmethod
+    def of(cls, part: Any, indices: list[int], step: float) -> _Boundary:
+        from scipy.spatial import cKDTree
+
+        shared = part.shared_edges(indices)
+        a, b = [], []
+        for i in indices:
+            for edge in part.face(i).boundary(step, skip=shared.get(i)):
+                a.append(edge.points[:-1])
+                b.append(edge.points[1:])
+        if not a:
+            return cls()
+        A, B = np.vstack(a), np.vstack(b)
+        # split long segments (mesh edges) so that a midpoint tree finds the nearest one
+        n = np.maximum(1, np.ceil(np.linalg.norm(B - A, axis=1) / step).astype(int))
+        if n.max() > 1:
+            frac = np.concatenate([np.arange(k) / k for k in n])
+            nxt = np.concatenate([np.arange(1, k + 1) / k for k in n])
+            rep_a, rep_b = np.repeat(A, n, axis=0), np.repeat(B, n, axis=0)
+            A, B = rep_a + frac[:, None] * (rep_b - rep_a), rep_a + nxt[:, None] * (rep_b - rep_a)
+        half = 0.5 * float(np.max(np.linalg.norm(B - A, axis=1)))
+        return cls(A, B, cKDTree(0.5 * (A + B)), half)
+
+    def distance(self, p: FloatArray) -> FloatArray:
+        """Distance (K,) m from points p (K, 3) to the boundary polylines."""
+        if self.tree is None or len(p) == 0:
+            return np.full(len(p), np.inf)
+        return self._exact(p)
+
+    def distance_below(self, p: FloatArray, limit: float) -> FloatArray:
+        """Distances (K,), exact where below ``limit`` + tolerance, a lower bound >= limit elsewhere."""
+        if self.tree is None or len(p) == 0:
+            return np.full(len(p), np.inf)
+        # points farther than limit + half from every midpoint are clear: the bounded query prunes them
+        d_mid, _ = self.tree.query(p, k=1, distance_upper_bound=limit + self.half + 1e-9)
+        out = d_mid - self.half  # a lower bound of the true distance (inf where pruned)
+        near = out < limit + 1e-12
+        if near.any():
+            out[near] = self._exact(p[near])
+        return out
+
+    def _exact(self, p: FloatArray) -> FloatArray:
+        k = min(8, len(self.a))
+        _, idx = self.tree.query(p, k=k)
+        idx = np.atleast_2d(idx).reshape(len(p), k)
+        A, B = self.a[idx], self.b[idx]  # (K, k, 3)
+        AB = B - A
+        L2 = np.maximum(np.sum(AB * AB, axis=2), 1e-300)
+        t = np.clip(np.sum((p[:, None, :] - A) * AB, axis=2) / L2, 0.0, 1.0)
+        d = np.linalg.norm(p[:, None, :] - (A + t[..., None] * AB), axis=2).min(axis=1)
+        return d
+
+
+def polyline_distance(points: FloatArray, polyline: FloatArray) -> tuple[FloatArray, NDArray[np.bool_]]:
+    """Distance (K,) from points (K, 3) to a polyline (M, 3), and whether the nearest point is interior.
+
+    Interior means the nearest point is not one of the polyline's two end points.
+    """
+    from scipy.spatial import cKDTree
+
+    if len(polyline) < 2:
+        d = np.linalg.norm(points - polyline[:1], axis=1) if len(polyline) else np.full(len(points), np.inf)
+        return d, np.zeros(len(points), dtype=bool)
+    A, B = polyline[:-1], polyline[1:]
+    tree = cKDTree(0.5 * (A + B))
+    k = min(6, len(A))
+    _, idx = tree.query(points, k=k)
+    idx = np.asarray(idx).reshape(len(points), k)
+    a, b = A[idx], B[idx]
+    ab = b - a
+    L2 = np.maximum(np.sum(ab * ab, axis=2), 1e-300)
+    t = np.clip(np.sum((points[:, None, :] - a) * ab, axis=2) / L2, 0.0, 1.0)
+    d = np.linalg.norm(points[:, None, :] - (a + t[..., None] * ab), axis=2)
+    j = np.argmin(d, axis=1)
+    best_seg = idx[np.arange(len(points)), j]
+    best_t = t[np.arange(len(points)), j]
+    interior = ~(((best_seg == 0) & (best_t <= 0.0)) | ((best_seg == len(A) - 1) & (best_t >= 1.0)))
+    return d[np.arange(len(points)), j], interior
+
+
+class PassGenerator:
+    """Generate passes on faces ``indices`` of ``part`` (a CadPart or MeshPart)."""
+
+    def __init__(self, part: Any, indices: list[int], params: PassParameters) -> None:
+        self.part = part
+        self.params = params.validate()
+        if not indices:
+            raise InputError("no face selected")
+        self.faces = [part.face(i) for i in indices]
+        self.indices = [int(i) for i in indices]
+        if len(set(self.indices)) != len(self.indices):
+            raise InputError(f"face indices repeat: {self.indices}")
+        if len(self.indices) > 1 and not part.is_mesh:
+            self._check_adjacent()
+        step = min(0.25 * max(params.margin, params.spacing), 5e-4)
+        self.boundary = _Boundary.of(part, self.indices, step)
+        self.up = self._mean_normal()
+
+    def _check_adjacent(self) -> None:
+        shared = self.part.shared_edges(self.indices)
+        lonely = [i for i in self.indices if not shared[i]]
+        if lonely:
+            raise InputError(f"faces {lonely} share no edge with the other selected faces {self.indices}")
+
+    def _mean_normal(self) -> FloatArray:
+        acc = np.zeros(3)
+        for f in self.faces:
+            if f.is_mesh:
+                acc += f.up() * f.area
+                continue
+            u0, u1, v0, v1 = f.uv_bounds
+            uu, vv = np.meshgrid(np.linspace(u0, u1, 21), np.linspace(v0, v1, 21), indexing="ij")
+            uv = np.column_stack([uu.ravel(), vv.ravel()])
+            inside = f.contains(uv)
+            if not inside.any():
+                inside[:] = True
+            s = f.derivatives(uv[inside, 0], uv[inside, 1])
+            w = np.linalg.norm(np.cross(s.du, s.dv), axis=1)
+            acc += np.nansum(s.normals * w[:, None], axis=0)
+        norm = np.linalg.norm(acc)
+        if not norm > 0:
+            raise GeometryError(f"faces {self.indices}: no mean normal (a closed surface?); use the iso generator")
+        return acc / norm
+
+    # ------------------------------------------------------------------------------------------
+    def generate(self) -> list[Pass]:
+        """All passes, ordered and oriented for travel."""
+        p = self.params
+        fam = _RasterFamily(self) if p.generator == "raster" else _IsoFamily(self)
+        a_dense = np.linspace(fam.a0, fam.a1, int(min(max(math.ceil(fam.length / (0.5 * p.spacing)), 16), 20000)))
+        a_coarse = np.linspace(fam.a0, fam.a1, int(min(max(math.ceil(fam.length / (4 * p.stepover)), 24), 96)))
+        offsets = self._offsets(fam, a_coarse)
+        if not offsets:
+            raise PlanningError(f"faces {self.indices}: the face set is narrower than the margin {p.margin} m")
+        # all rows densely in one batch: validity (trimming, margin) and segments
+        nb, na = len(offsets), len(a_dense)
+        B, A = np.repeat(offsets, na), np.tile(a_dense, nb)
+        pts, _, _, _, _, hit = fam.sample(B, A)
+        valid = self._valid(pts, hit).reshape(nb, na)
+        pts = pts.reshape(nb, na, 3)
+        seg_rows, seg_b, seg_targets, seg_a = [], [], [], []
+        for r in range(nb):
+            for seg in _runs(valid[r]):
+                chord = np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(pts[r, seg], axis=0), axis=1))]
+                total = chord[-1]
+                if total <= 1e-9:
+                    continue
+                targets = np.arange(0.0, total, p.spacing)
+                if total - targets[-1] > 1e-9:
+                    targets = np.r_[targets, total]
+                seg_rows.append(r)
+                seg_b.append(offsets[r])
+                seg_targets.append(targets)
+                seg_a.append(np.interp(targets, chord, a_dense[seg]))
+        if not seg_rows:
+            raise PlanningError(
+                f"faces {self.indices}: no pass fits (stepover {p.stepover} m, margin {p.margin} m); "
+                "reduce the margin or check the face"
+            )
+        sizes = [len(a) for a in seg_a]
+        Bq = np.repeat(seg_b, sizes)
+        Aq = np.concatenate(seg_a)
+        # one refinement of the parameters so the exact points are `spacing` apart by chord
+        pts_q = fam.sample(Bq, Aq)[0]
+        pieces = np.cumsum(sizes)[:-1]
+        refined = []
+        for targets, a, q in zip(seg_targets, seg_a, np.split(pts_q, pieces), strict=True):
+            chord = np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(q, axis=0), axis=1))]
+            ok = np.isfinite(chord).all() and np.all(np.diff(chord) > 0)
+            refined.append(np.interp(targets * chord[-1] / max(targets[-1], 1e-300), chord, a) if ok else a)
+        Aq = np.concatenate(refined)
+        points, normals, tangents, uv, face, hit = fam.sample(Bq, Aq)
+        ok_all = hit & self._valid(points, hit)
+        passes: list[Pass] = []
+        for k, (idx, r) in enumerate(zip(np.split(np.arange(len(Aq)), pieces), seg_rows, strict=True)):
+            keep = idx[ok_all[idx]]  # defensive: a parameter interpolated into a sliver of margin
+            if len(keep) < 2:
+                continue
+            q = points[keep]
+            arc = np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(q, axis=0), axis=1))]
+            passes.append(Pass(0, r, k, q, normals[keep], tangents[keep], arc, uv[keep], face[keep]))
+        return self._order(passes)
+
+    def _order(self, passes: list[Pass]) -> list[Pass]:
+        p = self.params
+        row_ids = sorted({q.row for q in passes})
+        ordered: list[Pass] = []
+        for r_new, r in enumerate(row_ids):
+            segs = [q for q in passes if q.row == r]
+            for j, q in enumerate(segs):
+                q.row, q.segment = r_new, j
+            flip = (r_new % 2 == 1 and p.order == "zigzag") != p.reverse
+            if flip:
+                segs = [s.reversed() for s in segs[::-1]]
+            ordered.extend(segs)
+        for k, q in enumerate(ordered):
+            q.index = k
+        return ordered
+
+    def _offsets(self, fam: Any, a_coarse: FloatArray) -> list[float]:
+        """Row offsets: the first max(margin, stepover/2) in, then one stepover (secant) apart."""
+        p = self.params
+        b = fam.first_offset()
+        offsets: list[float] = []
+        delta: float | None = None
+        prev = None
+        while b < fam.b1:
+            if len(offsets) > 100000:
+                raise PlanningError("too many passes (stepover too small for the face?)")
+            if prev is None:
+                prev = fam.sample(np.full(len(a_coarse), b), a_coarse)
+            offsets.append(b)
+            on = prev[5]
+            if on.sum() < 2:
+                b += fam.rate_guess() * p.stepover
+                prev = None
+                continue
+            if delta is None:
+                delta = fam.initial_delta(prev, on)
+            b, delta, prev = self._secant(fam, b, delta, prev[0][on], a_coarse)
+        return offsets
+
+    def _secant(self, fam: Any, b: float, delta: float, P: FloatArray, a_coarse: FloatArray
+                ) -> tuple[float, float, Any]:
+        s = self.params.stepover
+        nxt = None
+        for _ in range(8):
+            nxt = fam.sample(np.full(len(a_coarse), b + delta), a_coarse)
+            on = nxt[5]
+            if on.sum() < 2:
+                break
+            dist, interior = polyline_distance(P, nxt[0][on])
+            use = interior & np.isfinite(dist)
+            if not use.any():
+                break
+            gap = float(np.mean(dist[use]))
+            if abs(gap - s) <= 2e-4 * s:
+                break
+            delta *= s / gap
+        return b + delta, delta, nxt
+
+    def _valid(self, points: FloatArray, hit: NDArray[np.bool_]) -> NDArray[np.bool_]:
+        ok = hit.copy()
+        if self.params.margin > 0 and ok.any():
+            ok[ok] = self.boundary.distance_below(points[ok], self.params.margin) >= self.params.margin
+        return ok
+
+    def raster_frame(self) -> tuple[FloatArray, FloatArray]:
+        """Raster direction d (3,) and the cutting planes' normal ``side`` (3,), both unit."""
+        up = self.up
+        ref = np.array([1.0, 0.0, 0.0]) - up[0] * up
+        if np.linalg.norm(ref) < 1e-6:
+            ref = np.array([0.0, 1.0, 0.0]) - up[1] * up
+        ref /= np.linalg.norm(ref)
+        a = math.radians(self.params.angle)
+        d = math.cos(a) * ref + math.sin(a) * np.cross(up, ref)
+        return d, np.cross(up, d)
+
+    def extent(self, axis: FloatArray) -> tuple[float, float]:
+        """Range of the face set's boundary (or bounding box) projected on ``axis``."""
+        lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
+        for f in self.faces:
+            flo, fhi = f.bounds
+            lo, hi = np.minimum(lo, flo), np.maximum(hi, fhi)
+        corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+        # the boundary polylines bound the face set tighter than its box (closed meshes have none)
+        pts = self.boundary.a if len(self.boundary.a) else corners
+        proj = pts @ axis
+        return float(proj.min()), float(proj.max())
+
+    def cast(self, origins: FloatArray) -> tuple[FloatArray, ...]:
+        """Exact hits of lines ``origins + h up`` with the trimmed faces; the highest face wins."""
+        K = len(origins)
+        best_h = np.full(K, -np.inf)
+        points = np.full((K, 3), np.nan)
+        normals = np.full((K, 3), np.nan)
+        uv = np.full((K, 2), np.nan)
+        face = np.full(K, -1, dtype=np.int64)
+        hit = np.zeros(K, dtype=bool)
+        for fi, f in zip(self.indices, self.faces, strict=True):
+            fuv, fp, fn, ok = f.intersect_lines(origins, self.up)
+            if ok.any() and not f.is_mesh:
+                ok[ok] = f.contains(fuv[ok])
+            h = np.where(ok, (fp - origins) @ self.up, -np.inf)
+            better = ok & (h > best_h)
+            best_h[better] = h[better]
+            points[better], normals[better], uv[better], face[better] = fp[better], fn[better], fuv[better], fi
+            hit |= ok
+        return points, normals, uv, face, hit
+
+
+def _runs(mask: NDArray[np.bool_]) -> list[NDArray[np.int64]]:
+    """Index runs (length >= 2) where ``mask`` is true."""
+    if not mask.any():
+        return []
+    edges = np.diff(np.r_[0, mask.astype(np.int8), 0])
+    starts, stops = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    return [np.arange(a, b) for a, b in zip(starts, stops, strict=True) if b - a >= 2]
+
+
+class _RasterFamily:
+    """Cutting-plane curves: row offset b = c along ``side``, position a = t along ``d``."""
+
+    def __init__(self, gen: PassGenerator) -> None:
+        self.gen = gen
+        self.d, self.side = gen.raster_frame()
+        self.b0, self.b1 = gen.extent(self.side)
+        a0, a1 = gen.extent(self.d)
+        pad = 1e-6
+        self.a0, self.a1 = a0 + pad, a1 - pad
+        self.length = a1 - a0
+        self.b1 -= pad
+
+    def first_offset(self) -> float:
+        p = self.gen.params
+        return self.b0 + max(p.margin, 0.5 * p.stepover)
+
+    def rate_guess(self) -> float:
+        return 1.0
+
+    def initial_delta(self, row: Any, on: NDArray[np.bool_]) -> float:
+        N = row[1][on]
+        T = _unit(np.cross(N, self.side))
+        rate = np.abs(_unit(np.cross(N, T)) @ self.side)  # d(side coordinate) / d(surface distance)
+        rate = rate[np.isfinite(rate)]
+        return self.gen.params.stepover * (max(float(np.median(rate)), 1e-3) if len(rate) else 1.0)
+
+    def sample(self, b: FloatArray, a: FloatArray) -> tuple[FloatArray, ...]:
+        origins = b[:, None] * self.side + a[:, None] * self.d
+        points, normals, uv, face, hit = self.gen.cast(origins)
+        tangents = _unit(np.cross(normals, self.side))  # in the cutting plane and the tangent plane
+        tangents *= np.sign(tangents @ self.d)[:, None]  # travel along +d before ordering
+        return points, normals, tangents, uv, face, hit
+
+
+class _IsoFamily:
+    """Iso-parameter curves of one face: row offset b = the fixed parameter, a = the running one."""
+
+    def __init__(self, gen: PassGenerator) -> None:
+        if len(gen.faces) != 1 or gen.faces[0].is_mesh:
+            what = "a mesh" if gen.faces[0].is_mesh else "several faces"
+            raise InputError(f"the iso generator works on one CAD face, not {what}; use the raster generator")
+        self.gen = gen
+        self.face = gen.faces[0]
+        self.fi = gen.indices[0]
+        u0, u1, v0, v1 = self.face.uv_bounds
+        self.along_u = gen.params.iso_direction == "u"
+        self.a0, self.a1 = (u0, u1) if self.along_u else (v0, v1)
+        self.b0, self.b1 = (v0, v1) if self.along_u else (u0, u1)
+        mid = 0.5 * (self.b0 + self.b1)
+        probe = self.sample(np.full(257, mid), np.linspace(self.a0, self.a1, 257))[0]
+        self.length = float(np.sum(np.linalg.norm(np.diff(probe, axis=0), axis=1)))
+
+    def _uv(self, b: FloatArray, a: FloatArray) -> FloatArray:
+        return np.column_stack([a, b] if self.along_u else [b, a])
+
+    def _rate(self, b: FloatArray, a: FloatArray) -> float:
+        s = self.face.derivatives(*self._uv(b, a).T)
+        rate = np.linalg.norm(s.dv if self.along_u else s.du, axis=1)
+        rate = rate[np.isfinite(rate)]
+        return max(float(np.median(rate)), 1e-12) if len(rate) else 1.0
+
+    def rate_guess(self) -> float:
+        a = np.linspace(self.a0, self.a1, 33)
+        return 1.0 / self._rate(np.full(33, 0.5 * (self.b0 + self.b1)), a)
+
+    def first_offset(self) -> float:
+        p = self.gen.params
+        a = np.linspace(self.a0, self.a1, 33)
+        return self.b0 + max(p.margin, 0.5 * p.stepover) / self._rate(np.full(33, self.b0), a)
+
+    def initial_delta(self, row: Any, on: NDArray[np.bool_]) -> float:
+        uv = row[3][on]
+        b, a = (uv[:, 1], uv[:, 0]) if self.along_u else (uv[:, 0], uv[:, 1])
+        return self.gen.params.stepover / self._rate(b, a)
+
+    def sample(self, b: FloatArray, a: FloatArray) -> tuple[FloatArray, ...]:
+        uv = self._uv(b, a)
+        s = self.face.derivatives(uv[:, 0], uv[:, 1])
+        tangents = _unit(s.du if self.along_u else s.dv)
+        hit = self.face.contains(uv) & np.isfinite(s.normals).all(axis=1)
+        return s.points, s.normals, tangents, uv, np.full(len(a), self.fi), hit
+
+
+def _unit(v: FloatArray) -> FloatArray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return v / np.linalg.norm(v, axis=-1, keepdims=True)
+
+
+def generate_passes(part: Any, faces: list[int], params: PassParameters) -> list[Pass]:
+    """Passes on faces ``faces`` of ``part``; see the module docstring for the rules."""
+    return PassGenerator(part, faces, params).generate()

@@ -1,0 +1,374 @@
+"""Grinding plan: passes on the exact CAD surface, tool poses, approach/retreat/linking moves,
+and (with a robot) the joint trajectory, its reachability report and its collision check.
+
+Pipeline (:func:`plan`): part (:mod:`~robot_grinding_sim.core.cad`) -> passes
+(:mod:`~robot_grinding_sim.core.passes`) -> TCP poses (:func:`tcp_frames`) -> TCP moves
+(approach, pass, retreat, link) -> joint trajectory (:mod:`~robot_grinding_sim.core.ik`,
+:mod:`~robot_grinding_sim.core.timing`) -> collision check. Any failure raises before anything
+is written; :mod:`~robot_grinding_sim.core.plan_io` writes the result.
+
+Frames: everything in the part frame (``workpiece``) except the joint trajectory and the robot
+checks, which use ``workpiece_pose`` (X_BP, the part in the robot's ``base_link``).
+
+TCP rule (spherical tool of radius R, Kelvin-Voigt contact of stiffness K, target force F):
+    the tool z axis points along the inward normal -n (the ``tcp`` z axis of the URDF points out
+    of the tool, into the part), x along the travel direction; then the tool is turned by
+    ``lead`` about its y axis and by ``tilt`` about its x axis (R = R0 Ry(lead) Rx(tilt)).
+    The TCP (the ball centre) sits at p + (R - d) n with d = F / K the penetration the contact
+    model needs for F (a sphere is symmetric, so lead and tilt do not move the centre).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.spatial.transform import Rotation, Slerp
+
+from robot_grinding_sim.core import cad
+from robot_grinding_sim.core.errors import InputError, PlanningError
+from robot_grinding_sim.core.passes import Pass, PassParameters
+
+FloatArray = NDArray[np.float64]
+
+#: Effective contact stiffness of a compliant abrasive tool on aluminium, N/m (K_eff of the
+#: Kelvin-Voigt model; identify it on a calibration pass, see DESIGN.md F16). 5 N -> 50 um.
+DEFAULT_CONTACT_STIFFNESS = 1.0e5
+
+#: The part in front of a UR10e: 0.7 m ahead on base_link x, top about 0.1 m below the shoulder.
+DEFAULT_WORKPIECE_POSE = (0.7, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class ToolParameters:
+    """Tool and process parameters (SI; lead and tilt in degrees).
+
+    Attributes:
+        radius: ball radius R, m (> 0).
+        target_force: normal force F wanted on the passes, N (>= 0).
+        stiffness: contact stiffness K of the Kelvin-Voigt model, N/m (> 0).
+        lead: tool lead angle about the tool y axis, deg.
+        tilt: tool tilt angle about the tool x axis (travel), deg.
+        feed: TCP speed along the passes, m/s (> 0).
+        approach: approach and retreat distance along the normal, m (> 0).
+        clearance: minimum gap between tool and part on linking moves, m (> 0).
+    """
+
+    radius: float = 0.02
+    target_force: float = 5.0
+    stiffness: float = DEFAULT_CONTACT_STIFFNESS
+    lead: float = 0.0
+    tilt: float = 0.0
+    feed: float = 0.01
+    approach: float = 0.01
+    clearance: float = 0.005
+
+    @property
+    def penetration(self) -> float:
+        """d = F / K, m."""
+        return self.target_force / self.stiffness
+
+    def validate(self) -> ToolParameters:
+        for name in ("radius", "stiffness", "feed", "approach", "clearance"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise InputError(f"{name.replace('_', '-')} must be a positive number, got {v!r}")
+        if not (math.isfinite(self.target_force) and self.target_force >= 0):
+            raise InputError(f"target-force must be >= 0 N, got {self.target_force!r}")
+        for name in ("lead", "tilt"):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and abs(v) < 90):
+                raise InputError(f"{name} must be within (-90, 90) deg, got {v!r}")
+        if self.penetration >= self.radius:
+            raise InputError(
+                f"target-force {self.target_force} N / stiffness {self.stiffness} N/m gives a penetration "
+                f"{self.penetration} m not below the tool radius {self.radius} m"
+            )
+        if self.radius > 1.0:
+            raise InputError(f"tool-radius {self.radius} m: over 1 m; metres are expected")
+        return self
+
+
+@dataclass
+class Move:
+    """A piece of TCP motion in the part frame.
+
+    Attributes:
+        kind: ``approach``, ``pass``, ``retreat`` or ``link``.
+        pass_index: the pass it belongs to (approach/pass/retreat) or leads to (link).
+        positions: (M, 3) TCP positions, m.
+        quaternions: (M, 4) TCP orientations (x, y, z, w).
+    """
+
+    kind: str
+    pass_index: int
+    positions: FloatArray
+    quaternions: FloatArray
+
+
+@dataclass
+class Plan:
+    """A complete plan. Arrays in the part frame unless stated otherwise."""
+
+    source: str
+    unit: str
+    faces: list[int]
+    pass_params: PassParameters
+    tool: ToolParameters
+    passes: list[Pass]
+    tcp_positions: list[FloatArray]  # per pass (N, 3), m
+    tcp_quaternions: list[FloatArray]  # per pass (N, 4), xyzw
+    moves: list[Move]
+    workpiece_pose: FloatArray = field(default_factory=lambda: np.eye(4))  # X_BP (4, 4)
+    trajectory: Any = None  # timing.JointTrajectory or None
+    reachability: dict[str, Any] | None = None
+    collision: dict[str, Any] | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def n_waypoints(self) -> int:
+        return int(sum(len(p) for p in self.passes))
+
+    def summary(self) -> dict[str, Any]:
+        lengths = [float(p.arc[-1]) for p in self.passes]
+        out = {
+            "source": self.source,
+            "faces": self.faces,
+            "passes": len(self.passes),
+            "rows": len({p.row for p in self.passes}),
+            "waypoints": self.n_waypoints,
+            "pass_length_m": float(sum(lengths)),
+            "grinding_time_s": float(sum(lengths) / self.tool.feed),
+            "penetration_m": self.tool.penetration,
+        }
+        if self.trajectory is not None:
+            out["trajectory_points"] = len(self.trajectory.times)
+            out["trajectory_duration_s"] = float(self.trajectory.times[-1])
+        return out
+
+    def parameters(self) -> dict[str, Any]:
+        return {"passes": asdict(self.pass_params), "tool": asdict(self.tool)}
+
+
+def pose_matrix(pose: Any) -> FloatArray:
+    """4x4 transform from (x, y, z, roll, pitch, yaw) (m, rad; fixed-axis XYZ) or a (4, 4) matrix."""
+    a = np.asarray(pose, dtype=float)
+    if a.shape == (4, 4):
+        if not np.all(np.isfinite(a)) or not np.allclose(a[3], [0, 0, 0, 1]):
+            raise InputError("workpiece pose: not a homogeneous transform")
+        R = a[:3, :3]
+        if not np.allclose(R @ R.T, np.eye(3), atol=1e-6) or np.linalg.det(R) < 0:
+            raise InputError("workpiece pose: the rotation block is not a rotation")
+        return a.copy()
+    if a.shape != (6,) or not np.all(np.isfinite(a)):
+        raise InputError(f"workpiece pose: expected x y z roll pitch yaw (6 numbers), got {a.tolist()}")
+    T = np.eye(4)
+    T[:3, :3] = Rotation.from_euler("xyz", a[3:]).as_matrix()
+    T[:3, 3] = a[:3]
+    return T
+
+
+def tcp_frames(points: FloatArray, normals: FloatArray, tangents: FloatArray, tool: ToolParameters
+               ) -> tuple[FloatArray, FloatArray]:
+    """TCP positions (N, 3) m and rotation matrices (N, 3, 3) (columns: tool x, y, z in the part frame).
+
+    See the module docstring for the rule.
+    """
+    n = normals / np.linalg.norm(normals, axis=1, keepdims=True)
+    x = tangents - np.sum(tangents * n, axis=1, keepdims=True) * n
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    z = -n
+    y = np.cross(z, x)
+    R0 = np.stack([x, y, z], axis=2)
+    local = Rotation.from_euler("YX", [math.radians(tool.lead), math.radians(tool.tilt)]).as_matrix()
+    R = R0 @ local
+    positions = points + (tool.radius - tool.penetration) * n
+    return positions, R
+
+
+def _line(a: FloatArray, b: FloatArray, step: float) -> FloatArray:
+    n = max(2, int(math.ceil(np.linalg.norm(b - a) / step)) + 1)
+    s = np.linspace(0.0, 1.0, n)[:, None]
+    return a + s * (b - a)
+
+
+def _slerp(q0: FloatArray, q1: FloatArray, n: int) -> FloatArray:
+    rots = Rotation.from_quat(np.vstack([q0, q1]))
+    return Slerp([0.0, 1.0], rots)(np.linspace(0.0, 1.0, n)).as_quat()
+
+
+class _Clearance:
+    """Distance from TCP positions to the part (tessellated), for linking moves."""
+
+    def __init__(self, part: Any) -> None:
+        from robot_grinding_sim.core.meshquery import prepare_mesh
+
+        mesh = part.tessellate(deflection=2e-4)
+        self.mesh = mesh
+        self.prepared = prepare_mesh("workpiece", mesh.vertices, mesh.faces)
+        self.vertices = np.asarray(mesh.vertices)
+
+    def distance(self, pts: FloatArray) -> FloatArray:
+        out = np.empty(len(pts))
+        warm = -1
+        for k, p in enumerate(np.ascontiguousarray(pts, dtype=float)):
+            d2, warm, _, _ = self.prepared.closest(p, warm)
+            out[k] = math.sqrt(d2)
+        return out
+
+
+def build_moves(passes: list[Pass], tcp_pos: list[FloatArray], tcp_quat: list[FloatArray], tool: ToolParameters,
+                up: FloatArray, clearance: _Clearance | None) -> list[Move]:
+    """Approach, pass, retreat and linking moves (part frame) for ``passes`` in order.
+
+    Approach and retreat run along the normal at the pass ends over ``tool.approach``. A link
+    joins a retreat to the next approach in a straight line when the tool stays ``clearance``
+    off the part along it; otherwise it rises along ``up`` to a safe height above the whole part.
+    """
+    moves: list[Move] = []
+    step = max(0.25 * tool.clearance, 1e-3)
+    safe_h = None
+    if clearance is not None:
+        safe_h = float(np.max(clearance.vertices @ up)) + tool.radius + tool.clearance + tool.approach
+    prev_end: tuple[FloatArray, FloatArray] | None = None
+    for k, p in enumerate(passes):
+        pos, quat = tcp_pos[k], tcp_quat[k]
+        a_start = pos[0] + tool.approach * p.normals[0]
+        r_end = pos[-1] + tool.approach * p.normals[-1]
+        if prev_end is not None:
+            link = _link(prev_end[0], a_start, step, tool, up, clearance, safe_h)
+            moves.append(Move("link", p.index, link, _slerp(prev_end[1], quat[0], len(link))))
+        moves.append(Move("approach", p.index, np.vstack([a_start, pos[0]]), np.vstack([quat[0], quat[0]])))
+        moves.append(Move("pass", p.index, pos, quat))
+        moves.append(Move("retreat", p.index, np.vstack([pos[-1], r_end]), np.vstack([quat[-1], quat[-1]])))
+        prev_end = (r_end, quat[-1])
+    return moves
+
+
+def _link(a: FloatArray, b: FloatArray, step: float, tool: ToolParameters, up: FloatArray,
+          clearance: _Clearance | None, safe_h: float | None) -> FloatArray:
+    direct = _line(a, b, step)
+    if clearance is None or safe_h is None:
+        return direct
+    need = tool.radius + tool.clearance
+    if np.all(clearance.distance(direct) >= need - 1e-9):
+        return direct
+    a_up = a + max(0.0, safe_h - a @ up) * up
+    b_up = b + max(0.0, safe_h - b @ up) * up
+    return np.vstack([_line(a, a_up, step)[:-1], _line(a_up, b_up, step)[:-1], _line(b_up, b, step)])
+
+
+def default_face(part: Any) -> int:
+    """The face to grind when none is named: the largest face looking up (+z of the part frame)."""
+    if part.is_mesh:
+        return 0
+    best, score = 0, -np.inf
+    for f in part.faces:
+        u0, u1, v0, v1 = f.uv_bounds
+        uu, vv = np.meshgrid(np.linspace(u0, u1, 7), np.linspace(v0, v1, 7), indexing="ij")
+        uv = np.column_stack([uu.ravel(), vv.ravel()])
+        inside = f.contains(uv)
+        if not inside.any():
+            continue
+        _, n = f.evaluate(uv[inside, 0], uv[inside, 1])
+        s = f.area * float(np.nanmean(n[:, 2]))
+        if s > score:
+            best, score = f.index, s
+    return best
+
+
+def plan(
+    source: Any = "curved_panel",
+    faces: list[int] | int | None = None,
+    pass_params: PassParameters | None = None,
+    tool: ToolParameters | None = None,
+    unit: str | None = None,
+    robot: Any = None,
+    workpiece_pose: Any = DEFAULT_WORKPIECE_POSE,
+    check_collisions: bool = True,
+    link_clearance_check: bool = True,
+) -> Plan:
+    """Plan grinding passes on a part and, with a robot, the joint trajectory.
+
+    Args:
+        source: a built-in part name, a CAD/mesh file path, or a loaded part.
+        faces: face index or indices (adjacent faces for the raster generator); None: the
+            largest face looking up.
+        pass_params, tool: parameters (defaults if None).
+        unit: length unit of files that carry none (BREP, meshes).
+        robot: None (no joint trajectory), a URDF path, or a RobotModel (tip link ``tcp``).
+        workpiece_pose: X_BP as (x, y, z, roll, pitch, yaw) or (4, 4), m / rad.
+        check_collisions: check the trajectory of the robot against the part (with a robot).
+        link_clearance_check: check linking moves against the tessellated part.
+
+    Raises:
+        InputError: bad parameters, file, face index.
+        PlanningError: no pass fits, unreachable or colliding waypoint (names pass and waypoint).
+    """
+    import time
+
+    t0 = time.perf_counter()
+    pass_params = (pass_params or PassParameters()).validate()
+    tool = (tool or ToolParameters()).validate()
+    X_BP = pose_matrix(workpiece_pose)
+    part = source if isinstance(source, (cad.CadPart, cad.MeshPart)) else cad.load_part(source, unit)
+    if faces is None:
+        face_list = [default_face(part)]
+    else:
+        face_list = [int(faces)] if np.ndim(faces) == 0 else [int(f) for f in faces]
+    for f in face_list:
+        part.face(f)  # InputError when out of range
+    t1 = time.perf_counter()
+    from robot_grinding_sim.core.passes import PassGenerator
+
+    gen = PassGenerator(part, face_list, pass_params)
+    passes = gen.generate()
+    t2 = time.perf_counter()
+    tcp_pos, tcp_quat = [], []
+    for p in passes:
+        pos, R = tcp_frames(p.points, p.normals, p.tangents, tool)
+        tcp_pos.append(pos)
+        tcp_quat.append(Rotation.from_matrix(R).as_quat())
+    clearance = _Clearance(part) if link_clearance_check else None
+    moves = build_moves(passes, tcp_pos, tcp_quat, tool, gen.up, clearance)
+    t3 = time.perf_counter()
+    result = Plan(str(getattr(part, "source", source)), getattr(part, "unit", "m"), face_list, pass_params, tool,
+                  passes, tcp_pos, tcp_quat, moves, X_BP)
+    result.timings = {"load_s": t1 - t0, "passes_s": t2 - t1, "moves_s": t3 - t2}
+    if robot is not None:
+        _robot_stage(result, part, robot, check_collisions, clearance)
+        result.timings["robot_s"] = time.perf_counter() - t3
+    return result
+
+
+def _robot_stage(result: Plan, part: Any, robot: Any, check_collisions: bool, clearance: Any) -> None:
+    from robot_grinding_sim.core import ik, timing
+
+    model = ik.load_robot(robot)
+    traj, reach = timing.joint_trajectory(model, result)
+    result.trajectory = traj
+    result.reachability = reach
+    if check_collisions:
+        from robot_grinding_sim.core.collision_check import check_trajectory
+
+        mesh = clearance.mesh if clearance is not None else part.tessellate(deflection=2e-4)
+        result.collision = check_trajectory(model, traj, mesh, result)
+
+
+__all__ = [
+    "DEFAULT_CONTACT_STIFFNESS",
+    "DEFAULT_WORKPIECE_POSE",
+    "Move",
+    "Plan",
+    "PassParameters",
+    "PlanningError",
+    "ToolParameters",
+    "build_moves",
+    "default_face",
+    "plan",
+    "pose_matrix",
+    "tcp_frames",
+]

@@ -1,0 +1,348 @@
+"""Pass generation and plans, checked against analytic geometry and OpenCascade's own algorithms.
+
+Independent checks: OpenCascade's point projection (GeomAPI_ProjectPointOnSurf), face classifier
+(BRepClass_FaceClassifier) and shape distance (BRepExtrema_DistShapeShape); analytic planes,
+cylinders and spheres.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from robot_grinding_sim.core import cad, plan_io, planner
+from robot_grinding_sim.core.errors import InputError, PlanningError
+from robot_grinding_sim.core.passes import PassParameters, generate_passes, polyline_distance
+
+RNG = np.random.default_rng(11)
+
+
+def _deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a, b = np.atleast_2d(a), np.atleast_2d(b)
+    return np.degrees(np.arctan2(np.linalg.norm(np.cross(a, b), axis=1), np.sum(a * b, axis=1)))
+
+
+def _all(passes, attr: str) -> np.ndarray:
+    return np.vstack([getattr(p, attr) for p in passes])
+
+
+def _occ_distance_to_edges(face: cad.CadFace, points: np.ndarray) -> np.ndarray:
+    """OpenCascade's exact distance from points to the edges of ``face`` (BRepExtrema)."""
+    builder = cad.occ("BRep").BRep_Builder()
+    comp = cad.occ("TopoDS").TopoDS_Compound()
+    builder.MakeCompound(comp)
+    for e in face.edges():
+        builder.Add(comp, e)
+    out = []
+    for p in points:
+        v = cad.occ("BRepBuilderAPI").BRepBuilderAPI_MakeVertex(cad.occ("gp").gp_Pnt(*p)).Vertex()
+        d = cad.occ("BRepExtrema").BRepExtrema_DistShapeShape(v, comp)
+        assert d.IsDone()
+        out.append(d.Value())
+    return np.array(out)
+
+
+def _sample(n_total: int, k: int) -> np.ndarray:
+    return np.unique(np.linspace(0, n_total - 1, min(k, n_total)).astype(int))
+
+
+def _row_gaps(passes) -> np.ndarray:
+    """Distance from every waypoint to the next row's pass curve (interior nearest points only)."""
+    rows: dict[int, list] = {}
+    for p in passes:
+        rows.setdefault(p.row, []).append(p)
+    gaps = []
+    for r in sorted(rows)[:-1]:
+        A = np.vstack([p.points for p in rows[r]])
+        for q in rows[r + 1]:
+            d, interior = polyline_distance(A, q.points)
+            gaps.append(d[interior])
+    return np.concatenate(gaps)
+
+
+@pytest.fixture(scope="module")
+def panel() -> cad.CadPart:
+    return cad.load_part("curved_panel")
+
+
+@pytest.fixture(scope="module")
+def sphere_cap() -> tuple[cad.CadPart, int]:
+    c, R = np.zeros(3), 0.1
+    shape = cad.cut(cad.make_sphere(R, c), cad.make_box((0.4, 0.4, 0.4), (-0.2, -0.2, 0.06 - 0.4)))
+    part = cad.CadPart(shape, source="sphere_cap")
+    (idx,) = [f.index for f in part.faces if f.type == "sphere"]
+    return part, idx
+
+
+# -------------------------------------------------------------------------------- surface -----
+@pytest.mark.parametrize("name,generator", [
+    ("curved_panel", "raster"), ("curved_panel", "iso"), ("cylinder_section", "raster"),
+    ("cylinder_section", "iso"), ("flat_plate", "raster"), ("plate_with_hole", "raster"),
+])
+def test_waypoints_lie_on_the_cad_surface(name: str, generator: str) -> None:
+    part = cad.load_part(name)
+    face_idx = planner.default_face(part)
+    passes = generate_passes(part, [face_idx], PassParameters(stepover=0.004, spacing=0.003, margin=0.004,
+                                                              generator=generator))
+    pts, nrm = _all(passes, "points"), _all(passes, "normals")
+    pick = _sample(len(pts), 150)
+    _, proj, dist = part.face(face_idx).project(pts[pick])
+    assert np.nanmax(dist) < 1e-6, f"{name}: waypoint off the surface by {np.nanmax(dist)} m"
+    # the normal is the surface normal at the projected point, pointing out of the material
+    for k, i in enumerate(pick[:40]):
+        uv, _, _ = part.face(face_idx).project(proj[k : k + 1])
+        _, n_occ = part.face(face_idx).occ_point_normal(*uv[0])
+        assert _deg(nrm[i], n_occ)[0] < 0.01
+    assert np.all(nrm[:, 2] > 0), "outward normals of the top face point up"
+
+
+def test_plane_cylinder_sphere_exact(sphere_cap) -> None:
+    plate = cad.load_part("flat_plate")
+    passes = generate_passes(plate, [planner.default_face(plate)], PassParameters(stepover=0.01, spacing=0.005))
+    pts, nrm = _all(passes, "points"), _all(passes, "normals")
+    np.testing.assert_allclose(pts[:, 2], 0.01, atol=1e-9)
+    assert _deg(nrm, np.array([[0, 0, 1.0]])).max() < 0.01
+
+    cyl = cad.load_part("cylinder_section")
+    for gen in ("raster", "iso"):
+        passes = generate_passes(cyl, [0], PassParameters(stepover=0.006, spacing=0.004, generator=gen))
+        pts, nrm = _all(passes, "points"), _all(passes, "normals")
+        radial = pts * [0.0, 1.0, 1.0]
+        r = np.linalg.norm(radial, axis=1)
+        np.testing.assert_allclose(r, 0.1, atol=1e-6)
+        assert _deg(nrm, radial / r[:, None]).max() < 0.01
+
+    part, idx = sphere_cap
+    passes = generate_passes(part, [idx], PassParameters(stepover=0.004, spacing=0.003, margin=0.003))
+    pts, nrm = _all(passes, "points"), _all(passes, "normals")
+    r = np.linalg.norm(pts, axis=1)
+    np.testing.assert_allclose(r, 0.1, atol=1e-6)
+    assert _deg(nrm, pts / r[:, None]).max() < 0.01
+    assert pts[:, 2].min() > 0.06
+
+
+# -------------------------------------------------------------------------------- spacing -----
+@pytest.mark.parametrize("name,generator", [
+    ("flat_plate", "raster"), ("cylinder_section", "raster"), ("cylinder_section", "iso"),
+    ("curved_panel", "raster"), ("curved_panel", "iso"), ("plate_with_hole", "raster"),
+])
+def test_adjacent_passes_one_stepover_apart(name: str, generator: str) -> None:
+    part = cad.load_part(name)
+    s = 0.005
+    passes = generate_passes(part, [planner.default_face(part)],
+                             PassParameters(stepover=s, spacing=0.002, margin=0.004, generator=generator))
+    gaps = _row_gaps(passes)
+    assert len(gaps) > 100
+    # chord versus arc on a 100 mm radius at 5 mm: 1e-4 relative; the rest is the surface metric
+    assert np.all(np.abs(gaps / s - 1.0) < 0.01), (gaps.min(), gaps.max())
+    assert abs(gaps.mean() / s - 1.0) < 1e-3
+
+
+def test_sphere_stepover_mean(sphere_cap) -> None:
+    part, idx = sphere_cap
+    passes = generate_passes(part, [idx], PassParameters(stepover=0.004, spacing=0.002, margin=0.003))
+    gaps = _row_gaps(passes)
+    assert abs(gaps.mean() / 0.004 - 1.0) < 0.01
+
+
+@pytest.mark.parametrize("generator", ["raster", "iso"])
+def test_waypoint_spacing_by_arc_length(panel, generator: str) -> None:
+    passes = generate_passes(panel, [4], PassParameters(stepover=0.01, spacing=0.002, generator=generator))
+    for p in passes:
+        steps = np.linalg.norm(np.diff(p.points, axis=0), axis=1)
+        # one end step (the end of the pass at the margin; the start of a reversed pass) may be shorter
+        short = 0 if steps[0] < steps[-1] else len(steps) - 1
+        np.testing.assert_allclose(np.delete(steps, short), 0.002, rtol=1e-3)
+        assert steps[short] <= 0.002 * (1 + 1e-3)
+        np.testing.assert_allclose(p.arc, np.r_[0, np.cumsum(steps)], atol=1e-12)
+        travel = np.diff(p.points, axis=0)
+        assert np.all(np.sum(travel * p.tangents[:-1], axis=1) > 0), "tangents point along the travel"
+        assert np.abs(np.sum(p.tangents * p.normals, axis=1)).max() < 1e-9
+
+
+# -------------------------------------------------------------------------- margin / holes -----
+def test_margin_against_opencascade_distance(panel) -> None:
+    m = 0.006
+    passes = generate_passes(panel, [4], PassParameters(stepover=0.005, spacing=0.002, margin=m))
+    pts = _all(passes, "points")
+    face = panel.face(4)
+    lo, hi = pts.min(axis=0), pts.max(axis=0)
+    near = (pts[:, 0] < lo[0] + 0.002) | (pts[:, 0] > hi[0] - 0.002) | (pts[:, 1] < lo[1] + 0.002) | (
+        pts[:, 1] > hi[1] - 0.002)
+    d = _occ_distance_to_edges(face, pts[near][_sample(int(near.sum()), 120)])
+    assert d.min() >= m - 1e-9
+    assert d.min() < m + 0.002, "the passes reach the margin (to within one dense step)"
+
+
+def test_no_waypoint_over_the_hole_or_in_its_margin() -> None:
+    part = cad.load_part("plate_with_hole")
+    face_idx = planner.default_face(part)
+    m = 0.004
+    passes = generate_passes(part, [face_idx], PassParameters(stepover=0.003, spacing=0.002, margin=m))
+    pts = _all(passes, "points")
+    r = np.hypot(pts[:, 0], pts[:, 1])
+    assert r.min() >= 0.02 + m - 1e-9
+    assert r.min() < 0.02 + m + 0.003
+    assert np.abs(pts[:, 0]).max() <= 0.1 - m + 1e-9 and np.abs(pts[:, 1]).max() <= 0.075 - m + 1e-9
+    uv = _all(passes, "uv")
+    face = part.face(face_idx)
+    assert all(face.occ_classify(tuple(x)) == "in" for x in uv[_sample(len(uv), 200)])
+    rows_split = {p.row for p in passes if p.segment == 1}
+    assert rows_split, "rows crossing the hole are split into two segments"
+
+
+# ------------------------------------------------------------------------ order / angle --------
+def test_zigzag_oneway_reverse_and_angle() -> None:
+    plate = cad.load_part("flat_plate")
+    f = planner.default_face(plate)
+    zig = generate_passes(plate, [f], PassParameters(stepover=0.01, spacing=0.005))
+    for a, b in zip(zig[:-1], zig[1:], strict=True):
+        assert np.dot(a.tangents[0], b.tangents[0]) < -0.99
+        assert np.linalg.norm(a.points[-1] - b.points[0]) < 0.0101
+    one = generate_passes(plate, [f], PassParameters(stepover=0.01, spacing=0.005, order="oneway"))
+    assert all(np.dot(p.tangents[0], [1, 0, 0]) > 0.99 for p in one)
+    rev = generate_passes(plate, [f], PassParameters(stepover=0.01, spacing=0.005, order="oneway", reverse=True))
+    assert all(np.dot(p.tangents[0], [-1, 0, 0]) > 0.99 for p in rev)
+    turned = generate_passes(plate, [f], PassParameters(stepover=0.01, spacing=0.005, angle=90.0))
+    assert all(abs(np.dot(p.tangents[0], [0, 1, 0])) > 0.99 for p in turned)
+    angled = generate_passes(plate, [f], PassParameters(stepover=0.01, spacing=0.005, angle=30.0))
+    d = np.array([math.cos(math.radians(30)), math.sin(math.radians(30)), 0.0])
+    assert all(abs(np.dot(p.tangents[0], d)) > 0.999 for p in angled)
+
+
+# ----------------------------------------------------------------------------- face sets -------
+def _roof() -> cad.CadPart:
+    """Two inclined planes sharing a ridge along y (a prism of a pentagon), 200 x 150 mm."""
+    gp = cad.occ("gp")
+    poly = cad.occ("BRepBuilderAPI").BRepBuilderAPI_MakePolygon()
+    for x, z in [(-0.1, 0.0), (0.1, 0.0), (0.1, 0.01), (0.0, 0.03), (-0.1, 0.01)]:
+        poly.Add(gp.gp_Pnt(x, 0.0, z))
+    poly.Close()
+    face = cad.occ("BRepBuilderAPI").BRepBuilderAPI_MakeFace(poly.Wire()).Face()
+    return cad.CadPart(cad.make_prism(face, (0.0, 0.15, 0.0)), source="roof")
+
+
+def test_raster_across_adjacent_faces() -> None:
+    roof = _roof()
+    def centre_normal(f: cad.CadFace) -> np.ndarray:
+        u0, u1, v0, v1 = f.uv_bounds
+        return f.evaluate(0.5 * (u0 + u1), 0.5 * (v0 + v1))[1][0]
+
+    up = [f.index for f in roof.faces if centre_normal(f)[2] > 0.05 and abs(centre_normal(f)[0]) > 0.05]
+    assert len(up) == 2
+    m = 0.004
+    passes = generate_passes(roof, up, PassParameters(stepover=0.01, spacing=0.002, margin=m))
+    for p in passes:
+        assert set(np.unique(p.face)) == set(up), "each pass runs over both faces"
+        steps = np.linalg.norm(np.diff(p.points, axis=0), axis=1)
+        assert steps.max() <= 0.002 * (1 + 1e-3), "no gap at the shared ridge"
+    pts = _all(passes, "points")
+    assert np.abs(pts[:, 0]).max() > 0.1 - m - 0.002 and np.abs(pts[:, 0]).max() <= 0.1 - m + 1e-9
+    # on the ridge line (x = 0) points are fine: the shared edge is not a boundary
+    assert np.abs(pts[:, 0]).min() < 0.002
+    with pytest.raises(InputError, match="share no edge"):
+        generate_passes(cad.load_part("flat_plate"), [4, 5], PassParameters())
+    with pytest.raises(InputError, match="iso generator"):
+        generate_passes(roof, up, PassParameters(generator="iso"))
+
+
+# ------------------------------------------------------------------------------- bad input -----
+@pytest.mark.parametrize("kwargs,match", [
+    ({"stepover": 0.0}, "stepover"), ({"stepover": -0.001}, "stepover"), ({"spacing": 0.0}, "spacing"),
+    ({"stepover": float("nan")}, "stepover"), ({"margin": -1e-3}, "margin"), ({"generator": "spiral"}, "generator"),
+    ({"order": "random"}, "order"), ({"stepover": 5.0}, "metres"),
+])
+def test_bad_pass_parameters(kwargs: dict, match: str) -> None:
+    with pytest.raises(InputError, match=match):
+        planner.plan("flat_plate", pass_params=PassParameters(**kwargs), link_clearance_check=False)
+
+
+def test_face_out_of_range_and_margin_too_big() -> None:
+    with pytest.raises(InputError, match="face index 17 out of range"):
+        planner.plan("flat_plate", faces=17)
+    with pytest.raises(PlanningError, match="margin"):
+        planner.plan("flat_plate", pass_params=PassParameters(margin=0.09), link_clearance_check=False)
+
+
+# ------------------------------------------------------------------------------ tcp / moves ----
+def test_tcp_pose_rule(panel) -> None:
+    tool = planner.ToolParameters(radius=0.02, target_force=8.0, stiffness=2e5)
+    res = planner.plan(panel, [4], PassParameters(stepover=0.02, spacing=0.01), tool)
+    d = 8.0 / 2e5
+    for p, pos, q in zip(res.passes, res.tcp_positions, res.tcp_quaternions, strict=True):
+        np.testing.assert_allclose(pos, p.points + (0.02 - d) * p.normals, atol=1e-12)
+        from scipy.spatial.transform import Rotation
+
+        R = Rotation.from_quat(q).as_matrix()
+        assert _deg(R[:, :, 2], -p.normals).max() < 1e-6  # tool z into the surface
+        assert _deg(R[:, :, 0], p.tangents).max() < 1e-6  # x along travel
+    tilted = planner.plan(panel, [4], PassParameters(stepover=0.02, spacing=0.01),
+                          planner.ToolParameters(lead=10.0, tilt=5.0))
+    from scipy.spatial.transform import Rotation
+
+    p, q = tilted.passes[0], tilted.tcp_quaternions[0]
+    R = Rotation.from_quat(q).as_matrix()
+    # lead turns the axis in the travel plane, tilt across it: angle to -n is their composition
+    expected = math.degrees(math.acos(math.cos(math.radians(10)) * math.cos(math.radians(5))))
+    np.testing.assert_allclose(_deg(R[:, :, 2], -p.normals), expected, atol=1e-6)
+    assert np.all(np.sum(R[:, :, 2] * p.tangents, axis=1) > 0)  # positive lead: axis leans along travel
+
+
+def test_moves_approach_retreat_and_clear_links() -> None:
+    part = cad.load_part("plate_with_hole")
+    tool = planner.ToolParameters()
+    res = planner.plan(part, None, PassParameters(stepover=0.01, spacing=0.004), tool)
+    kinds = [m.kind for m in res.moves]
+    assert kinds[:3] == ["approach", "pass", "retreat"] and kinds.count("pass") == len(res.passes)
+    mesh = part.tessellate()
+    import trimesh
+
+    for m in res.moves:
+        if m.kind in ("approach", "retreat"):
+            seg = m.positions[1] - m.positions[0]
+            n = res.passes[m.pass_index].normals[0 if m.kind == "approach" else -1]
+            np.testing.assert_allclose(np.linalg.norm(seg), tool.approach, rtol=1e-9)
+            assert _deg(seg * (-1 if m.kind == "approach" else 1), n)[0] < 1e-6
+        if m.kind == "link":
+            _, dist, _ = trimesh.proximity.closest_point(mesh, m.positions)
+            assert dist.min() >= tool.radius + tool.clearance - 1e-6
+
+
+# ------------------------------------------------------------------------------- files ---------
+def test_plan_json_and_csv_read_back(tmp_path, panel) -> None:
+    res = planner.plan(panel, [4], PassParameters(stepover=0.02, spacing=0.01))
+    path = plan_io.write_plan(res, tmp_path / "plan.json")
+    data = json.loads(path.read_text())  # plain json, not our reader
+    assert data["schema"] == "robot_grinding_sim/plan" and data["version"] == 1
+    wp = data["passes"][0]["waypoints"][3]
+    np.testing.assert_allclose(wp["surface_point"], res.passes[0].points[3], atol=1e-12)
+    np.testing.assert_allclose(wp["normal"], res.passes[0].normals[3], atol=1e-12)
+    assert set(wp) >= {"surface_point", "normal", "travel", "pass_index", "arc_length", "tcp"}
+    assert sum(len(p["waypoints"]) for p in data["passes"]) == res.n_waypoints
+    assert plan_io.read_plan(path)["summary"]["waypoints"] == res.n_waypoints
+    import csv
+
+    rows = list(csv.DictReader(plan_io.write_csv(res, tmp_path / "plan.csv").open()))
+    assert len(rows) == res.n_waypoints
+    np.testing.assert_allclose([float(rows[5][k]) for k in ("x", "y", "z")], res.passes[0].points[5], atol=1e-11)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": "robot_grinding_sim/plan", "version": 99, "passes": []}')
+    with pytest.raises(InputError, match="version 99"):
+        plan_io.read_plan(bad)
+
+
+def test_mesh_part_plans_with_a_warning(tmp_path) -> None:
+    mesh = cad.load_part("flat_plate").tessellate()
+    path = tmp_path / "plate.stl"
+    mesh.export(path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = planner.plan(str(path), None, PassParameters(stepover=0.01, spacing=0.005), unit="m")
+    assert any("approximate" in str(w.message) for w in caught)
+    pts = np.vstack([p.points for p in res.passes])
+    np.testing.assert_allclose(pts[:, 2], 0.01, atol=1e-9)
+    assert np.abs(pts[:, 0]).max() <= 0.1 - 0.005 + 1e-9
