@@ -14,6 +14,10 @@ sphere - cylinder     analytic (closest point on the finite cylinder)           
 sphere - mesh         closest point on the triangles (static BVH, warm-started from   yes
                       the previous answer) + angle-weighted pseudo-normal sign; or
                       the object's *exact surface* callback (CAD) when it has one
+box/cylinder - mesh   support-point iteration on the same exact closest point: the    yes
+                      primitive's point deepest along the surface normal (a
+                      grinding wheel); python-fcl (inexact) when it does not
+                      converge, e.g. a primitive straddling an edge of the part
 others                python-fcl ``collide``/``distance``                              no
 ====================  ==============================================================  =====
 
@@ -21,7 +25,7 @@ Why not fcl for everything: python-fcl's sphere-mesh ``collide`` reports a negat
 mesh-mesh depth is the depth of one triangle pair (0.2 mm for a 0.5 mm overlap), its
 cylinder-mesh normals are arbitrary, and its shape-mesh ``distance`` returns nearest points in
 mixed frames. ``Contact.exact`` tells the two kinds apart; a caller that needs a force from a
-contact should only use exact ones (model the tool as a sphere).
+contact should only use exact ones (a sphere, box or cylinder tool against a mesh).
 
 Conventions (all SI, world frame unless stated):
 
@@ -532,6 +536,65 @@ class CollisionScene:
             return None
         return float(sd), p, n, exact
 
+    @staticmethod
+    def _support(P: _Object, d: FloatArray) -> FloatArray:
+        """Point of the convex primitive P farthest along the world direction d (3,); on a
+        face or edge orthogonal to d the middle of it (so that flat contacts are centred)."""
+        R, c = P.T[:3, :3], P.T[:3, 3]
+        dl = R.T @ d
+        if P.kind == _BOX:
+            h = P.params
+            local = np.where(np.abs(dl) > 1e-12, np.sign(dl) * h, 0.0)
+        else:  # cylinder along local z
+            r, hl = P.params
+            local = np.zeros(3)
+            if abs(dl[2]) > 1e-12:
+                local[2] = math.copysign(hl, dl[2])
+            rho = math.hypot(dl[0], dl[1])
+            if rho > 1e-12:
+                local[0], local[1] = r * dl[0] / rho, r * dl[1] / rho
+        return R @ local + c
+
+    def _convex_mesh(self, P: _Object, M: _Object) -> tuple | None:
+        """Deepest point of a box/cylinder P in mesh M, by support-point iteration.
+
+        With n the mesh's outward normal at the contact, the deepest point of P is its support
+        point s(-n); its closest point on the mesh gives a new n. Exact in one step against a
+        flat surface; on a curved one it converges to the point of P deepest along the surface
+        normal. Returns None (fall back to python-fcl, inexact) if it does not converge or the
+        support point is not inside while fcl reports a collision (e.g. P straddles an edge);
+        [] for no contact; else (point on M, normal, depth, deepest point of P).
+        """
+        assert M.mesh is not None
+        if not M.mesh.orientable:
+            return None
+        self._sync((P, M))
+        res = fcl.CollisionResult()
+        hit = fcl.collide(P.fobj, M.fobj, fcl.CollisionRequest(), res) > 0
+        key = (P.name, M.name)
+        big = P.rot_radius + 1.0  # open meshes: never cut off the query below
+        q = self._centre_mesh(M, P.T[:3, 3], big, key, False)
+        if q is None:
+            return []
+        if not hit and not (M.mesh.closed and q[0] < 0.0):
+            return []  # no surface crossing and the centre is not buried in a solid
+        n = q[2]
+        for _ in range(30):
+            s_deep = self._support(P, -n)
+            q = self._centre_mesh(M, s_deep, big, key, True)
+            if q is None:
+                return None
+            sd, p, n_new, exact = q
+            if not exact:
+                return None
+            done = float(n_new @ n) > 1.0 - 1e-15
+            n = n_new
+            if done:
+                if sd >= 0.0:
+                    return None if hit else []
+                return p, n, float(-sd), s_deep
+        return None
+
     # ------------------------------------------------------------------------------------------
     # contacts
 
@@ -573,6 +636,18 @@ class CollisionScene:
             if flip:  # the point on the sphere's surface; normal from the sphere towards the other
                 return [Contact(S.T[:3, 3] - radius * n, -n, float(depth), A.name, B.name, exact)]
             return [Contact(p, n, float(depth), A.name, B.name, exact)]
+        convex = (_BOX, _CYLINDER)
+        if (A.kind in convex and B.kind == _MESH) or (A.kind == _MESH and B.kind in convex):
+            flip = A.kind == _MESH
+            P, M = (B, A) if flip else (A, B)
+            res = self._convex_mesh(P, M)
+            if res is not None:
+                if not res:
+                    return []
+                point, n, depth, s_deep = res
+                if flip:  # the point on the primitive's surface; normal from it towards the mesh
+                    return [Contact(s_deep, -n, depth, A.name, B.name, True)]
+                return [Contact(point, n, depth, A.name, B.name, True)]
         self._sync((A, B))
         req = fcl.CollisionRequest(num_max_contacts=self.max_fcl_contacts, enable_contact=True)
         res = fcl.CollisionResult()
@@ -634,6 +709,8 @@ class CollisionScene:
         if not cs:
             return 0.0, res.nearest_points[0].copy(), res.nearest_points[1].copy()
         c = max(cs, key=lambda c: c.depth)
+        if c.exact:  # the deepest point of a and the point on b's surface
+            return -c.depth, c.point - c.depth * c.normal, c.point.copy()
         return -c.depth, c.point.copy(), c.point.copy()
 
     def min_distance(self, group_a: Iterable[str], group_b: Iterable[str] | None = None) -> MinDistance:

@@ -298,6 +298,70 @@ def test_fcl_box_box_unit_cubes_offset_half():
 
 
 # ---------------------------------------------------------------------------------------------
+# convex primitives (grinding wheel, box) against meshes: support-point iteration
+
+
+@pytest.mark.parametrize("rotvec", [(math.pi / 2, 0, 0), (0, 0, 0), (0.3, 0.2, 0.1), (1.2, 0.0, 0.5)])
+def test_wheel_and_box_on_meshed_plane_analytic(rotvec):
+    s = CollisionScene()
+    V, F = grid_plane()
+    T_plane = pose([0.1, -0.2, 0.3], [0.2, -0.1, 0.3])
+    s.add_mesh("plane", V, F, pose=T_plane)
+    s.add_cylinder("wheel", 0.025, 0.01)
+    s.add_box("box", (0.03, 0.02, 0.01))
+    R_l = Rotation.from_rotvec(rotvec).as_matrix()  # orientation relative to the plane
+    a = R_l[:, 2]
+    lowest = {"wheel": 0.005 * abs(a[2]) + 0.025 * math.sqrt(max(0.0, 1 - a[2] ** 2)),
+              "box": float(np.abs(R_l[2]) @ [0.015, 0.01, 0.005])}
+    for name, low in lowest.items():
+        T = T_plane @ pose([0.01, 0.02, low - 1e-4], rotvec)
+        s.set_pose(name, T)
+        (c,) = s.contacts(name, "plane")
+        assert c.exact and abs(c.depth - 1e-4) < 1e-12
+        assert angle_deg(c.normal, T_plane[:3, 2]) < 1e-6
+        assert abs((c.point - T_plane[:3, 3]) @ T_plane[:3, 2]) < 1e-12  # on the plane
+        (r,) = s.contacts("plane", name)  # reversed: opposite normal, point on the primitive
+        np.testing.assert_allclose(r.normal, -c.normal, atol=1e-12)
+        np.testing.assert_allclose(r.point - r.depth * r.normal, c.point, atol=1e-12)
+        s.set_pose(name, T_plane @ pose([0.01, 0.02, low + 1e-4], rotvec))
+        assert s.contacts(name, "plane") == []
+        s.set_pose(name, pose([5, 5, 5]))
+
+
+def test_wheel_on_true_cylinder_through_exact_surface():
+    """Wheel axis parallel to the part's axis: depth = R + r - axis distance (true cylinder)."""
+    V, F = meshed_cylinder()
+    s = CollisionScene()
+    s.add_mesh("cyl", V, F)
+    s.set_exact_surface("cyl", true_cylinder)
+    s.add_cylinder("wheel", 0.025, 0.01)
+    for theta in (math.pi / CYL_N, 0.3, 2.0):
+        u = np.array([math.cos(theta), math.sin(theta), 0.0])
+        dist = CYL_R + 0.025 - 2e-4
+        s.set_pose("wheel", pose(dist * u + [0, 0, 0.05]))
+        (c,) = s.contacts("wheel", "cyl")
+        assert c.exact and abs(c.depth - 2e-4) < 1e-9
+        assert angle_deg(c.normal, u) < 1e-6
+
+
+def test_wheel_tool_from_the_wheel_urdf(repo_root):
+    dynamics = pytest.importorskip("robot_grinding_sim.core.dynamics")
+    model = dynamics.RobotModel.from_urdf(repo_root / "urdf" / "ur10e_grinding_wheel.urdf")
+    q = np.array([0.0, -1.5708, 1.5708, -1.5708, -1.5708, 0.0])
+    s = CollisionScene()
+    s.add_robot(model, q)
+    (wheel,) = [n for n in s.robot_objects_of("abrasive_head") if s.shape(n)[1][0] == pytest.approx(0.025)]
+    T = model.fk(q, "tcp")
+    assert abs(T[2, 2]) > 0.999  # tool axis vertical: the wheel's face is down
+    V, F = grid_plane(20, 0.4)
+    a_z = T[2, 2]  # not exactly 1: q holds 1.5708, not pi/2
+    low = 0.005 * abs(a_z) + 0.025 * math.sqrt(1 - a_z**2)  # lowest point below the wheel centre
+    s.add_mesh("part", V, F, pose=pose(T[:3, 3] - [0, 0, 0.005 - 5e-5]))
+    (c,) = s.contacts(wheel, "part")
+    assert c.exact and abs(c.depth - (5e-5 + low - 0.005)) < 1e-11 and np.allclose(c.normal, [0, 0, 1])
+
+
+# ---------------------------------------------------------------------------------------------
 # conventions
 
 
