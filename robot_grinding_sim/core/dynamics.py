@@ -425,29 +425,77 @@ def _fk_kernel(Q, jt, jd, ws, Rw, pw):
 
 
 @njit(cache=True)
-def _jacobian_kernel(q, body, point, jt, jd, ws, J):
-    """Jacobian (6, n) [linear; angular] of the root-frame ``point`` rigidly moving with ``body``."""
+def _link_pose(q, body, X, jt, jd, ws, T):
+    """Root-frame pose T (4, 4) of a link fixed at pose X (4, 4) in body ``body`` (-1: the root)."""
+    if body < 0:
+        for r in range(4):
+            for c in range(4):
+                T[r, c] = X[r, c]
+        return
+    px, py, pz = 0.0, 0.0, 0.0
+    for i in range(body + 1):
+        _joint_placement(jt, jd, i, q[i], ws)
+    _world_rotations(body + 1, ws)
+    for i in range(body + 1):  # origin of body i = origin of body i-1 + R_w(i-1) p_i
+        d = _vec(ws, i, _P) if i == 0 else _mv(ws, i - 1, _RW, _vec(ws, i, _P))
+        px, py, pz = px + d[0], py + d[1], pz + d[2]
+    for r in range(3):
+        for c in range(4):
+            T[r, c] = ws[body, _RW + 3 * r] * X[0, c] + ws[body, _RW + 3 * r + 1] * X[1, c] \
+                + ws[body, _RW + 3 * r + 2] * X[2, c]
+    T[0, 3] += px
+    T[1, 3] += py
+    T[2, 3] += pz
+    T[3, 0], T[3, 1], T[3, 2], T[3, 3] = 0.0, 0.0, 0.0, 1.0
+
+
+@njit(cache=True)
+def _link_pose_kernel(Q, body, X, jt, jd, ws, out):
+    """Batched link pose: Q (B, n) -> out (B, 4, 4). 0 if q holds NaN/inf, else -1."""
+    if not _finite(Q):
+        return 0
+    for b in range(Q.shape[0]):
+        _link_pose(Q[b], body, X, jt, jd, ws, out[b])
+    return -1
+
+
+@njit(cache=True)
+def _link_pose_single(q, body, X, jt, jd, ws, out):
+    """One configuration q (n,) -> out (4, 4). 0 if q holds NaN/inf, else -1."""
     if not _finite(q):
         return 0
+    _link_pose(q, body, X, jt, jd, ws, out)
+    return -1
+
+
+@njit(cache=True)
+def _jacobian_kernel(q, body, X, point, use_point, jt, jd, ws, J):
+    """Jacobian (6, n) [linear; angular] of a point rigidly moving with ``body``: the root-frame
+    ``point`` if ``use_point``, else the origin of the link at pose X (4, 4) in the body."""
+    if not _finite(q) or not _finite(point):
+        return 0
     n = q.shape[0]
-    Rw, pw = np.empty((n, 3, 3)), np.empty((n, 3))
-    _fk_sample(q, jt, jd, ws, Rw, pw)
-    pt = (point[0], point[1], point[2])
     for j in range(n):
-        if j > body:
-            for r in range(6):
-                J[r, j] = 0.0
-            continue
+        for r in range(6):
+            J[r, j] = 0.0
+    if body < 0:
+        return -1
+    T = np.empty((4, 4))
+    _link_pose(q, body, X, jt, jd, ws, T)  # leaves placements and root rotations of 0..body in ws
+    pt = (point[0], point[1], point[2]) if use_point else (T[0, 3], T[1, 3], T[2, 3])
+    ox, oy, oz = 0.0, 0.0, 0.0
+    for j in range(body + 1):
+        d = _vec(ws, j, _P) if j == 0 else _mv(ws, j - 1, _RW, _vec(ws, j, _P))
+        ox, oy, oz = ox + d[0], oy + d[1], oz + d[2]  # origin of body j (on joint j's axis)
         z = _mv(ws, j, _RW, _vec(jd, j, 0))  # joint axis in the root frame
         if jt[j] == 0:
-            lin = _cross(z, _sub(pt, (pw[j, 0], pw[j, 1], pw[j, 2])))
+            lin = _cross(z, _sub(pt, (ox, oy, oz)))
             for r in range(3):
                 J[r, j] = lin[r]
                 J[r + 3, j] = z[r]
         else:
             for r in range(3):
                 J[r, j] = z[r]
-                J[r + 3, j] = 0.0
     return -1
 
 
@@ -515,6 +563,7 @@ class RobotModel:
         self._no_off = np.zeros((0, 3))
         self._default_g = np.array(DEFAULT_GRAVITY)
         self._shape1 = (self.nq,)
+        self._zero3 = np.zeros(3)
         self._ext_cache: dict[int, np.ndarray] = {}
 
     # ---------------------------------------------------------------------------------------
@@ -652,17 +701,17 @@ class RobotModel:
             (4, 4) homogeneous transform, or (B, 4, 4) for a batch.
         """
         k = self._link(self.tip_link if link is None else link)
-        Rw, pw, batch = self._frames(q)
-        b = self._link_body[k]
-        X = self._link_X[k]
-        if b < 0:
-            T = np.broadcast_to(X, (Rw.shape[0], 4, 4)).copy()
+        if not _plain(q, self._shape1):
+            q = self._js(q, "q")
+        if q.ndim == 1:
+            T = np.empty((4, 4))
+            code = _link_pose_single(q, self._link_body[k], self._link_X[k], self._jt, self._jd, self._ws, T)
         else:
-            T = np.zeros((Rw.shape[0], 4, 4))
-            T[:, :3, :3] = Rw[:, b] @ X[:3, :3]
-            T[:, :3, 3] = Rw[:, b] @ X[:3, 3] + pw[:, b]
-            T[:, 3, 3] = 1.0
-        return T if batch else T[0]
+            T = np.empty((q.shape[0], 4, 4))
+            code = _link_pose_kernel(q, self._link_body[k], self._link_X[k], self._jt, self._jd, self._ws, T)
+        if code >= 0:
+            self._check(code, ("q",))
+        return T
 
     def link_poses(self, q: Any) -> dict[str, np.ndarray]:
         """Root-frame poses (4, 4) of every link in ``link_names`` at one configuration (nq,)."""
@@ -690,18 +739,22 @@ class RobotModel:
             point: (3,) root-frame point the linear rows refer to; default the link's origin.
         """
         k = self._link(self.tip_link if link is None else link)
-        (Q,), batch = self._states(q=q)
-        if batch:
-            raise InputError(f"jacobian takes one configuration q of shape ({self.nq},)")
+        if not _plain(q, self._shape1):
+            q = self._js(q, "q")
+            if q.ndim != 1:
+                raise InputError(f"jacobian takes one configuration q of shape ({self.nq},); got {q.shape}")
         if point is None:
-            pt = self.fk(Q[0], self.link_names[k])[:3, 3]
+            pt, use = self._zero3, False
         else:
-            pt = np.asarray(point, dtype=float)
-            if pt.shape != (3,) or not np.isfinite(pt).all():
-                raise InputError(f"point must be a finite 3-vector in the root frame; got {point!r}")
+            pt, use = _as_float(point, "point"), True
+            if pt.shape != (3,):
+                raise InputError(f"point must be a 3-vector in the root frame (m); got shape {pt.shape}")
         J = np.empty((6, self.nq))
-        code = _jacobian_kernel(Q[0], self._link_body[k], pt, self._jt, self._jd, self._ws, J)
-        self._check(code, ("q",))
+        code = _jacobian_kernel(q, self._link_body[k], self._link_X[k], pt, use, self._jt, self._jd, self._ws, J)
+        if code >= 0:
+            if not np.isfinite(pt).all():
+                raise InputError(f"point holds NaN or inf: {point!r}")
+            self._check(code, ("q",))
         return J
 
     # ---------------------------------------------------------------------------------------
