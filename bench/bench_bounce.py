@@ -129,8 +129,9 @@ def assess(gap: np.ndarray, v: np.ndarray, cr: float, ok: bool) -> dict[str, obj
         out["why"] = f"tunnelled (gap {gap.min():.3g} m)"
         return out
     bounces = np.nonzero((v[:-1] <= 0.0) & (v[1:] > 0.0))[0] + 1
+    gain = float(np.max(G * gap + 0.5 * v * v) / (G * H))  # mechanical energy / initial
     if bounces.size < 3:
-        out["why"] = f"{bounces.size} bounces"
+        out["why"] = f"{bounces.size} bounces" + (f", energy x{gain:.3g}" if gain > 1.05 else "")
         return out
     j0 = bounces[2]
     j1 = bounces[3] if bounces.size > 3 else gap.size
