@@ -251,7 +251,7 @@ def bringup(
     why = f"signal {received[0]}" if received else ("duration reached" if not failed else "a node exited")
     click.echo(f"[bringup] stopped {len(children)} node(s) ({why})")
     if failed:
-        raise click.exceptions.Exit(1)
+        sys.exit(1)  # (click.exceptions.Exit is swallowed by grinding's standalone_mode=False)
 
 
 def _quote(arg: str) -> str:

@@ -111,6 +111,7 @@ def test_trajectory_and_position_command_reach_their_goals(launch_node, probe) -
     cmd.publish(Float64MultiArray(data=target.tolist()))
     _wait_at(probe, js, node, target, what="the position command's target")
     assert node.alive
+    assert node.stop() == 0  # SIGINT: clean shutdown
 
 
 def test_bad_commands_are_rejected_and_the_goal_kept(launch_node, probe) -> None:
@@ -173,6 +174,8 @@ def test_contact_wrench_is_balanced_by_the_motors(launch_node, probe) -> None:
     q = _positions(js.last)
     assert np.abs(q - Q0).max() > 1e-5  # it did yield
     assert node.alive
+    node.proc.terminate()  # SIGTERM: clean shutdown too
+    assert node.wait_exit() == 0
 
 
 @pytest.mark.parametrize(
@@ -254,3 +257,20 @@ def test_lockstep_with_the_contact_wrench(launch_node, probe) -> None:
     assert before and after
     assert max(np.abs(_positions(m) - Q0).max() for m in before) < 1e-9  # untouched until t = 0.10
     assert np.abs(_positions(after[-1]) - Q0).max() > 1e-7  # pushed from t = 0.10 on
+
+
+def test_bringup_reports_a_node_that_dies(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("/**:\n  ros__parameters:\n    control_rate: -5.0\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "robot_grinding_sim.cli", "bringup", "sim", "--duration", "60",
+         "--only", "dynamics_node", "--params-file", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=str(REPO),
+    )  # fmt: skip
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out[-4000:]
+    assert "dynamics_node exited with code 1" in out, out[-4000:]
+    assert "parameter 'control_rate': -5.0 is below the minimum" in out, out[-4000:]
