@@ -1,0 +1,98 @@
+"""``grinding plan`` and ``grinding parts`` as a user runs them (subprocesses of the console script)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from robot_grinding_sim.core import parts
+
+GRINDING = shutil.which("grinding") or str(Path(sys.executable).with_name("grinding"))
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([GRINDING, *args], capture_output=True, text=True, timeout=600, cwd=cwd)
+
+
+def test_parts_lists_the_builtin_parts() -> None:
+    out = run("parts", "--json")
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    assert [r["name"] for r in rows] == list(parts.BUILTIN_PARTS)
+    assert [r["name"] for r in rows if r["default"]] == ["curved_panel"]
+    text = run("parts")
+    assert text.returncode == 0 and "plate_with_hole" in text.stdout
+
+
+def test_list_faces_json() -> None:
+    out = run("plan", "flat_plate", "--list-faces", "--json")
+    assert out.returncode == 0, out.stderr
+    faces = json.loads(out.stdout)
+    assert [set(f) for f in faces] == [{"index", "type", "area"}] * 6
+    assert sorted(round(f["area"], 9) for f in faces) == sorted([0.0015, 0.0015, 0.002, 0.002, 0.03, 0.03])
+
+
+def test_plan_writes_json_csv_plot(tmp_path: Path) -> None:
+    out = run("plan", "plate_with_hole", "--stepover", "0.01", "--spacing", "0.005", "--margin", "0.004",
+              "--out", "plan.json", "--csv", "plan.csv", "--plot", "plan.png", "--json", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    data = json.loads((tmp_path / "plan.json").read_text())
+    assert data["schema"] == "robot_grinding_sim/plan" and data["version"] == 1
+    n = sum(len(p["waypoints"]) for p in data["passes"])
+    assert n == summary["waypoints"] > 100
+    with (tmp_path / "plan.csv").open() as fh:
+        assert len(list(csv.DictReader(fh))) == n
+    assert (tmp_path / "plan.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for p in data["passes"]:
+        for w in p["waypoints"]:
+            x, y, _ = w["surface_point"]
+            assert (x * x + y * y) ** 0.5 >= 0.024 - 1e-9  # hole radius 20 mm + margin 4 mm
+
+
+def _assert_clean_failure(out: subprocess.CompletedProcess[str], folder: Path, pattern: str) -> None:
+    assert out.returncode == 2, out.stdout + out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and re.search(pattern, lines[0]), out.stderr
+    assert not any(folder.glob("plan*")), "no output file after a failure"
+    assert not any(p.name.startswith(".plan") for p in folder.iterdir()), "no temporary file left"
+
+
+@pytest.mark.parametrize("args,pattern", [
+    (["--stepover", "0"], "stepover"),
+    (["--stepover", "-0.002"], "stepover"),
+    (["--face", "42"], "face index 42 out of range"),
+    (["--margin", "0.2"], "margin"),
+])
+def test_bad_options_fail_cleanly(tmp_path: Path, args: list[str], pattern: str) -> None:
+    out = run("plan", "flat_plate", *args, "--out", "plan.json", cwd=tmp_path)
+    _assert_clean_failure(out, tmp_path, pattern)
+
+
+@pytest.mark.parametrize("content,pattern", [
+    ("", "empty"),
+    ("this is not STEP\n", "not a readable STEP"),
+    (None, "no length unit"),
+])
+def test_bad_files_fail_cleanly(tmp_path: Path, content: str | None, pattern: str) -> None:
+    src = tmp_path / "part.step"
+    if content is None:  # a real STEP file with its length unit removed
+        text = parts.part_path("flat_plate").read_text()
+        text = re.sub(r"GLOBAL_UNIT_ASSIGNED_CONTEXT\s*\(\(\s*#\d+\s*,", "GLOBAL_UNIT_ASSIGNED_CONTEXT((", text)
+        src.write_text(text)
+    else:
+        src.write_text(content)
+    out = run("plan", str(src), "--out", "plan.json", cwd=tmp_path)
+    _assert_clean_failure(out, tmp_path, pattern)
+
+
+def test_unknown_source(tmp_path: Path) -> None:
+    out = run("plan", "no_such_part", "--out", "plan.json", cwd=tmp_path)
+    _assert_clean_failure(out, tmp_path, "built-in")
