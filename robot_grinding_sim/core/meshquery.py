@@ -323,12 +323,14 @@ def signed_closest(p, verts, faces, face_normals, tri_edges, edge_normals, verte
 
 @numba.njit(cache=True, nogil=True)
 def signed_closest_world(c_w, T, verts, faces, face_normals, tri_edges, edge_normals, vertex_normals,
-                         node_lo, node_hi, left, right, start, count, order, warm, tiny):
+                         node_lo, node_hi, left, right, start, count, order, warm, tiny, out):
     """:func:`signed_closest` for a world point c_w (3,) and a mesh at world pose T (4, 4).
 
+    Writes into ``out`` (9,): the closest point (world), the outward normal (world) and c_w in
+    the mesh frame (returning arrays from numba costs several microseconds; a buffer does not).
+
     Returns:
-        (sd, tri, p_w, n_w, c_l): signed distance (m), closest triangle, closest point and
-        outward normal in world, and c_w in the mesh frame.
+        (sd, tri): signed distance (m) and closest triangle.
     """
     c = np.empty(3)
     for i in range(3):
@@ -337,12 +339,11 @@ def signed_closest_world(c_w, T, verts, faces, face_normals, tri_edges, edge_nor
     found, sd, tri, q, n = signed_closest(c, verts, faces, face_normals, tri_edges, edge_normals,
                                           vertex_normals, node_lo, node_hi, left, right, start,
                                           count, order, warm, np.inf, tiny)
-    pw = np.empty(3)
-    nw = np.empty(3)
     for i in range(3):
-        pw[i] = T[i, 0] * q[0] + T[i, 1] * q[1] + T[i, 2] * q[2] + T[i, 3]
-        nw[i] = T[i, 0] * n[0] + T[i, 1] * n[1] + T[i, 2] * n[2]
-    return sd, tri, pw, nw, c
+        out[i] = T[i, 0] * q[0] + T[i, 1] * q[1] + T[i, 2] * q[2] + T[i, 3]
+        out[3 + i] = T[i, 0] * n[0] + T[i, 1] * n[1] + T[i, 2] * n[2]
+        out[6 + i] = c[i]
+    return sd, tri
 
 
 @numba.njit(cache=True, nogil=True)
@@ -421,6 +422,16 @@ class PreparedMesh:
     problem: str
     radius: float
     bvh: BVH
+
+    @property
+    def query_arrays(self) -> tuple:
+        """The arrays :func:`signed_closest` / :func:`signed_closest_world` take, in order."""
+        cached = self.__dict__.get("_query_arrays")
+        if cached is None:
+            cached = (self.vertices, self.faces, self.face_normals, self.tri_edges, self.edge_normals,
+                      self.vertex_normals, *self.bvh.arrays())
+            object.__setattr__(self, "_query_arrays", cached)
+        return cached
 
     def signed_closest(self, p: FloatArray, warm: int = -1, max_d2: float = np.inf,
                        tiny: float = 1e-10) -> tuple[bool, float, int, FloatArray, FloatArray]:
