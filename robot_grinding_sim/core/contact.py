@@ -222,8 +222,24 @@ class _ExpForm:
         e = np.exp(self.r * t)
         return e, e * t
 
-    def value(self, c0: float, p: float, q: float, t: np.ndarray | float) -> np.ndarray:
-        ec, es = self.basis(t)
+    def basis_scalar(self, t: float) -> tuple[float, float]:
+        """:meth:`basis` for one float t (math instead of numpy: the engine's hot path)."""
+        if self.disc < 0.0:
+            e = math.exp(self.r * t)
+            wt = self.w * t
+            return e * math.cos(wt), e * math.sin(wt) / self.w
+        if self.disc > 0.0:
+            e1 = math.exp(self.s1 * t)
+            return 0.5 * e1 * (1.0 + math.exp(-2.0 * self.w * t)), \
+                0.5 * e1 * (-math.expm1(-2.0 * self.w * t)) / self.w
+        e = math.exp(self.r * t)
+        return e, e * t
+
+    def value(self, c0: float, p: float, q: float, t: np.ndarray | float) -> np.ndarray | float:
+        if isinstance(t, float):
+            ec, es = self.basis_scalar(t)
+        else:
+            ec, es = self.basis(t)
         return c0 + p * ec + q * es
 
     def deriv(self, p: float, q: float) -> tuple[float, float]:
@@ -294,6 +310,8 @@ class _ExpForm:
                 continue
             if self.disc < 0.0 and c0 > 0.0 and self.envelope(p, q, ta) < c0:
                 return None  # the decaying oscillation can no longer reach zero
+            if self.disc < 0.0 and c0 < 0.0 and ga < 0.0 and self.envelope(p, q, ta) < -c0:
+                return ta  # negative from here on (only reachable through rounding at a start)
             tb = min(tb, t_max)
             gb = g(tb)
             if ga >= 0.0 and gb < 0.0:
@@ -305,7 +323,11 @@ class _ExpForm:
 
     def maximum(self, c0: float, p: float, q: float, t_end: float) -> tuple[float, float]:
         """(max of g on [0, t_end], time of it), from the stationary points and the ends."""
-        ts = np.concatenate(([0.0], self.stationary(p, q, t_end), [t_end]))
+        st = self.stationary(p, q, t_end)
+        if st.size == 0:  # monotone: one of the ends (scalar path, no arrays)
+            g0, g1 = self.value(c0, p, q, 0.0), self.value(c0, p, q, float(t_end))
+            return (float(g0), 0.0) if g0 >= g1 else (float(g1), float(t_end))
+        ts = np.concatenate(([0.0], st, [t_end]))
         vals = self.value(c0, p, q, ts)
         i = int(np.argmax(vals))
         return float(vals[i]), float(ts[i])

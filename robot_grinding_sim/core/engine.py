@@ -167,6 +167,7 @@ class NormalContactEngine:
         self._rec = _Recorder()
         self.output_dt: float | None = None
         self.contact_output_dt: float | None = None
+        self.contact_output_max = 5000  # fine-grid samples per impact at most
         self._m = self._get_mass(self.t, self.x, self.v)
         self._f = float(self._fext(self.t, self.x, self.v))
         self.mode = self._initial_mode()
@@ -177,7 +178,7 @@ class NormalContactEngine:
     # ----------------------------------------------------------------------------- helpers
     def _get_mass(self, t: float, x: float, v: float) -> float:
         m = float(self._mass(t, x, v))
-        if not (math.isfinite(m) and m > 0.0):
+        if not 0.0 < m < math.inf:
             raise InputError(f"effective mass must be finite and > 0, got {m!r} at t = {t:.6g} s")
         return m
 
@@ -235,8 +236,11 @@ class NormalContactEngine:
     def _record_dense(self, t0: float, t1: float, fn: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
                       contact: bool) -> None:
         ts = _grid(t0, t1, self.output_dt)
-        if contact and self.contact_output_dt:
-            ts = np.union1d(ts, _grid(t0, t1, self.contact_output_dt))
+        if contact and self.contact_output_dt and self._current is not None:
+            # the fine grid covers the impact itself, not hours of resting contact
+            t_stop = self._current.t_impact + self.contact_output_max * self.contact_output_dt
+            if t0 < t_stop:
+                ts = np.union1d(ts, _grid(t0, min(t1, t_stop), self.contact_output_dt))
         if ts.size == 0:
             return
         xs, vs = fn(ts - t0)
@@ -254,11 +258,12 @@ class NormalContactEngine:
         else:
             te = first_quadratic_crossing(x0, v0, 0.5 * a, tau, -1)
         dt = tau if te is None else te
+        if self.output_dt:
 
-        def traj(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            return x0 + v0 * s + 0.5 * a * s * s, v0 + a * s
+            def traj(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                return x0 + v0 * s + 0.5 * a * s * s, v0 + a * s
 
-        self._record_dense(self.t, self.t + dt, traj, contact=False)
+            self._record_dense(self.t, self.t + dt, traj, contact=False)
         self.t += dt
         self.v = v0 + a * dt
         if te is None:
@@ -371,12 +376,12 @@ class NormalContactEngine:
     # ----------------------------------------------------------------------------- driving
     def step(self, dt: float) -> None:
         """Advance by one outer step of ``dt`` seconds, stopping inside it only at events."""
-        if not (math.isfinite(dt) and dt > 0.0):
+        if not (dt > 0.0 and dt < math.inf):
             raise InputError(f"time step dt must be finite and > 0, got {dt!r}")
         t_end = self.t + dt
         self._m = self._get_mass(self.t, self.x, self.v)
         self._f = float(self._fext(self.t, self.x, self.v))
-        if not math.isfinite(self._f):
+        if not -math.inf < self._f < math.inf:
             raise InputError(f"external force must be finite, got {self._f!r} at t = {self.t:.6g} s")
         stalled = 0
         while self.t < t_end:
@@ -404,8 +409,9 @@ class NormalContactEngine:
         """Advance ``duration`` seconds in outer steps of ``dt`` (the last one shortened to end exactly).
 
         ``output_dt``: extra samples every output_dt seconds from the exact solutions (dense output
-        inside long steps); ``contact_output_dt``: a finer grid inside contacts. ``on_progress`` is
-        called with the simulated time after each step.
+        inside long steps); ``contact_output_dt``: a finer grid inside contacts, for the first
+        ``contact_output_max`` grid points after each impact (so a resting contact does not flood
+        the record). ``on_progress`` is called with the simulated time after each step.
         """
         if not (math.isfinite(duration) and duration >= 0.0):
             raise InputError(f"duration must be finite and >= 0, got {duration!r}")
