@@ -170,3 +170,80 @@ def test_config_file_matches_the_schema(node) -> None:
     values = load_params_file(REPO / "config" / f"{node}.yaml", node)
     assert set(values) <= {p.name for p in params}
     validate_params(params, values)
+
+
+def _solver(rclpy_context, **overrides):
+    from rclpy.parameter import Parameter
+
+    from robot_grinding_sim.nodes.contact_solver_node import ContactSolverNode
+
+    params = [Parameter("robot_description_file", value=str(URDF))]
+    params += [Parameter(k, value=v) for k, v in overrides.items()]
+    return ContactSolverNode(context=rclpy_context, parameter_overrides=params)
+
+
+def _contact_case(model):
+    """A contact 0.1 mm deep on the ball, off the tcp axis, and a joint velocity; the velocity of
+    that point moving with the tool by finite differences of the forward kinematics."""
+    q = Q0 + np.array([0.1, 0.05, -0.1, 0.2, 0.1, 0.3])
+    qd = np.array([0.05, -0.1, 0.08, 0.2, -0.1, 0.3])
+    T = model.fk(q, "tcp")
+    n = np.array([0.3, -0.2, 0.93])
+    n /= np.linalg.norm(n)
+    p = T[:3, 3] - R_BALL * n
+    p_local = np.linalg.solve(T, np.r_[p, 1.0])
+    eps = 1e-7
+    v = ((model.fk(q + eps * qd, "tcp") @ p_local)[:3] - (model.fk(q - eps * qd, "tcp") @ p_local)[:3]) / (2 * eps)
+    return q, qd, T, n, p, -float(n @ v)
+
+
+def test_solver_kelvin_voigt_with_damping_and_velocity(rclpy_context) -> None:
+    node = _solver(rclpy_context, stiffness=K, damping=300.0, publish_ft=False)
+    try:
+        q, qd, T, n, p, dd = _contact_case(node.model)
+        assert abs(dd) > 1e-3  # the case has a real penetration rate
+        w = node.solve(np.array([[*p, *n, DEPTH]]), q, qd)
+        F = max(0.0, K * DEPTH + 300.0 * dd)
+        np.testing.assert_allclose(T[:3, :3] @ w[:3], F * n, rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(T[:3, :3] @ w[3:], np.cross(p - T[:3, 3], F * n), atol=1e-9)
+    finally:
+        node.destroy_node()
+
+
+def test_solver_kelvin_voigt_restitution_uses_the_arm_effective_mass(rclpy_context) -> None:
+    """D from cr and the effective mass at the contact, the mass from Pinocchio here."""
+    pin = pytest.importorskip("pinocchio")
+    from robot_grinding_sim.core.contact import kv_zeta_clamped
+
+    node = _solver(rclpy_context, stiffness=K, cr=0.6, publish_ft=False)
+    try:
+        q, qd, T, n, p, dd = _contact_case(node.model)
+        pm = pin.buildModelFromUrdf(str(URDF))
+        data = pm.createData()
+        fid = pm.getFrameId("tcp")
+        pin.computeJointJacobians(pm, data, q)
+        pin.updateFramePlacements(pm, data)
+        J = pin.getFrameJacobian(pm, data, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+        r = p - data.oMf[fid].translation
+        Jp = J[:3] - np.array([[0, -r[2], r[1]], [r[2], 0, -r[0]], [-r[1], r[0], 0]]) @ J[3:]
+        M = pin.crba(pm, data, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        x = Jp.T @ n
+        m_eff = 1.0 / (x @ np.linalg.solve(M, x))
+        D = 2 * kv_zeta_clamped(0.6) * math.sqrt(K * m_eff)
+        w = node.solve(np.array([[*p, *n, DEPTH]]), q, qd)
+        f = float(n @ (T[:3, :3] @ w[:3]))
+        assert f == pytest.approx(K * DEPTH + D * dd, rel=1e-6)
+    finally:
+        node.destroy_node()
+
+
+def test_solver_hunt_crossley_static(rclpy_context) -> None:
+    node = _solver(rclpy_context, model="hunt_crossley", stiffness=1e9, cr=0.5, publish_ft=False)
+    try:
+        q, _, T, n, p, _ = _contact_case(node.model)
+        w = node.solve(np.array([[*p, *n, DEPTH]]), q, np.zeros(6))
+        np.testing.assert_allclose(T[:3, :3] @ w[:3], 1e9 * DEPTH**1.5 * n, rtol=1e-9)
+        assert np.all(node.solve(np.zeros((0, 7)), q, np.zeros(6)) == 0.0)
+    finally:
+        node.destroy_node()
