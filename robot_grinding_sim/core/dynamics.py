@@ -54,38 +54,38 @@ _X, _IC, _T, _FV, _GV = 36, 72, 108, 144, 150
 WS_COLS = 156
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _cross(a, b):
     return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _add(a, b):
     return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _sub(a, b):
     return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _scale(a, s):
     return (a[0] * s, a[1] * s, a[2] * s)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _dot(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _vec(A, i, o):
     """The 3-vector A[i, o:o+3] as a tuple."""
     return (A[i, o], A[i, o + 1], A[i, o + 2])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _mv(A, i, o, v):
     """R @ v with R the row-major 3x3 stored in A[i, o:o+9]."""
     return (
@@ -95,7 +95,7 @@ def _mv(A, i, o, v):
     )
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _mtv(A, i, o, v):
     """R.T @ v with R the row-major 3x3 stored in A[i, o:o+9]."""
     return (
@@ -105,7 +105,7 @@ def _mtv(A, i, o, v):
     )
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _set(A, i, o, v):
     A[i, o], A[i, o + 1], A[i, o + 2] = v[0], v[1], v[2]
 
