@@ -14,6 +14,7 @@ callback logs it as a rejection and runs on.
 
 from __future__ import annotations
 
+import array
 import math
 from collections.abc import Mapping, Sequence
 
@@ -260,7 +261,8 @@ def arrays_to_joint_state(
         a = np.asarray(val, dtype=float).reshape(-1)
         if a.shape[0] != n:
             raise InputError(f"joint_state.{field}: {a.shape[0]} values for {n} joints")
-        setattr(msg, field, a.tolist())
+        # array.array('d') is taken by the message setter as is; a list is checked element by element
+        setattr(msg, field, array.array("d", a.tobytes()))
     msg.header.frame_id = frame_id
     if stamp is not None:
         msg.header.stamp = stamp
