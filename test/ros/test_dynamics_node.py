@@ -111,6 +111,12 @@ def test_trajectory_and_position_command_reach_their_goals(launch_node, probe) -
     cmd.publish(Float64MultiArray(data=target.tolist()))
     _wait_at(probe, js, node, target, what="the position command's target")
     assert node.alive
+    # ~/reset puts the arm back at its initial positions
+    from std_srvs.srv import Trigger
+
+    response = probe.call(Trigger, "/dynamics_node/reset", procs=[node])
+    assert response.success, response.message
+    _wait_at(probe, js, node, Q0, what="the initial positions after ~/reset")
     assert node.stop() == 0  # SIGINT: clean shutdown
 
 
