@@ -65,7 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     prog = "grinding" + (f" {args[0]}" if args and args[0] in COMMANDS else "")
     try:
-        cli.main(args=args, prog_name="grinding", standalone_mode=False)
+        # standalone_mode=False: click returns ctx.exit()'s code (or the callback's value)
+        # instead of calling sys.exit, so the errors below get one line each.
+        rv = cli.main(args=args, prog_name="grinding", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:
         click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
         return 2
@@ -83,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as exc:
         click.echo(f"{prog}: error: {exc.format_message()}", err=True)
         return exc.exit_code
-    return 0
+    return rv if isinstance(rv, int) else 0
 
 
 if __name__ == "__main__":
