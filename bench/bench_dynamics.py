@@ -12,6 +12,7 @@ same states. Both sides are checked to agree before anything is timed.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import timeit
@@ -28,8 +29,9 @@ from robot_grinding_sim.core.dynamics import RobotModel  # noqa: E402
 COMMAND = "`.venv/bin/python bench/bench_dynamics.py`"
 
 
-def best_us(fn, number: int, repeat: int = 7) -> float:
-    """Best-of-``repeat`` time of one call of ``fn`` in microseconds."""
+def best_us(fn, number: int, repeat: int = 40) -> float:
+    """Best-of-``repeat`` time of one call of ``fn`` in microseconds (many short repeats: on a
+    shared machine the best one is the least disturbed)."""
     fn()
     return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e6
 
@@ -38,9 +40,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--urdf", default=str(REPO / "urdf" / "ur10e_grinding.urdf"))
     ap.add_argument("--batch", type=int, default=10000, help="states in the batched RNEA call")
-    ap.add_argument("--number", type=int, default=5000, help="calls per timing repeat")
+    ap.add_argument("--number", type=int, default=500, help="calls per timing repeat (40 repeats)")
     args = ap.parse_args(argv)
 
+    load0 = " ".join(f"{x:.1f}" for x in os.getloadavg())
     t0 = time.perf_counter()
     model = RobotModel.from_urdf(args.urdf)
     t_load = time.perf_counter() - t0
@@ -76,13 +79,13 @@ def main(argv: list[str] | None = None) -> int:
 
     B = args.batch
     Q, QD, QDD = rng.uniform(-2, 2, (3, B, model.nq))
-    ours_batch = best_us(lambda: model.rnea(Q, QD, QDD), 3, 5) / B
+    ours_batch = best_us(lambda: model.rnea(Q, QD, QDD), 1, 15) / B
 
     def pin_loop() -> None:
         for i in range(B):
             pin.rnea(pm, pd, Q[i], QD[i], QDD[i])
 
-    peer_batch = best_us(pin_loop, 1, 5) / B
+    peer_batch = best_us(pin_loop, 1, 15) / B
     row("dynamics", f"RNEA batched, {B} states, per state [us]", ours_batch, peer_batch,
         ">= peer throughput (ratio <= 1)")
     M_ours = best_us(lambda: model.mass_matrix(q), n)
@@ -101,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
 
     row("dynamics", "tip Jacobian, one call [us]", best_us(lambda: model.jacobian(q), n), best_us(pin_jac, n), "-")
 
+    print(f"load average before/after: {load0} / {' '.join(f'{x:.1f}' for x in os.getloadavg())}; "
+          f"{os.cpu_count()} CPUs")
     print(f"model: {args.urdf} ({model.root_link} -> {model.tip_link}, nq={model.nq}); "
           f"URDF load {t_load * 1e3:.0f} ms, first calls (numba JIT or cache load) {t_jit * 1e3:.0f} ms; "
           f"pinocchio {pin.__version__}")

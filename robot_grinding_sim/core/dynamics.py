@@ -565,6 +565,7 @@ class RobotModel:
         self._shape1 = (self.nq,)
         self._zero3 = np.zeros(3)
         self._ext_cache: dict[int, np.ndarray] = {}
+        self._ext_sel: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
 
     # ---------------------------------------------------------------------------------------
     @classmethod
@@ -654,14 +655,23 @@ class RobotModel:
                 arr = self._ext_cache[B] = np.zeros((*lead, 0, 6))
             return self._no_body, self._no_off, arr
         if isinstance(f_ext, Mapping):
-            idx = [self._link(name) for name in f_ext]
-            W = np.empty((*lead, len(idx), 6))
+            key = tuple(f_ext)
+            hit = self._ext_sel.get(key)
+            if hit is None:  # the links' bodies and offsets, cached per set of link names
+                idx = np.array([self._link(name) for name in key], dtype=np.int64)
+                hit = (self._link_body[idx], np.ascontiguousarray(self._link_off[idx]))
+                if len(self._ext_sel) < 256:
+                    self._ext_sel[key] = hit
+            W = np.empty((*lead, len(key), 6))
             for k, (name, wrench) in enumerate(f_ext.items()):
-                w = _as_float(wrench, f"f_ext[{name!r}]")
+                w = wrench if type(wrench) is np.ndarray else _as_float(wrench, f"f_ext[{name!r}]")
                 if w.shape != (6,) and w.shape != (*lead, 6):
                     raise InputError(f"f_ext[{name!r}] must have shape {(*lead, 6)} or (6,); got {w.shape}")
-                W[..., k, :] = w
-            sel = np.array(idx, dtype=np.int64)
+                try:
+                    W[..., k, :] = w
+                except (TypeError, ValueError) as exc:
+                    raise InputError(f"f_ext[{name!r}] must be numeric: {exc}") from exc
+            return hit[0], hit[1], W
         else:
             w = _as_float(f_ext, "f_ext")
             L = len(self.link_names)
