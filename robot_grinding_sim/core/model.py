@@ -16,6 +16,8 @@ What a :class:`KinematicChain` is:
   fixed placement ``(R0[i], p0[i])`` in body ``i-1``'s frame (the root link's frame for i=0); at
   q=0 the body frame coincides with the joint frame, and the joint rotates about / slides along
   the unit ``axis[i]`` given in that frame.
+- ``<mimic>`` tags are ignored (every moving chain joint is an independent degree of freedom, as in
+  Pinocchio's default URDF parser); joint ``<dynamics>`` (damping, friction) is not modelled.
 """
 
 from __future__ import annotations
