@@ -14,10 +14,11 @@ sphere - cylinder     analytic (closest point on the finite cylinder)           
 sphere - mesh         closest point on the triangles (static BVH, warm-started from   yes
                       the previous answer) + angle-weighted pseudo-normal sign; or
                       the object's *exact surface* callback (CAD) when it has one
-box/cylinder - mesh   support-point iteration on the same exact closest point: the    yes
+box/cylinder - mesh   support-point iteration on the same exact closest point: the    yes*
                       primitive's point deepest along the surface normal (a
-                      grinding wheel); python-fcl (inexact) when it does not
-                      converge, e.g. a primitive straddling an edge of the part
+                      grinding wheel). *Not exact (flagged) when a face or edge of
+                      the primitive lies on a curved region; python-fcl when the
+                      primitive straddles an edge of the part
 others                python-fcl ``collide``/``distance``                              no
 ====================  ==============================================================  =====
 
@@ -538,34 +539,57 @@ class CollisionScene:
             return None
         return float(sd), p, n, exact
 
-    @staticmethod
-    def _support(P: _Object, d: FloatArray) -> FloatArray:
-        """Point of the convex primitive P farthest along the world direction d (3,); on a
-        face or edge orthogonal to d the middle of it (so that flat contacts are centred)."""
+    #: directions closer than this (rad) to a face or edge normal of a box/cylinder count as a tie
+    TIE_ANGLE = 1e-6
+
+    @classmethod
+    def _support(cls, P: _Object, d: FloatArray) -> tuple[FloatArray, list[FloatArray]]:
+        """Point of the convex primitive P farthest along the world direction d (3,), and the
+        other extreme points of the face or edge it lies on when d is (within TIE_ANGLE) normal
+        to one (a tie: the chosen point is then the middle of that face or edge)."""
         R, c = P.T[:3, :3], P.T[:3, 3]
-        dl = R.T @ d
+        dl = R.T @ (d / np.linalg.norm(d))
+        eps = cls.TIE_ANGLE
+        ties: list[FloatArray] = []
         if P.kind == _BOX:
             h = P.params
-            local = np.where(np.abs(dl) > 1e-12, np.sign(dl) * h, 0.0)
+            local = np.where(np.abs(dl) > eps, np.sign(dl) * h, 0.0)
+            free = [i for i in range(3) if abs(dl[i]) <= eps]
+            for k in range(1, 2 ** len(free)):  # the corners of the tie face / ends of the edge
+                corner = local.copy()
+                for j, i in enumerate(free):
+                    corner[i] = h[i] if (k >> j) & 1 else -h[i]
+                ties.append(R @ corner + c)
         else:  # cylinder along local z
             r, hl = P.params
             local = np.zeros(3)
-            if abs(dl[2]) > 1e-12:
-                local[2] = math.copysign(hl, dl[2])
             rho = math.hypot(dl[0], dl[1])
-            if rho > 1e-12:
+            if abs(dl[2]) > eps:
+                local[2] = math.copysign(hl, dl[2])
+            if rho > eps:
                 local[0], local[1] = r * dl[0] / rho, r * dl[1] / rho
-        return R @ local + c
+                if abs(dl[2]) <= eps:  # side-on: the segment of the side along the axis
+                    ties = [R @ (local + [0.0, 0.0, z]) + c for z in (-hl, hl)]
+            else:  # face-on: the cap's rim
+                ties = [R @ np.array([r * math.cos(a), r * math.sin(a), local[2]]) + c
+                        for a in np.linspace(0.0, 2 * math.pi, 8, endpoint=False)]
+        return R @ local + c, ties
 
     def _convex_mesh(self, P: _Object, M: _Object) -> tuple | None:
         """Deepest point of a box/cylinder P in mesh M, by support-point iteration.
 
         With n the mesh's outward normal at the contact, the deepest point of P is its support
-        point s(-n); its closest point on the mesh gives a new n. Exact in one step against a
-        flat surface; on a curved one it converges to the point of P deepest along the surface
-        normal. Returns None (fall back to python-fcl, inexact) if it does not converge or the
-        support point is not inside while fcl reports a collision (e.g. P straddles an edge);
-        [] for no contact; else (point on M, normal, depth, deepest point of P).
+        point s(-n); its closest point on the mesh gives a new n, until n is stationary (a
+        point of P deepest along the surface normal: exact against a flat region, and the
+        unique answer against a convex one when the support point is unique). When s lies on a
+        face or edge of P normal to n (a tie: a wheel face-on or side-on), the depth is exact
+        only if the surface is flat over that face/edge, checked at its extreme points; if not,
+        the deepest of those points is reported with ``exact=False`` (a lower bound).
+
+        Returns:
+            None to fall back to python-fcl (a non-orientable mesh, or a support point outside
+            while fcl reports a collision, e.g. P straddling an edge of the part); [] for no
+            contact; else (point on M, normal, depth, deepest point of P, exact).
         """
         assert M.mesh is not None
         if not M.mesh.orientable:
@@ -581,21 +605,35 @@ class CollisionScene:
         if not hit and not (M.mesh.closed and q[0] < 0.0):
             return []  # no surface crossing and the centre is not buried in a solid
         n = q[2]
+        converged = False
+        best = None
         for _ in range(30):
-            s_deep = self._support(P, -n)
+            s_deep, ties = self._support(P, -n)
             q = self._centre_mesh(M, s_deep, big, key, True)
             if q is None:
                 return None
             sd, p, n_new, exact = q
-            if not exact:
-                return None
-            done = float(n_new @ n) > 1.0 - 1e-15
+            if best is None or sd < best[0]:
+                best = (sd, p, n_new, s_deep, ties, n)
+            converged = float(n_new @ n) > 1.0 - 1e-15
             n = n_new
-            if done:
-                if sd >= 0.0:
-                    return None if hit else []
-                return p, n, float(-sd), s_deep
-        return None
+            if converged:
+                best = (sd, p, n_new, s_deep, ties, n_new)
+                break
+        assert best is not None
+        sd, p, n, s_deep, ties, n_used = best
+        exact = converged and exact
+        for x in ties:  # a tie: flat over the face/edge, or report its deepest extreme point
+            qx = self._centre_mesh(M, x, big, key, True)
+            if qx is None:
+                continue
+            if abs(qx[0] - (sd + float(n_used @ (x - s_deep)))) > 1e-10:
+                exact = False
+            if qx[0] < sd:
+                sd, p, n, s_deep = qx[0], qx[1], qx[2], x
+        if sd >= 0.0:
+            return None if hit else []
+        return p, n, float(-sd), s_deep, exact
 
     # ------------------------------------------------------------------------------------------
     # contacts
@@ -646,10 +684,10 @@ class CollisionScene:
             if res is not None:
                 if not res:
                     return []
-                point, n, depth, s_deep = res
+                point, n, depth, s_deep, exact = res
                 if flip:  # the point on the primitive's surface; normal from it towards the mesh
-                    return [Contact(s_deep, -n, depth, A.name, B.name, True)]
-                return [Contact(point, n, depth, A.name, B.name, True)]
+                    return [Contact(s_deep, -n, depth, A.name, B.name, exact)]
+                return [Contact(point, n, depth, A.name, B.name, exact)]
         self._sync((A, B))
         req = fcl.CollisionRequest(num_max_contacts=self.max_fcl_contacts, enable_contact=True)
         res = fcl.CollisionResult()

@@ -344,6 +344,34 @@ def test_wheel_on_true_cylinder_through_exact_surface():
         assert angle_deg(c.normal, u) < 1e-6
 
 
+def test_wheel_face_on_a_curved_part_is_flagged_inexact():
+    """A flat face on a curved surface is an area contact: no single exact depth. Into a convex
+    sphere the face centre is deepest; into a concave bowl (inside of a sphere) the rim is, and
+    the contact reports the rim (a lower bound, flagged)."""
+    ball = trimesh.creation.icosphere(subdivisions=4, radius=0.1)
+    s = CollisionScene()
+    s.add_mesh("ball", ball.vertices, ball.faces)
+    s.set_exact_surface("ball", lambda p: (0.1 * p / np.linalg.norm(p, axis=1)[:, None],
+                                           p / np.linalg.norm(p, axis=1)[:, None]))
+    s.add_cylinder("wheel", 0.025, 0.01)
+    s.set_pose("wheel", pose([0, 0, 0.1 + 0.005 - 1e-4]))  # face-on, centred on the top
+    (c,) = s.contacts("wheel", "ball")
+    assert not c.exact and abs(c.depth - 1e-4) < 1e-12  # the centre: deepest for a convex part
+    # a bowl: the same sphere seen from inside (faces flipped, an open cap so it is a surface)
+    keep = ball.vertices[ball.faces].mean(axis=1)[:, 2] < -0.05
+    bowl = CollisionScene()
+    bowl.add_mesh("bowl", ball.vertices, ball.faces[keep][:, ::-1], closed=False)
+    bowl.set_exact_surface("bowl", lambda p: (0.1 * p / np.linalg.norm(p, axis=1)[:, None],
+                                              -p / np.linalg.norm(p, axis=1)[:, None]))
+    bowl.add_cylinder("wheel", 0.025, 0.01)
+    z_rim = -math.sqrt(0.1**2 - 0.025**2)  # where the rim of the lower face meets the bowl
+    bowl.set_pose("wheel", pose([0, 0, z_rim + 0.005 - 1e-4]))
+    (c,) = bowl.contacts("wheel", "bowl")
+    assert not c.exact
+    expected = math.hypot(0.025, z_rim - 1e-4) - 0.1  # the rim point is that far into the wall
+    assert abs(c.depth - expected) < 1e-9
+
+
 def test_wheel_tool_from_the_wheel_urdf(repo_root):
     dynamics = pytest.importorskip("robot_grinding_sim.core.dynamics")
     model = dynamics.RobotModel.from_urdf(repo_root / "urdf" / "ur10e_grinding_wheel.urdf")
