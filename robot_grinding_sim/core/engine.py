@@ -68,6 +68,7 @@ class ContactRecord:
     max_penetration: float = 0.0
     contact_duration: float | None = None
     t_exit: float | None = None  # time the body left the surface (d = 0)
+    releases: int = 0  # times the clamped force returned to zero inside the surface
 
     def as_dict(self) -> dict[str, Any]:
         return {"t_impact": self.t_impact, "v_in": self.v_in, "v_out": self.v_out,
@@ -330,6 +331,8 @@ class NormalContactEngine:
             self._record_point()
         else:
             self._close_release(dd1)
+            if self._current is not None:
+                self._current.releases += 1
             self.mode = LOOSE
         return dt
 

@@ -236,3 +236,82 @@ def test_arm_effective_mass_from_the_robot_model():
     assert c.t_impact == pytest.approx(1e-3 / v_approach, rel=1e-12)
     assert c.peak_force == pytest.approx(v_approach * math.sqrt(k * m_eff), rel=1e-9)
     assert c.contact_duration == pytest.approx(math.pi * math.sqrt(m_eff / k), rel=1e-9)
+
+
+def _hybrid_reference(k, dmp, m, f_ext, x0, v0, t_end):
+    """solve_ivp of the clamped KV contact as a hybrid system, restarted at every event (DOP853).
+
+    Returns (x(t) evaluator from the dense outputs, final state)."""
+    t, y = 0.0, np.array([x0, v0], dtype=float)
+    segments = []
+
+    def force(yy):
+        pen = -yy[0]
+        return max(k * pen - dmp * yy[1], 0.0) if pen > 0 else 0.0
+
+    def rhs(_t, yy):
+        return [yy[1], (f_ext + force(yy)) / m]
+
+    def ev_surface(_t, yy):
+        return yy[0]
+
+    def ev_force(_t, yy):
+        return k * (-yy[0]) - dmp * yy[1] if yy[0] < 0 else 1.0
+
+    ev_surface.terminal = ev_force.terminal = True
+    guard = 0
+    while t < t_end and guard < 500:
+        guard += 1
+        sol = solve_ivp(rhs, (t, t_end), y, method="DOP853", rtol=1e-12, atol=[1e-15, 1e-12],
+                        events=[ev_surface, ev_force], dense_output=True)
+        segments.append((t, sol.t[-1], sol.sol))
+        y = sol.y[:, -1]
+        if sol.status == 1:
+            # step a hair past the event so that it does not fire again at once
+            t = sol.t[-1] + 1e-13
+            y = y + 1e-13 * np.array(rhs(t, y))
+        else:
+            t = t_end
+
+    def x_of(ts):
+        out = np.empty(len(ts))
+        for i, tt in enumerate(ts):
+            for a, b, fn in segments:
+                if a <= tt <= b + 1e-13:
+                    out[i] = fn(min(tt, b))[0]
+                    break
+            else:
+                out[i] = np.nan
+        return out
+
+    return x_of, y
+
+
+@pytest.mark.parametrize("case", [
+    # (m, K, zeta, f_ext, x0, v0): strong push-in force, heavily damped: never releases
+    (1.0, 1e4, 0.9, -50.0, 0.01, -2.0),
+    # overdamped contact under a pushing force (an arm pressing a tool in)
+    (3.0, 1e5, 2.5, -30.0, 0.002, -0.5),
+    # a force pulling the body away while in contact (retract): loose phases, then free
+    (0.5, 2e4, 0.3, +5.0, -1e-3, 0.0),
+    # light damping, gravity-like load: bounces, releases inside the surface, ends at rest
+    (1.0, 1e4, 0.2, -9.81, 0.05, 0.0),
+    # a release inside the surface followed by re-engagement before leaving
+    (1.0, 1e4, 0.4, -9.81, 0.0, -2.0),
+])
+@pytest.mark.parametrize("dt", [3e-4, 0.05])
+def test_engine_matches_hybrid_reference(case, dt):
+    m, k, zeta, f_ext, x0, v0 = case
+    dmp = 2 * zeta * math.sqrt(k * m)
+    t_end = 60 * math.sqrt(m / k) + 0.1
+    eng = NormalContactEngine(KelvinVoigt(k, damping=dmp), m, f_ext, x0, v0)
+    res = eng.run(t_end, dt, output_dt=t_end / 40)
+    x_ref, y_end = _hybrid_reference(k, dmp, m, f_ext, x0, v0, t_end)
+    scale = max(abs(x0), abs(f_ext) / k, abs(v0) * math.sqrt(m / k), 1e-6)
+    assert eng.x == pytest.approx(y_end[0], abs=1e-6 * scale)
+    assert eng.v == pytest.approx(y_end[1], abs=1e-6 * scale * math.sqrt(k / m))
+    # and along the way, on the engine's dense-output grid
+    assert np.max(np.abs(res.x - x_ref(res.t))) < 1e-6 * scale
+    if case == (1.0, 1e4, 0.4, -9.81, 0.0, -2.0):  # the re-engagement path was taken
+        last = res.contacts[-1]
+        assert last.releases >= 1 and last.t_exit is None and res.in_contact_at_end
