@@ -315,3 +315,15 @@ def test_engine_matches_hybrid_reference(case, dt):
     if case == (1.0, 1e4, 0.4, -9.81, 0.0, -2.0):  # the re-engagement path was taken
         last = res.contacts[-1]
         assert last.releases >= 1 and last.t_exit is None and res.in_contact_at_end
+
+
+def test_hunt_crossley_contact_split_over_many_steps_matches_one_step():
+    # the 1.4 ms Hertz contact spread over ~14 steps of 0.1 ms vs inside one 256 ms step
+    model = HuntCrossley(K, 0.6, 1.5, "exact")
+    _, fine = ball(model, 1e-4, 0.6)
+    _, coarse = ball(model, 0.256, 0.6)
+    a, b = fine.contacts[0], coarse.contacts[0]
+    assert a.v_out == pytest.approx(b.v_out, rel=1e-8)
+    assert a.contact_duration == pytest.approx(b.contact_duration, rel=1e-8)
+    assert a.peak_force == pytest.approx(b.peak_force, rel=1e-8)
+    assert a.max_penetration == pytest.approx(b.max_penetration, rel=1e-8)
