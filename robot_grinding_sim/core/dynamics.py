@@ -499,6 +499,31 @@ def _jacobian_kernel(q, body, X, point, use_point, jt, jd, ws, J):
     return -1
 
 
+@njit(cache=True)
+def _effective_mass_kernel(q, body, X, point, nvec, jt, jd, bd, ws):
+    """1 / (n^T J M^-1 J^T n) for the translational Jacobian J of ``point`` on ``body``. Returns
+    -1.0 for a non-finite q or point, -2.0 if M is not positive definite, inf if J^T n = 0."""
+    n = q.shape[0]
+    J = np.empty((6, n))
+    if _jacobian_kernel(q, body, X, point, True, jt, jd, ws, J) >= 0:
+        return -1.0
+    x = np.empty(n)
+    big = 0.0
+    for j in range(n):
+        x[j] = J[0, j] * nvec[0] + J[1, j] * nvec[1] + J[2, j] * nvec[2]
+        big = max(big, abs(x[j]))
+    if big <= 1e-14:
+        return np.inf
+    M, L, y = np.empty((n, n)), np.empty((n, n)), np.empty(n)
+    _crba_sample(q, jt, jd, bd, ws, M)
+    if not _cholesky_solve(M, x, L, y):
+        return -2.0
+    s = 0.0
+    for j in range(n):
+        s += x[j] * y[j]
+    return 1.0 / s
+
+
 # ============================================================================================
 
 
@@ -856,16 +881,27 @@ class RobotModel:
         ``point`` and n the unit root-frame ``direction``. Returns inf when no joint can move the
         point along n (the arm's structure takes the whole impulse).
         """
-        n = np.asarray(direction, dtype=float)
-        if n.shape != (3,) or not np.isfinite(n).all() or np.linalg.norm(n) < 1e-12:
+        n = _as_float(direction, "direction")
+        norm = float(np.sqrt(n @ n)) if n.shape == (3,) else 0.0
+        if not (1e-12 < norm < np.inf):
             raise InputError(f"direction must be a finite non-zero 3-vector; got {direction!r}")
-        n = n / np.linalg.norm(n)
-        J = self.jacobian(q, link, point)[:3]
-        M = self.mass_matrix(q)
-        x = J.T @ n
-        if not np.any(np.abs(x) > 1e-14):
-            return float("inf")
-        return float(1.0 / (x @ np.linalg.solve(M, x)))
+        k = self._link(self.tip_link if link is None else link)
+        if not _plain(q, self._shape1):
+            q = self._js(q, "q")
+            if q.ndim != 1:
+                raise InputError(f"effective_mass takes one configuration q of shape ({self.nq},); got {q.shape}")
+        pt = _as_float(point, "point")
+        if pt.shape != (3,):
+            raise InputError(f"point must be a 3-vector in the root frame (m); got shape {pt.shape}")
+        m = _effective_mass_kernel(q, self._link_body[k], self._link_X[k], pt, n / norm, self._jt, self._jd,
+                                   self._bd, self._ws)  # fmt: skip
+        if m == -1.0:
+            if not np.isfinite(pt).all():
+                raise InputError(f"point holds NaN or inf: {point!r}")
+            raise InputError("q holds NaN or inf")
+        if m == -2.0:
+            raise ModelError(f"{self.source}: mass matrix not positive definite at q={q.tolist()}")
+        return float(m)
 
     # ---------------------------------------------------------------------------------------
     # energies (for checks and monitors)

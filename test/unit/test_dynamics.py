@@ -367,3 +367,24 @@ def test_strided_integer_and_list_inputs_give_the_same_answer(ur10e: RobotModel)
     np.testing.assert_array_equal(ur10e.mass_matrix(Q), ur10e.mass_matrix(Q.copy()))
     zi = np.zeros(6, dtype=int)
     np.testing.assert_array_equal(ur10e.gravity_torques(zi), ur10e.gravity_torques(np.zeros(6)))
+
+
+def test_effective_mass_matches_the_dense_formula(ur10e: RobotModel) -> None:
+    rng = np.random.default_rng(21)
+    for s in range(5):
+        q = _state(ur10e, 30 + s)[0]
+        link = ur10e.link_names[rng.integers(2, len(ur10e.link_names))]
+        point = ur10e.fk(q, link)[:3, 3] + rng.normal(0, 0.1, 3)
+        n = rng.normal(size=3)
+        J = ur10e.jacobian(q, link, point)[:3]
+        x = J.T @ (n / np.linalg.norm(n))
+        dense = 1.0 / (x @ np.linalg.solve(ur10e.mass_matrix(q), x))
+        assert ur10e.effective_mass(q, link, point, n) == pytest.approx(dense, rel=1e-10)
+    # a link fixed to the root cannot be moved by any joint
+    assert ur10e.effective_mass(np.zeros(6), ur10e.root_link, np.zeros(3), [0, 0, 1]) == np.inf
+    with pytest.raises(InputError, match="q holds NaN"):
+        ur10e.effective_mass(np.full(6, np.nan), "tcp", np.zeros(3), [0, 0, 1])
+    with pytest.raises(InputError, match="point holds NaN"):
+        ur10e.effective_mass(np.zeros(6), "tcp", [np.nan, 0, 0], [0, 0, 1])
+    with pytest.raises(InputError, match="unknown link"):
+        ur10e.effective_mass(np.zeros(6), "nowhere", np.zeros(3), [0, 0, 1])
