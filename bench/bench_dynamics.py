@@ -104,6 +104,23 @@ def main(argv: list[str] | None = None) -> int:
 
     row("dynamics", "tip Jacobian, one call [us]", best_us(lambda: model.jacobian(q), n), best_us(pin_jac, n), "-")
 
+    T = model.fk(q)
+    point, normal = T[:3, 3], T[:3, 2]
+
+    def pin_meff() -> float:
+        pin.computeJointJacobians(pm, pd, q)
+        pin.updateFramePlacements(pm, pd)
+        J = pin.getFrameJacobian(pm, pd, fid, pin.LOCAL_WORLD_ALIGNED)[:3]
+        M = pin.crba(pm, pd, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        x = J.T @ normal
+        return 1.0 / (x @ np.linalg.solve(M, x))
+
+    assert abs(model.effective_mass(q, model.tip_link, point, normal) / pin_meff() - 1) < 1e-9
+    row("dynamics", "effective mass along the tool axis, one call [us]",
+        best_us(lambda: model.effective_mass(q, model.tip_link, point, normal), n), best_us(pin_meff, n),
+        "-")
+
     print(f"load average before/after: {load0} / {' '.join(f'{x:.1f}' for x in os.getloadavg())}; "
           f"{os.cpu_count()} CPUs")
     print(f"model: {args.urdf} ({model.root_link} -> {model.tip_link}, nq={model.nq}); "
