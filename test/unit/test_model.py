@@ -1,4 +1,3 @@
-# ruff: noqa: E501  (URDF snippets read better on one line)
 """URDF loading: chain extraction, lumping, limits, collision geometry, URI resolution, errors."""
 
 from __future__ import annotations
