@@ -16,9 +16,11 @@ sphere - mesh         closest point on the triangles (static BVH, warm-started f
                       the object's *exact surface* callback (CAD) when it has one
 box/cylinder - mesh   support-point iteration on the same exact closest point: the    yes*
                       primitive's point deepest along the surface normal (a
-                      grinding wheel). *Not exact (flagged) when a face or edge of
-                      the primitive lies on a curved region; python-fcl when the
-                      primitive straddles an edge of the part
+                      grinding wheel); a wheel side-on to a curved part: the
+                      deepest point of its side line by root finding. *Not exact
+                      (flagged, the deepest extreme point: a lower bound) when a
+                      flat face of the primitive lies on a curved region (an area
+                      contact); python-fcl when it straddles an edge of the part
 others                python-fcl ``collide``/``distance``                              no
 ====================  ==============================================================  =====
 
@@ -128,6 +130,10 @@ class _Object:
     robot_link: str | None = None
     robot_origin: FloatArray | None = None
     extra: dict = field(default_factory=dict)
+
+
+class _Unsettled(Exception):
+    """Internal: a refinement that cannot finish (an open mesh query cut off)."""
 
 
 def _check_name(name: Any) -> str:
@@ -623,17 +629,75 @@ class CollisionScene:
         assert best is not None
         sd, p, n, s_deep, ties, n_used = best
         exact = converged and exact
+        flat = True
         for x in ties:  # a tie: flat over the face/edge, or report its deepest extreme point
             qx = self._centre_mesh(M, x, big, key, True)
             if qx is None:
                 continue
             if abs(qx[0] - (sd + float(n_used @ (x - s_deep)))) > 1e-10:
-                exact = False
+                flat = False
             if qx[0] < sd:
                 sd, p, n, s_deep = qx[0], qx[1], qx[2], x
+        if not flat:
+            exact = False
+        if P.kind == _CYLINDER and (not flat or not converged) and len(ties) != 8:
+            # side-on (or oscillating between the ends of the side line): a 1-D problem, solved
+            refined = self._refine_side_line(P, M, n_used, big, key)
+            if refined is not None and refined[0] <= sd + 1e-12:
+                sd, p, n, s_deep = refined
+                exact = True
         if sd >= 0.0:
             return None if hit else []
         return p, n, float(-sd), s_deep, exact
+
+    def _refine_side_line(self, P: _Object, M: _Object, n: FloatArray, big: float, key: tuple[str, str]
+                          ) -> tuple[float, FloatArray, FloatArray, FloatArray] | None:
+        """Deepest point of a cylinder's side line on a curved surface (a wheel side-on).
+
+        The side line facing the surface is the support of -n with n's axial part removed; along
+        it, x(t) = e0 + t (e1 - e0) and d sd / dt = n(x) . (e1 - e0): the deepest point is a root
+        of that (brentq) or an end. The line is then recomputed from the normal there until it
+        no longer moves. Returns None if it does not settle (the contact stays flagged).
+        """
+        from scipy.optimize import brentq
+
+        axis = P.T[:3, 2]
+        line = None
+        best: tuple | None = None
+        for _ in range(10):
+            nperp = n - float(n @ axis) * axis
+            norm = float(np.linalg.norm(nperp))
+            if norm < 1e-9:
+                return None  # face-on: not a line contact
+            nperp /= norm
+            _, ends = self._support(P, -nperp)
+            if len(ends) != 2:
+                return None
+            e0, e1 = ends
+            seg = e1 - e0
+            if best is not None and line is not None and float(np.linalg.norm(e0 - line)) < 1e-13:
+                return best
+            line = e0
+
+            def query(t: float, e0: FloatArray = e0, seg: FloatArray = seg) -> tuple:
+                x = e0 + t * seg
+                q = self._centre_mesh(M, x, big, key, True)
+                if q is None:
+                    raise _Unsettled
+                return q[0], q[1], q[2], x
+
+            try:
+                q0, q1 = query(0.0), query(1.0)
+                g0, g1 = float(q0[2] @ seg), float(q1[2] @ seg)
+                if g0 < 0.0 < g1:
+                    t = brentq(lambda t, seg=seg: float(query(t)[2] @ seg), 0.0, 1.0, xtol=1e-15, rtol=1e-15)
+                    best = query(t)
+                else:
+                    best = min(q0, q1, key=lambda q: q[0])
+            except _Unsettled:
+                return None
+            n = best[2]
+        return None
 
     # ------------------------------------------------------------------------------------------
     # contacts

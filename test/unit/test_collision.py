@@ -344,6 +344,23 @@ def test_wheel_on_true_cylinder_through_exact_surface():
         assert angle_deg(c.normal, u) < 1e-6
 
 
+@pytest.mark.parametrize("offset", [0.0, 0.003, 0.0049, 0.008])
+def test_wheel_side_on_across_a_curved_part(offset):
+    """Periphery grinding across a cylinder (crossed axes): the side line of the wheel is curved
+    against; its deepest point is found exactly along the line (or at its end)."""
+    m = trimesh.creation.cylinder(radius=CYL_R, height=0.4, sections=256)
+    s = CollisionScene()
+    s.add_mesh("cyl", m.vertices, m.faces)
+    s.set_exact_surface("cyl", true_cylinder)
+    s.add_cylinder("wheel", 0.025, 0.01)
+    s.set_pose("wheel", pose([CYL_R + 0.025 - 1e-4, offset, 0.0], [math.pi / 2, 0, 0]))  # axis along y
+    (c,) = s.contacts("wheel", "cyl")
+    y = min(max(0.0, offset - 0.005), offset + 0.005)  # the side line spans offset -+ 5 mm
+    expected = CYL_R - math.hypot(CYL_R - 1e-4, y)
+    assert c.exact and abs(c.depth - expected) < 1e-12
+    assert angle_deg(c.normal, [CYL_R - 1e-4, y, 0]) < 1e-6
+
+
 def test_wheel_face_on_a_curved_part_is_flagged_inexact():
     """A flat face on a curved surface is an area contact: no single exact depth. Into a convex
     sphere the face centre is deepest; into a concave bowl (inside of a sphere) the rim is, and
