@@ -589,7 +589,7 @@ class RobotModel:
         self._default_g = np.array(DEFAULT_GRAVITY)
         self._shape1 = (self.nq,)
         self._zero3 = np.zeros(3)
-        self._ext_cache: dict[int, np.ndarray] = {}
+        self._ext_cache: dict[tuple[int, ...], np.ndarray] = {}
         self._ext_sel: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
 
     # ---------------------------------------------------------------------------------------
@@ -669,15 +669,14 @@ class RobotModel:
         except (KeyError, TypeError):
             raise InputError(f"unknown link {link!r}; known links: {self.link_names}") from None
 
-    def _ext(self, f_ext: Any, B: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """f_ext -> (body (k,), link origin in the body frame (k, 3), wrenches (B, k, 6)).
+    def _ext(self, f_ext: Any, lead: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """f_ext -> (body (k,), link origin in the body frame (k, 3), wrenches (*lead, k, 6)).
 
-        B = 0 stands for a single state: the wrenches are then (k, 6)."""
-        lead = (B,) if B else ()
+        ``lead`` is () for a single state, (B,) for a batch."""
         if f_ext is None:
-            arr = self._ext_cache.get(B)
+            arr = self._ext_cache.get(lead)
             if arr is None:
-                arr = self._ext_cache[B] = np.zeros((*lead, 0, 6))
+                arr = self._ext_cache[lead] = np.zeros((*lead, 0, 6))
             return self._no_body, self._no_off, arr
         if isinstance(f_ext, Mapping):
             key = tuple(f_ext)
@@ -814,11 +813,11 @@ class RobotModel:
         g = self._default_g if gravity is DEFAULT_GRAVITY else self._gravity(gravity)
         if q.ndim == 1:
             out = np.empty(self.nq)
-            eb, eo, W = self._ext(f_ext, 0)
+            eb, eo, W = self._ext(f_ext, ())
             code = _rnea_single(q, qd, qdd, g, self._jt, self._jd, self._bd, eb, eo, W, self._ws, out)
         else:
             out = np.empty(q.shape)
-            eb, eo, W = self._ext(f_ext, q.shape[0])
+            eb, eo, W = self._ext(f_ext, q.shape[:1])
             code = _rnea_kernel(q, qd, qdd, g, self._jt, self._jd, self._bd, eb, eo, W, self._ws, out)
         if code >= 0:
             self._check(code, _NAMES_RNEA)
@@ -861,11 +860,11 @@ class RobotModel:
         g = self._default_g if gravity is DEFAULT_GRAVITY else self._gravity(gravity)
         if q.ndim == 1:
             out = np.empty(self.nq)
-            eb, eo, W = self._ext(f_ext, 0)
+            eb, eo, W = self._ext(f_ext, ())
             code = _fd_single(q, qd, tau, g, self._jt, self._jd, self._bd, eb, eo, W, self._ws, out)
         else:
             out = np.empty(q.shape)
-            eb, eo, W = self._ext(f_ext, q.shape[0])
+            eb, eo, W = self._ext(f_ext, q.shape[:1])
             code = _fd_kernel(q, qd, tau, g, self._jt, self._jd, self._bd, eb, eo, W, self._ws, out)
         if code >= 10:
             bad = q if q.ndim == 1 else q[code - 10]

@@ -214,6 +214,10 @@ def test_batch_equals_single_calls(robot: RobotModel) -> None:
         np.testing.assert_array_equal(Ms[b], robot.mass_matrix(Q[b]))
         np.testing.assert_array_equal(T[b], robot.fk(Q[b]))
         np.testing.assert_allclose(fd[b], QDD[b], rtol=1e-9, atol=1e-9)
+    empty = np.zeros((0, robot.nq))
+    assert robot.rnea(empty, empty, empty, f_ext={robot.tip_link: np.zeros(6)}).shape == (0, robot.nq)
+    assert robot.forward_dynamics(empty, empty, empty).shape == (0, robot.nq)
+    assert robot.mass_matrix(empty).shape == (0, robot.nq, robot.nq)
 
 
 def test_jacobian_is_the_derivative_of_fk(robot: RobotModel) -> None:
