@@ -291,54 +291,76 @@ def _basis_one(t, p, n, x, N, dN, tmp, left, right):  # pragma: no cover - numba
 
 
 @numba.njit(cache=True, nogil=True)
-def _bspline_kernel(tu, tv, pu, pv, hom, u, v, S, Su, Sv):  # pragma: no cover - numba
+def _bspline_point(tu, tv, pu, pv, hom, u, v, work, out):  # pragma: no cover - numba
+    """S, S_u, S_v at one (u, v) into out[0], out[1], out[2]; ``work`` (12, max degree + 1) scratch."""
     nu, nv = hom.shape[0], hom.shape[1]
-    Nu, dNu, Nv, dNv = np.zeros(pu + 1), np.zeros(pu + 1), np.zeros(pv + 1), np.zeros(pv + 1)
-    tmpu, lu, ru = np.zeros(pu + 1), np.zeros(pu + 1), np.zeros(pu + 1)
-    tmpv, lv, rv = np.zeros(pv + 1), np.zeros(pv + 1), np.zeros(pv + 1)
-    A, Au, Av = np.zeros(4), np.zeros(4), np.zeros(4)
-    for k in range(u.shape[0]):
-        su = _basis_one(tu, pu, nu, u[k], Nu, dNu, tmpu, lu, ru)
-        sv = _basis_one(tv, pv, nv, v[k], Nv, dNv, tmpv, lv, rv)
-        for c in range(4):
-            A[c] = 0.0
-            Au[c] = 0.0
-            Av[c] = 0.0
-        for i in range(pu + 1):
-            for j in range(pv + 1):
-                a, au, av = Nu[i] * Nv[j], dNu[i] * Nv[j], Nu[i] * dNv[j]
-                for c in range(4):
-                    h = hom[su - pu + i, sv - pv + j, c]
-                    A[c] += a * h
-                    Au[c] += au * h
-                    Av[c] += av * h
-        w = A[3]
-        for c in range(3):
-            S[k, c] = A[c] / w
-            Su[k, c] = (Au[c] - Au[3] * S[k, c]) / w
-            Sv[k, c] = (Av[c] - Av[3] * S[k, c]) / w
+    Nu, dNu, tmpu = work[0, : pu + 1], work[1, : pu + 1], work[2, : pu + 1]
+    lu, ru = work[3, : pu + 1], work[4, : pu + 1]
+    Nv, dNv, tmpv = work[5, : pv + 1], work[6, : pv + 1], work[7, : pv + 1]
+    lv, rv = work[8, : pv + 1], work[9, : pv + 1]
+    A, D = work[10], work[11]
+    su = _basis_one(tu, pu, nu, u, Nu, dNu, tmpu, lu, ru)
+    sv = _basis_one(tv, pv, nv, v, Nv, dNv, tmpv, lv, rv)
+    for c in range(4):
+        A[c] = 0.0
+        D[c] = 0.0
+        D[4 + c] = 0.0
+    for i in range(pu + 1):
+        for j in range(pv + 1):
+            a, au, av = Nu[i] * Nv[j], dNu[i] * Nv[j], Nu[i] * dNv[j]
+            for c in range(4):
+                h = hom[su - pu + i, sv - pv + j, c]
+                A[c] += a * h
+                D[c] += au * h
+                D[4 + c] += av * h
+    w = A[3]
+    for c in range(3):
+        s = A[c] / w
+        out[0, c] = s
+        out[1, c] = (D[c] - D[3] * s) / w
+        out[2, c] = (D[4 + c] - D[7] * s) / w
 
 
 @numba.njit(cache=True, nogil=True)
-def _bspline_lines_kernel(tu, tv, pu, pv, hom, origins, e1, e2, uv, lo, hi, iters, tol):  # pragma: no cover
-    """Newton iteration per line: find (u, v) with (S(u, v) - o) . e1 = (S(u, v) - o) . e2 = 0."""
-    S, Su, Sv = np.empty((1, 3)), np.empty((1, 3)), np.empty((1, 3))
-    uu, vv = np.empty(1), np.empty(1)
+def _bspline_kernel(tu, tv, pu, pv, hom, u, v, S, Su, Sv):  # pragma: no cover - numba
+    work = np.zeros((12, max(pu, pv, 7) + 1))
+    out = np.zeros((3, 3))
+    for k in range(u.shape[0]):
+        _bspline_point(tu, tv, pu, pv, hom, u[k], v[k], work, out)
+        for c in range(3):
+            S[k, c] = out[0, c]
+            Su[k, c] = out[1, c]
+            Sv[k, c] = out[2, c]
+
+
+@numba.njit(cache=True, nogil=True)
+def _bspline_lines_kernel(tu, tv, pu, pv, hom, origins, e1, e2, uv, lo, hi, iters, tol, chain):  # pragma: no cover
+    """Newton iteration per line: find (u, v) with (S(u, v) - o) . e1 = (S(u, v) - o) . e2 = 0.
+
+    Where ``chain[k]`` is set (line k is a neighbour of line k - 1) and line k - 1 converged, its
+    solution is the start point (closer than the grid guess in ``uv``).
+    """
+    work = np.zeros((12, max(pu, pv, 7) + 1))
+    out = np.zeros((3, 3))
     span_u, span_v = hi[0] - lo[0], hi[1] - lo[1]
+    prev_ok = False
     for k in range(origins.shape[0]):
+        if chain[k] and prev_ok and k > 0:
+            uv[k, 0], uv[k, 1] = uv[k - 1, 0], uv[k - 1, 1]
+        prev_ok = False
         for _ in range(iters):
-            uu[0], vv[0] = uv[k, 0], uv[k, 1]
-            _bspline_kernel(tu, tv, pu, pv, hom, uu, vv, S, Su, Sv)
+            _bspline_point(tu, tv, pu, pv, hom, uv[k, 0], uv[k, 1], work, out)
             r1 = r2 = a11 = a12 = a21 = a22 = 0.0
             for c in range(3):
-                rel = S[0, c] - origins[k, c]
+                rel = out[0, c] - origins[k, c]
                 r1 += rel * e1[c]
                 r2 += rel * e2[c]
-                a11 += Su[0, c] * e1[c]
-                a12 += Sv[0, c] * e1[c]
-                a21 += Su[0, c] * e2[c]
-                a22 += Sv[0, c] * e2[c]
+                a11 += out[1, c] * e1[c]
+                a12 += out[2, c] * e1[c]
+                a21 += out[1, c] * e2[c]
+                a22 += out[2, c] * e2[c]
             if abs(r1) < tol and abs(r2) < tol:
+                prev_ok = lo[0] <= uv[k, 0] <= hi[0] and lo[1] <= uv[k, 1] <= hi[1]
                 break
             det = a11 * a22 - a12 * a21
             if det == 0.0 or not np.isfinite(det):
@@ -681,8 +703,10 @@ class CadFace:
         if isinstance(self._numpy_eval, _BSplineEval):
             ev = self._numpy_eval
             uv = np.ascontiguousarray(uv)
+            step = np.linalg.norm(np.diff(origins, axis=0), axis=1)
+            chain = np.r_[False, step < 3.0 * np.median(step)] if len(step) else np.zeros(len(origins), bool)
             _bspline_lines_kernel(ev.tu, ev.tv, ev.pu, ev.pv, ev.hom, np.ascontiguousarray(origins), e1, e2, uv,
-                                  lo, hi, iterations, tol)
+                                  lo, hi, iterations, tol, chain)
             iterations = 0
         for _ in range(iterations):
             s = self.derivatives(uv[:, 0], uv[:, 1])

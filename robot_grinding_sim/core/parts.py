@@ -52,6 +52,16 @@ def curved_panel_poles() -> np.ndarray:
     return np.stack([X, Y, Z], axis=-1)
 
 
+def freeform_face(size: float = 0.2) -> cad.CadPart:
+    """A square freeform B-spline face (size x size m, 9 x 9 bicubic control net, 15 mm crown and a
+    4 mm diagonal wave), the benchmark surface of ``bench/bench_planner.py``."""
+    x = np.linspace(-0.5 * size, 0.5 * size, 9)
+    X, Y = np.meshgrid(x, x, indexing="ij")
+    Z = 0.015 * np.cos(np.pi * X / size) * np.cos(np.pi * Y / (1.25 * size)) + 0.004 * np.sin(
+        2 * np.pi * (X + Y) / size)
+    return cad.CadPart(cad.make_bspline_face(np.stack([X, Y, Z], axis=-1)), source=f"freeform_{size:g}m")
+
+
 def _curved_panel() -> Any:
     face = cad.make_bspline_face(curved_panel_poles(), (3, 3))
     return cad.make_prism(face, (0.0, 0.0, -0.003))

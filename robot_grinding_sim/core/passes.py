@@ -299,16 +299,27 @@ class PassGenerator:
         sizes = [len(a) for a in seg_a]
         Bq = np.repeat(seg_b, sizes)
         Aq = np.concatenate(seg_a)
-        # one refinement of the parameters so the exact points are `spacing` apart by chord
-        pts_q = fam.sample(Bq, Aq)[0]
         pieces = np.cumsum(sizes)[:-1]
-        refined = []
-        for targets, a, q in zip(seg_targets, seg_a, np.split(pts_q, pieces), strict=True):
-            chord = np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(q, axis=0), axis=1))]
-            ok = np.isfinite(chord).all() and np.all(np.diff(chord) > 0)
-            refined.append(np.interp(targets * chord[-1] / max(targets[-1], 1e-300), chord, a) if ok else a)
-        Aq = np.concatenate(refined)
         points, normals, tangents, uv, face, hit = fam.sample(Bq, Aq)
+        # the running parameter is interpolated from dense chords: where the exact points are not
+        # `spacing` apart (iso parameters far from arc length, a kink between faces), correct it
+        for _ in range(2):
+            bad_idx, new_a = [], []
+            for idx, targets in zip(np.split(np.arange(len(Aq)), pieces), seg_targets, strict=True):
+                q = points[idx]
+                chord = np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(q, axis=0), axis=1))]
+                err = np.abs(np.diff(chord)[:-1] - p.spacing) if len(q) > 2 else np.zeros(0)
+                if not (np.isfinite(chord).all() and np.all(np.diff(chord) > 0)) or not np.any(err > 2e-4 * p.spacing):
+                    continue
+                bad_idx.append(idx)
+                new_a.append(np.interp(targets * chord[-1] / max(targets[-1], 1e-300), chord, Aq[idx]))
+            if not bad_idx:
+                break
+            sel = np.concatenate(bad_idx)
+            Aq[sel] = np.concatenate(new_a)
+            fix = fam.sample(Bq[sel], Aq[sel])
+            for arr, val in zip((points, normals, tangents, uv, face, hit), fix, strict=True):
+                arr[sel] = val
         ok_all = hit & self._valid(points, hit)
         passes: list[Pass] = []
         for k, (idx, r) in enumerate(zip(np.split(np.arange(len(Aq)), pieces), seg_rows, strict=True)):
@@ -440,6 +451,7 @@ def _runs(mask: NDArray[np.bool_]) -> list[NDArray[np.int64]]:
 class _RasterFamily:
     """Cutting-plane curves: row offset b = c along ``side``, position a = t along ``d``."""
 
+
     def __init__(self, gen: PassGenerator) -> None:
         self.gen = gen
         self.d, self.side = gen.raster_frame()
@@ -474,6 +486,7 @@ class _RasterFamily:
 
 class _IsoFamily:
     """Iso-parameter curves of one face: row offset b = the fixed parameter, a = the running one."""
+
 
     def __init__(self, gen: PassGenerator) -> None:
         if len(gen.faces) != 1 or gen.faces[0].is_mesh:
