@@ -600,21 +600,20 @@ class CollisionScene:
         assert M.mesh is not None
         if not M.mesh.orientable:
             return None
-        self._sync((P, M))
-        res = fcl.CollisionResult()
-        hit = fcl.collide(P.fobj, M.fobj, fcl.CollisionRequest(), res) > 0
         key = (P.name, M.name)
         big = P.rot_radius + 1.0  # open meshes: never cut off the query below
         q = self._centre_mesh(M, P.T[:3, 3], big, key, False)
-        if q is None:
-            return []
-        if not hit and not (M.mesh.closed and q[0] < 0.0):
-            return []  # no surface crossing and the centre is not buried in a solid
+        if q is None or q[0] > P.rot_radius:
+            return []  # P lies inside a ball around its centre that does not reach the mesh
         n = q[2]
         converged = False
         best = None
+        seen: list[FloatArray] = []
         for _ in range(30):
             s_deep, ties = self._support(P, -n)
+            if any(float(np.abs(s_deep - x).max()) < 1e-15 for x in seen[:-1]):
+                break  # a cycle between support points (a flat face on a curved region)
+            seen.append(s_deep)
             q = self._centre_mesh(M, s_deep, big, key, True)
             if q is None:
                 return None
@@ -647,6 +646,11 @@ class CollisionScene:
                 sd, p, n, s_deep = refined
                 exact = True
         if sd >= 0.0:
+            # the deepest point along the normal is outside: no contact, unless P straddles an
+            # edge of the part elsewhere, which python-fcl's boolean test detects (then its
+            # inexact contacts are used)
+            self._sync((P, M))
+            hit = fcl.collide(P.fobj, M.fobj, fcl.CollisionRequest(), fcl.CollisionResult()) > 0
             return None if hit else []
         return p, n, float(-sd), s_deep, exact
 
