@@ -1,10 +1,12 @@
 """Recorder benchmark: a 1 kHz WrenchStamped stream for N minutes, published against recorded.
 
-This process publishes ``/bench/wrench`` (geometry_msgs/WrenchStamped, reliable, depth 1000) at
-``--rate`` Hz, paced on the monotonic clock, with ``force.z`` = the message's sequence number. The
-``recorder`` node runs as a separate process (as in use) and writes an MCAP (or sqlite3) bag. At
-the end the recorder is stopped with SIGINT and the bag is read back with ``rosbags``: every
-sequence number must be there exactly once (0 lost, 0 duplicated, in order).
+This process publishes ``/bench/wrench`` (geometry_msgs/WrenchStamped, reliable, depth 10000) at
+``--rate`` Hz, paced on the monotonic clock, with ``force.z`` = the message's sequence number. A
+publish that DDS refuses (a starved subscriber has not acknowledged 10 s of samples) is retried
+with the same number and counted. The ``recorder`` node runs as a separate process (as in use)
+and writes an MCAP (or sqlite3) bag. At the end the recorder is stopped with SIGINT and the bag is
+read back with ``rosbags``: every sequence number must be there exactly once (0 lost, 0
+duplicated, in order).
 
 ``ros2 bag record`` (the natural peer) is not installable on the pip path, so there is no peer
 column; the figure is the loss count against the target of 0.
@@ -27,6 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -74,16 +77,31 @@ def main() -> int:
     with open(log_path, "wb") as log:
         rec = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
 
-    rclpy.init()
-    node = rclpy.create_node("bench_recorder_publisher")
-    qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000, reliability=ReliabilityPolicy.RELIABLE)
-    pub = node.create_publisher(WrenchStamped, TOPIC, qos)
-    deadline = time.monotonic() + 60.0
-    while pub.get_subscription_count() < 1:
-        if rec.poll() is not None or time.monotonic() > deadline:
-            print(log_path.read_text()[-3000:], file=sys.stderr)
-            raise SystemExit("the recorder did not subscribe")
-        time.sleep(0.05)
+    try:
+        rclpy.init()
+        node = rclpy.create_node("bench_recorder_publisher")
+        qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10000, reliability=ReliabilityPolicy.RELIABLE)
+        pub = node.create_publisher(WrenchStamped, TOPIC, qos)
+        deadline = time.monotonic() + 60.0
+        while pub.get_subscription_count() < 1:
+            if rec.poll() is not None or time.monotonic() > deadline:
+                print(log_path.read_text()[-3000:], file=sys.stderr)
+                raise SystemExit("the recorder did not subscribe")
+            time.sleep(0.05)
+        return _run(args, node, pub, rec, bag, tmp)
+    finally:
+        if rec.poll() is None:  # never leave the recorder behind
+            rec.send_signal(signal.SIGINT)
+            try:
+                rec.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                rec.kill()
+
+
+def _run(args: argparse.Namespace, node: Any, pub: Any, rec: subprocess.Popen[bytes], bag: Path,
+         tmp: Any) -> int:
+    import rclpy
+    from geometry_msgs.msg import WrenchStamped
 
     total = int(round(args.minutes * 60.0 * args.rate))
     msg = WrenchStamped()
@@ -93,6 +111,8 @@ def main() -> int:
     t0 = time.monotonic()
     next_report = t0 + 60.0
     late_max = 0.0
+    refused = 0
+    load = []
     while sent < total:
         now = time.monotonic()
         due = min(total, int((now - t0) * args.rate) + 1)
@@ -100,10 +120,19 @@ def main() -> int:
         while sent < due:
             msg.header.stamp = clock.now().to_msg()
             msg.wrench.force.z = float(sent)
-            pub.publish(msg)
+            try:
+                pub.publish(msg)
+            except Exception as exc:  # rclpy RCLError: DDS refused the sample; retry it shortly
+                refused += 1
+                if refused <= 3:
+                    print(f"  publish {sent} refused ({exc}); retrying", file=sys.stderr, flush=True)
+                time.sleep(0.001)
+                continue
             sent += 1
         if now >= next_report:
-            print(f"  {sent} published, {metadata_count(bag)} checkpointed", file=sys.stderr, flush=True)
+            load.append(os.getloadavg()[0])
+            print(f"  {sent} published, {metadata_count(bag)} checkpointed, load {load[-1]:.1f}",
+                  file=sys.stderr, flush=True)
             next_report += 60.0
         nxt = t0 + sent / args.rate
         time.sleep(max(0.0, nxt - time.monotonic()))
@@ -147,6 +176,8 @@ def main() -> int:
         "in_order": in_order,
         "publish_rate_achieved_hz": sent / t_pub,
         "max_publisher_lateness_s": late_max,
+        "publishes_refused_and_retried": refused,
+        "load_average_1min_max": max(load, default=os.getloadavg()[0]),
         "recorder_exit_code": code,
         "recorder_cpu_s": usage.ru_utime + usage.ru_stime,
         "recorder_cpu_fraction": (usage.ru_utime + usage.ru_stime) / t_pub,

@@ -25,6 +25,8 @@ Every error names the bag and the topic and is a :class:`~robot_grinding_sim.cor
 from __future__ import annotations
 
 import os
+import sqlite3
+import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -145,7 +147,8 @@ def open_bag(path: str | os.PathLike[str]) -> Iterator[Any]:
     reader = AnyReader([target])
     try:
         reader.open()
-    except (AnyReaderError, ReaderError, OSError, ValueError, KeyError, TypeError, AssertionError) as exc:
+    except (AnyReaderError, ReaderError, OSError, ValueError, KeyError, TypeError, AssertionError,
+            struct.error, sqlite3.DatabaseError) as exc:
         msg = f"bag {path} cannot be read (truncated or not a rosbag2?): {exc}; {_REPAIR_HINT}"
         raise InputError(msg) from exc
     try:
@@ -181,16 +184,14 @@ def _iter_messages(reader: Any, conns: list[Any], path: Any, topic: str) -> Iter
     from rosbags.highlevel import AnyReaderError
     from rosbags.rosbag2.errors import ReaderError
 
+    errors = (AnyReaderError, ReaderError, OSError, ValueError, KeyError, IndexError, AssertionError,
+              struct.error, sqlite3.DatabaseError)
     try:
         for conn, t_ns, raw in reader.messages(connections=conns):
             yield t_ns, reader.deserialize(raw, conn.msgtype), conn.msgtype
-    except (AnyReaderError, ReaderError, OSError, ValueError, KeyError, IndexError, AssertionError) as exc:
+    except errors as exc:
         msg = f"bag {path}, topic {topic}: cannot read the messages (truncated or corrupt?): {exc}"
         raise InputError(msg) from exc
-    except Exception as exc:  # struct.error and friends from a cut-off record
-        if type(exc).__name__ == "error":
-            raise InputError(f"bag {path}, topic {topic}: corrupt message data: {exc}") from exc
-        raise
 
 
 def read_wrench(path: str | os.PathLike[str], topic: str, stamp: str = "header") -> WrenchSeries:
@@ -240,7 +241,7 @@ def read_wrench(path: str | os.PathLike[str], topic: str, stamp: str = "header")
     log = np.asarray(t_log, dtype=np.int64)
     hdr = np.asarray(t_hdr, dtype=np.int64)
     t_ns = log.copy() if stamp == "log" else np.where(hdr > 0, hdr, log)
-    # Seconds relative to nothing: keep absolute stamps but subtract in int64 first to keep ns.
+    # float64 seconds since the epoch resolve 0.24 us: far below any force sample period.
     order = np.argsort(t_ns, kind="stable")
     frame = frames.pop() if len(frames) == 1 else ""
     return WrenchSeries(

@@ -75,6 +75,52 @@ def import_message(msgtype: str) -> Any:
     return getattr(importlib.import_module(f"{pkg}.{kind}"), name)
 
 
+_PRIMITIVES = {"boolean": "bool", "octet": "byte", "float": "float32", "double": "float64",
+               "long double": "float64"}
+
+
+def _msg_field_type(idl: str) -> str:
+    """A rosidl Python field type (``sequence<double, 3>``, ``geometry_msgs/Vector3``) in .msg syntax."""
+    if idl.startswith("sequence<") and idl.endswith(">"):
+        inner = idl[len("sequence<"):-1]
+        elem, _, bound = inner.rpartition(",") if inner.count(",") and not inner.endswith(">") else (inner, "", "")
+        elem = elem.strip() if bound else inner
+        return _msg_field_type(elem) + (f"[<={bound.strip()}]" if bound else "[]")
+    if idl.endswith("]") and "[" in idl:
+        base, _, size = idl[:-1].rpartition("[")
+        return f"{_msg_field_type(base)}[{size}]"
+    return _PRIMITIVES.get(idl, idl)
+
+
+def register_message_class(typestore: Any, cls: Any, msgtype: str) -> None:
+    """Teach a ``rosbags`` type store ``msgtype`` (and its nested types) from its Python class.
+
+    For message types outside the type store's standard set (custom packages on a full ROS
+    install): the definition is rebuilt from ``get_fields_and_field_types()`` (constants and
+    default values are not part of it, nor of the RIHS01 hash).
+    """
+    from rosbags.typesys import get_types_from_msg
+
+    todo = [(msgtype, cls)]
+    found: dict[str, Any] = {}
+    while todo:
+        name, c = todo.pop()
+        if name in found or name in typestore.fielddefs:
+            continue
+        lines = []
+        for field_name, idl in c.get_fields_and_field_types().items():
+            lines.append(f"{_msg_field_type(idl)} {field_name}")
+            base = idl
+            while base.startswith("sequence<"):
+                base = base[len("sequence<"):].split(",")[0].rstrip(">").strip()
+            base = base.split("[")[0]
+            if "/" in base:
+                pkg, tname = base.split("/")[0], base.split("/")[-1]
+                todo.append((f"{pkg}/msg/{tname}", import_message(f"{pkg}/msg/{tname}")))
+        found.update(get_types_from_msg("\n".join(lines), name))
+    typestore.register(found)
+
+
 class RecorderNode(Node):
     """Records topics into a rosbag2; see the module docstring."""
 
@@ -147,14 +193,17 @@ class RecorderNode(Node):
             self._skip(topic, f"published with several types {types}")
             return
         msgtype = types[0]
-        if not self._bag.knows_type(msgtype):
-            self._skip(topic, f"no message definition of {msgtype} in the rosbags type store")
-            return
         try:
             cls = import_message(msgtype)
         except (ImportError, AttributeError, ValueError):
             self._skip(topic, f"message package of {msgtype} is not installed")
             return
+        if not self._bag.knows_type(msgtype):
+            try:
+                register_message_class(self._bag.typestore, cls, msgtype)
+            except Exception as exc:
+                self._skip(topic, f"no message definition of {msgtype}: {exc}")
+                return
         pubs = self.get_publishers_info_by_topic(topic)
         if not pubs:
             return  # a subscriber or a stale entry only: wait for a publisher to adapt the QoS

@@ -164,3 +164,58 @@ def test_existing_output_is_refused_at_start_up(tmp_path: Path, launch_node: Any
     rec = launch_node("recorder", params={"output": str(tmp_path / "taken")})
     assert rec.wait_exit() == 1
     assert "'output'" in rec.log() and "exists" in rec.log()
+
+
+def test_grinding_record_cli(tmp_path: Path, probe: Any) -> None:
+    """`grinding record` runs the same node in its own process; Ctrl-C closes the bag."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    class Proc:  # what Probe.wait_for needs to fail early with the log
+        def __init__(self, cmd: list[str], log: Path) -> None:
+            self.cmd, self.log_path = cmd, log
+            with log.open("wb") as fh:
+                self.proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=dict(os.environ))
+
+        alive = property(lambda self: self.proc.poll() is None)
+        returncode = property(lambda self: self.proc.poll())
+
+        def log(self) -> str:
+            return self.log_path.read_text(errors="replace")
+
+    exe = shutil.which("grinding") or str(Path(sys.executable).with_name("grinding"))
+    bag = tmp_path / "cli_bag"
+    cmd = [exe, "record", "-o", str(bag), "-t", WRENCH, "-t", CHATTER, "--storage", "sqlite3",
+           "--flush-period", "0.2"]
+    rec = Proc(cmd, tmp_path / "record.log")
+    try:
+        publish(probe, rec, 200, 5)
+        probe.wait_for(lambda: metadata_counts(bag) == {WRENCH: 200, CHATTER: 5}, what="checkpoint", procs=[rec])
+    finally:
+        rec.proc.send_signal(signal.SIGINT)
+        try:
+            code = rec.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            rec.proc.kill()
+            raise
+    assert code == 0, rec.log()[-3000:]
+    assert "recorded 205 messages on 2 topics" in rec.log()
+    assert independent_counts(bag, "sqlite3") == {WRENCH: 200, CHATTER: 5}
+
+
+@pytest.mark.parametrize(
+    "msgtype",
+    ["geometry_msgs/msg/WrenchStamped", "sensor_msgs/msg/JointState", "sensor_msgs/msg/PointCloud2",
+     "trajectory_msgs/msg/JointTrajectory", "visualization_msgs/msg/MarkerArray", "nav_msgs/msg/Path"],
+)
+def test_definitions_rebuilt_from_python_classes_match_the_type_store(msgtype: str) -> None:
+    """The fallback for types outside rosbags' store gives the same definition hash (RIHS01)."""
+    from rosbags.typesys import Stores, get_typestore
+
+    from robot_grinding_sim.nodes.recorder import import_message, register_message_class
+
+    store = get_typestore(Stores.EMPTY)
+    register_message_class(store, import_message(msgtype), msgtype)
+    assert store.hash_rihs01(msgtype) == get_typestore(Stores.ROS2_KILTED).hash_rihs01(msgtype)

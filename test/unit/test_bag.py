@@ -378,3 +378,16 @@ def test_bagwriter_bad_input(tmp_path: Path) -> None:
         with pytest.raises(InputError, match="already"):
             bw.add_topic("/x", WS)
     assert [t.name for t in bag_topics(tmp_path / "b")] == ["/x"]
+
+
+def test_cli_repair(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from robot_grinding_sim.cli import main as grinding
+
+    _write_with_bagwriter(tmp_path / "rec", "mcap", 50).close()
+    (tmp_path / "rec" / "metadata.yaml").unlink()
+    assert grinding(["record", "--repair", str(tmp_path / "rec"), "--json"]) == 0
+    doc = yaml.safe_load(capsys.readouterr().out)
+    assert doc["messages"] == 55 and doc["rewritten"] is False
+    assert grinding(["record", "--repair", str(tmp_path / "nothing")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(tmp_path / "nothing") in err[0]
