@@ -44,12 +44,40 @@ def metadata_count(bag: Path) -> int:
     return int(doc["rosbag2_bagfile_information"]["message_count"])
 
 
+PEER = r"""
+import os, sys, rclpy
+from rclpy.executors import ExternalShutdownException
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from geometry_msgs.msg import WrenchStamped
+topic, out = sys.argv[1], sys.argv[2]
+rclpy.init()
+node = rclpy.create_node("bench_recorder_peer")
+n = [0]
+def on_message(data):
+    n[0] += 1
+qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10000, reliability=ReliabilityPolicy.RELIABLE)
+node.create_subscription(WrenchStamped, topic, on_message, qos, raw=True)
+def dump():
+    with open(out + ".tmp", "w") as fh:
+        fh.write(str(n[0]))
+    os.replace(out + ".tmp", out)
+node.create_timer(0.5, dump)
+try:
+    rclpy.spin(node)
+except (KeyboardInterrupt, ExternalShutdownException):
+    pass
+dump()
+"""
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--minutes", type=float, default=10.0, help="stream duration (default 10)")
     ap.add_argument("--rate", type=float, default=1000.0, help="messages per second (default 1000)")
     ap.add_argument("--storage", choices=("mcap", "sqlite3"), default="mcap")
     ap.add_argument("--out", default=None, help="bag directory (default: a temporary one, deleted)")
+    ap.add_argument("--no-peer", action="store_true",
+                    help="skip the peer run (a bare rclpy raw subscriber that only counts)")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
     args = ap.parse_args()
 
@@ -59,141 +87,163 @@ def main() -> int:
     os.environ.update(env)
 
     import rclpy
-    from geometry_msgs.msg import WrenchStamped
-    from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
     tmp = None
     if args.out:
         bag = Path(args.out)
+        work = bag.parent
     else:
         tmp = tempfile.TemporaryDirectory(prefix="bench_recorder_")
-        bag = Path(tmp.name) / "bag"
-    log_path = bag.parent / "recorder.log"
-    cmd = [
-        sys.executable, "-m", "robot_grinding_sim.nodes.recorder", "--ros-args",
-        "-p", f"output:={bag}", "-p", f"storage:={args.storage}", "-p", f"topics:=['{TOPIC}']",
-    ]
-    bag.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "wb") as log:
-        rec = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-
+        work = Path(tmp.name)
+        bag = work / "bag"
+    work.mkdir(parents=True, exist_ok=True)
+    rclpy.init()
+    node = rclpy.create_node("bench_recorder_publisher")
     try:
-        rclpy.init()
-        node = rclpy.create_node("bench_recorder_publisher")
-        qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10000, reliability=ReliabilityPolicy.RELIABLE)
-        pub = node.create_publisher(WrenchStamped, TOPIC, qos)
-        deadline = time.monotonic() + 60.0
-        while pub.get_subscription_count() < 1:
-            if rec.poll() is not None or time.monotonic() > deadline:
-                print(log_path.read_text()[-3000:], file=sys.stderr)
-                raise SystemExit("the recorder did not subscribe")
-            time.sleep(0.05)
-        return _run(args, node, pub, rec, bag, tmp)
+        # 1. the recorder
+        cmd = [
+            sys.executable, "-m", "robot_grinding_sim.nodes.recorder", "--ros-args",
+            "-p", f"output:={bag}", "-p", f"storage:={args.storage}", "-p", f"topics:=['{TOPIC}']",
+        ]
+        ours = _phase(args, node, TOPIC, cmd, work / "recorder.log", env, lambda: metadata_count(bag))
+        from rosbags.highlevel import AnyReader
+
+        seen = []
+        with AnyReader([bag]) as r:
+            for conn, _, raw in r.messages():
+                seen.append(int(r.deserialize(raw, conn.msgtype).wrench.force.z))
+        unique = len(set(seen))
+        ours.update(
+            recorded=len(seen),
+            lost=ours["published"] - unique,
+            duplicated=len(seen) - unique,
+            in_order=all(a < b for a, b in zip(seen, seen[1:], strict=False)),
+            bag_bytes=sum(f.stat().st_size for f in bag.iterdir()),
+        )
+        # 2. the peer: the floor of a Python subscriber on this machine (same QoS, same executor)
+        peer = None
+        if not args.no_peer:
+            count_file = work / "peer.count"
+
+            def peer_count() -> int:
+                try:
+                    return int(count_file.read_text() or 0)
+                except (FileNotFoundError, ValueError):
+                    return 0
+
+            cmd = [sys.executable, "-c", PEER, TOPIC + "_peer", str(count_file)]
+            peer = _phase(args, node, TOPIC + "_peer", cmd, work / "peer.log", env, peer_count)
+            peer.update(recorded=peer_count(), lost=peer["published"] - peer_count())
     finally:
-        if rec.poll() is None:  # never leave the recorder behind
-            rec.send_signal(signal.SIGINT)
-            try:
-                rec.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                rec.kill()
+        node.destroy_node()
+        rclpy.shutdown()
 
-
-def _run(args: argparse.Namespace, node: Any, pub: Any, rec: subprocess.Popen[bytes], bag: Path,
-         tmp: Any) -> int:
-    import rclpy
-    from geometry_msgs.msg import WrenchStamped
-
-    total = int(round(args.minutes * 60.0 * args.rate))
-    msg = WrenchStamped()
-    msg.header.frame_id = "ft_sensor"
-    clock = node.get_clock()
-    sent = 0
-    t0 = time.monotonic()
-    next_report = t0 + 60.0
-    late_max = 0.0
-    refused = 0
-    load = []
-    while sent < total:
-        now = time.monotonic()
-        due = min(total, int((now - t0) * args.rate) + 1)
-        late_max = max(late_max, (due - sent - 1) / args.rate)
-        while sent < due:
-            msg.header.stamp = clock.now().to_msg()
-            msg.wrench.force.z = float(sent)
-            try:
-                pub.publish(msg)
-            except Exception as exc:  # rclpy RCLError: DDS refused the sample; retry it shortly
-                refused += 1
-                if refused <= 3:
-                    print(f"  publish {sent} refused ({exc}); retrying", file=sys.stderr, flush=True)
-                time.sleep(0.001)
-                continue
-            sent += 1
-        if now >= next_report:
-            load.append(os.getloadavg()[0])
-            print(f"  {sent} published, {metadata_count(bag)} checkpointed, load {load[-1]:.1f}",
-                  file=sys.stderr, flush=True)
-            next_report += 60.0
-        nxt = t0 + sent / args.rate
-        time.sleep(max(0.0, nxt - time.monotonic()))
-    t_pub = time.monotonic() - t0
-
-    # Wait until the recorder's checkpoints stop growing (or have everything), then stop it.
-    last, still = -1, time.monotonic()
-    while True:
-        n = metadata_count(bag)
-        if n >= total:
-            break
-        if n != last:
-            last, still = n, time.monotonic()
-        elif time.monotonic() - still > 20.0:
-            break
-        time.sleep(0.2)
-    rec.send_signal(signal.SIGINT)
-    code = rec.wait(timeout=120)
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    node.destroy_node()
-    rclpy.shutdown()
-
-    from rosbags.highlevel import AnyReader
-
-    seen = []
-    with AnyReader([bag]) as r:
-        for conn, _, raw in r.messages():
-            seen.append(int(r.deserialize(raw, conn.msgtype).wrench.force.z))
-    recorded = len(seen)
-    unique = len(set(seen))
-    in_order = all(a < b for a, b in zip(seen, seen[1:], strict=False))
-    size = sum(f.stat().st_size for f in bag.iterdir())
-    result = {
-        "minutes": args.minutes,
-        "rate_hz": args.rate,
-        "storage": args.storage,
-        "published": sent,
-        "recorded": recorded,
-        "lost": sent - unique,
-        "duplicated": recorded - unique,
-        "in_order": in_order,
-        "publish_rate_achieved_hz": sent / t_pub,
-        "max_publisher_lateness_s": late_max,
-        "publishes_refused_and_retried": refused,
-        "load_average_1min_max": max(load, default=os.getloadavg()[0]),
-        "recorder_exit_code": code,
-        "recorder_cpu_s": usage.ru_utime + usage.ru_stime,
-        "recorder_cpu_fraction": (usage.ru_utime + usage.ru_stime) / t_pub,
-        "bag_bytes": size,
-    }
+    result = {"minutes": args.minutes, "rate_hz": args.rate, "storage": args.storage, "recorder": ours,
+              "peer_bare_rclpy_counter": peer}
+    if peer:
+        result["cpu_ratio_recorder_over_peer"] = ours["subscriber_cpu_fraction"] / peer["subscriber_cpu_fraction"]
     if args.json:
         print(json.dumps(result, indent=2))
     else:
         print(f"recorder bench: {args.minutes:g} min at {args.rate:g} Hz ({args.storage}): "
-              f"published {sent}, recorded {recorded}, lost {result['lost']}, duplicated "
-              f"{result['duplicated']}, in order {in_order}; achieved "
-              f"{result['publish_rate_achieved_hz']:.1f} Hz, recorder CPU "
-              f"{100 * result['recorder_cpu_fraction']:.0f} % of one core, bag {size / 1e6:.1f} MB")
+              f"published {ours['published']}, recorded {ours['recorded']}, lost {ours['lost']}, duplicated "
+              f"{ours['duplicated']}, in order {ours['in_order']}; achieved {ours['publish_rate_hz']:.1f} Hz, "
+              f"recorder CPU {100 * ours['subscriber_cpu_fraction']:.0f} % of one core, "
+              f"bag {ours['bag_bytes'] / 1e6:.1f} MB")
+        if peer:
+            print(f"peer (bare rclpy raw subscriber, counts only): received {peer['recorded']} of "
+                  f"{peer['published']}, CPU {100 * peer['subscriber_cpu_fraction']:.0f} % of one core; "
+                  f"recorder/peer CPU ratio {result['cpu_ratio_recorder_over_peer']:.2f}")
     if tmp is not None:
         tmp.cleanup()
-    return 0 if result["lost"] == 0 and result["duplicated"] == 0 and code == 0 else 1
+    ok = ours["lost"] == 0 and ours["duplicated"] == 0 and ours["exit_code"] == 0
+    return 0 if ok else 1
+
+
+def _phase(args: argparse.Namespace, node: Any, topic: str, cmd: list[str], log_path: Path,
+           env: dict[str, str], done: Any) -> dict[str, Any]:
+    """Start the subscriber process ``cmd``, stream to ``topic``, wait for ``done()``, stop it."""
+    from geometry_msgs.msg import WrenchStamped
+    from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    try:
+        qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10000, reliability=ReliabilityPolicy.RELIABLE)
+        pub = node.create_publisher(WrenchStamped, topic, qos)
+        deadline = time.monotonic() + 60.0
+        while pub.get_subscription_count() < 1:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                print(log_path.read_text()[-3000:], file=sys.stderr)
+                raise SystemExit(f"the subscriber of {topic} did not subscribe")
+            time.sleep(0.05)
+        total = int(round(args.minutes * 60.0 * args.rate))
+        msg = WrenchStamped()
+        msg.header.frame_id = "ft_sensor"
+        clock = node.get_clock()
+        sent = 0
+        t0 = time.monotonic()
+        next_report = t0 + 60.0
+        late_max = 0.0
+        refused = 0
+        load = []
+        while sent < total:
+            now = time.monotonic()
+            due = min(total, int((now - t0) * args.rate) + 1)
+            late_max = max(late_max, (due - sent - 1) / args.rate)
+            while sent < due:
+                msg.header.stamp = clock.now().to_msg()
+                msg.wrench.force.z = float(sent)
+                try:
+                    pub.publish(msg)
+                except Exception as exc:  # rclpy RCLError: DDS refused the sample; retry it shortly
+                    refused += 1
+                    if refused <= 3:
+                        print(f"  publish {sent} refused ({exc}); retrying", file=sys.stderr, flush=True)
+                    time.sleep(0.001)
+                    continue
+                sent += 1
+            if now >= next_report:
+                load.append(os.getloadavg()[0])
+                print(f"  {topic}: {sent} published, {done()} stored, load {load[-1]:.1f}",
+                      file=sys.stderr, flush=True)
+                next_report += 60.0
+            time.sleep(max(0.0, t0 + sent / args.rate - time.monotonic()))
+        t_pub = time.monotonic() - t0
+        # Wait until the subscriber has everything (or stops making progress), then stop it.
+        last, still = -1, time.monotonic()
+        while True:
+            n = done()
+            if n >= total:
+                break
+            if n != last:
+                last, still = n, time.monotonic()
+            elif time.monotonic() - still > 20.0:
+                break
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=120)
+        node.destroy_publisher(pub)
+    finally:
+        if proc.poll() is None:  # never leave the subscriber behind
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {
+        "published": sent,
+        "publish_rate_hz": sent / t_pub,
+        "max_publisher_lateness_s": late_max,
+        "publishes_refused_and_retried": refused,
+        "load_average_1min_max": max(load, default=os.getloadavg()[0]),
+        "exit_code": code,
+        "subscriber_cpu_s": cpu,
+        "subscriber_cpu_fraction": cpu / t_pub,
+    }
 
 
 if __name__ == "__main__":
