@@ -35,6 +35,7 @@ __all__ = ["RobotModel", "CollisionGeometry"]
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 _F64 = np.dtype(np.float64)
+_STRIDE1 = (8,)
 
 # ============================================================================================
 # numba kernels.
@@ -528,8 +529,10 @@ def _effective_mass_kernel(q, body, X, point, nvec, jt, jd, bd, ws):
 
 
 def _plain(x: Any, shape: tuple[int]) -> bool:
-    """The common case that needs no coercion: a float64 ndarray of exactly ``shape``."""
-    return type(x) is np.ndarray and x.dtype is _F64 and x.shape == shape
+    """The common case that needs no coercion: a contiguous float64 ndarray of exactly ``shape`` (1-D).
+
+    (Strided views go through coercion so the kernels are only ever compiled for contiguous arrays.)"""
+    return type(x) is np.ndarray and x.dtype is _F64 and x.shape == shape and x.strides == _STRIDE1
 
 
 def _as_float(x: Any, name: str) -> np.ndarray:
@@ -658,7 +661,7 @@ class RobotModel:
     def _gravity(self, gravity: Any) -> np.ndarray:
         if gravity is DEFAULT_GRAVITY:
             return self._default_g
-        g = _as_float(gravity, "gravity")
+        g = np.ascontiguousarray(_as_float(gravity, "gravity"))
         if g.shape != (3,):
             raise InputError(f"gravity must be a 3-vector (m/s^2, root frame); got shape {g.shape}")
         return g
@@ -780,7 +783,7 @@ class RobotModel:
         if point is None:
             pt, use = self._zero3, False
         else:
-            pt, use = _as_float(point, "point"), True
+            pt, use = np.ascontiguousarray(_as_float(point, "point")), True
             if pt.shape != (3,):
                 raise InputError(f"point must be a 3-vector in the root frame (m); got shape {pt.shape}")
         J = np.empty((6, self.nq))
@@ -889,7 +892,7 @@ class RobotModel:
             q = self._js(q, "q")
             if q.ndim != 1:
                 raise InputError(f"effective_mass takes one configuration q of shape ({self.nq},); got {q.shape}")
-        pt = _as_float(point, "point")
+        pt = np.ascontiguousarray(_as_float(point, "point"))
         if pt.shape != (3,):
             raise InputError(f"point must be a 3-vector in the root frame (m); got shape {pt.shape}")
         m = _effective_mass_kernel(q, self._link_body[k], self._link_X[k], pt, n / norm, self._jt, self._jd,
