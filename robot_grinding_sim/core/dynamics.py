@@ -1,8 +1,12 @@
 """Rigid-body dynamics of a fixed-base serial chain: FK, Jacobians, RNEA, CRBA, forward dynamics.
 
-One implementation: every public method validates its input cheaply in Python and calls one of a
-few numba kernels (compiled once, cached on disk) that work on flat arrays. A single call is a
-batch of one, so the single and batched paths cannot drift apart.
+One implementation: every public method validates its input cheaply in Python (shapes; NaN/inf are
+caught inside the kernels) and calls a numba kernel working on flat arrays. The single-state and
+batched entry points run the same per-state functions (``_rnea_sample``, ``_crba_sample``,
+``_fd_sample``, ``_link_pose``), so the two paths cannot drift apart. Kernels are compiled on first
+use and cached on disk next to this file (``cache=True``; a fresh checkout pays ~15-30 s once).
+A model owns one scratch workspace: calls on one model are serialised by the GIL (the kernels
+do not release it), so sharing a model between threads is safe.
 
 Frames and conventions
 - All poses, points, directions and wrenches are in the root link's frame (the URDF's root link),
