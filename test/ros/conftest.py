@@ -42,6 +42,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.ros)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def numba_cache_warm() -> None:
+    """Compile the numba kernels once before any node starts.
+
+    On a fresh clone the first process to use them compiles for up to a minute on 2 busy cores;
+    without this, that lands inside a node's start-up and a test's wait for its first message.
+    """
+    proc = subprocess.run(
+        [sys.executable, "-m", "robot_grinding_sim.core.warmup"], capture_output=True, text=True, timeout=1200
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
 # --------------------------------------------------------------------------------------------------
 # node processes
 
