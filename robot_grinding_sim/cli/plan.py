@@ -82,7 +82,7 @@ def _render_plot(plan: Any, out: io.BytesIO) -> None:
 @click.option("--feed", type=float, default=0.01, show_default=True, callback=_positive("--feed"),
               help="TCP speed on the passes, m/s.")
 @click.option("--unit", default=None, help="Length unit of files without one (BREP, STL/PLY/OBJ, unit-less STEP).")
-@click.option("--robot", default="none", show_default=True,
+@click.option("--robot", default="default", show_default=True,
               help="URDF of the robot for IK and the joint trajectory, 'default' (UR10e + ball tool), or 'none'.")
 @click.option("--workpiece-pose", default=None,
               help="Part pose in the robot base frame: 'x y z roll pitch yaw' (m, rad). [default: 0.7 0 0 0 0 0]")

@@ -234,18 +234,55 @@ def build_moves(passes: list[Pass], tcp_pos: list[FloatArray], tcp_quat: list[Fl
     if clearance is not None:
         safe_h = float(np.max(clearance.vertices @ up)) + tool.radius + tool.clearance + tool.approach
     prev_end: tuple[FloatArray, FloatArray] | None = None
+    turn = 1.0  # direction of the last half-turn about the tool axis (zig-zag): alternate, never wind up
     for k, p in enumerate(passes):
         pos, quat = tcp_pos[k], tcp_quat[k]
         a_start = pos[0] + tool.approach * p.normals[0]
         r_end = pos[-1] + tool.approach * p.normals[-1]
         if prev_end is not None:
             link = _link(prev_end[0], a_start, step, tool, up, clearance, safe_h)
-            moves.append(Move("link", p.index, link, _slerp(prev_end[1], quat[0], len(link))))
+            quats, turn = _turn(prev_end[1], quat[0], turn)
+            link = _resample_polyline(link, max(len(link), len(quats)))
+            if len(quats) != len(link):
+                quats = _turn(prev_end[1], quat[0], -turn, n=len(link))[0]
+            moves.append(Move("link", p.index, link, quats))
         moves.append(Move("approach", p.index, np.vstack([a_start, pos[0]]), np.vstack([quat[0], quat[0]])))
         moves.append(Move("pass", p.index, pos, quat))
         moves.append(Move("retreat", p.index, np.vstack([pos[-1], r_end]), np.vstack([quat[-1], quat[-1]])))
         prev_end = (r_end, quat[-1])
     return moves
+
+
+def _turn(q0: FloatArray, q1: FloatArray, last: float, n: int | None = None, max_angle: float = 0.05
+          ) -> tuple[FloatArray, float]:
+    """Orientations from q0 to q1 (xyzw); a near half-turn goes opposite to the ``last`` one.
+
+    Returns the (n, 4) quaternions and the direction used (+1 / -1 about the rotation axis's
+    component along the tool z axis), so that successive zig-zag turns alternate instead of
+    winding the wrist up to its limit.
+    """
+    R0 = Rotation.from_quat(q0)
+    r = (R0.inv() * Rotation.from_quat(q1)).as_rotvec()  # in the tool frame
+    ang = float(np.linalg.norm(r))
+    sign = float(np.sign(r[2])) if abs(r[2]) > 1e-9 else 1.0
+    if ang > math.pi - 0.3 and sign == last:
+        r = r - 2.0 * math.pi * r / ang  # the same end orientation reached the other way round
+        ang = 2.0 * math.pi - ang
+        sign = -sign
+    if n is None:
+        n = max(2, int(math.ceil(ang / max_angle)) + 1)
+    s = np.linspace(0.0, 1.0, n)[:, None]
+    quats = (R0 * Rotation.from_rotvec(s * r)).as_quat()
+    return quats, (sign if ang > math.pi - 0.3 else last)
+
+
+def _resample_polyline(pts: FloatArray, n: int) -> FloatArray:
+    """n points evenly spaced by arc length along the polyline pts (M, 3)."""
+    if len(pts) == n:
+        return pts
+    L = np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(pts, axis=0), axis=1))]
+    t = np.linspace(0.0, L[-1], n)
+    return np.column_stack([np.interp(t, L, pts[:, k]) for k in range(3)])
 
 
 def _link(a: FloatArray, b: FloatArray, step: float, tool: ToolParameters, up: FloatArray,
@@ -352,10 +389,52 @@ def _robot_stage(result: Plan, part: Any, robot: Any, check_collisions: bool, cl
     result.trajectory = traj
     result.reachability = reach
     if check_collisions:
-        from robot_grinding_sim.core.collision_check import check_trajectory
-
         mesh = clearance.mesh if clearance is not None else part.tessellate(deflection=2e-4)
-        result.collision = check_trajectory(model, traj, mesh, result)
+        result.collision = check_trajectory_collisions(model, traj, mesh, result.workpiece_pose)
+
+
+#: links of the tool whose contact with the part is intended on approach, pass and retreat
+CONTACT_LINKS = ("abrasive_head",)
+
+
+def check_trajectory_collisions(model: Any, traj: Any, mesh: Any, X_BP: FloatArray, every: int = 1,
+                                contact_links: tuple[str, ...] = CONTACT_LINKS, clearance_every: int = 25
+                                ) -> dict[str, Any]:
+    """Check every ``every``-th trajectory sample of the robot against the part (python-fcl scene).
+
+    The links in ``contact_links`` (the abrasive head) are excluded from the check on approach,
+    pass and retreat moves (the intended contact) and included on links. Every
+    ``clearance_every``-th sample also measures the clearance (signed distance). Raises
+    PlanningError naming the move, pass and sample at the first collision.
+    """
+    from robot_grinding_sim.core.collision import CollisionScene
+
+    scene = CollisionScene()
+    names = scene.add_robot(model, traj.positions[0])
+    scene.add_mesh("workpiece", np.asarray(mesh.vertices), np.asarray(mesh.faces), X_BP)
+    robot = set(names)
+    tool = [n for n in names if n.split("#")[0] in contact_links]
+    others = [n for n in names if n not in tool]
+    checked = 0
+    min_clear = np.inf
+    for seg in traj.segments:
+        contact_move = seg["kind"] in ("approach", "pass", "retreat")
+        for n in tool:
+            (scene.exclude if contact_move else scene.include)("workpiece", n)
+        group = others if contact_move else names
+        for i in range(seg["start"], seg["stop"], every):
+            scene.set_robot_configuration(traj.positions[i])
+            hits = [c for c in scene.contacts("workpiece") if c.b in robot or c.a in robot]
+            checked += 1
+            if i % clearance_every == 0:
+                min_clear = min(min_clear, float(scene.min_distance(group, ["workpiece"]).distance))
+            if hits:
+                link = hits[0].b if hits[0].a == "workpiece" else hits[0].a
+                raise PlanningError(
+                    f"collision: robot link {link} touches the part during the {seg['kind']} of pass "
+                    f"{seg['pass_index']} (trajectory sample {i}, t = {traj.times[i]:.3f} s)"
+                )
+    return {"checked_samples": checked, "min_clearance_m": min_clear, "excluded_on_contact": tool}
 
 
 __all__ = [

@@ -346,3 +346,95 @@ def test_mesh_part_plans_with_a_warning(tmp_path) -> None:
     pts = np.vstack([p.points for p in res.passes])
     np.testing.assert_allclose(pts[:, 2], 0.01, atol=1e-9)
     assert np.abs(pts[:, 0]).max() <= 0.1 - 0.005 + 1e-9
+
+
+# ------------------------------------------------------------------------- robot: IK, timing ----
+@pytest.fixture(scope="module")
+def robot_plan():
+    from robot_grinding_sim.core.ik import default_urdf, load_robot
+
+    model = load_robot("default")
+    res = planner.plan("curved_panel", None, PassParameters(stepover=0.03, spacing=0.004),
+                       planner.ToolParameters(feed=0.02), robot=model)
+    return res, model, default_urdf()
+
+
+def test_joint_trajectory_reaches_the_tcp_poses_pinocchio(robot_plan) -> None:
+    import pinocchio as pin
+    from scipy.spatial.transform import Rotation
+
+    res, model, urdf = robot_plan
+    pm = pin.buildModelFromUrdf(str(urdf))
+    data = pm.createData()
+    fid = pm.getFrameId("tcp")
+    traj = res.trajectory
+    assert [pm.names[i] for i in range(1, pm.njoints)] == traj.joint_names
+    X_BP = res.workpiece_pose
+    for seg in traj.segments:
+        if seg["kind"] != "pass":
+            continue
+        p = res.passes[seg["pass_index"]]
+        q = traj.positions[seg["start"]:seg["stop"]]
+        assert len(q) == len(p)  # one trajectory sample per waypoint on passes
+        for k in range(0, len(q), 7):
+            pin.framesForwardKinematics(pm, data, q[k])
+            T = data.oMf[fid]
+            target = X_BP[:3, :3] @ res.tcp_positions[seg["pass_index"]][k] + X_BP[:3, 3]
+            assert np.linalg.norm(T.translation - target) < 1e-6
+            R_target = X_BP[:3, :3] @ Rotation.from_quat(res.tcp_quaternions[seg["pass_index"]][k]).as_matrix()
+            assert Rotation.from_matrix(T.rotation.T @ R_target).magnitude() < 1e-5
+    rep = res.reachability
+    assert rep["reachable"] == rep["targets"] and rep["max_position_error_m"] < 1e-6
+
+
+def test_trajectory_respects_limits_and_keeps_the_feed(robot_plan) -> None:
+    import pinocchio as pin
+
+    res, model, urdf = robot_plan
+    traj = res.trajectory
+    t, q = traj.times, traj.positions
+    assert np.all(np.diff(t) > 0)
+    v = np.diff(q, axis=0) / np.diff(t)[:, None]  # finite differences, not the stored velocities
+    vmax = np.asarray(model.velocity_limits)
+    assert np.all(np.abs(v) <= vmax * (1 + 1e-6))
+    tm = 0.5 * (t[1:] + t[:-1])
+    a = np.diff(v, axis=0) / np.diff(tm)[:, None]
+    amax = np.asarray(res.reachability["acceleration_limits"])
+    assert np.all(np.abs(a) <= amax * 1.05)
+    pm = pin.buildModelFromUrdf(str(urdf))
+    data = pm.createData()
+    fid = pm.getFrameId("tcp")
+    for seg in [s for s in traj.segments if s["kind"] == "pass"][:3]:
+        qs = q[seg["start"]:seg["stop"]]
+        P = []
+        for qq in qs:
+            pin.framesForwardKinematics(pm, data, qq)
+            P.append(data.oMf[fid].translation.copy())
+        speed = np.linalg.norm(np.diff(P, axis=0), axis=1) / np.diff(t[seg["start"]:seg["stop"]])
+        assert np.mean(np.abs(speed / res.tool.feed - 1) < 0.01) > 0.9  # constant feed but for the end ramps
+        assert speed.max() <= res.tool.feed * 1.001
+    # moves start and stop at rest: velocity is zero at every segment boundary
+    for seg in traj.segments:
+        assert np.abs(traj.velocities[seg["start"]]).max() < 1e-9
+
+
+def test_unreachable_workpiece_is_a_clear_error(tmp_path) -> None:
+    with pytest.raises(PlanningError, match=r"pass 0.*unreachable"):
+        planner.plan("flat_plate", None, PassParameters(stepover=0.03, spacing=0.01), robot="default",
+                     workpiece_pose=(2.5, 0.0, 0.0, 0.0, 0.0, 0.0))
+
+
+def test_collision_check_finds_a_link_in_the_part(robot_plan) -> None:
+    import trimesh
+
+    res, model, _ = robot_plan
+    traj = res.trajectory
+    assert res.collision["checked_samples"] >= len(traj.times)  # boundary samples belong to two moves
+    assert res.collision["min_clearance_m"] > 0
+    # an obstacle around the elbow at the middle of the trajectory, given as the "part"
+    i = len(traj.times) // 2
+    elbow = model.link_poses(traj.positions[i])["forearm_link"][:3, 3]
+    box = trimesh.creation.box(extents=(0.3, 0.3, 0.3))
+    box.apply_translation(elbow)
+    with pytest.raises(PlanningError, match=r"collision: robot link .* pass"):
+        planner.check_trajectory_collisions(model, traj, box, np.eye(4))

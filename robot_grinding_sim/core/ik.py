@@ -1,0 +1,186 @@
+"""Inverse kinematics along a tool path: damped least squares on the dynamics module's Jacobian.
+
+Each target is a TCP pose X_BT (4, 4) in the robot's root frame (``base_link``). The solver
+iterates ``dq = J^T (J J^T + lambda^2 W)^-1 e`` with e = [p_target - p; log(R_target R^T)] (root
+frame; rotation error as a rotation vector, weighted by ``rot_weight`` m/rad), clamps q to the
+joint limits after every step, and adapts lambda (Levenberg-Marquardt style: larger when the
+error grows). Along a path each waypoint is seeded from the previous solution, so the joint
+motion is continuous; the first one is tried from several seeds and the solution farthest from
+the joint limits wins.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.spatial.transform import Rotation
+
+from robot_grinding_sim.core.errors import InputError
+
+FloatArray = NDArray[np.float64]
+
+DEFAULT_URDF = Path("urdf") / "ur10e_grinding.urdf"
+
+#: Seeds for the first waypoint (UR-style arm, tool pointing down in front of the robot).
+UR_SEEDS = (
+    (0.0, -1.57, 1.57, -1.57, -1.57, 0.0),
+    (0.0, -1.2, 1.9, -2.27, -1.57, 0.0),
+    (0.0, -2.0, -1.57, -1.14, 1.57, 0.0),
+    (0.0, -1.57, 1.57, -1.57, 1.57, 0.0),
+)
+
+
+def default_urdf() -> Path:
+    """The package's default robot (UR10e + spherical tool), from the source tree or share/."""
+    candidates = [Path(__file__).resolve().parents[2] / DEFAULT_URDF]
+    for prefix in [sys.prefix, *os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep)]:
+        if prefix:
+            candidates.append(Path(prefix) / "share" / "robot_grinding_sim" / DEFAULT_URDF)
+    for c in candidates:
+        if c.is_file():
+            return c
+    raise InputError(f"default robot {DEFAULT_URDF} not found in {[str(c.parent) for c in candidates]}")
+
+
+def load_robot(robot: Any, tip_link: str | None = "tcp") -> Any:
+    """A RobotModel from a model, a URDF path, or ``"default"``; the tip link must be ``tip_link``."""
+    from robot_grinding_sim.core.dynamics import RobotModel
+
+    if isinstance(robot, RobotModel):
+        return robot
+    path = default_urdf() if str(robot) in ("default", "") else Path(str(robot))
+    if not path.is_file():
+        raise InputError(f"{path}: robot URDF not found")
+    try:
+        return RobotModel.from_urdf(path, tip_link=tip_link)
+    except InputError:
+        raise
+    except Exception as exc:
+        raise InputError(f"{path}: cannot load the robot ({exc})") from exc
+
+
+@dataclass
+class IKResult:
+    """Solutions along a path. Arrays: q (N, nq) rad; errors (N,) m and rad; ok (N,) bool."""
+
+    q: FloatArray
+    position_error: FloatArray
+    rotation_error: FloatArray
+    ok: NDArray[np.bool_]
+    manipulability: FloatArray
+    limit_margin: FloatArray  # (N,) smallest distance to a joint limit, rad
+
+
+class IKSolver:
+    """Damped-least-squares IK for the tip link of a RobotModel.
+
+    Args:
+        model: the robot (``fk``, ``jacobian``, ``lower``, ``upper``, ``nq``).
+        tol_position: m; tol_rotation: rad (convergence).
+        max_iterations: per waypoint.
+        damping: initial lambda.
+        rot_weight: metres per radian when mixing position and rotation errors.
+    """
+
+    def __init__(self, model: Any, tol_position: float = 1e-6, tol_rotation: float = 1e-5,
+                 max_iterations: int = 200, damping: float = 1e-3, rot_weight: float = 0.2) -> None:
+        self.model = model
+        self.tol_p, self.tol_r = tol_position, tol_rotation
+        self.max_iter = max_iterations
+        self.lam0 = damping
+        self.w = rot_weight
+        lo, hi = np.asarray(model.lower, float), np.asarray(model.upper, float)
+        self.lower = np.where(np.isfinite(lo), lo, -4 * math.pi)
+        self.upper = np.where(np.isfinite(hi), hi, 4 * math.pi)
+
+    def error(self, q: FloatArray, T: FloatArray) -> tuple[FloatArray, float, float]:
+        X = self.model.fk(q)
+        ep = T[:3, 3] - X[:3, 3]
+        er = Rotation.from_matrix(T[:3, :3] @ X[:3, :3].T).as_rotvec()
+        return np.r_[ep, self.w * er], float(np.linalg.norm(ep)), float(np.linalg.norm(er))
+
+    def solve(self, T: FloatArray, seed: FloatArray) -> tuple[FloatArray, bool, float, float]:
+        """IK for one target pose T (4, 4) from ``seed`` (nq,): (q, converged, position err, rotation err)."""
+        q = np.clip(np.asarray(seed, dtype=float), self.lower, self.upper)
+        e, ep, er = self.error(q, T)
+        lam = self.lam0
+        W = np.diag([1.0, 1.0, 1.0, self.w, self.w, self.w])
+        for _ in range(self.max_iter):
+            if ep < self.tol_p and er < self.tol_r:
+                return q, True, ep, er
+            J = W @ self.model.jacobian(q)
+            JJt = J @ J.T
+            dq = J.T @ np.linalg.solve(JJt + lam * lam * np.eye(6), e)
+            q_new = np.clip(q + dq, self.lower, self.upper)
+            e_new, ep_new, er_new = self.error(q_new, T)
+            if np.linalg.norm(e_new) < np.linalg.norm(e):
+                q, e, ep, er = q_new, e_new, ep_new, er_new
+                lam = max(lam * 0.3, 1e-9)
+            else:
+                lam = min(lam * 10.0, 1e3)
+                if lam >= 1e3:
+                    break
+        return q, bool(ep < self.tol_p and er < self.tol_r), ep, er
+
+    def solve_first(self, T: FloatArray, seeds: Any = None) -> tuple[FloatArray, bool, float, float]:
+        """The first waypoint: try every seed, keep the converged solution farthest from the limits."""
+        seeds = list(seeds) if seeds is not None else []
+        if self.model.nq == 6:
+            seeds += [np.array(s) for s in UR_SEEDS]
+        rng = np.random.default_rng(0)
+        seeds += [rng.uniform(np.maximum(self.lower, -math.pi), np.minimum(self.upper, math.pi))
+                  for _ in range(12)]
+        best = None
+        for s in seeds:
+            q, ok, ep, er = self.solve(T, s)
+            if ok:
+                # the same pose with every joint wrapped into (-pi, pi]: farthest from +-2 pi limits
+                wrapped = q - 2.0 * math.pi * np.round(q / (2.0 * math.pi))
+                inside = (wrapped >= self.lower) & (wrapped <= self.upper)
+                q = np.where(inside, wrapped, q)
+                margin = float(np.min(np.minimum(q - self.lower, self.upper - q)))
+                key = (margin >= 0.3, self.manipulability(q), margin)
+                if best is None or key > best[0]:
+                    best = (key, (q, ok, ep, er))
+        if best is not None:
+            return best[1]
+        return self.solve(T, seeds[0])
+
+    def manipulability(self, q: FloatArray) -> float:
+        J = self.model.jacobian(q)
+        return float(math.sqrt(max(np.linalg.det(J @ J.T), 0.0)))
+
+    def solve_path(self, targets: FloatArray, q0: FloatArray | None = None) -> IKResult:
+        """IK along targets (N, 4, 4), each seeded from the previous solution (q0 seeds the first)."""
+        N = len(targets)
+        Q = np.empty((N, self.model.nq))
+        ep = np.empty(N)
+        er = np.empty(N)
+        ok = np.zeros(N, dtype=bool)
+        man = np.empty(N)
+        for k in range(N):
+            if k == 0:
+                q, ok[k], ep[k], er[k] = (self.solve_first(targets[0]) if q0 is None
+                                          else self.solve(targets[0], q0))
+            else:
+                q, ok[k], ep[k], er[k] = self.solve(targets[k], Q[k - 1])
+            Q[k] = q
+            man[k] = self.manipulability(q)
+        margin = np.min(np.minimum(Q - self.lower, self.upper - Q), axis=1)
+        return IKResult(Q, ep, er, ok, man, margin)
+
+
+def pose_matrices(positions: FloatArray, quaternions: FloatArray, X_BP: FloatArray) -> FloatArray:
+    """TCP targets (N, 4, 4) in the robot root frame from part-frame positions and xyzw quaternions."""
+    N = len(positions)
+    T = np.tile(np.eye(4), (N, 1, 1))
+    T[:, :3, :3] = X_BP[:3, :3] @ Rotation.from_quat(quaternions).as_matrix()
+    T[:, :3, 3] = positions @ X_BP[:3, :3].T + X_BP[:3, 3]
+    return T
