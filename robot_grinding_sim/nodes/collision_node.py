@@ -39,11 +39,10 @@ from sensor_msgs.msg import JointState, PointCloud2
 from std_msgs.msg import Float64
 from visualization_msgs.msg import Marker, MarkerArray
 
-from robot_grinding_sim.bringup import URDF_DEFAULT, package_file
 from robot_grinding_sim.core.collision import CollisionScene
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.ros import conversions as cv
-from robot_grinding_sim.ros.node_base import guarded, run_node
+from robot_grinding_sim.ros.node_base import guarded, load_robot, run_node
 from robot_grinding_sim.ros.parameters import ParameterError, ParamSpec, declare_parameters
 
 NODE_NAME = "collision_node"
@@ -95,17 +94,7 @@ class CollisionNode(Node):
         super().__init__(NODE_NAME, **kwargs)
         p = declare_parameters(self, PARAMS)
         self.p = p
-        from robot_grinding_sim.core.dynamics import RobotModel
-
-        urdf = p["robot_description_file"] or str(package_file(URDF_DEFAULT))
-        try:
-            self.model = RobotModel.from_urdf(urdf)
-        except InputError as exc:
-            raise ParameterError("robot_description_file", str(exc), NODE_NAME) from None
-        m = self.model
-        if p["tool_link"] not in m.link_names:
-            raise ParameterError("tool_link", f"'{p['tool_link']}' is not a link of {urdf} "
-                                 f"(links: {', '.join(m.link_names)})", NODE_NAME)
+        self.model = m = load_robot(p, NODE_NAME, links=("tool_link",))
         self.base_frame = p["base_frame"] or m.root_link
         self.scene = CollisionScene()
         self.q = np.zeros(m.nq)

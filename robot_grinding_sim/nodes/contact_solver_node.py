@@ -41,12 +41,11 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState, PointCloud2
 from std_srvs.srv import Trigger
 
-from robot_grinding_sim.bringup import URDF_DEFAULT, package_file
 from robot_grinding_sim.core.contact import HuntCrossley, KelvinVoigt
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.ft import FTSensorModel, FTSensorParams
 from robot_grinding_sim.ros import conversions as cv
-from robot_grinding_sim.ros.node_base import guarded, run_node
+from robot_grinding_sim.ros.node_base import guarded, load_robot, run_node
 from robot_grinding_sim.ros.parameters import ParameterError, ParamSpec, declare_parameters
 
 NODE_NAME = "contact_solver_node"
@@ -127,17 +126,7 @@ class ContactSolverNode(Node):
         super().__init__(NODE_NAME, **kwargs)
         p = declare_parameters(self, PARAMS)
         self.p = p
-        from robot_grinding_sim.core.dynamics import RobotModel
-
-        urdf = p["robot_description_file"] or str(package_file(URDF_DEFAULT))
-        try:
-            self.model = RobotModel.from_urdf(urdf)
-        except InputError as exc:
-            raise ParameterError("robot_description_file", str(exc), NODE_NAME) from None
-        m = self.model
-        for key in ("tcp_link",) + (("ft_frame",) if p["publish_ft"] else ()):
-            if p[key] not in m.link_names:
-                raise ParameterError(key, f"'{p[key]}' is not a link of {urdf}", NODE_NAME)
+        self.model = m = load_robot(p, NODE_NAME, links=("tcp_link",) + (("ft_frame",) if p["publish_ft"] else ()))
         self.base_frame = p["base_frame"] or m.root_link
         self.tcp = p["tcp_link"]
         if p["model"] == "kelvin_voigt":
@@ -157,7 +146,7 @@ class ContactSolverNode(Node):
             if p["ft_tool_mass"] >= 0:
                 mass, com = p["ft_tool_mass"], np.asarray(p["ft_tool_com"])
             else:
-                mass, com = tool_mass_below(urdf, m, p["ft_frame"])
+                mass, com = tool_mass_below(m.source, m, p["ft_frame"])
             try:
                 self.ft = FTSensorModel(FTSensorParams(
                     X_S_tcp=X_S_tcp, tool_mass=mass, tool_com=com, gravity=p["gravity"], bias=p["ft_bias"],

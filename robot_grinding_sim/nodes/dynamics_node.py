@@ -58,7 +58,6 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from robot_grinding_sim.bringup import URDF_DEFAULT, package_file
 from robot_grinding_sim.core.arm_sim import (
     ArmSimulator,
     ComputedTorqueController,
@@ -67,7 +66,7 @@ from robot_grinding_sim.core.arm_sim import (
 )
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.ros import conversions as cv
-from robot_grinding_sim.ros.node_base import guarded, run_node
+from robot_grinding_sim.ros.node_base import guarded, load_robot, run_node
 from robot_grinding_sim.ros.parameters import ParameterError, ParamSpec, declare_parameters
 
 NODE_NAME = "dynamics_node"
@@ -192,15 +191,7 @@ class DynamicsNode(Node):
         super().__init__(NODE_NAME, **kwargs)
         p = declare_parameters(self, PARAMS)
         self.p = p
-        from robot_grinding_sim.core.dynamics import RobotModel
-
-        urdf = p["robot_description_file"] or str(package_file(URDF_DEFAULT))
-        try:
-            self.model = RobotModel.from_urdf(urdf, tip_link=p["tip_link"] or None)
-        except InputError as exc:
-            name = "tip_link" if p["tip_link"] and p["tip_link"] in str(exc) else "robot_description_file"
-            raise ParameterError(name, str(exc), NODE_NAME) from None
-        m = self.model
+        self.model = m = load_robot(p, NODE_NAME, tip_link=p["tip_link"])
         n = m.nq
         # joint order of the ROS interface; the core works in the model's order
         names = p["joint_names"] or list(m.joint_names)
@@ -273,7 +264,7 @@ class DynamicsNode(Node):
         self._publish_clock()
         self._publish_joint_state()
         self.get_logger().info(
-            f"simulating {m.nq} joints {self.joint_names} from {urdf} (tip {m.tip_link}); control "
+            f"simulating {m.nq} joints {self.joint_names} from {m.source} (tip {m.tip_link}); control "
             f"{p['control_rate']:g} Hz, real-time factor {p['real_time_factor']:g}, "
             f"{'publishing /clock' if p['publish_clock'] else 'wall-clock stamps'}"
         )
