@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from robot_grinding_sim.resources import URDF_DEFAULT, package_file, share_dirs  # noqa: F401 (re-exported)
 
 PACKAGE = "robot_grinding_sim"
 MODES = ("sim", "real")
@@ -33,43 +34,7 @@ MODES = ("sim", "real")
 DEFAULT_ROBOT_IP = "192.168.56.101"
 DEFAULT_FT_SENSOR_IP = "192.168.56.102"
 
-URDF_DEFAULT = "urdf/ur10e_grinding.urdf"
 RVIZ_CONFIG = "config/grinding.rviz"
-
-
-def _source_root() -> Path:
-    return Path(__file__).resolve().parents[1]
-
-
-def share_dirs() -> list[Path]:
-    """Where the package's launch/, urdf/, config/ may be, in order of preference.
-
-    1. the source tree this module runs from (editable / ``colcon build --symlink-install``),
-    2. ``<prefix>/share/robot_grinding_sim`` for each prefix in ``AMENT_PREFIX_PATH`` (colcon),
-    3. ``sys.prefix/share/robot_grinding_sim`` (pip's data_files).
-    """
-    out = [_source_root()]
-    for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
-        if prefix:
-            out.append(Path(prefix) / "share" / PACKAGE)
-    out.append(Path(sys.prefix) / "share" / PACKAGE)
-    return out
-
-
-def package_file(relative: str | os.PathLike[str], must_exist: bool = True) -> Path:
-    """The absolute path of a package data file such as ``urdf/ur10e_grinding.urdf``.
-
-    Raises:
-        FileNotFoundError: ``must_exist`` and no candidate directory holds it.
-    """
-    rel = Path(relative)
-    for d in share_dirs():
-        cand = d / rel
-        if cand.exists():
-            return cand
-    if must_exist:
-        raise FileNotFoundError(f"{rel} not found in {[str(d) for d in share_dirs()]}")
-    return share_dirs()[0] / rel
 
 
 @dataclass(frozen=True)

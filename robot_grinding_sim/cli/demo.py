@@ -42,9 +42,9 @@ TIMES = np.array([0.0, 1.5, 2.5, 4.5, 5.5, 7.0])
 
 def run_demo(out: Path, rate: float = 1000.0, show_progress: bool = True) -> dict:
     """Simulate the demo motion; write the plot, the bag and summary.json under ``out``."""
-    from robot_grinding_sim.bringup import package_file
     from robot_grinding_sim.core.arm_sim import ArmSimulator
     from robot_grinding_sim.core.dynamics import RobotModel
+    from robot_grinding_sim.resources import package_file
 
     if not rate > 0:
         raise InputError(f"--rate must be > 0 Hz, got {rate}")

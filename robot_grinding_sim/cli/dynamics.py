@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 
 import click
@@ -11,23 +9,15 @@ import numpy as np
 
 from robot_grinding_sim.cli.common import emit_json, json_option
 from robot_grinding_sim.core.errors import InputError
-
-PACKAGE = "robot_grinding_sim"
-DEFAULT_URDF = Path("urdf") / "ur10e_grinding.urdf"
+from robot_grinding_sim.resources import URDF_DEFAULT, package_file
 
 
 def default_urdf() -> Path:
-    """The package's default robot: the source tree first, then the installed share/ directories."""
-    candidates = [Path(__file__).resolve().parents[2] / DEFAULT_URDF]
-    for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
-        if prefix:
-            candidates.append(Path(prefix) / "share" / PACKAGE / DEFAULT_URDF)
-    candidates.append(Path(sys.prefix) / "share" / PACKAGE / DEFAULT_URDF)
-    for c in candidates:
-        if c.is_file():
-            return c
-    where = [str(c.parent.parent) for c in candidates]
-    raise InputError(f"default robot {DEFAULT_URDF} not found in {where}; pass --urdf")
+    """The package's default robot (see :mod:`robot_grinding_sim.resources`)."""
+    try:
+        return package_file(URDF_DEFAULT)
+    except FileNotFoundError as exc:
+        raise InputError(f"default robot: {exc}; pass --urdf") from None
 
 
 def parse_vector(text: str | None, n: int, option: str) -> np.ndarray:

@@ -17,8 +17,8 @@ def warm_up() -> dict[str, float]:
     """Exercise every cached kernel once on small inputs; returns seconds per stage."""
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    from robot_grinding_sim.bringup import package_file
     from robot_grinding_sim.core.dynamics import RobotModel
+    from robot_grinding_sim.resources import package_file
 
     model = RobotModel.from_urdf(package_file("urdf/ur10e_grinding.urdf"))
     q = np.zeros(model.nq)
