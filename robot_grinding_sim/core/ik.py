@@ -66,6 +66,18 @@ def load_robot(robot: Any, tip_link: str | None = "tcp") -> Any:
         raise InputError(f"{path}: cannot load the robot ({exc})") from exc
 
 
+def log_so3(R: FloatArray) -> FloatArray:
+    """Rotation vector (3,) of a rotation matrix (3, 3) (the SO(3) logarithm), rad."""
+    c = max(-1.0, min(1.0, 0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0)))
+    w = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
+    angle = math.acos(c)
+    if angle < 1e-6:
+        return 0.5 * w  # sin(angle) ~ angle
+    if angle < math.pi - 1e-4:
+        return w * (angle / (2.0 * math.sin(angle)))
+    return Rotation.from_matrix(R).as_rotvec()  # near a half turn: the robust (slow) way
+
+
 @dataclass
 class IKResult:
     """Solutions along a path. Arrays: q (N, nq) rad; errors (N,) m and rad; ok (N,) bool."""
@@ -103,7 +115,7 @@ class IKSolver:
     def error(self, q: FloatArray, T: FloatArray) -> tuple[FloatArray, float, float]:
         X = self.model.fk(q)
         ep = T[:3, 3] - X[:3, 3]
-        er = Rotation.from_matrix(T[:3, :3] @ X[:3, :3].T).as_rotvec()
+        er = log_so3(T[:3, :3] @ X[:3, :3].T)
         return np.r_[ep, self.w * er], float(np.linalg.norm(ep)), float(np.linalg.norm(er))
 
     def solve(self, T: FloatArray, seed: FloatArray) -> tuple[FloatArray, bool, float, float]:

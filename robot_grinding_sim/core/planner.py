@@ -398,7 +398,7 @@ CONTACT_LINKS = ("abrasive_head",)
 
 
 def check_trajectory_collisions(model: Any, traj: Any, mesh: Any, X_BP: FloatArray, every: int = 1,
-                                contact_links: tuple[str, ...] = CONTACT_LINKS, clearance_every: int = 25
+                                contact_links: tuple[str, ...] = CONTACT_LINKS, clearance_every: int = 100
                                 ) -> dict[str, Any]:
     """Check every ``every``-th trajectory sample of the robot against the part (python-fcl scene).
 

@@ -40,7 +40,7 @@ def test_list_faces_json() -> None:
 
 
 def test_plan_writes_json_csv_plot(tmp_path: Path) -> None:
-    out = run("plan", "plate_with_hole", "--stepover", "0.01", "--spacing", "0.005", "--margin", "0.004",
+    out = run("plan", "plate_with_hole", "--stepover", "0.02", "--spacing", "0.005", "--margin", "0.004",
               "--out", "plan.json", "--csv", "plan.csv", "--plot", "plan.png", "--json", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout)
@@ -51,6 +51,9 @@ def test_plan_writes_json_csv_plot(tmp_path: Path) -> None:
     with (tmp_path / "plan.csv").open() as fh:
         assert len(list(csv.DictReader(fh))) == n
     assert (tmp_path / "plan.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    traj = data["trajectory"]  # the default robot: UR10e + ball tool
+    assert len(traj["joint_names"]) == 6 and len(traj["times"]) == len(traj["positions"]) > n
+    assert data["reachability"]["reachable"] == data["reachability"]["targets"]
     for p in data["passes"]:
         for w in p["waypoints"]:
             x, y, _ = w["surface_point"]
@@ -96,3 +99,9 @@ def test_bad_files_fail_cleanly(tmp_path: Path, content: str | None, pattern: st
 def test_unknown_source(tmp_path: Path) -> None:
     out = run("plan", "no_such_part", "--out", "plan.json", cwd=tmp_path)
     _assert_clean_failure(out, tmp_path, "built-in")
+
+
+def test_unreachable_workpiece_fails_cleanly(tmp_path: Path) -> None:
+    out = run("plan", "flat_plate", "--stepover", "0.03", "--spacing", "0.01", "--robot", "default",
+              "--workpiece-pose", "2.5 0 0 0 0 0", "--out", "plan.json", cwd=tmp_path)
+    _assert_clean_failure(out, tmp_path, r"pass 0.*unreachable")
