@@ -1,0 +1,215 @@
+"""Outputs of the simulated grinding job: rosbag2 (MCAP), force plot, summary.json.
+
+Everything is written into a temporary directory next to ``out`` and renamed into place at the
+end (:func:`write_outputs`), so a failure leaves nothing partial.
+
+Bag topics (sim time from 0):
+
+- ``/joint_states`` (sensor_msgs/JointState: position, velocity, effort) every step;
+- ``/contact/wrench`` (geometry_msgs/WrenchStamped, frame ``tcp``): the contact wrench on the tool
+  (normal + tangential force, torque about the tcp), every output sample (1 kHz by default);
+- ``/ft_sensor/wrench`` (WrenchStamped, frame ``ft_sensor``): the F/T sensor model's reading of it
+  (core.ft: moved to the sensor frame; bias/noise/filter as configured), same samples;
+- ``/grinding/progress`` (std_msgs/Float64MultiArray, ``[pass_index, arc_length_m, stamp_s]``,
+  docs/compare.md) at 100 Hz on passes, -1 elsewhere;
+- ``/dynamics_node/tool_pose`` (geometry_msgs/PoseStamped, frame ``base_link``) every step.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from robot_grinding_sim.core.errors import InputError
+
+TOPICS = {
+    "/joint_states": "sensor_msgs/msg/JointState",
+    "/contact/wrench": "geometry_msgs/msg/WrenchStamped",
+    "/ft_sensor/wrench": "geometry_msgs/msg/WrenchStamped",
+    "/grinding/progress": "std_msgs/msg/Float64MultiArray",
+    "/dynamics_node/tool_pose": "geometry_msgs/msg/PoseStamped",
+}
+
+
+def _clean(obj: Any) -> Any:
+    """JSON-safe: numpy -> lists/floats, NaN/inf -> None."""
+    if hasattr(obj, "tolist"):
+        obj = obj.tolist()
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if isinstance(obj, float) and not np.isfinite(obj):
+        return None
+    return obj
+
+
+def check_out_dir(out: Path) -> None:
+    """The output directory may exist (and be empty of our files) or be new; its parent must exist."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out}: exists and is not a directory")
+    if (out / "bag").exists():
+        raise InputError(f"output {out / 'bag'} exists already; choose a new --out or remove it")
+    parent = out.parent if str(out.parent) else Path(".")
+    if not parent.exists():
+        raise InputError(f"--out {out}: folder {parent} does not exist")
+
+
+def ft_readings(result: Any, noise_std: float = 0.0, cutoff_hz: float | None = None, seed: int = 0
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """(contact wrenches in tcp (K, 6), F/T readings in ft_sensor (K, 6)) at the output samples."""
+    from robot_grinding_sim.core.ft import FTSensorModel, FTSensorParams
+
+    rec = result.record
+    model = result.setup.model
+    q0 = rec["q"][0] if len(rec["q"]) else np.zeros(model.nq)
+    X_S_tcp = np.linalg.inv(model.fk(q0, "ft_sensor")) @ model.fk(q0, "tcp")
+    X_S_tcp[3] = (0.0, 0.0, 0.0, 1.0)
+    params = FTSensorParams(X_S_tcp=X_S_tcp, noise_std=[noise_std] * 3 + [noise_std / 50.0] * 3,
+                            cutoff_hz=cutoff_hz, seed=seed)
+    ft = FTSensorModel(params)
+    R = rec["R_tcp_out"]
+    f_tcp = np.einsum("kji,kj->ki", R, rec["force"])  # R^T f
+    t_tcp = np.einsum("kji,kj->ki", R, rec["torque"])
+    w_tcp = np.hstack([f_tcp, t_tcp])
+    R_S_tcp = X_S_tcp[:3, :3]
+    out = np.empty_like(w_tcp)
+    for k in range(len(w_tcp)):
+        out[k] = ft.measure(w_tcp[k], R[k] @ R_S_tcp.T, rec["t"][k])
+    return w_tcp, out
+
+
+def write_bag(path: Path, result: Any, w_tcp: np.ndarray, w_ft: np.ndarray) -> dict[str, int]:
+    """Write the job's bag (see the module docstring); returns message counts per topic."""
+    from robot_grinding_sim.core.bagwriter import BagWriter
+    from robot_grinding_sim.core.grinding_job import progress_samples
+
+    rec = result.record
+    model = result.setup.model
+    with BagWriter(path, storage="mcap") as bag:
+        ts = bag.typestore
+        T = ts.types
+        Header, Time = T["std_msgs/msg/Header"], T["builtin_interfaces/msg/Time"]
+        JointState, PoseStamped = T["sensor_msgs/msg/JointState"], T["geometry_msgs/msg/PoseStamped"]
+        Pose, Point, Quaternion = T["geometry_msgs/msg/Pose"], T["geometry_msgs/msg/Point"], T[
+            "geometry_msgs/msg/Quaternion"]
+        WrenchStamped, Wrench, Vector3 = (T["geometry_msgs/msg/WrenchStamped"], T["geometry_msgs/msg/Wrench"],
+                                          T["geometry_msgs/msg/Vector3"])
+        F64, Layout = T["std_msgs/msg/Float64MultiArray"], T["std_msgs/msg/MultiArrayLayout"]
+        for topic, typ in TOPICS.items():
+            bag.add_topic(topic, typ)
+
+        def stamp(t: float) -> tuple[int, Any]:
+            ns = int(round(t * 1e9))
+            return ns, Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+        names = list(model.joint_names)
+        quats = Rotation.from_matrix(rec["tcp"][:, :3, :3]).as_quat() if len(rec["tcp"]) else np.zeros((0, 4))
+        for k in range(len(rec["ts"])):
+            ns, st = stamp(rec["ts"][k])
+            js = JointState(header=Header(stamp=st, frame_id=""), name=names, position=rec["q"][k],
+                            velocity=rec["qd"][k], effort=rec["tau"][k])
+            bag.write("/joint_states", ns, bag.serialize(js, TOPICS["/joint_states"]))
+            p = rec["tcp"][k, :3, 3]
+            x, y, z, w = quats[k]
+            pose = PoseStamped(header=Header(stamp=st, frame_id=model.root_link), pose=Pose(
+                position=Point(x=float(p[0]), y=float(p[1]), z=float(p[2])),
+                orientation=Quaternion(x=float(x), y=float(y), z=float(z), w=float(w))))
+            bag.write("/dynamics_node/tool_pose", ns, bag.serialize(pose, TOPICS["/dynamics_node/tool_pose"]))
+
+        def wrench(st: Any, frame: str, v: np.ndarray) -> Any:
+            return WrenchStamped(header=Header(stamp=st, frame_id=frame), wrench=Wrench(
+                force=Vector3(x=float(v[0]), y=float(v[1]), z=float(v[2])),
+                torque=Vector3(x=float(v[3]), y=float(v[4]), z=float(v[5]))))
+
+        for k in range(len(rec["t"])):
+            ns, st = stamp(rec["t"][k])
+            bag.write("/contact/wrench", ns, bag.serialize(wrench(st, "tcp", w_tcp[k]), TOPICS["/contact/wrench"]))
+            bag.write("/ft_sensor/wrench", ns, bag.serialize(wrench(st, "ft_sensor", w_ft[k]),
+                                                             TOPICS["/ft_sensor/wrench"]))
+        for t, idx, arc in progress_samples(result.segments):
+            ns, _ = stamp(t)
+            msg = F64(layout=Layout(dim=[], data_offset=0), data=np.array([idx, arc, t], dtype=np.float64))
+            bag.write("/grinding/progress", ns, bag.serialize(msg, TOPICS["/grinding/progress"]))
+        counts = dict(bag.counts)
+    return counts
+
+
+def plot_forces(path: Path, result: Any, w_ft: np.ndarray) -> None:
+    """Normal force vs time per pass against the target band, plus the F/T reading's force norm."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rec = result.record
+    cfg = result.setup.cfg
+    F, tol = cfg.target_force, cfg.tolerance
+    passes = result.passes
+    n = max(1, len(passes))
+    fig, axes = plt.subplots(n + 1, 1, figsize=(10, 2.6 * (n + 1)), squeeze=False)
+    ax0 = axes[0, 0]
+    ax0.plot(rec["t"], rec["fn"], lw=0.8, label="normal contact force (sim)")
+    ax0.plot(rec["t"], np.linalg.norm(w_ft[:, :3], axis=1), lw=0.6, alpha=0.7, label="|F| F/T sensor reading")
+    ax0.axhspan(F * (1 - tol), F * (1 + tol), color="g", alpha=0.15, label=f"target {F:g} N +- {tol:.0%}")
+    for p in passes:
+        ax0.axvspan(p.t0, p.t1, color="0.85", alpha=0.4)
+    ax0.set_ylabel("force [N]")
+    ax0.set_xlabel("time [s]")
+    ax0.legend(fontsize=7, loc="upper right")
+    ax0.set_title(f"{result.setup.source}: whole job ({len(passes)} passes, step {cfg.dt * 1e3:g} ms)")
+    for k, p in enumerate(passes):
+        ax = axes[k + 1, 0]
+        sel = (rec["t"] >= p.t0 - 0.3) & (rec["t"] <= p.t1 + 0.1)
+        ax.plot(rec["t"][sel] - p.t0, rec["fn"][sel], lw=0.8, label="normal force")
+        ax.plot(rec["t"][sel] - p.t0, np.linalg.norm(w_ft[sel, :3], axis=1), lw=0.6, alpha=0.7, label="|F| F/T")
+        ax.axhspan(F * (1 - tol), F * (1 + tol), color="g", alpha=0.15)
+        ax.axhline(p.mean, color="k", ls="--", lw=0.8, label=f"mean {p.mean:.3f} N ({(p.mean - F) / F:+.2%})")
+        ax.axvspan(0, p.t1 - p.t0, color="0.85", alpha=0.3)
+        ax.set_ylabel(f"pass {p.index} [N]")
+        ax.legend(fontsize=7, loc="lower right")
+        ax.grid(alpha=0.3)
+    axes[-1, 0].set_xlabel("time from pass start [s]")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def write_outputs(out: Path, result: Any, summary: dict[str, Any]) -> dict[str, str]:
+    """bag/, force.png and summary.json into ``out`` (atomically: temp dir, then rename)."""
+    out = Path(out)
+    check_out_dir(out)
+    parent = out.parent if str(out.parent) else Path(".")
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
+    try:
+        cfg = result.setup.cfg
+        w_tcp, w_ft = ft_readings(result, cfg.ft_noise_std, cfg.ft_cutoff_hz, cfg.seed)
+        counts = write_bag(tmp / "bag", result, w_tcp, w_ft)
+        plot_forces(tmp / "force.png", result, w_ft)
+        outputs = {"bag": str(out / "bag"), "plot": str(out / "force.png"), "summary": str(out / "summary.json")}
+        summary["outputs"] = outputs
+        summary["bag_counts"] = counts
+        summary["ft_mean_force_norm_on_passes_n"] = [
+            float(np.linalg.norm(w_ft[(result.record["t"] >= p.t0) & (result.record["t"] <= p.t1), :3], axis=1).mean())
+            if p.samples else None for p in result.passes]
+        (tmp / "summary.json").write_text(json.dumps(_clean(summary), indent=2))
+        out.mkdir(exist_ok=True)
+        for name in ("bag", "force.png", "summary.json"):
+            dst = out / name
+            if dst.exists() and name != "bag":
+                if dst.is_dir():
+                    shutil.rmtree(dst)
+                else:
+                    os.unlink(dst)
+            os.replace(tmp / name, dst)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return outputs
