@@ -85,7 +85,7 @@ def _render_plot(plan: Any, out: io.BytesIO) -> None:
 @click.option("--robot", default="default", show_default=True,
               help="URDF of the robot for IK and the joint trajectory, 'default' (UR10e + ball tool), or 'none'.")
 @click.option("--workpiece-pose", default=None,
-              help="Part pose in the robot base frame: 'x y z roll pitch yaw' (m, rad). [default: 0.7 0 0 0 0 0]")
+              help="Part pose in the robot base frame: 'x y z roll pitch yaw' (m, rad). [default: 0.8 0 0 0 0 0]")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), default=None, help="Write plan.json here.")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None,
               help="Also write the waypoints as CSV.")

@@ -38,8 +38,8 @@ FloatArray = NDArray[np.float64]
 #: Kelvin-Voigt model; identify it on a calibration pass, see DESIGN.md F16). 5 N -> 50 um.
 DEFAULT_CONTACT_STIFFNESS = 1.0e5
 
-#: The part in front of a UR10e: 0.7 m ahead on base_link x, top about 0.1 m below the shoulder.
-DEFAULT_WORKPIECE_POSE = (0.7, 0.0, 0.0, 0.0, 0.0, 0.0)
+#: The part in front of the UR10e, 0.8 m ahead on base_link x (the same as config/collision_node.yaml).
+DEFAULT_WORKPIECE_POSE = (0.8, 0.0, 0.0, 0.0, 0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -127,6 +127,7 @@ class Plan:
     reachability: dict[str, Any] | None = None
     collision: dict[str, Any] | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    mesh: Any = None  # the tessellated part (trimesh, part frame) when one was made
 
     @property
     def n_waypoints(self) -> int:
@@ -375,6 +376,7 @@ def plan(
     result = Plan(str(getattr(part, "source", source)), getattr(part, "unit", "m"), face_list, pass_params, tool,
                   passes, tcp_pos, tcp_quat, moves, X_BP)
     result.timings = {"load_s": t1 - t0, "passes_s": t2 - t1, "moves_s": t3 - t2}
+    result.mesh = clearance.mesh if clearance is not None else None
     if robot is not None:
         _robot_stage(result, part, robot, check_collisions, clearance)
         result.timings["robot_s"] = time.perf_counter() - t3

@@ -1,0 +1,264 @@
+"""planner_node: grinding passes on the exact CAD surface, the joint trajectory, and their markers.
+
+A thin adapter over :func:`robot_grinding_sim.core.planner.plan`: parameters in, a plan out.
+
+Serves:
+- ``~/plan`` (std_srvs/Trigger): plan again with the current parameters. ``success`` false and
+  the reason in ``message`` when the plan cannot be made (unreadable file, face index out of
+  range, unreachable or colliding waypoint, ...); nothing is published then and the node keeps
+  running. On success ``message`` summarises the plan.
+
+Publishes (latched: transient-local durability, so late subscribers get the last plan):
+- ``grinding/path`` (nav_msgs/Path, frame ``base_frame``): the TCP poses of every pass waypoint,
+  in the order of travel (tool z into the surface, x along travel; the TCP is the ball centre).
+- ``grinding/trajectory`` (trajectory_msgs/JointTrajectory, frame ``base_frame``): the joint
+  trajectory through approach, passes, retreats and links (positions, velocities,
+  accelerations; ``time_from_start`` from the start of the job).
+- ``~/markers`` (visualization_msgs/MarkerArray, frame ``base_frame``): namespace ``passes``
+  (one LINE_STRIP of surface points per pass), ``links`` (the linking moves of the TCP),
+  ``normals`` (ARROWs of the outward normal at every ``marker_normal_every``-th waypoint) and
+  ``part`` (the tessellated part as a TRIANGLE_LIST mesh marker).
+
+Parameters: see ``PARAMS`` (``ros2 param describe /planner_node <name>``) and
+``config/planner_node.yaml``. Pass and tool parameters may be changed at run time (``ros2 param
+set``) and take effect at the next ``~/plan`` call; a bad value is refused naming the parameter.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import numpy as np
+from builtin_interfaces.msg import Duration
+from geometry_msgs.msg import Point, PoseStamped
+from nav_msgs.msg import Path
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
+from visualization_msgs.msg import Marker, MarkerArray
+
+from robot_grinding_sim.core.errors import GrindingSimError
+from robot_grinding_sim.ros import conversions as cv
+from robot_grinding_sim.ros.node_base import run_node
+from robot_grinding_sim.ros.parameters import ParamSpec, declare_parameters
+
+NODE_NAME = "planner_node"
+
+_BUILTIN = ("curved_panel", "flat_plate", "cylinder_section", "plate_with_hole")
+
+PARAMS = [
+    ParamSpec("cad_file", "", "CAD (STEP, IGES, BREP) or mesh (STL, PLY, OBJ) file of the workpiece; "
+              "empty: the built-in part `part`", path="file"),
+    ParamSpec("part", "curved_panel", "built-in part used when cad_file is empty", choices=_BUILTIN),
+    ParamSpec("unit", "", "length unit of files that carry none (BREP, meshes): m, mm, cm, in; "
+              "empty: the file's own", choices=("", "m", "mm", "cm", "um", "in", "ft")),
+    ParamSpec("faces", [-1], "face indices to grind (adjacent faces for the raster generator); "
+              "[-1]: the largest face looking up", type="int_array", min_length=1, range=(-1, 100000)),
+    ParamSpec("workpiece_pose", [0.8, 0.0, 0.0, 0.0, 0.0, 0.0], "pose of the part frame in base_frame: "
+              "x y z (m) roll pitch yaw (rad, fixed axes x-y-z)", length=6, range=(-100.0, 100.0)),
+    ParamSpec("robot_description_file", "", "URDF of arm and tool (tip link tcp); empty: the package's "
+              "urdf/ur10e_grinding.urdf", path="file", read_only=True),
+    ParamSpec("base_frame", "", "frame of the outputs; empty: the URDF's root link", read_only=True),
+    ParamSpec("generator", "raster", "raster (plane slicing) or iso (iso-parametric) passes",
+              choices=("raster", "iso")),
+    ParamSpec("iso_direction", "u", "iso passes run along u or v", choices=("u", "v")),
+    ParamSpec("order", "zigzag", "pass order", choices=("zigzag", "oneway")),
+    ParamSpec("reverse", False, "travel the first pass in the opposite direction"),
+    ParamSpec("stepover", 0.005, "distance between adjacent passes on the surface, m", range=(1e-5, 1.0)),
+    ParamSpec("spacing", 0.002, "waypoint spacing along a pass (arc length), m", range=(1e-5, 1.0)),
+    ParamSpec("margin", 0.005, "minimum distance of waypoints from the boundary and holes, m",
+              range=(0.0, 1.0)),
+    ParamSpec("angle", 0.0, "raster angle about the face normal from the part x axis, deg",
+              range=(-360.0, 360.0)),
+    ParamSpec("lead", 0.0, "tool lead angle (about the tool y axis), deg", range=(-89.0, 89.0)),
+    ParamSpec("tilt", 0.0, "tool tilt angle (about the tool x axis, the travel), deg", range=(-89.0, 89.0)),
+    ParamSpec("feed", 0.01, "TCP speed on the passes, m/s", range=(1e-5, 10.0)),
+    ParamSpec("tool_radius", 0.02, "radius of the spherical tool, m", range=(1e-4, 1.0)),
+    ParamSpec("target_force", 5.0, "normal force wanted on the passes, N", range=(0.0, 1e4)),
+    ParamSpec("stiffness", 1.0e5, "contact stiffness K (Kelvin-Voigt); penetration = force / K, N/m",
+              range=(1.0, 1e12)),
+    ParamSpec("approach", 0.01, "approach and retreat distance along the normal, m", range=(1e-4, 1.0)),
+    ParamSpec("clearance", 0.005, "tool clearance on linking moves, m", range=(1e-4, 1.0)),
+    ParamSpec("check_collisions", True, "check the robot's trajectory against the part"),
+    ParamSpec("plan_on_start", True, "plan once at start-up (else wait for ~/plan)"),
+    ParamSpec("output_file", "", "write plan.json here after every successful plan; empty: none"),
+    ParamSpec("marker_normal_every", 10, "an arrow marker every n-th waypoint", range=(1, 100000)),
+]
+
+
+class PlannerNode(Node):
+    """Plans on request; publishes the path, the trajectory and the markers (module docstring)."""
+
+    NODE_NAME = NODE_NAME
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(NODE_NAME, **kwargs)
+        self.p = declare_parameters(self, PARAMS)
+        from robot_grinding_sim.ros.node_base import load_robot
+
+        self.model = load_robot(self.p, NODE_NAME, tip_link="tcp")
+        self.base_frame = self.p["base_frame"] or self.model.root_link
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.pub_path = self.create_publisher(Path, "grinding/path", latched)
+        self.pub_traj = self.create_publisher(JointTrajectory, "grinding/trajectory", latched)
+        self.pub_markers = self.create_publisher(MarkerArray, "~/markers", latched)
+        self.create_service(Trigger, "~/plan", self._on_plan)
+        self.last_plan = None
+        self._start_timer = None
+        if self.p["plan_on_start"]:
+            self._start_timer = self.create_timer(0.1, self._plan_once)
+        self.get_logger().info(f"ready: ~/plan plans on {self._source()} in frame {self.base_frame}")
+
+    # ------------------------------------------------------------------------------------------
+    def _value(self, name: str) -> Any:
+        return self.get_parameter(name).value
+
+    def _source(self) -> str:
+        return self._value("cad_file") or self._value("part")
+
+    def _plan_once(self) -> None:
+        if self._start_timer is not None:
+            self._start_timer.cancel()
+            self.destroy_timer(self._start_timer)
+            self._start_timer = None
+        ok, message = self.plan()
+        (self.get_logger().info if ok else self.get_logger().error)(f"start-up plan: {message}")
+
+    def _on_plan(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        ok, message = self.plan()
+        response.success, response.message = ok, message
+        (self.get_logger().info if ok else self.get_logger().warning)(f"~/plan: {message}")
+        return response
+
+    def plan(self) -> tuple[bool, str]:
+        """Plan with the current parameters and publish; (success, message). Never raises."""
+        from robot_grinding_sim.core import plan_io, planner
+        from robot_grinding_sim.core.passes import PassParameters
+
+        v = self._value
+        t0 = time.perf_counter()
+        try:
+            faces = [int(f) for f in v("faces")]
+            pass_params = PassParameters(stepover=v("stepover"), spacing=v("spacing"), margin=v("margin"),
+                                         angle=v("angle"), generator=v("generator"),
+                                         iso_direction=v("iso_direction"), order=v("order"), reverse=v("reverse"))
+            tool = planner.ToolParameters(radius=v("tool_radius"), target_force=v("target_force"),
+                                          stiffness=v("stiffness"), lead=v("lead"), tilt=v("tilt"), feed=v("feed"),
+                                          approach=v("approach"), clearance=v("clearance"))
+            result = planner.plan(self._source(), None if faces == [-1] else faces, pass_params, tool,
+                                  unit=v("unit") or None, robot=self.model,
+                                  workpiece_pose=list(v("workpiece_pose")),
+                                  check_collisions=bool(v("check_collisions")))
+            msgs = self._messages(result)
+            if v("output_file"):
+                plan_io.write_plan(result, v("output_file"))
+        except (GrindingSimError, OSError, ValueError) as exc:
+            return False, f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # keep the node alive whatever happened; say what it was
+            self.get_logger().error(f"planning crashed: {type(exc).__name__}: {exc}")
+            return False, f"internal error: {type(exc).__name__}: {exc}"
+        for pub, msg in zip((self.pub_path, self.pub_traj, self.pub_markers), msgs, strict=True):
+            pub.publish(msg)
+        self.last_plan = result
+        s = result.summary()
+        return True, (f"{s['passes']} passes, {s['waypoints']} waypoints, trajectory "
+                      f"{s.get('trajectory_points', 0)} points / {s.get('trajectory_duration_s', 0.0):.1f} s "
+                      f"(planned in {time.perf_counter() - t0:.1f} s)")
+
+    # ------------------------------------------------------------------------------------------
+    def _messages(self, result: Any) -> tuple[Path, JointTrajectory, MarkerArray]:
+        from scipy.spatial.transform import Rotation
+
+        X = result.workpiece_pose
+        R, o = X[:3, :3], X[:3, 3]
+        stamp = self.get_clock().now().to_msg()
+        path = Path()
+        path.header.frame_id, path.header.stamp = self.base_frame, stamp
+        for pos, quat in zip(result.tcp_positions, result.tcp_quaternions, strict=True):
+            P = pos @ R.T + o
+            Q = (Rotation.from_matrix(R) * Rotation.from_quat(quat)).as_quat()
+            for k in range(len(P)):
+                ps = PoseStamped()
+                ps.header = path.header
+                T = np.eye(4)
+                T[:3, :3] = Rotation.from_quat(Q[k]).as_matrix()
+                T[:3, 3] = P[k]
+                ps.pose = cv.matrix_to_pose(T)
+                path.poses.append(ps)
+        t = result.trajectory
+        traj = cv.arrays_to_joint_trajectory(t.joint_names, t.times, t.positions, t.velocities, t.accelerations,
+                                             frame_id=self.base_frame)
+        traj.header.stamp = stamp
+        return path, traj, self._markers(result, stamp)
+
+    def _markers(self, result: Any, stamp: Any) -> MarkerArray:
+        X = result.workpiece_pose
+        R, o = X[:3, :3], X[:3, 3]
+        out = MarkerArray()
+        clear = Marker()
+        clear.action = Marker.DELETEALL
+        out.markers.append(clear)
+
+        def base(ns: str, mid: int, kind: int) -> Marker:
+            m = Marker()
+            m.header.frame_id, m.header.stamp = self.base_frame, stamp
+            m.ns, m.id, m.type, m.action = ns, mid, kind, Marker.ADD
+            m.pose.orientation.w = 1.0
+            m.lifetime = Duration()
+            return m
+
+        for p in result.passes:
+            m = base("passes", p.index, Marker.LINE_STRIP)
+            m.scale.x = 0.001
+            m.color.b, m.color.a = 1.0, 1.0
+            m.points = [Point(x=float(x), y=float(y), z=float(z)) for x, y, z in p.points @ R.T + o]
+            out.markers.append(m)
+        for k, mv in enumerate(mv for mv in result.moves if mv.kind == "link"):
+            m = base("links", k, Marker.LINE_STRIP)
+            m.scale.x = 0.0005
+            m.color.r = m.color.g = m.color.b = 0.6
+            m.color.a = 0.8
+            m.points = [Point(x=float(x), y=float(y), z=float(z)) for x, y, z in mv.positions @ R.T + o]
+            out.markers.append(m)
+        every = int(self._value("marker_normal_every"))
+        pts = np.vstack([p.points for p in result.passes])[::every] @ R.T + o
+        nrm = np.vstack([p.normals for p in result.passes])[::every] @ R.T
+        for k, (a, n) in enumerate(zip(pts, nrm, strict=True)):
+            m = base("normals", k, Marker.ARROW)
+            m.scale.x, m.scale.y, m.scale.z = 0.0008, 0.0016, 0.002
+            m.color.r, m.color.a = 1.0, 1.0
+            b = a + 0.01 * n
+            m.points = [Point(x=float(a[0]), y=float(a[1]), z=float(a[2])),
+                        Point(x=float(b[0]), y=float(b[1]), z=float(b[2]))]
+            out.markers.append(m)
+        mesh = self._part_mesh(result)
+        if mesh is not None:
+            m = base("part", 0, Marker.TRIANGLE_LIST)
+            m.scale.x = m.scale.y = m.scale.z = 1.0
+            m.color.r, m.color.g, m.color.b, m.color.a = 0.75, 0.75, 0.78, 1.0
+            tri = np.asarray(mesh.vertices)[np.asarray(mesh.faces)].reshape(-1, 3) @ R.T + o
+            m.points = [Point(x=float(x), y=float(y), z=float(z)) for x, y, z in tri]
+            out.markers.append(m)
+        return out
+
+    def _part_mesh(self, result: Any) -> Any:
+        if result.mesh is not None:
+            return result.mesh
+        from robot_grinding_sim.core import cad
+
+        try:
+            return cad.load_part(self._source(), self._value("unit") or None).tessellate(deflection=2e-4)
+        except GrindingSimError as exc:
+            self.get_logger().warning(f"no part marker: {exc}")
+            return None
+
+
+def main(args: list[str] | None = None) -> int:
+    return run_node(PlannerNode, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""planner_node as a real process over DDS.
+
+The flat plate (top at z = 10 mm in the part frame) placed at x = 0.8 m: every path pose must be
+the ball centre above the top face, (R - F/K) along +z, with the tool z axis pointing down; the
+trajectory must put the robot's tcp (Pinocchio's forward kinematics, not ours) on those poses;
+the markers must carry the passes, normals and the part mesh. A bad face index makes ``~/plan``
+answer with success false and the reason, and the node stays up; a bad parameter stops the node
+at start-up naming it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from nav_msgs.msg import Path as PathMsg
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
+from visualization_msgs.msg import Marker, MarkerArray
+
+from robot_grinding_sim.ros import conversions as cv
+
+pytestmark = pytest.mark.ros
+
+REPO = Path(__file__).resolve().parents[2]
+URDF = REPO / "urdf" / "ur10e_grinding.urdf"
+CONFIG = REPO / "config" / "planner_node.yaml"
+LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+FAST = {"part": "flat_plate", "stepover": 0.03, "spacing": 0.01, "margin": 0.01}
+
+
+def test_plans_on_start_and_publishes(launch_node, probe) -> None:
+    node = launch_node("planner_node", params_file=CONFIG, params=FAST)
+    paths = probe.subscribe(PathMsg, "/grinding/path", LATCHED)
+    trajs = probe.subscribe(JointTrajectory, "/grinding/trajectory", LATCHED)
+    markers = probe.subscribe(MarkerArray, "/planner_node/markers", LATCHED)
+    probe.wait_for(lambda: paths.messages and trajs.messages and markers.messages,
+                   timeout=180, what="path, trajectory and markers", procs=[node])
+    path = paths.last
+    assert path.header.frame_id == "base_link" and len(path.poses) > 20
+    T = np.array([cv.pose_to_matrix(p.pose) for p in path.poses])
+    d = 5.0 / 1.0e5  # target_force / stiffness of config/planner_node.yaml
+    np.testing.assert_allclose(T[:, 2, 3], 0.01 + 0.02 - d, atol=1e-9)
+    assert np.all(np.abs(T[:, 0, 3] - 0.8) <= 0.1 - 0.01 + 1e-9)  # margin 10 mm inside the 200 mm plate
+    np.testing.assert_allclose(T[:, :3, 2], np.tile([0.0, 0.0, -1.0], (len(T), 1)), atol=1e-9)
+
+    traj = trajs.last
+    names, times, pos, vel, acc = cv.joint_trajectory_to_arrays(traj)
+    assert len(names) == 6 and vel is not None and acc is not None
+    import pinocchio as pin
+
+    pm = pin.buildModelFromUrdf(str(URDF))
+    data = pm.createData()
+    fid = pm.getFrameId("tcp")
+    tcp = []
+    for q in pos:
+        pin.framesForwardKinematics(pm, data, q)
+        tcp.append(data.oMf[fid].translation.copy())
+    tcp = np.array(tcp)
+    # every path pose is visited by the trajectory (to IK accuracy)
+    for k in range(0, len(T), 5):
+        assert np.min(np.linalg.norm(tcp - T[k, :3, 3], axis=1)) < 1e-5
+
+    m = markers.last
+    by_ns: dict[str, list[Marker]] = {}
+    for mk in m.markers:
+        by_ns.setdefault(mk.ns, []).append(mk)
+    assert {mk.type for mk in by_ns["passes"]} == {Marker.LINE_STRIP}
+    assert {mk.type for mk in by_ns["normals"]} == {Marker.ARROW}
+    (part,) = by_ns["part"]
+    assert part.type == Marker.TRIANGLE_LIST and len(part.points) % 3 == 0 and len(part.points) >= 36
+    arrow = by_ns["normals"][0]
+    a, b = np.array([[p.x, p.y, p.z] for p in arrow.points])
+    np.testing.assert_allclose((b - a) / np.linalg.norm(b - a), [0, 0, 1], atol=1e-9)
+
+    # a re-plan on request answers with a summary and republishes
+    n_before = len(paths.messages)
+    res = probe.call(Trigger, "/planner_node/plan", timeout=180, procs=[node])
+    assert res.success, res.message
+    assert "passes" in res.message
+    probe.wait_for(lambda: len(paths.messages) > n_before, timeout=60, what="a new path", procs=[node])
+
+
+def test_bad_face_is_a_failed_service_call_and_the_node_lives(launch_node, probe) -> None:
+    node = launch_node("planner_node", params_file=CONFIG,
+                       params={**FAST, "faces": [42], "plan_on_start": False})
+    res = probe.call(Trigger, "/planner_node/plan", timeout=120, procs=[node])
+    assert not res.success
+    assert "face index 42 out of range" in res.message
+    res = probe.call(Trigger, "/planner_node/plan", timeout=120, procs=[node])  # still serving
+    assert not res.success and node.alive
+
+
+def test_unreachable_part_is_a_failed_service_call(launch_node, probe) -> None:
+    node = launch_node("planner_node", params_file=CONFIG,
+                       params={**FAST, "plan_on_start": False, "workpiece_pose": [3.0, 0.0, 0.0, 0.0, 0.0, 0.0]})
+    res = probe.call(Trigger, "/planner_node/plan", timeout=180, procs=[node])
+    assert not res.success
+    assert "unreachable" in res.message and "pass 0" in res.message
+    assert node.alive
+
+
+def test_bad_parameter_stops_the_node_naming_it(launch_node) -> None:
+    node = launch_node("planner_node", params_file=CONFIG, params={"stepover": -0.001})
+    assert node.wait_exit(timeout=120) == 1
+    assert "stepover" in node.log()
