@@ -104,7 +104,8 @@ class JobConfig:
         feed: m/s along passes. stepover, spacing: pass parameters, m.
         max_passes: simulate the first N passes only (None: all). pass_length: keep the middle
             ``pass_length`` m of each pass (None: whole passes).
-        approach: approach/retreat distance along the normal, m. approach_time: s each.
+        approach: approach/retreat distance along the normal, m. approach_time: s each (the
+            approach: fast to ``engage_gap`` m above the surface, then ``engage_time`` s onto it).
         dwell: s at the pass start before the feed starts (the force settles).
         link_height: rise of linking moves above the retreat points, m.
         force_ratio: grinding force ratio Ft/Fn. spindle_rpm: tool speed (about the tool z axis).
@@ -136,6 +137,8 @@ class JobConfig:
     pass_length: float | None = None
     approach: float = 0.01
     approach_time: float = 0.6
+    engage_gap: float = 5e-4
+    engage_time: float = 0.4
     dwell: float = 0.2
     link_height: float = 0.02
     force_ratio: float = 0.3
@@ -156,7 +159,7 @@ class JobConfig:
                 raise InputError(f"{name.replace('_', '-')} must be a positive number, got {v!r}")
 
         for name in ("target_force", "stiffness", "dt", "output_dt", "feed", "stepover", "spacing", "approach",
-                     "approach_time", "servo_omega", "tolerance", "opt_goal"):
+                     "approach_time", "engage_gap", "engage_time", "servo_omega", "tolerance", "opt_goal"):
             pos(name)
         for name in ("dwell", "link_height", "force_ratio", "spindle_rpm", "ft_noise_std"):
             v = getattr(self, name)
@@ -512,13 +515,24 @@ def pass_episode(model: Any, g: PassGeometry, offset: float, t_start: float, q_s
     """
     P = g.positions - offset * g.normals
     n_app = 31
-    # approach
+    # approach: fast to engage_gap above the surface, then slowly onto the commanded penetration,
+    # both rest-to-rest (quintic); the slow phase keeps the damper's share D d' of the onset force
+    # small, so the force rises to its steady value without overshoot
     a_top = P[0] + cfg.approach * g.normals[0]
-    ta, pa, sa, sda = _timed_line(a_top, P[0], cfg.approach_time, n_app)
-    qa = solve_ik(model, _targets(pa, np.repeat(g.rotations[:1], n_app, axis=0)), q_seed,
+    pen0 = offset + static_penetration(make_contact_model(cfg), cfg.target_force)  # commanded penetration
+    a_mid = P[0] + (min(cfg.engage_gap, 0.5 * cfg.approach) + max(pen0, 0.0)) * g.normals[0]
+    t1f = max(cfg.approach_time - cfg.engage_time, 0.5 * cfg.approach_time)
+    ta, pa, sa, sda = _timed_line(a_top, a_mid, t1f, n_app)
+    tb, pb, sb, sdb = _timed_line(a_mid, P[0], cfg.engage_time, n_app)
+    ta = np.r_[ta, t1f + tb[1:]]
+    pa = np.vstack([pa, pb[1:]])
+    sa = np.r_[sa, sa[-1] + sb[1:]]
+    sda = np.r_[sda, sdb[1:]]
+    qa = solve_ik(model, _targets(pa, np.repeat(g.rotations[:1], len(pa), axis=0)), q_seed,
                   what=f"pass {g.index} approach point")
     segs = [_segment("approach", g.index, t_start + ta, qa, sa, sda)]
-    t = t_start + cfg.approach_time
+    approach_time = t1f + cfg.engage_time
+    t = t_start + approach_time
     if cfg.dwell > 0:
         segs.append(Segment("dwell", g.index, np.array([t, t + cfg.dwell]), np.vstack([qa[-1], qa[-1]]),
                             np.zeros((2, model.nq))))
