@@ -178,6 +178,15 @@ def _is_reversed(shape: Any) -> bool:
     return shape.Orientation() == occ("TopAbs").TopAbs_REVERSED
 
 
+def _cross(a: FloatArray, b: FloatArray) -> FloatArray:
+    """Row-wise cross product of (N, 3) arrays (np.cross costs ~30 us of overhead per call)."""
+    out = np.empty_like(a)
+    out[:, 0] = a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1]
+    out[:, 1] = a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2]
+    out[:, 2] = a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]
+    return out
+
+
 def _pnt(p: Any) -> tuple[float, float, float]:
     return (p.X(), p.Y(), p.Z())
 
@@ -538,8 +547,8 @@ class CadFace:
             S, Su, Sv = self._numpy_eval(u, v)
         else:
             S, Su, Sv = self._occ_d1(u, v)
-        n = np.cross(Su, Sv)
-        norm = np.linalg.norm(n, axis=1, keepdims=True)
+        n = _cross(Su, Sv)
+        norm = np.sqrt(np.einsum("ij,ij->i", n, n))[:, None]
         with np.errstate(invalid="ignore", divide="ignore"):
             n = self._sign * n / norm
         return SurfaceSample(S, Su, Sv, n)

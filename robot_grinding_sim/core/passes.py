@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from robot_grinding_sim.core import cad
 from robot_grinding_sim.core.errors import GeometryError, InputError, PlanningError
 
 FloatArray = NDArray[np.float64]
@@ -266,7 +267,9 @@ class PassGenerator:
         """All passes, ordered and oriented for travel."""
         p = self.params
         fam = _RasterFamily(self) if p.generator == "raster" else _IsoFamily(self)
-        a_dense = np.linspace(fam.a0, fam.a1, int(min(max(math.ceil(fam.length / (0.5 * p.spacing)), 16), 20000)))
+        # validity (trimming, margin) is resolved on samples `spacing` apart; waypoints are then
+        # placed exactly by arc length between them
+        a_dense = np.linspace(fam.a0, fam.a1, int(min(max(math.ceil(fam.length / p.spacing) + 1, 16), 20000)))
         a_coarse = np.linspace(fam.a0, fam.a1, int(min(max(math.ceil(fam.length / (4 * p.stepover)), 24), 96)))
         offsets = self._offsets(fam, a_coarse)
         if not offsets:
@@ -479,7 +482,7 @@ class _RasterFamily:
     def sample(self, b: FloatArray, a: FloatArray) -> tuple[FloatArray, ...]:
         origins = b[:, None] * self.side + a[:, None] * self.d
         points, normals, uv, face, hit = self.gen.cast(origins)
-        tangents = _unit(np.cross(normals, self.side))  # in the cutting plane and the tangent plane
+        tangents = _unit(cad._cross(normals, np.broadcast_to(self.side, normals.shape)))  # in both planes
         tangents *= np.sign(tangents @ self.d)[:, None]  # travel along +d before ordering
         return points, normals, tangents, uv, face, hit
 
