@@ -6,6 +6,7 @@ See :mod:`robot_grinding_sim.core.grinding_job` for the physics and
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,8 @@ def run_and_write(cfg: Any, out: str, as_json: bool) -> dict:
     cfg.validate()
     with progress(None, "grinding job", enabled=not as_json) as bar:
         def on_stage(msg: str) -> None:
-            if not as_json:
+            # stage lines only on a terminal (like the progress bar): logs and errors stay clean
+            if not as_json and sys.stderr.isatty():
                 click.echo(msg, err=True)
 
         def on_progress(stage: str, done: float, total: float) -> None:

@@ -1,0 +1,89 @@
+"""``grinding simulate`` end to end: a subprocess, outputs read back by libraries that did not
+write them (the ``mcap`` reader + rosbags CDR decoding), and ``grinding report`` on its bag."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+from mcap.reader import make_reader
+from rosbags.typesys import Stores, get_typestore
+
+GRINDING = shutil.which("grinding") or str(Path(sys.executable).with_name("grinding"))
+
+
+def read_topics(bag: Path) -> dict[str, list]:
+    (mcap_file,) = bag.glob("*.mcap")
+    store = get_typestore(Stores.ROS2_KILTED)
+    out: dict[str, list] = {}
+    with open(mcap_file, "rb") as f:
+        for schema, channel, message in make_reader(f).iter_messages():
+            out.setdefault(channel.topic, []).append(store.deserialize_cdr(message.data, schema.name))
+    return out
+
+
+def test_simulate_flat_plate_writes_bag_plot_summary_and_report_reads_it(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc = subprocess.run([GRINDING, "simulate", "flat_plate", "--max-passes", "2", "--pass-length", "0.01",
+                           "--stepover", "0.02", "--out", str(out), "--json"],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    s = json.loads(proc.stdout)
+    assert s == json.loads((out / "summary.json").read_text())
+    assert len(s["passes"]) == 2 and s["all_within_tolerance"]
+    for p in s["passes"]:
+        assert abs(p["mean_n"] - 5.0) <= 0.25
+    assert (out / "force.png").stat().st_size > 10_000
+
+    topics = read_topics(out / "bag")
+    counts = {k: len(v) for k, v in topics.items()}
+    assert counts == s["bag_counts"]
+    steps = s["steps"]
+    assert counts["/joint_states"] == counts["/dynamics_node/tool_pose"] == steps
+    n_out = int(round(s["simulated_s"] / s["output_period_s"]))
+    assert abs(counts["/contact/wrench"] - n_out) <= 1 and counts["/ft_sensor/wrench"] == counts["/contact/wrench"]
+    assert counts["/grinding/progress"] > 100
+    cw, ft = topics["/contact/wrench"], topics["/ft_sensor/wrench"]
+    assert {m.header.frame_id for m in cw} == {"tcp"} and {m.header.frame_id for m in ft} == {"ft_sensor"}
+    # the tool points down at a horizontal plate: the contact force is along the tcp's -z
+    fz = np.array([m.wrench.force.z for m in cw])
+    assert fz.min() < -4.0 and fz.max() <= 1e-9
+    # the F/T reading is the same force (noise-free sensor model), moved to the sensor frame
+    f_cw = np.array([[m.wrench.force.x, m.wrench.force.y, m.wrench.force.z] for m in cw])
+    f_ft = np.array([[m.wrench.force.x, m.wrench.force.y, m.wrench.force.z] for m in ft])
+    assert np.allclose(np.linalg.norm(f_cw, axis=1), np.linalg.norm(f_ft, axis=1), atol=1e-9)
+    prog = np.array([list(m.data[:2]) for m in topics["/grinding/progress"]])
+    assert set(np.unique(prog[:, 0])) == {-1.0, 0.0, 1.0}
+
+    rep = subprocess.run([GRINDING, "report", str(out / "bag"), "--topic", "/contact/wrench", "--target", "5",
+                          "--band", "5%", "--json"], capture_output=True, text=True, timeout=300)
+    assert rep.returncode == 0, rep.stderr[-2000:]
+    r = json.loads(rep.stdout)
+    assert len(r["passes"]) == 2
+    for p_rep, p_sim in zip(r["passes"], s["passes"], strict=True):
+        assert abs(p_rep["mean"] - p_sim["mean_n"]) < 0.1
+
+
+def _fails_cleanly(args: list[str], out: Path, needle: str) -> None:
+    proc = subprocess.run([GRINDING, "simulate", *args, "--out", str(out)], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and lines[0].startswith("grinding simulate: error:")
+    assert not out.exists()
+    assert not list(out.parent.glob(f".{out.name}.*"))
+
+
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    _fails_cleanly([str(tmp_path / "nope.step")], tmp_path / "a", "nope.step")
+    _fails_cleanly(["flat_plate", "--dt", "0.01"], tmp_path / "b", "too long for the servo")
+    _fails_cleanly(["flat_plate", "--stiffness", "-5"], tmp_path / "c", "stiffness")
+    _fails_cleanly(["flat_plate", "--plan", str(tmp_path / "missing.json")], tmp_path / "d", "missing.json")
+    _fails_cleanly(["flat_plate", "--workpiece-pose", "0.7 0 0"], tmp_path / "e", "workpiece-pose")
+    # a pose the arm cannot reach: planning error, still nothing written
+    _fails_cleanly(["flat_plate", "--workpiece-pose", "3 0 0 0 0 0", "--max-passes", "1"], tmp_path / "f",
+                   "IK")
