@@ -17,10 +17,11 @@ Two generators, both working on the exact surface through :mod:`robot_grinding_s
 Spacing rules (all measured on the surface, metres):
     * along a pass, waypoints are ``spacing`` apart by arc length (the last step of a segment
       may be shorter, so the segment ends at the margin);
-    * adjacent passes are ``stepover`` apart: the next pass is placed (secant iteration) so that
-      the mean distance from the waypoints of one pass to the curve of the next is the
-      stepover to 1e-4 relative. Where the surface metric varies along a pass the pointwise
-      distance varies with it (on planes and cylinders it is exact everywhere);
+    * adjacent passes are ``stepover`` apart: rows are placed where the accumulated surface
+      distance across the passes (sampled on a fine grid of rows, see ``_offsets``) grows by one
+      stepover, so the mean distance between adjacent passes is the stepover to about 1e-4.
+      Where the surface metric varies along a pass the pointwise distance varies with it (on
+      planes and cylinders it is exact everywhere);
     * the first pass lies ``max(margin, stepover / 2)`` inside the boundary (measured across
       the raster, to first order);
     * no waypoint is closer than ``margin`` (3D distance) to the boundary of the face set
@@ -351,7 +352,53 @@ class PassGenerator:
         return ordered
 
     def _offsets(self, fam: Any, a_coarse: FloatArray) -> list[float]:
-        """Row offsets: the first max(margin, stepover/2) in, then one stepover (secant) apart."""
+        """Row offsets: the first max(margin, stepover/2) in, then one stepover apart.
+
+        All candidate rows are sampled at once on a grid of offsets about half a stepover apart;
+        the surface distance between neighbouring grid rows (mean over the pass of the distance
+        across the pass) is summed into D(offset), and the rows are placed where D grows by one
+        stepover (monotone cubic inverse). Falls back to the row-by-row secant search where the
+        grid gives no distances (rows that miss the face).
+        """
+        from scipy.interpolate import PchipInterpolator
+
+        p = self.params
+        b0 = fam.first_offset()
+        if b0 >= fam.b1:
+            return []
+        first = fam.sample(np.full(len(a_coarse), b0), a_coarse)
+        if first[5].sum() < 2:
+            return self._offsets_secant(fam, a_coarse)
+        h = 0.5 * fam.initial_delta(first, first[5])
+        n_grid = int(math.ceil((fam.b1 - b0) / h)) + 2
+        if n_grid > 200000:
+            raise PlanningError("too many passes (stepover too small for the face?)")
+        grid = b0 + h * np.arange(n_grid)
+        na = len(a_coarse)
+        pts, _, tan, _, _, on = fam.sample(np.repeat(grid, na), np.tile(a_coarse, n_grid))
+        pts, tan, on = pts.reshape(n_grid, na, 3), tan.reshape(n_grid, na, 3), on.reshape(n_grid, na)
+        both = on[:-1] & on[1:]
+        known = both.sum(axis=1) >= 2
+        if not known.any():
+            return self._offsets_secant(fam, a_coarse)
+        delta = pts[1:] - pts[:-1]
+        T = 0.5 * (tan[1:] + tan[:-1])
+        T /= np.linalg.norm(T, axis=2, keepdims=True)
+        across = delta - np.sum(delta * T, axis=2, keepdims=True) * T
+        dist = np.where(both, np.linalg.norm(np.nan_to_num(across), axis=2), 0.0)
+        gaps = np.full(n_grid - 1, np.nan)
+        gaps[known] = dist[known].sum(axis=1) / both[known].sum(axis=1)
+        # grid rows off the face (beyond its end, or a gap in it): the nearest known distance
+        idx = np.arange(n_grid - 1)
+        gaps = np.interp(idx, idx[known], gaps[known])
+        D = np.r_[0.0, np.cumsum(gaps)]
+        inverse = PchipInterpolator(D, grid)
+        last = D[-1] if grid[-1] <= fam.b1 else float(np.interp(fam.b1, grid, D))
+        targets = np.arange(0.0, last + 1e-12 * p.stepover, p.stepover)
+        return [float(b) for b in inverse(targets) if b < fam.b1]
+
+    def _offsets_secant(self, fam: Any, a_coarse: FloatArray) -> list[float]:
+        """Row offsets one at a time (secant on the measured distance to the previous row)."""
         p = self.params
         b = fam.first_offset()
         offsets: list[float] = []
