@@ -246,6 +246,7 @@ class FaceProjector:
         pad = 0.05 * (self.hi - self.lo)
         self.lo_ext, self.hi_ext = self.lo - pad, self.hi + pad
         self.uv = 0.5 * (self.lo + self.hi)
+        self._uv_prev = self.uv
         g = 9
         uu, vv = np.meshgrid(np.linspace(u0, u1, g), np.linspace(v0, v1, g), indexing="ij")
         self._grid_uv = np.column_stack([uu.ravel(), vv.ravel()])
@@ -269,12 +270,15 @@ class FaceProjector:
         return s.points[0], s.du[0], s.dv[0]
 
     def _one(self, p: FloatArray) -> tuple[FloatArray, FloatArray]:
-        u, v = float(self.uv[0]), float(self.uv[1])
+        # seed: the last answer moved on by the last change (the tool moves smoothly between steps)
+        u, v = float(2.0 * self.uv[0] - self._uv_prev[0]), float(2.0 * self.uv[1] - self._uv_prev[1])
+        lo, hi = self.lo_ext, self.hi_ext
+        u, v = min(max(u, lo[0]), hi[0]), min(max(v, lo[1]), hi[1])
         S, Su, Sv = self._eval(u, v)
         if _norm3(S - p) > 0.05:  # far from the last answer: seed from a grid
             u, v = (float(z) for z in self._grid_uv[int(np.argmin(np.sum((self._grid_p - p) ** 2, axis=1)))])
             S, Su, Sv = self._eval(u, v)
-        lo, hi = self.lo_ext, self.hi_ext
+            self.uv = np.array([u, v])
         for _ in range(50):
             r = p - S
             a11, a12, a22 = _dot3(Su, Su), _dot3(Su, Sv), _dot3(Sv, Sv)
@@ -282,15 +286,15 @@ class FaceProjector:
             det = a11 * a22 - a12 * a12
             du = (a22 * g1 - a12 * g2) / det
             dv = (a11 * g2 - a12 * g1) / det
-            un = min(max(u + du, lo[0]), hi[0])
-            vn = min(max(v + dv, lo[1]), hi[1])
-            moved = math.sqrt(a11 * (un - u) ** 2 + 2 * a12 * (un - u) * (vn - v) + a22 * (vn - v) ** 2)
-            u, v = un, vn
-            S, Su, Sv = self._eval(u, v)
             # a tangential error e moves the distance by ~e^2/(2 |p - S|) and the normal by e/rho:
-            # 1e-9 m is far below both tolerances (1 um, 0.01 deg) and takes 1-3 iterations
-            if moved < 1e-9:
+            # 1e-9 m is far below both tolerances (1 um, 0.01 deg); with the extrapolated seed the
+            # first Gauss-Newton step is usually below it already (one evaluation per query)
+            if math.sqrt(max(a11 * du * du + 2 * a12 * du * dv + a22 * dv * dv, 0.0)) < 1e-9:
                 break
+            u = min(max(u + du, lo[0]), hi[0])
+            v = min(max(v + dv, lo[1]), hi[1])
+            S, Su, Sv = self._eval(u, v)
+        self._uv_prev = self.uv
         self.uv = np.array([u, v])
         nv = _cross3(Su, Sv)
         return S, self._sign * nv / _norm3(nv)
