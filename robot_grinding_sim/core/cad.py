@@ -28,8 +28,11 @@ import importlib
 import logging
 import math
 import os
+import sys
 import tempfile
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -120,6 +123,26 @@ def _silence_occ() -> None:
         static(msg, "DefaultMessenger")().ChangePrinters().Clear()
     except Exception:
         pass
+
+
+@contextmanager
+def _quiet_stdout() -> Iterator[None]:
+    """Send the C++ side's stdout (fd 1) to /dev/null: some OpenCascade readers print with std::cout,
+    which would break one-line errors and ``--json`` output."""
+    try:
+        sys.stdout.flush()
+        saved = os.dup(1)
+    except (OSError, ValueError, AttributeError):  # no real fd 1 (embedded interpreters)
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
 
 
 def _cls(module: str, name: str) -> Any:
@@ -862,28 +885,32 @@ class CadPart:
         _silence_occ()
         fd, tmp = tempfile.mkstemp(suffix=path.suffix, dir=path.parent if path.parent.exists() else None)
         os.close(fd)
-        try:
-            if kind == "step":
-                # the writer takes the shape in the session unit (mm) and converts to write.step.unit
-                shape_mm = _scaled(self.shape, 1e3)
-                static(_cls("Interface", "Interface_Static"), "SetCVal")("write.step.unit", _step_unit(unit))
-                writer = _cls("STEPControl", "STEPControl_Writer")()
-                writer.Transfer(shape_mm, occ("STEPControl").STEPControl_AsIs)
-                ok = int(writer.Write(tmp)) == int(occ("IFSelect").IFSelect_RetDone)
-            elif kind == "iges":
-                shape_mm = _scaled(self.shape, 1e3)
-                writer = _cls("IGESControl", "IGESControl_Writer")(_step_unit(unit), 1)
-                writer.AddShape(shape_mm)
-                writer.ComputeModel()
-                ok = bool(writer.Write(tmp))
-            else:
-                ok = bool(static(_cls("BRepTools", "BRepTools"), "Write")(shape, tmp))
-            if not ok:
-                raise GeometryError(f"{path}: OpenCascade failed to write the file")
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        with _quiet_stdout():
+            try:
+                if kind == "step":
+                    # the writer takes the shape in the session unit (mm) and converts to write.step.unit
+                    shape_mm = _scaled(self.shape, 1e3)
+                    static(_cls("Interface", "Interface_Static"), "SetCVal")("write.step.unit", _step_unit(unit))
+                    writer = _cls("STEPControl", "STEPControl_Writer")()
+                    writer.Transfer(shape_mm, occ("STEPControl").STEPControl_AsIs)
+                    ok = int(writer.Write(tmp)) == int(occ("IFSelect").IFSelect_RetDone)
+                elif kind == "iges":
+                    shape_mm = _scaled(self.shape, 1e3)
+                    writer = _cls("IGESControl", "IGESControl_Writer")(_step_unit(unit), 1)
+                    writer.AddShape(shape_mm)
+                    writer.ComputeModel()
+                    ok = bool(writer.Write(tmp))
+                else:
+                    ok = bool(static(_cls("BRepTools", "BRepTools"), "Write")(shape, tmp))
+                if not ok:
+                    raise GeometryError(f"{path}: OpenCascade failed to write the file")
+                umask = os.umask(0)
+                os.umask(umask)
+                os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600
+                os.replace(tmp, path)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
         return path
 
 
@@ -1009,7 +1036,8 @@ def read_cad(path: str | os.PathLike[str], unit: str | None = None) -> CadPart |
     if unit is not None:
         _unit_factor(unit, str(path))
     _silence_occ()
-    shape, file_unit = {"step": _read_step, "iges": _read_iges, "brep": _read_brep}[kind](path, unit)
+    with _quiet_stdout():
+        shape, file_unit = {"step": _read_step, "iges": _read_iges, "brep": _read_brep}[kind](path, unit)
     if shape is None or shape.IsNull():
         raise GeometryError(f"{path}: the file holds no shape")
     return CadPart(shape, source=str(path), unit=file_unit)

@@ -97,6 +97,16 @@ def test_malformed_or_empty_step(tmp_path: Path, content: str) -> None:
         cad.read_cad(path)
 
 
+@pytest.mark.parametrize("name", ["bad.igs", "bad.iges", "bad.brep"])
+def test_malformed_iges_and_brep_fail_quietly(tmp_path: Path, capfd: pytest.CaptureFixture[str], name: str) -> None:
+    path = tmp_path / name
+    path.write_text("garbage\nnot a CAD file\n")
+    with pytest.raises(GeometryError, match=name):
+        cad.read_cad(path, unit="mm")
+    out, _ = capfd.readouterr()
+    assert out == "", "OpenCascade printed on stdout (breaks --json and one-line errors)"
+
+
 def test_missing_file_and_unknown_suffix(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no such file"):
         cad.read_cad(tmp_path / "nope.step")
