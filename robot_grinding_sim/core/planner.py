@@ -432,9 +432,11 @@ def check_trajectory_collisions(model: Any, traj: Any, mesh: Any, X_BP: FloatArr
                 min_clear = min(min_clear, float(scene.min_distance(group, ["workpiece"]).distance))
             if hits:
                 link = hits[0].b if hits[0].a == "workpiece" else hits[0].a
+                where = (f"pass {seg['pass_index']} waypoint {i - seg['start']}" if seg["kind"] == "pass"
+                         else f"the {seg['kind']} move of pass {seg['pass_index']}, point {i - seg['start']}")
                 raise PlanningError(
-                    f"collision: robot link {link} touches the part during the {seg['kind']} of pass "
-                    f"{seg['pass_index']} (trajectory sample {i}, t = {traj.times[i]:.3f} s)"
+                    f"collision: robot link {link.split('#')[0]} touches the part at {where} "
+                    f"(trajectory sample {i}, t = {traj.times[i]:.3f} s)"
                 )
     return {"checked_samples": checked, "min_clearance_m": min_clear, "excluded_on_contact": tool}
 
