@@ -222,7 +222,11 @@ class BagWriter:
         else:
             store.conn.commit()
             if self.fsync:
-                os.fsync(os.open(store.path, os.O_RDONLY))
+                fd = os.open(store.path, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
         write_metadata(self.path, self._metadata())
 
     def _flush_mcap(self, store: Any) -> None:
@@ -498,8 +502,11 @@ def repair_bag(path: str | os.PathLike[str], version: int = DEFAULT_VERSION) -> 
         rewritten = True
     elif storage == "sqlite3":
         try:
-            with sqlite3.connect(store) as conn:
+            conn = sqlite3.connect(store)
+            try:
                 conn.execute("SELECT count(*) FROM messages").fetchone()
+            finally:
+                conn.close()
         except sqlite3.DatabaseError as exc:
             msg = f"bag {bag_dir}: {store.name} is not a readable rosbag2 database: {exc}"
             raise InputError(msg) from exc

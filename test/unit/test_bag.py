@@ -391,3 +391,16 @@ def test_cli_repair(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert grinding(["record", "--repair", str(tmp_path / "nothing")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(tmp_path / "nothing") in err[0]
+
+
+@pytest.mark.parametrize("storage", ["sqlite3", "mcap"])
+def test_flush_with_fsync_and_repeated_flushes(tmp_path: Path, storage: str) -> None:
+    bw = BagWriter(tmp_path / "rec", storage=storage, fsync=True).open()
+    bw.add_topic("/ft_sensor/wrench", WS)
+    for k, (topic, msgtype, t_ns, msg) in enumerate(wrench_messages(30)):
+        bw.write(topic, t_ns, bw.serialize(msg, msgtype))
+        bw.flush()
+        bw.flush()  # nothing new: must not disturb the file
+        assert len(read_wrench(tmp_path / "rec", "/ft_sensor/wrench")) == k + 1
+    bw.close()
+    check_series(read_wrench(tmp_path / "rec", "/ft_sensor/wrench"), 30)
