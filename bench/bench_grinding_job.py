@@ -32,6 +32,7 @@ def main() -> None:
     ap.add_argument("--dts", default="0.001,0.002,0.003", help="step lengths to time, s (comma separated)")
     ap.add_argument("--profile", action="store_true", help="cProfile the 1 ms final run (top 20 by own time)")
     ap.add_argument("--skip-demo", action="store_true", help="do not time the whole demo with optimisation")
+    ap.add_argument("--repeats", type=int, default=3, help="runs per step length; best and median are printed")
     args = ap.parse_args()
     dts = [float(x) for x in args.dts.split(",")]
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
@@ -41,17 +42,23 @@ def main() -> None:
     # warm-up: JIT of every kernel, first-call costs
     run_job(dataclasses.replace(base.cfg, max_passes=1), dataclasses.replace(base, passes=base.passes[:1]))
     ref = None
-    print(f"{'step ms':>8} {'steps':>7} {'sim s':>7} {'wall s':>7} {'x real time':>12} {'us/step':>8} "
-          f"{'samples':>8}  mean force per pass [N] (vs 1 ms)")
+    print(f"{'step ms':>8} {'steps':>7} {'sim s':>7} {'wall s':>7} {'x real time best (median)':>26} "
+          f"{'us/step':>8} {'samples':>8}  mean force per pass [N] (vs 1 ms)   load")
     for dt in dts:
         setup = dataclasses.replace(base, cfg=dataclasses.replace(base.cfg, dt=dt))
-        res = run_job(setup.cfg, setup)
+        walls = []
+        for _ in range(max(1, args.repeats)):
+            res = run_job(setup.cfg, setup)
+            walls.append(res.wall_time_s)
+        best, med = min(walls), float(np.median(walls))
         means = np.array([p.mean for p in res.passes])
         ref = means if ref is None else ref
         dev = (means - ref) / ref
-        print(f"{dt * 1e3:>8.3g} {res.steps:>7} {res.simulated_s:>7.2f} {res.wall_time_s:>7.2f} "
-              f"{res.simulated_s / res.wall_time_s:>12.2f} {res.wall_time_s / res.steps * 1e6:>8.0f} "
-              f"{len(res.record['t']):>8}  " + " ".join(f"{m:.3f} ({d:+.2%})" for m, d in zip(means, dev, strict=True)))
+        rtf = f"{res.simulated_s / best:.2f} ({res.simulated_s / med:.2f})"
+        print(f"{dt * 1e3:>8.3g} {res.steps:>7} {res.simulated_s:>7.2f} {best:>7.2f} {rtf:>26} "
+              f"{best / res.steps * 1e6:>8.0f} {len(res.record['t']):>8}  "
+              + " ".join(f"{m:.3f} ({d:+.2%})" for m, d in zip(means, dev, strict=True))
+              + f"   {os.getloadavg()[0]:.1f}")
     if args.profile:
         pr = cProfile.Profile()
         pr.enable()

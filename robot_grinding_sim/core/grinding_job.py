@@ -691,6 +691,9 @@ class ContactArmSimulation:
         self.event_steps = 0
         self.rec = SimRecord()
         self._J: FloatArray | None = None
+        self._minv: FloatArray | None = None
+        self._minv_age = 0
+        self.minv_refresh = 10
         self._out_k = 0  # index of the next output sample on the grid
 
     # ---------------------------------------------------------------------------------------
@@ -704,10 +707,11 @@ class ContactArmSimulation:
         n = (c - ps) / self.radius
         return float(dist), n
 
-    def _record_outputs(self, t0: float, t1: float, fn_of: Callable[[FloatArray], FloatArray],
-                        x_of: Callable[[FloatArray], FloatArray], end: tuple[float, float] | None = None) -> None:
-        """Output samples on the grid k output_dt in (t0, t1] from the closed form; ``end`` (F, x)
-        at t1 saves evaluating it again (the common case output_dt == dt)."""
+    def _record_outputs(self, t0: float, t1: float, samples: Callable[[FloatArray], tuple[FloatArray, FloatArray]],
+                        end: tuple[float, float] | None = None) -> None:
+        """Output samples on the grid k output_dt in (t0, t1] from the closed form: ``samples(s)``
+        gives (normal force, gap) at times s after t0; ``end`` (F, x) at t1 saves evaluating it
+        again (the common case output_dt == dt)."""
         k1 = int(math.floor(t1 / self.output_dt + 1e-9))
         k0 = max(self._out_k, int(math.floor(t0 / self.output_dt + 1e-9)) + 1)
         self._out_k = max(self._out_k, k1 + 1)
@@ -721,11 +725,12 @@ class ContactArmSimulation:
             r.step_index.append(step)
             return
         ts = np.arange(k0, k1 + 1) * self.output_dt
-        fns = np.maximum(np.asarray(fn_of(ts - t0), dtype=float), 0.0)
-        xs = np.asarray(x_of(ts - t0), dtype=float)
+        fns, xs = samples(ts - t0)
+        if end is not None and abs(ts[-1] - t1) < 1e-9:  # the step end exactly as the state update
+            fns[-1], xs[-1] = end
         r.t.extend(ts.tolist())
-        r.fn.extend(fns.tolist())
-        r.depth.extend((-xs).tolist())
+        r.fn.extend(np.maximum(fns, 0.0).tolist())
+        r.depth.extend((-np.asarray(xs)).tolist())
         r.step_index.extend([step] * len(ts))
 
     def step(self) -> None:
@@ -743,9 +748,10 @@ class ContactArmSimulation:
             sim.set_wrench(_ZERO6, "")
             self._f_prev = 0.0
             sim.step(dt)
-            self._record_outputs(t0, t0 + dt, np.zeros_like, np.ones_like, (0.0, 1.0))
+            self._record_outputs(t0, t0 + dt, lambda s: (np.zeros_like(s), np.ones_like(s)), (0.0, 1.0))
             self._after_step(0.0, n, _ZERO3, 0.0, R_tcp)
             self._J = None
+            self._minv = None
             return
         # the Jacobian at the end of the previous step (before its nm-sized correction) is reused
         J0 = self._J if self._J is not None else model.jacobian(q0)
@@ -762,28 +768,31 @@ class ContactArmSimulation:
             sim.step(dt)
             g = gap if math.isfinite(gap) else 1.0
 
-            def zero(s: FloatArray) -> FloatArray:
-                return np.zeros_like(s)
+            def free(s: FloatArray) -> tuple[FloatArray, FloatArray]:
+                return np.zeros_like(s), np.full_like(s, g)
 
-            def gap_of(s: FloatArray) -> FloatArray:
-                return np.full_like(s, g)
-
-            self._record_outputs(t0, t0 + dt, zero, gap_of, (0.0, g))
+            self._record_outputs(t0, t0 + dt, free, (0.0, g))
             self._after_step(0.0, n, _ZERO3, 0.0, R_tcp)
             self._J = None
+            self._minv = None
             return
         self._next_check = -math.inf
         # effective mass along n and the impulse direction b = m M^-1 J^T n
         Jn = n @ J0[:3]
-        M = model.mass_matrix(q0)
-        x = np.linalg.solve(M, Jn)
+        # M^-1 is refreshed every few steps: the arm moves ~1e-5 rad per step, so M changes by
+        # ~1e-5 relative in that time (the effective mass with it); the Jacobian is fresh every step
+        if self._minv is None or self._minv_age >= self.minv_refresh:
+            self._minv = np.linalg.inv(model.mass_matrix(q0))
+            self._minv_age = 0
+        self._minv_age += 1
+        x = self._minv @ Jn
         m = 1.0 / float(Jn @ x)
         b = m * x
         # tangential direction: against the abrasive's sliding velocity (spindle + feed)
         spin = self.spindle_rate * R_tcp[:, 2]
         v_slide = v_tcp + _cross3(spin, -self.radius * n)
         v_slide -= (v_slide @ n) * n
-        sp = float(np.linalg.norm(v_slide))
+        sp = _norm3(v_slide)
         t_dir = -v_slide / sp if sp > 0 else np.zeros(3)
         ratio = self.force_ratio * sp / math.sqrt(sp * sp + 1e-6) if self.force_ratio > 0 else 0.0
         # trial step with the previous mean force
@@ -804,21 +813,32 @@ class ContactArmSimulation:
         f_ext = m * a_free  # N along +n
         # closed form of the normal coordinate (gap x = -d, rate v) over the step
         x0 = gap
-        fast = False
-        if self.is_kv and x0 < 0.0:
+        a_n = f_ext / m
+        # free flight over the whole step (the tool still above the part): exact, no force
+        x_end = x0 + vn0 * dt + 0.5 * a_n * dt * dt
+        x_min = min(x0, x_end)
+        if a_n > 0.0 and 0.0 < -vn0 / a_n < dt:
+            x_min = min(x_min, x0 - vn0 * vn0 / (2.0 * a_n))
+        kind = "free" if x_min > 0.0 else "event"
+        if kind == "event" and self.is_kv and x0 < 0.0:
             sol = self.contact.solve(m, -x0, -vn0, -f_ext)
             if sol.separation_time(dt, clamp=True) is None and float(sol.contact_force(0.0, clamp=False)) >= 0.0:
-                fast = True
-        if fast:
+                kind = "contact"
+        if kind == "free":
+            x1, v1 = x_end, vn0 + a_n * dt
+            end = (0.0, x1)
+
+            def samples(s: FloatArray) -> tuple[FloatArray, FloatArray]:
+                return np.zeros_like(s), x0 + vn0 * s + 0.5 * a_n * s * s
+        elif kind == "contact":
             d1, dd1 = (float(z) for z in sol.state(dt))
             x1, v1 = -d1, -dd1
             end = (self.contact.stiffness * d1 + sol.damping * dd1, x1)
+            k_c, c_c = self.contact.stiffness, sol.damping
 
-            def fn_of(s: FloatArray) -> FloatArray:
-                return sol.contact_force(s, clamp=True)
-
-            def x_of(s: FloatArray) -> FloatArray:
-                return -sol.state(s)[0]
+            def samples(s: FloatArray) -> tuple[FloatArray, FloatArray]:
+                d, dd = sol.state(s)
+                return k_c * d + c_c * dd, -d
         else:
             from robot_grinding_sim.core.engine import NormalContactEngine
 
@@ -831,11 +851,8 @@ class ContactArmSimulation:
             res = eng.result()
             et, ef, ex = res.t, res.force, res.x
 
-            def fn_of(s: FloatArray) -> FloatArray:
-                return np.interp(s, et, ef)
-
-            def x_of(s: FloatArray) -> FloatArray:
-                return np.interp(s, et, ex)
+            def samples(s: FloatArray) -> tuple[FloatArray, FloatArray]:
+                return np.interp(s, et, ef), np.interp(s, et, ex)
 
         f_mean = m * (v1 - vn0) / dt - f_ext
         f_mean = max(f_mean, 0.0)
@@ -849,7 +866,7 @@ class ContactArmSimulation:
         st1.qd = st1.qd + dqd
         self.contact_steps += 1
         # record: the output samples from the closed form (tangential force in proportion)
-        self._record_outputs(t0, t0 + dt, fn_of, x_of, end)
+        self._record_outputs(t0, t0 + dt, samples, end)
         self._f_prev = f_mean
         self._after_step(f_mean, n, t_dir, ratio, R_tcp)
 
