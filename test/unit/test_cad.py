@@ -197,6 +197,30 @@ def test_bspline_evaluation_matches_opencascade() -> None:
             assert _deg(n[k : k + 1], no[None])[0] < 1e-7
 
 
+def test_cone_torus_and_fallback_faces_match_opencascade() -> None:
+    gp = cad.occ("gp")
+    prim = cad.occ("BRepPrimAPI")
+    ax = gp.gp_Ax2(gp.gp_Pnt(0.01, 0.02, 0.03), gp.gp_Dir(0.3, -0.2, 0.9))
+    shapes = [prim.BRepPrimAPI_MakeCone(ax, 0.05, 0.02, 0.08).Shape(),
+              prim.BRepPrimAPI_MakeTorus(ax, 0.1, 0.03).Shape(),
+              cad.make_prism(cad.make_bspline_face(cad_panel_poles()), (0.0, 0.0, -0.003))]
+    kinds = set()
+    for shape in shapes:
+        for face in cad.CadPart(shape, source="test").faces:
+            kinds.add(face.type)
+            u, v = _random_uv(face, 15)
+            p, n = face.evaluate(u, v)
+            for k in range(len(u)):
+                po, no = face.occ_point_normal(u[k], v[k])
+                assert np.linalg.norm(p[k] - po) < 1e-12, face.type
+                assert _deg(n[k], no)[0] < 1e-7, face.type
+    assert {"cone", "torus", "extrusion", "bspline", "plane"} <= kinds
+
+
+def cad_panel_poles() -> np.ndarray:
+    return parts.curved_panel_poles()
+
+
 def test_project_recovers_points_and_parameters() -> None:
     face = cad.load_part("curved_panel").face(4)
     assert face.type == "bspline"

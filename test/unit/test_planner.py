@@ -142,6 +142,19 @@ def test_adjacent_passes_one_stepover_apart(name: str, generator: str) -> None:
     assert abs(gaps.mean() / s - 1.0) < 1e-3
 
 
+def test_iso_passes_along_v_on_the_cylinder() -> None:
+    part = cad.load_part("cylinder_section")
+    passes = generate_passes(part, [0], PassParameters(stepover=0.005, spacing=0.002, margin=0.004,
+                                                       generator="iso", iso_direction="v"))
+    pts = _all(passes, "points")
+    # along v (the axis, x here) on the cylinder: straight lines at constant angle
+    for p in passes:
+        assert np.ptp(p.points[:, 1]) < 1e-9 and np.ptp(p.points[:, 2]) < 1e-9
+    gaps = _row_gaps(passes)
+    assert np.all(np.abs(gaps / 0.005 - 1.0) < 0.01)
+    assert np.abs(pts[:, 0]).max() <= 0.1 - 0.004 + 1e-9
+
+
 def test_sphere_stepover_mean(sphere_cap) -> None:
     part, idx = sphere_cap
     passes = generate_passes(part, [idx], PassParameters(stepover=0.004, spacing=0.002, margin=0.003))
