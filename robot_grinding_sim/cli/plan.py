@@ -148,6 +148,8 @@ def plan(source: str, faces: tuple[int, ...], stepover: float, spacing: float, a
     summary = {**result.summary(), "files": written, "timings_s": result.timings}
     if result.reachability is not None:
         summary["reachability"] = result.reachability
+    if result.collision is not None:
+        summary["collision"] = result.collision
     if as_json:
         emit_json(summary)
     else:
@@ -155,7 +157,11 @@ def plan(source: str, faces: tuple[int, ...], stepover: float, spacing: float, a
                    f"{summary['pass_length_m']:.3f} m of passes, grinding {summary['grinding_time_s']:.1f} s")
         if result.trajectory is not None:
             click.echo(f"joint trajectory: {summary['trajectory_points']} points, "
-                       f"{summary['trajectory_duration_s']:.1f} s")
+                       f"{summary['trajectory_duration_s']:.1f} s; all {result.reachability['targets']} "
+                       f"TCP targets reached")
+        if result.collision is not None:
+            click.echo(f"no collision: {result.collision['checked_samples']} samples, clearance >= "
+                       f"{result.collision['min_clearance_m'] * 1e3:.1f} mm (tool contact excluded on passes)")
         click.echo("wrote " + ", ".join(written))
 
 

@@ -443,7 +443,7 @@ def check_trajectory_collisions(model: Any, traj: Any, mesh: Any, X_BP: FloatArr
                 moved[n] = np.inf  # not tracked during contact moves: measure again
         for i in range(seg["start"], seg["stop"]):
             scene.set_robot_configuration(traj.positions[i])
-            visited += 1
+            visited = max(visited, i + 1)  # neighbouring moves share their boundary sample
             for n in group:
                 T = scene.pose(n)
                 L = last[n]
