@@ -91,6 +91,9 @@ def _msg_field_type(idl: str) -> str:
     if idl.endswith("]") and "[" in idl:
         base, _, size = idl[:-1].rpartition("[")
         return f"{_msg_field_type(base)}[{size}]"
+    for s in ("string<", "wstring<"):  # bounded strings: rosidl 'string<255>', .msg 'string<=255'
+        if idl.startswith(s) and idl.endswith(">"):
+            return f"{s}={idl[len(s):-1]}"
     return _PRIMITIVES.get(idl, idl)
 
 

@@ -208,7 +208,9 @@ def test_grinding_record_cli(tmp_path: Path, probe: Any) -> None:
 @pytest.mark.parametrize(
     "msgtype",
     ["geometry_msgs/msg/WrenchStamped", "sensor_msgs/msg/JointState", "sensor_msgs/msg/PointCloud2",
-     "trajectory_msgs/msg/JointTrajectory", "visualization_msgs/msg/MarkerArray", "nav_msgs/msg/Path"],
+     "trajectory_msgs/msg/JointTrajectory", "visualization_msgs/msg/MarkerArray", "nav_msgs/msg/Path",
+     "rcl_interfaces/msg/ParameterDescriptor",  # bounded sequences
+     "type_description_interfaces/msg/TypeDescription"],  # bounded strings
 )
 def test_definitions_rebuilt_from_python_classes_match_the_type_store(msgtype: str) -> None:
     """The fallback for types outside rosbags' store gives the same definition hash (RIHS01)."""
