@@ -52,13 +52,16 @@ def test_step_round_trip_mm_to_metres(tmp_path: Path, unit: str) -> None:
     assert part.unit == {"MM": "millimetre", "M": "metre", "INCH": "inch"}[unit]
 
 
-def test_iges_round_trip_mm_to_metres(tmp_path: Path) -> None:
+@pytest.mark.parametrize("unit", ["MM", "IN", "M"])
+def test_iges_round_trip_mm_to_metres(tmp_path: Path, unit: str) -> None:
     cad._silence_occ()
     path = tmp_path / "box.igs"
-    writer = cad.occ("IGESControl").IGESControl_Writer("MM", 1)
+    writer = cad.occ("IGESControl").IGESControl_Writer(unit, 1)
     writer.AddShape(_box_mm())
     writer.ComputeModel()
     assert writer.Write(str(path))
+    global_section = "".join(line[:72] for line in path.read_text().splitlines() if line[72:73] == "G")
+    assert {"MM": "2HMM", "IN": "4HINCH", "M": "1HM"}[unit] in global_section  # the file's own unit
     part = cad.read_cad(path)
     lo, hi = part.bounds
     np.testing.assert_allclose(lo, [0.010, 0.020, 0.0], atol=1e-9)
