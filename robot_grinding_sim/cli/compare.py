@@ -102,7 +102,7 @@ def compare(sim_bag: str, real_bag: str, topic_sim: str, topic_real: str, align:
     lines = [
         f"simulated : {sim.topic} in {sim_bag} ({len(sim)} samples, frame {sim.frame or '-'})",
         f"measured  : {real.topic} in {real_bag} ({len(real)} samples, frame {real.frame or '-'})",
-        f"alignment : {a.method}, lag {a.lag_s:.6g} s (t_meas = t_sim + lag)",
+        f"alignment : {a.method}{' (auto)' if align == 'auto' else ''}, lag {a.lag_s:.6g} s (t_meas = t_sim + lag)",
         f"component : {component}, in contact above {threshold:g} N: {o.samples} aligned samples",
         f"mean relative error : {_pct(o.mean_relative_error)}",
         f"RMSE                : {_num(o.rmse, ' N')}",
