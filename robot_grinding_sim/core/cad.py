@@ -233,6 +233,15 @@ _SURFACE_KINDS = {
 }
 
 
+def _enum_label(value: Any, labels: dict[str, str], default: str) -> str:
+    """Label of a GeomAbs enum value by comparison (OCP enums are objects, pythonocc's are ints)."""
+    geomabs = occ("GeomAbs")
+    for name, label in labels.items():
+        if value == getattr(geomabs, name, None):
+            return label
+    return default
+
+
 @dataclass(frozen=True)
 class FaceInfo:
     """Summary of one face: index in the part, surface type, area (m^2), bounds (m, part frame)."""
@@ -442,8 +451,7 @@ class CadFace:
         self.index = index
         self.reversed = _is_reversed(shape)
         self._adaptor = _cls("BRepAdaptor", "BRepAdaptor_Surface")(shape, True)
-        kind = self._adaptor.GetType()
-        self.type = _SURFACE_KINDS.get(getattr(kind, "name", str(kind)).split(".")[-1], "other")
+        self.type = _enum_label(self._adaptor.GetType(), _SURFACE_KINDS, "other")
         self._sign = -1.0 if self.reversed else 1.0
         self._numpy_eval = self._make_numpy_eval()
 
@@ -636,7 +644,7 @@ class CadFace:
             while wexp.More():
                 edge = wexp.Current()
                 c2d = _cls("BRepAdaptor", "BRepAdaptor_Curve2d")(edge, self.shape)
-                straight = getattr(c2d.GetType(), "name", str(c2d.GetType())).endswith("GeomAbs_Line")
+                straight = c2d.GetType() == occ("GeomAbs").GeomAbs_Line
                 t = np.linspace(c2d.FirstParameter(), c2d.LastParameter(), 2 if straight else 400)
                 if _is_reversed(edge):
                     t = t[::-1]
