@@ -87,3 +87,22 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
     # a pose the arm cannot reach: planning error, still nothing written
     _fails_cleanly(["flat_plate", "--workpiece-pose", "3 0 0 0 0 0", "--max-passes", "1"], tmp_path / "f",
                    "IK")
+
+
+def test_simulate_reads_a_plan_json_from_grinding_plan(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    proc = subprocess.run([GRINDING, "plan", "flat_plate", "--stepover", "0.05", "--robot", "none",
+                           "--workpiece-pose", "0.75 0.05 0 0 0 0.3", "--out", str(plan)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = tmp_path / "sim"
+    proc = subprocess.run([GRINDING, "simulate", "--plan", str(plan), "--max-passes", "1", "--pass-length", "0.01",
+                           "--no-optimise", "--out", str(out), "--json"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    s = json.loads(proc.stdout)
+    assert "flat_plate" in s["part"] and len(s["passes"]) == 1 and s["optimisation"] is None
+    X = np.array(s["workpiece_pose"])
+    assert np.allclose(X[:3, 3], [0.75, 0.05, 0.0], atol=1e-9)  # the plan's pose, not the default
+    assert np.isclose(np.arctan2(X[1, 0], X[0, 0]), 0.3, atol=1e-9)
+    # no optimisation: the planner's d = F/K gives less than the target (arm compliance in series)
+    assert 3.0 < s["passes"][0]["mean_n"] < 5.0
