@@ -49,6 +49,13 @@ def warm_up() -> dict[str, float]:
         scene.contacts(name, "part")
         scene.distance(name, "part")
     timings["collision_s"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    from robot_grinding_sim.core import parts
+
+    face = parts.freeform_face(0.05).face(0)  # B-spline evaluation kernels of the planner
+    face.intersect_lines(np.array([[0.0, 0.0, 0.1], [0.01, 0.0, 0.1]]), np.array([0.0, 0.0, 1.0]))
+    timings["cad_s"] = time.perf_counter() - t0
     return timings
 
 
