@@ -42,3 +42,17 @@ def package_file(relative: str | os.PathLike[str], must_exist: bool = True) -> P
     if must_exist:
         raise FileNotFoundError(f"{rel} not found in {[str(d) for d in share_dirs()]}")
     return share_dirs()[0] / rel
+
+
+def default_urdf() -> Path:
+    """The default robot's URDF (:data:`URDF_DEFAULT`).
+
+    Raises:
+        InputError: not installed where :func:`share_dirs` looks (names the directories).
+    """
+    from robot_grinding_sim.core.errors import InputError
+
+    try:
+        return package_file(URDF_DEFAULT)
+    except FileNotFoundError as exc:
+        raise InputError(f"default robot: {exc}") from None

@@ -9,15 +9,7 @@ import numpy as np
 
 from robot_grinding_sim.cli.common import emit_json, json_option
 from robot_grinding_sim.core.errors import InputError
-from robot_grinding_sim.resources import URDF_DEFAULT, package_file
-
-
-def default_urdf() -> Path:
-    """The package's default robot (see :mod:`robot_grinding_sim.resources`)."""
-    try:
-        return package_file(URDF_DEFAULT)
-    except FileNotFoundError as exc:
-        raise InputError(f"default robot: {exc}; pass --urdf") from None
+from robot_grinding_sim.resources import default_urdf
 
 
 def parse_vector(text: str | None, n: int, option: str) -> np.ndarray:

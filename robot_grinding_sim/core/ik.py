@@ -12,8 +12,6 @@ the joint limits wins.
 from __future__ import annotations
 
 import math
-import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,10 +21,9 @@ from numpy.typing import NDArray
 from scipy.spatial.transform import Rotation
 
 from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.resources import default_urdf
 
 FloatArray = NDArray[np.float64]
-
-DEFAULT_URDF = Path("urdf") / "ur10e_grinding.urdf"
 
 #: Seeds for the first waypoint (UR-style arm, tool pointing down in front of the robot).
 UR_SEEDS = (
@@ -35,18 +32,6 @@ UR_SEEDS = (
     (0.0, -2.0, -1.57, -1.14, 1.57, 0.0),
     (0.0, -1.57, 1.57, -1.57, 1.57, 0.0),
 )
-
-
-def default_urdf() -> Path:
-    """The package's default robot (UR10e + spherical tool), from the source tree or share/."""
-    candidates = [Path(__file__).resolve().parents[2] / DEFAULT_URDF]
-    for prefix in [sys.prefix, *os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep)]:
-        if prefix:
-            candidates.append(Path(prefix) / "share" / "robot_grinding_sim" / DEFAULT_URDF)
-    for c in candidates:
-        if c.is_file():
-            return c
-    raise InputError(f"default robot {DEFAULT_URDF} not found in {[str(c.parent) for c in candidates]}")
 
 
 def load_robot(robot: Any, tip_link: str | None = "tcp") -> Any:
