@@ -29,8 +29,6 @@ NODES = [
     "collision_node",
     "contact_solver_node",
     "planner_node",
-    "grinding_executive",
-    "hardware_driver",
     "recorder",
 ]
 

@@ -60,7 +60,8 @@ def test_sim_and_real_graphs_follow_the_design() -> None:
     nodes_list = ast.literal_eval(setup_src.split("NODES = ", 1)[1].split("]", 1)[0] + "]")
     for s in sim + real:
         if s.package == bu.PACKAGE:
-            assert s.executable in nodes_list, f"{s.executable} is not a console script in setup.py"
+            # a console script exactly for the nodes that exist: `ros2 run` never offers a broken one
+            assert (s.executable in nodes_list) == s.module_available(), s.executable
             assert s.params_files == (f"config/{s.executable}.yaml",)
 
 
@@ -149,9 +150,14 @@ def _fake_launch_modules() -> dict[str, types.ModuleType]:
         def __init__(self, **kwargs: Any) -> None:
             self.kwargs = kwargs
 
+    class LogInfo:
+        def __init__(self, msg: str) -> None:
+            self.msg = msg
+
     launch.LaunchDescription = LaunchDescription
     actions.DeclareLaunchArgument = DeclareLaunchArgument
     actions.OpaqueFunction = OpaqueFunction
+    actions.LogInfo = LogInfo
     ros_actions.Node = Node
     launch.actions = actions
     launch_ros.actions = ros_actions
@@ -163,7 +169,9 @@ def _fake_launch_modules() -> dict[str, types.ModuleType]:
     }
 
 
-def _run_launch(mode: str, monkeypatch: pytest.MonkeyPatch, **overrides: str) -> tuple[list[Any], list[Any]]:
+def _run_launch(
+    mode: str, monkeypatch: pytest.MonkeyPatch, **overrides: str
+) -> tuple[list[Any], list[Any], list[str]]:
     for name, mod in _fake_launch_modules().items():
         monkeypatch.setitem(sys.modules, name, mod)
     spec = importlib.util.spec_from_file_location(f"_launch_{mode}", LAUNCH[mode])
@@ -174,7 +182,9 @@ def _run_launch(mode: str, monkeypatch: pytest.MonkeyPatch, **overrides: str) ->
     (opaque,) = [e for e in ld.entities if type(e).__name__ == "OpaqueFunction"]
     values = {a.name: a.default_value for a in args}
     values.update(overrides)
-    return args, opaque.function(_Ctx(values))
+    actions = opaque.function(_Ctx(values))
+    skipped = [a.msg for a in actions if type(a).__name__ == "LogInfo"]
+    return args, [a for a in actions if type(a).__name__ == "Node"], skipped
 
 
 @pytest.mark.parametrize("mode", ["sim", "real"])
@@ -184,14 +194,17 @@ def test_launch_files_compile(mode: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("mode", ["sim", "real"])
 def test_launch_file_starts_the_bringup_graph(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    args, nodes = _run_launch(mode, monkeypatch)
+    args, nodes, skipped = _run_launch(mode, monkeypatch)
     names = {a.name for a in args}
     assert {"use_sim_time", "params_file", "rviz", "robot_description_file", "record"} <= names
     if mode == "real":
         assert {"robot_ip", "ft_sensor_ip"} <= names
     assert all(a.description for a in args), "every launch argument needs a description"
-    specs = bu.graph(mode)
+    # nodes of this package not written yet are logged and left out; all others are launched
+    specs = [s for s in bu.graph(mode) if s.package != bu.PACKAGE or s.module_available()]
+    missing = [s.executable for s in bu.graph(mode) if s.package == bu.PACKAGE and not s.module_available()]
     assert [n.kwargs["name"] for n in nodes] == _names(specs)
+    assert len(skipped) == len(missing) and all(m in msg for m, msg in zip(missing, skipped, strict=True))
     for node, spec in zip(nodes, specs, strict=True):
         kw = node.kwargs
         assert (kw["package"], kw["executable"]) == (spec.package, spec.executable)
@@ -209,7 +222,7 @@ def test_launch_file_starts_the_bringup_graph(mode: str, monkeypatch: pytest.Mon
 def test_launch_arguments_reach_the_nodes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     extra = tmp_path / "extra.yaml"
     extra.write_text("/**:\n  ros__parameters: {}\n")
-    _, nodes = _run_launch(
+    _, nodes, _ = _run_launch(
         "real",
         monkeypatch,
         robot_ip="10.1.2.3",
@@ -218,8 +231,12 @@ def test_launch_arguments_reach_the_nodes(monkeypatch: pytest.MonkeyPatch, tmp_p
         params_file=str(extra),
     )
     by = {n.kwargs["name"]: n.kwargs for n in nodes}
-    hw = {k: v for p in by["hardware_driver"]["parameters"] if isinstance(p, dict) for k, v in p.items()}
-    assert hw["robot_ip"] == "10.1.2.3"
+    (hw_spec,) = [s for s in bu.graph("real") if s.name == "hardware_driver"]
+    if hw_spec.module_available():
+        hw = {k: v for p in by["hardware_driver"]["parameters"] if isinstance(p, dict) for k, v in p.items()}
+        assert hw["robot_ip"] == "10.1.2.3"
+    else:  # a node of this package that is not written yet is left out, not launched to fail
+        assert "hardware_driver" not in by
     assert by["rviz2"]["arguments"] == ["-d", str(bu.package_file(bu.RVIZ_CONFIG))]
     assert "recorder" in by
     assert all(n.kwargs["parameters"][-1] == str(extra) for n in nodes)
