@@ -256,12 +256,23 @@ class FaceProjector:
         self._fast = getattr(face, "_numpy_eval", None)
         self._sign = float(getattr(face, "_sign", 1.0))
         self._u, self._v = np.zeros(1), np.zeros(1)
+        self._kernel = None
+        if self._fast is not None and all(hasattr(self._fast, a) for a in ("tu", "tv", "pu", "pv", "hom")):
+            from robot_grinding_sim.core import cad as _cad
+
+            self._kernel = getattr(_cad, "_bspline_kernel", None)
+            self._buf = (np.empty((1, 3)), np.empty((1, 3)), np.empty((1, 3)))
         s = face.derivatives(self._grid_uv[:1, 0], self._grid_uv[:1, 1])
         if self._fast is not None:  # check the sign convention once against CadFace itself
             S, Su, Sv = self._fast(self._grid_uv[:1, 0].copy(), self._grid_uv[:1, 1].copy())
             self._sign = 1.0 if float(np.cross(Su[0], Sv[0]) @ s.normals[0]) > 0 else -1.0
 
     def _eval(self, u: float, v: float) -> tuple[FloatArray, FloatArray, FloatArray]:
+        if self._kernel is not None:  # the B-spline kernel straight into preallocated buffers
+            self._u[0], self._v[0] = u, v
+            ev, (S, Su, Sv) = self._fast, self._buf
+            self._kernel(ev.tu, ev.tv, ev.pu, ev.pv, ev.hom, self._u, self._v, S, Su, Sv)
+            return S[0].copy(), Su[0].copy(), Sv[0].copy()
         if self._fast is not None:
             self._u[0], self._v[0] = u, v
             S, Su, Sv = self._fast(self._u, self._v)
@@ -837,8 +848,9 @@ class ContactArmSimulation:
             k_c, c_c = self.contact.stiffness, sol.damping
 
             def samples(s: FloatArray) -> tuple[FloatArray, FloatArray]:
-                d, dd = sol.state(s)
-                return k_c * d + c_c * dd, -d
+                # a few samples per step: the scalar path of the closed form is cheaper than arrays
+                out = np.array([sol.state(si) for si in s.tolist()])
+                return k_c * out[:, 0] + c_c * out[:, 1], -out[:, 0]
         else:
             from robot_grinding_sim.core.engine import NormalContactEngine
 
