@@ -351,43 +351,28 @@ def build_scene(part: Any, faces: Sequence[int], X_BP: FloatArray, tool_radius: 
 # inverse kinematics and trajectories
 
 
-def _dls(model: Any, T: FloatArray, q: FloatArray, lo: FloatArray, hi: FloatArray, W: FloatArray, tol: float,
-         max_iterations: int) -> tuple[FloatArray, float]:
-    """Damped least squares from q towards pose T; returns (q, weighted error norm)."""
-    lam = 1e-4
-    err_norm = np.inf
-    en = np.inf
-    for _ in range(max_iterations):
-        X = model.fk(q)
-        e = np.r_[T[:3, 3] - X[:3, 3], Rotation.from_matrix(T[:3, :3] @ X[:3, :3].T).as_rotvec()] * W
-        en = float(np.linalg.norm(e))
-        if en < tol:
-            break
-        lam = min(lam * 10.0, 1.0) if en > err_norm else max(lam * 0.3, 1e-9)
-        err_norm = en
-        J = model.jacobian(q) * W[:, None]
-        dq = J.T @ np.linalg.solve(J @ J.T + lam * lam * np.eye(6), e)
-        q = np.clip(q + dq, lo, hi)
-    return q, en
-
-
 def solve_ik(model: Any, targets: FloatArray, q_seed: FloatArray, rot_weight: float = 0.2,
              tol: float = 1e-9, max_iterations: int = 100, what: str = "target") -> FloatArray:
     """Damped-least-squares IK of the tip link along targets (N, 4, 4), each seeded by the previous.
 
-    Position error (m) and rotation error (rad, weighted by ``rot_weight`` m/rad) in the root frame.
-    A target far from its seed (e.g. the tool turned by 180 deg about its axis between zigzag
-    passes) is reached by continuation: the pose is interpolated from the seed's in 16 steps.
-    Raises PlanningError naming the target that does not converge to ``tol``.
+    The planner's :class:`~robot_grinding_sim.core.ik.IKSolver`, held to ``tol`` in position (m)
+    and ``tol / rot_weight`` in rotation (rad): the job commands penetrations of tens of
+    micrometres, so the planner's default micrometre tolerance is too loose here. A target far
+    from its seed (e.g. the tool turned by 180 deg about its axis between zigzag passes) is reached
+    by continuation: the pose is interpolated from the seed's in 16 steps.
+    Raises PlanningError naming the target that does not converge.
     """
-    lo = np.where(np.isfinite(model.lower), model.lower, -4 * math.pi)
-    hi = np.where(np.isfinite(model.upper), model.upper, 4 * math.pi)
-    W = np.array([1.0, 1.0, 1.0, rot_weight, rot_weight, rot_weight])
+    from robot_grinding_sim.core.ik import IKSolver
+
+    exact = IKSolver(model, tol_position=tol, tol_rotation=tol / rot_weight, max_iterations=max_iterations,
+                     rot_weight=rot_weight)
+    coarse = IKSolver(model, tol_position=1e-6, tol_rotation=1e-6 / rot_weight, max_iterations=max_iterations,
+                      rot_weight=rot_weight)
     out = np.empty((len(targets), model.nq))
     q = np.asarray(q_seed, dtype=float).copy()
     for k, T in enumerate(targets):
-        q_new, en = _dls(model, T, q, lo, hi, W, tol, max_iterations)
-        if en >= tol:  # continuation from the seed's pose
+        q_new, ok, ep, er = exact.solve(T, q)
+        if not ok:  # continuation from the seed's pose
             X0 = model.fk(q)
             slerp = Slerp([0.0, 1.0], Rotation.from_matrix(np.stack([X0[:3, :3], T[:3, :3]])))
             q_new = q.copy()
@@ -395,9 +380,9 @@ def solve_ik(model: Any, targets: FloatArray, q_seed: FloatArray, rot_weight: fl
                 Ts = np.eye(4)
                 Ts[:3, :3] = slerp(s).as_matrix()
                 Ts[:3, 3] = (1 - s) * X0[:3, 3] + s * T[:3, 3]
-                q_new, en = _dls(model, Ts, q_new, lo, hi, W, tol if s == 1.0 else 1e-6, max_iterations)
-            if en >= tol:
-                raise PlanningError(f"{what} {k}: IK did not converge (error {en:.3g}) at TCP "
+                q_new, ok, ep, er = (exact if s == 1.0 else coarse).solve(Ts, q_new)
+            if not ok:
+                raise PlanningError(f"{what} {k}: IK did not converge (error {ep:.3g} m, {er:.3g} rad) at TCP "
                                     f"{np.round(T[:3, 3], 4).tolist()} m in base_link; move the workpiece")
         q = q_new
         out[k] = q
