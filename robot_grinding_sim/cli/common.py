@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import click
+
+from robot_grinding_sim.core.jsonsafe import json_safe
 
 T = TypeVar("T")
 
@@ -18,22 +19,9 @@ json_option = click.option(
 )
 
 
-def _clean(obj: Any) -> Any:
-    """Make numpy scalars/arrays and non-finite floats JSON-safe (NaN/inf become null)."""
-    if hasattr(obj, "tolist"):
-        obj = obj.tolist()
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
-
-
 def emit_json(obj: Any) -> None:
     """Print ``obj`` as JSON on stdout."""
-    click.echo(json.dumps(_clean(obj), indent=2))
+    click.echo(json.dumps(json_safe(obj), indent=2))
 
 
 @contextmanager

@@ -28,6 +28,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.jsonsafe import json_safe
 
 TOPICS = {
     "/joint_states": "sensor_msgs/msg/JointState",
@@ -36,19 +37,6 @@ TOPICS = {
     "/grinding/progress": "std_msgs/msg/Float64MultiArray",
     "/dynamics_node/tool_pose": "geometry_msgs/msg/PoseStamped",
 }
-
-
-def _clean(obj: Any) -> Any:
-    """JSON-safe: numpy -> lists/floats, NaN/inf -> None."""
-    if hasattr(obj, "tolist"):
-        obj = obj.tolist()
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, float) and not np.isfinite(obj):
-        return None
-    return obj
 
 
 def check_out_dir(out: Path) -> None:
@@ -200,7 +188,7 @@ def write_outputs(out: Path, result: Any, summary: dict[str, Any]) -> dict[str, 
         summary["ft_mean_force_norm_on_passes_n"] = [
             float(np.linalg.norm(w_ft[(result.record["t"] >= p.t0) & (result.record["t"] <= p.t1), :3], axis=1).mean())
             if p.samples else None for p in result.passes]
-        (tmp / "summary.json").write_text(json.dumps(_clean(summary), indent=2))
+        (tmp / "summary.json").write_text(json.dumps(json_safe(summary), indent=2))
         out.mkdir(exist_ok=True)
         for name in ("bag", "force.png", "summary.json"):
             dst = out / name
