@@ -8,21 +8,8 @@ collision_node and contact_solver_node predict the contact force). ``grinding br
 starts the same nodes on a pip install. ``ros2 launch ... --show-args`` lists the arguments.
 """
 
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
-
-from launch import LaunchDescription
-from robot_grinding_sim.bringup import LAUNCH_ARGUMENTS, launch_actions
-
-MODE = "real"
-
-
-def _nodes(context, *args, **kwargs):
-    return launch_actions(MODE, context)
+from robot_grinding_sim.bringup import launch_description
 
 
 def generate_launch_description():
-    arguments = [
-        DeclareLaunchArgument(name, default_value=default, description=description)
-        for name, (default, description) in LAUNCH_ARGUMENTS[MODE].items()
-    ]
-    return LaunchDescription([*arguments, OpaqueFunction(function=_nodes)])
+    return launch_description("real")

@@ -291,6 +291,24 @@ def graph_from_launch_arguments(mode: str, values: Mapping[str, str]) -> list[No
     )
 
 
+def launch_description(mode: str) -> Any:
+    """The ``LaunchDescription`` of ``launch/<mode>.launch.py``: its arguments and the graph's nodes.
+
+    Imports launch lazily: the pip path never calls this.
+    """
+    from launch.actions import DeclareLaunchArgument, OpaqueFunction
+
+    from launch import LaunchDescription
+
+    arguments = [
+        DeclareLaunchArgument(name, default_value=default, description=description)
+        for name, (default, description) in LAUNCH_ARGUMENTS[mode].items()
+    ]
+    return LaunchDescription(
+        [*arguments, OpaqueFunction(function=lambda context, *a, **k: launch_actions(mode, context))]
+    )
+
+
 def launch_actions(mode: str, context: Any) -> list[Any]:
     """launch_ros ``Node`` actions for the graph (called from an ``OpaqueFunction`` in launch/).
 
