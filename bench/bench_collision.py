@@ -26,8 +26,8 @@ import fcl
 import numpy as np
 import trimesh
 
-from robot_grinding_sim.core.collision import CollisionScene
-from robot_grinding_sim.core.meshquery import closest_point_bruteforce
+from robot_grinding_sim.core.geometry.collision import CollisionScene
+from robot_grinding_sim.core.geometry.meshquery import closest_point_bruteforce
 
 RADIUS = 0.02
 DEPTH = 1e-4

@@ -1,4 +1,4 @@
-"""Benchmark: robot_grinding_sim.core.dynamics against Pinocchio, in the same process.
+"""Benchmark: robot_grinding_sim.core.robot.dynamics against Pinocchio, in the same process.
 
 Run:  .venv/bin/python bench/bench_dynamics.py [--urdf PATH] [--batch 10000]
 
@@ -24,7 +24,7 @@ import pinocchio as pin
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from robot_grinding_sim.core.dynamics import RobotModel  # noqa: E402
+from robot_grinding_sim.core.robot.dynamics import RobotModel  # noqa: E402
 
 COMMAND = "`.venv/bin/python bench/bench_dynamics.py`"
 

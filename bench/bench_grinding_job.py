@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from robot_grinding_sim.cli.demo import demo_config
-from robot_grinding_sim.core.grinding_job import run_job, setup_job
+from robot_grinding_sim.core.job.grinding_job import run_job, setup_job
 
 
 def main() -> None:

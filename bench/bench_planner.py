@@ -1,6 +1,6 @@
 """Planner benchmark: passes on a 200 x 200 mm freeform B-spline face at 1 mm stepover and spacing.
 
-Ours: :func:`robot_grinding_sim.core.passes.generate_passes` on the exact surface (raster and
+Ours: :func:`robot_grinding_sim.core.planning.passes.generate_passes` on the exact surface (raster and
 iso generators), margin 2 mm. Timed after one warm-up call (numba kernels are compiled once and
 cached on disk); the figure is the median of ``--repeat`` runs, wall clock and process CPU time.
 
@@ -82,8 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
 
-    from robot_grinding_sim.core.parts import freeform_face
-    from robot_grinding_sim.core.passes import PassGenerator, PassParameters, generate_passes
+    from robot_grinding_sim.core.geometry.parts import freeform_face
+    from robot_grinding_sim.core.planning.passes import PassGenerator, PassParameters, generate_passes
 
     part = freeform_face(SIZE)
     face = part.face(0)

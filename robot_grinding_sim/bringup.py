@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from robot_grinding_sim.resources import URDF_DEFAULT, package_file, share_dirs  # noqa: F401 (re-exported)
+from robot_grinding_sim.core.resources import URDF_DEFAULT, package_file, share_dirs  # noqa: F401 (re-exported)
 
 PACKAGE = "robot_grinding_sim"
 MODES = ("sim", "real")

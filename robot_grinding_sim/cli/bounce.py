@@ -2,7 +2,7 @@
 
 A sphere (default 1 kg, radius 0.1 m) released at rest with its lowest point ``--height`` above a
 rigid plane, gravity 9.81 m/s^2 downwards, contact stiffness K = 1.4e8 N/m, simulated with the
-variable-step engine (``robot_grinding_sim.core.engine``) at outer step ``--dt``.
+variable-step engine (``robot_grinding_sim.core.contact.engine``) at outer step ``--dt``.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def _check(name: str, value: float, low: float, low_open: bool, high: float | No
 
 def make_model(model: str, stiffness: float, cr: float, convention: str = "clamped", exponent: float = 1.5):
     """The contact model named ``model`` (one of MODELS) realising restitution ``cr``."""
-    from robot_grinding_sim.core.contact import HuntCrossley, KelvinVoigt
+    from robot_grinding_sim.core.contact.laws import HuntCrossley, KelvinVoigt
 
     if model == "kelvin_voigt":
         return KelvinVoigt(stiffness, cr, clamped=convention == "clamped")
@@ -46,7 +46,7 @@ def simulate_ball(model: str = "kelvin_voigt", cr: float = 1.0, dt: float = 1e-3
                   convention: str = "clamped", exponent: float = 1.5, dense: bool = False,
                   show_progress: bool = False) -> tuple[Any, dict[str, Any]]:
     """Run the ball; returns (EngineResult, the JSON summary). ``dense`` adds plot samples."""
-    from robot_grinding_sim.core.engine import NormalContactEngine
+    from robot_grinding_sim.core.contact.engine import NormalContactEngine
 
     _check("--mass", mass, 0.0, True)
     _check("--cr", cr, 0.0, True, 1.0)

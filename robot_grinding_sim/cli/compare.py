@@ -18,8 +18,8 @@ COMPONENT_CHOICES = ("fz", "normal", "norm")
 
 def _progress_or_none(bag: str, topic: str, required: bool) -> Any:
     """The progress series of ``bag`` if it has ``topic`` with messages (required: else an error)."""
-    from robot_grinding_sim.core.bag import has_topic, read_progress
     from robot_grinding_sim.core.errors import InputError
+    from robot_grinding_sim.core.record.bag import has_topic, read_progress
 
     if has_topic(bag, topic):
         return read_progress(bag, topic)
@@ -81,8 +81,8 @@ def compare(sim_bag: str, real_bag: str, topic_sim: str, topic_real: str, align:
     measured force recorded in one real run). Bags: rosbag2 directories (sqlite3 or MCAP) or bare
     .mcap/.db3 files.
     """
-    from robot_grinding_sim.core.bag import read_wrench
-    from robot_grinding_sim.core.compare import compare_runs, write_compare_report
+    from robot_grinding_sim.core.record.bag import read_wrench
+    from robot_grinding_sim.core.record.compare import compare_runs, write_compare_report
 
     sim = read_wrench(sim_bag, topic_sim, stamp=stamp)
     real = read_wrench(real_bag, topic_real, stamp=stamp)
@@ -134,8 +134,8 @@ def compare(sim_bag: str, real_bag: str, topic_sim: str, topic_real: str, align:
 def report(bag: str, topic: str, target: float | None, band: str, component: str, threshold: float,
            progress_topic: str, stamp: str, report_dir: str | None, embed: bool, as_json: bool) -> None:
     """Force statistics of one run in BAG, overall and per pass, against a target band."""
-    from robot_grinding_sim.core.bag import read_wrench
-    from robot_grinding_sim.core.compare import analyse_run, parse_band, write_run_report
+    from robot_grinding_sim.core.record.bag import read_wrench
+    from robot_grinding_sim.core.record.compare import analyse_run, parse_band, write_run_report
 
     series = read_wrench(bag, topic, stamp=stamp)
     band_n = parse_band(band, target) if target is not None else None

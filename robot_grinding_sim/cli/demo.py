@@ -25,7 +25,7 @@ DEMO_PASS_LENGTH = 0.03
 
 def demo_config(**overrides: object) -> object:
     """The demo's JobConfig (curved_panel, 3 passes of 30 mm, stepover 10 mm), with overrides."""
-    from robot_grinding_sim.core.grinding_job import JobConfig
+    from robot_grinding_sim.core.job.grinding_job import JobConfig
 
     kw = {"part": "curved_panel", "max_passes": DEMO_PASSES, "pass_length": DEMO_PASS_LENGTH, "stepover": 0.01}
     kw.update(overrides)

@@ -9,7 +9,7 @@ import numpy as np
 
 from robot_grinding_sim.cli.common import emit_json, json_option
 from robot_grinding_sim.core.errors import InputError
-from robot_grinding_sim.resources import default_urdf
+from robot_grinding_sim.core.resources import default_urdf
 
 
 def parse_vector(text: str | None, n: int, option: str) -> np.ndarray:
@@ -44,7 +44,7 @@ def dynamics(urdf_path: str | None, tip: str | None, package_dirs: tuple[str, ..
     along the tool axis (the tip frame's z axis, at its origin) at one joint state."""
     from scipy.spatial.transform import Rotation
 
-    from robot_grinding_sim.core.dynamics import RobotModel
+    from robot_grinding_sim.core.robot.dynamics import RobotModel
 
     path = Path(urdf_path) if urdf_path else default_urdf()
     model = RobotModel.from_urdf(path, tip_link=tip, package_dirs=package_dirs)

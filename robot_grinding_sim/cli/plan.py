@@ -99,8 +99,9 @@ def plan(source: str, faces: tuple[int, ...], stepover: float, spacing: float, a
          list_faces: bool, as_json: bool) -> None:
     """Plan grinding passes on SOURCE: a STEP/IGES/BREP/STL/PLY/OBJ file or a built-in part
     (see `grinding parts`; default curved_panel). Positions are metres in the part frame."""
-    from robot_grinding_sim.core import cad, plan_io, planner
-    from robot_grinding_sim.core.passes import PassParameters
+    from robot_grinding_sim.core.geometry import cad
+    from robot_grinding_sim.core.planning import plan_io, planner
+    from robot_grinding_sim.core.planning.passes import PassParameters
 
     part = cad.load_part(source, unit)
     if list_faces:
@@ -169,7 +170,7 @@ def plan(source: str, faces: tuple[int, ...], stepover: float, spacing: float, a
 @json_option
 def parts(as_json: bool) -> None:
     """List the built-in parts (usable by name wherever a CAD file is accepted)."""
-    from robot_grinding_sim.core.parts import list_parts
+    from robot_grinding_sim.core.geometry.parts import list_parts
 
     rows = list_parts()
     if as_json:

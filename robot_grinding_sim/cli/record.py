@@ -51,7 +51,7 @@ def record(output: str, topics: tuple[str, ...], all_topics: bool, storage: str,
     this machine (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST).
     """
     if repair is not None:
-        from robot_grinding_sim.core.bagwriter import repair_bag
+        from robot_grinding_sim.core.record.bagwriter import repair_bag
 
         res = repair_bag(repair)
         doc = {"bag": str(res.path), "storage": res.storage, "messages": res.messages,
@@ -86,7 +86,7 @@ def record(output: str, topics: tuple[str, ...], all_topics: bool, storage: str,
     code = run_node(RecorderNode, argv)
     if code != 0:
         raise InputError("the recorder did not start (see the FATAL line above)")
-    from robot_grinding_sim.core.bag import bag_topics
+    from robot_grinding_sim.core.record.bag import bag_topics
 
     counts = {t.name: t.count for t in bag_topics(str(params["output"]))}
     if as_json:

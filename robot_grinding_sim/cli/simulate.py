@@ -1,7 +1,7 @@
 """``grinding simulate``: the simulated grinding job in one process (plan, arm + contact, force).
 
-See :mod:`robot_grinding_sim.core.grinding_job` for the physics and
-:mod:`robot_grinding_sim.core.job_output` for the files written under ``--out``.
+See :mod:`robot_grinding_sim.core.job.grinding_job` for the physics and
+:mod:`robot_grinding_sim.core.job.outputs` for the files written under ``--out``.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from robot_grinding_sim.core.errors import InputError
 
 def run_and_write(cfg: Any, out: str, as_json: bool) -> dict:
     """Run the job for ``cfg``, write the outputs into ``out``, print the table (or JSON)."""
-    from robot_grinding_sim.core.grinding_job import run_job
-    from robot_grinding_sim.core.job_output import check_out_dir, write_outputs
+    from robot_grinding_sim.core.job.grinding_job import run_job
+    from robot_grinding_sim.core.job.outputs import check_out_dir, write_outputs
 
     out_dir = Path(out)
     check_out_dir(out_dir)  # fail before minutes of simulation
@@ -121,7 +121,7 @@ def simulate(part_or_cad: str, plan_file: str | None, faces: tuple[int, ...], un
     until the mean normal force is within 5 % of the target, and writes a bag, force.png and
     summary.json under --out (default: simulate_out).
     """
-    from robot_grinding_sim.core.grinding_job import JobConfig
+    from robot_grinding_sim.core.job.grinding_job import JobConfig
 
     kw: dict[str, Any] = {}
     pose = _pose(workpiece_pose)

@@ -17,8 +17,8 @@ def warm_up() -> dict[str, float]:
     """Exercise every cached kernel once on small inputs; returns seconds per stage."""
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    from robot_grinding_sim.core.dynamics import RobotModel
-    from robot_grinding_sim.resources import package_file
+    from robot_grinding_sim.core.resources import package_file
+    from robot_grinding_sim.core.robot.dynamics import RobotModel
 
     model = RobotModel.from_urdf(package_file("urdf/ur10e_grinding.urdf"))
     q = np.zeros(model.nq)
@@ -34,7 +34,7 @@ def warm_up() -> dict[str, float]:
     t0 = time.perf_counter()
     import trimesh
 
-    from robot_grinding_sim.core.collision import CollisionScene
+    from robot_grinding_sim.core.geometry.collision import CollisionScene
 
     scene = CollisionScene()
     part = trimesh.creation.icosphere(subdivisions=3, radius=0.1)  # watertight, large enough for the BVH
@@ -51,7 +51,7 @@ def warm_up() -> dict[str, float]:
     timings["collision_s"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    from robot_grinding_sim.core import parts
+    from robot_grinding_sim.core.geometry import parts
 
     face = parts.freeform_face(0.05).face(0)  # B-spline evaluation kernels of the planner
     face.intersect_lines(np.array([[0.0, 0.0, 0.1], [0.01, 0.0, 0.1]]), np.array([0.0, 0.0, 1.0]))

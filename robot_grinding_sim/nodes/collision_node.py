@@ -1,7 +1,7 @@
 """collision_node: contacts of the tool with the workpiece, and the arm's clearance to it.
 
 The arm (the URDF's collision geometry), the tool and the workpiece (a mesh file) form a
-:class:`~robot_grinding_sim.core.collision.CollisionScene`. On every ``joint_states`` message the
+:class:`~robot_grinding_sim.core.geometry.collision.CollisionScene`. On every ``joint_states`` message the
 arm is moved to the measured/simulated configuration and the contacts of ``tool_link``'s
 collision geometry with the workpiece are published. With a spherical tool the depth and
 normal are exact (closest point on the triangles, see core.collision).
@@ -39,8 +39,8 @@ from sensor_msgs.msg import JointState, PointCloud2
 from std_msgs.msg import Float64
 from visualization_msgs.msg import Marker, MarkerArray
 
-from robot_grinding_sim.core.collision import CollisionScene
 from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.geometry.collision import CollisionScene
 from robot_grinding_sim.ros import conversions as cv
 from robot_grinding_sim.ros.node_base import guarded, load_robot, run_node
 from robot_grinding_sim.ros.parameters import ParameterError, ParamSpec, declare_parameters
@@ -115,7 +115,7 @@ class CollisionNode(Node):
             except InputError as exc:
                 raise ParameterError("workpiece_file", str(exc), NODE_NAME) from None
         else:
-            from robot_grinding_sim.core import parts
+            from robot_grinding_sim.core.geometry import parts
 
             source = f"built-in part {p['workpiece_part']}"
             try:

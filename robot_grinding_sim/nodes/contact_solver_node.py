@@ -41,9 +41,9 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState, PointCloud2
 from std_srvs.srv import Trigger
 
-from robot_grinding_sim.core.contact import HuntCrossley, KelvinVoigt
+from robot_grinding_sim.core.contact.ft_sensor import FTSensorModel, FTSensorParams
+from robot_grinding_sim.core.contact.laws import HuntCrossley, KelvinVoigt
 from robot_grinding_sim.core.errors import InputError
-from robot_grinding_sim.core.ft import FTSensorModel, FTSensorParams
 from robot_grinding_sim.ros import conversions as cv
 from robot_grinding_sim.ros.node_base import guarded, load_robot, run_node
 from robot_grinding_sim.ros.parameters import ParameterError, ParamSpec, declare_parameters

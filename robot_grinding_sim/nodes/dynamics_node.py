@@ -58,13 +58,13 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from robot_grinding_sim.core.arm_sim import (
+from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.robot.arm_sim import (
     ArmSimulator,
     ComputedTorqueController,
     TrajectoryInterpolator,
     parse_initial_positions,
 )
-from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.ros import conversions as cv
 from robot_grinding_sim.ros.node_base import guarded, load_robot, run_node
 from robot_grinding_sim.ros.parameters import ParameterError, ParamSpec, declare_parameters

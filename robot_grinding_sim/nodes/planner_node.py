@@ -1,6 +1,6 @@
 """planner_node: grinding passes on the exact CAD surface, the joint trajectory, and their markers.
 
-A thin adapter over :func:`robot_grinding_sim.core.planner.plan`: parameters in, a plan out.
+A thin adapter over :func:`robot_grinding_sim.core.planning.planner.plan`: parameters in, a plan out.
 
 Serves:
 - ``~/plan`` (std_srvs/Trigger): plan again with the current parameters. ``success`` false and
@@ -135,8 +135,8 @@ class PlannerNode(Node):
 
     def plan(self) -> tuple[bool, str]:
         """Plan with the current parameters and publish; (success, message). Never raises."""
-        from robot_grinding_sim.core import plan_io, planner
-        from robot_grinding_sim.core.passes import PassParameters
+        from robot_grinding_sim.core.planning import plan_io, planner
+        from robot_grinding_sim.core.planning.passes import PassParameters
 
         v = self._value
         t0 = time.perf_counter()
@@ -247,7 +247,7 @@ class PlannerNode(Node):
     def _part_mesh(self, result: Any) -> Any:
         if result.mesh is not None:
             return result.mesh
-        from robot_grinding_sim.core import cad
+        from robot_grinding_sim.core.geometry import cad
 
         try:
             return cad.load_part(self._source(), self._value("unit") or None).tessellate(deflection=2e-4)

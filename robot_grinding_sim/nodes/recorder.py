@@ -3,7 +3,7 @@
 Subscribes to the configured topics with the types found on the graph (re-checked every
 ``discovery_period`` so late publishers are picked up), takes the messages as serialized CDR bytes
 (``raw=True``: nothing is deserialized) and hands them through a queue to a writer thread that
-appends them to the bag with :class:`robot_grinding_sim.core.bagwriter.BagWriter` (``rosbags``).
+appends them to the bag with :class:`robot_grinding_sim.core.record.bagwriter.BagWriter` (``rosbags``).
 
 No message is lost on purpose: reliable subscriptions (when every publisher is reliable) with a
 deep history (``qos_depth``), an unbounded queue, and a writer thread that never blocks the
@@ -32,9 +32,9 @@ from typing import Any
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from robot_grinding_sim.core.bag import normalize_topic
-from robot_grinding_sim.core.bagwriter import STORAGES, BagWriter, TopicQos
 from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.record.bag import normalize_topic
+from robot_grinding_sim.core.record.bagwriter import STORAGES, BagWriter, TopicQos
 from robot_grinding_sim.ros.node_base import run_node
 from robot_grinding_sim.ros.parameters import ParameterError, ParamSpec, declare_parameters
 

@@ -179,8 +179,8 @@ def load_robot(params: dict[str, Any], node_name: str, tip_link: str | None = No
     Raises:
         ParameterError: the file cannot be loaded, or a named link is not in it; names the parameter.
     """
-    from robot_grinding_sim.core.dynamics import RobotModel
-    from robot_grinding_sim.resources import URDF_DEFAULT, package_file
+    from robot_grinding_sim.core.resources import URDF_DEFAULT, package_file
+    from robot_grinding_sim.core.robot.dynamics import RobotModel
 
     urdf = params["robot_description_file"] or str(package_file(URDF_DEFAULT))
     try:

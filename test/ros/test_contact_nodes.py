@@ -17,7 +17,7 @@ import trimesh
 from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import JointState, PointCloud2
 
-from robot_grinding_sim.core.dynamics import RobotModel
+from robot_grinding_sim.core.robot.dynamics import RobotModel
 from robot_grinding_sim.ros import conversions as cv
 
 pytestmark = pytest.mark.ros
@@ -213,7 +213,7 @@ def test_solver_kelvin_voigt_with_damping_and_velocity(rclpy_context) -> None:
 def test_solver_kelvin_voigt_restitution_uses_the_arm_effective_mass(rclpy_context) -> None:
     """D from cr and the effective mass at the contact, the mass from Pinocchio here."""
     pin = pytest.importorskip("pinocchio")
-    from robot_grinding_sim.core.contact import kv_zeta_clamped
+    from robot_grinding_sim.core.contact.laws import kv_zeta_clamped
 
     node = _solver(rclpy_context, stiffness=K, cr=0.6, publish_ft=False)
     try:

@@ -96,7 +96,7 @@ def test_trajectory_and_position_command_reach_their_goals(launch_node, probe) -
     probe.wait_for_messages(pose, 1, procs=[node])
     assert pose.last.header.frame_id == "base_link"
     # at rest on the goal, the reference's inverse dynamics is the gravity torque there
-    from robot_grinding_sim.core.dynamics import RobotModel
+    from robot_grinding_sim.core.robot.dynamics import RobotModel
 
     model = RobotModel.from_urdf(REPO / "urdf" / "ur10e_grinding.urdf")
     t_done = _stamp(js.last) + 0.5  # the reference has surely reached the last point by then
@@ -160,7 +160,7 @@ def test_bad_commands_are_rejected_and_the_goal_kept(launch_node, probe) -> None
 
 
 def test_contact_wrench_is_balanced_by_the_motors(launch_node, probe) -> None:
-    from robot_grinding_sim.core.dynamics import RobotModel
+    from robot_grinding_sim.core.robot.dynamics import RobotModel
 
     node, js = _start(launch_node, probe, wrench_timeout=0.0)
     model = RobotModel.from_urdf(REPO / "urdf" / "ur10e_grinding.urdf")

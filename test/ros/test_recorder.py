@@ -135,8 +135,8 @@ def test_records_every_message_and_closes_on_signal(
 def test_killed_recorder_leaves_bag_readable_up_to_last_checkpoint(
     tmp_path: Path, launch_node: Any, probe: Any, storage: str
 ) -> None:
-    from robot_grinding_sim.core.bag import read_wrench
-    from robot_grinding_sim.core.bagwriter import repair_bag
+    from robot_grinding_sim.core.record.bag import read_wrench
+    from robot_grinding_sim.core.record.bagwriter import repair_bag
 
     bag = tmp_path / "bag"
     rec = start_recorder(launch_node, bag, storage, flush_period=0.2)

@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from robot_grinding_sim.core.arm_sim import (
+from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.robot.arm_sim import (
     ArmSimulator,
     ComputedTorqueController,
     JointLimits,
@@ -20,8 +21,7 @@ from robot_grinding_sim.core.arm_sim import (
     parse_initial_positions,
     wrench_to_root,
 )
-from robot_grinding_sim.core.dynamics import RobotModel
-from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.robot.dynamics import RobotModel
 
 URDF = Path(__file__).resolve().parents[2] / "urdf" / "ur10e_grinding.urdf"
 Q0 = np.array([0.0, -1.2, 1.4, -1.6, -1.57, 0.3])

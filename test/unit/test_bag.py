@@ -20,9 +20,9 @@ from rosbags.highlevel import AnyReader
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
-from robot_grinding_sim.core.bag import bag_topics, normalize_topic, read_progress, read_wrench
-from robot_grinding_sim.core.bagwriter import BagWriter, TopicQos, repair_bag
 from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.record.bag import bag_topics, normalize_topic, read_progress, read_wrench
+from robot_grinding_sim.core.record.bagwriter import BagWriter, TopicQos, repair_bag
 
 TS = get_typestore(Stores.ROS2_KILTED)
 WS = "geometry_msgs/msg/WrenchStamped"

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from robot_grinding_sim.core import cad, parts
 from robot_grinding_sim.core.errors import GeometryError, InputError
+from robot_grinding_sim.core.geometry import cad, parts
 
 RNG = np.random.default_rng(7)
 

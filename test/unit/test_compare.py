@@ -20,8 +20,9 @@ import pytest
 from test_bag import F64, WS, mcap_file, progress_msg, rosbags_bag, wrench_stamped
 
 from robot_grinding_sim.cli import main as grinding
-from robot_grinding_sim.core.bag import read_progress, read_wrench
-from robot_grinding_sim.core.compare import (
+from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.record.bag import read_progress, read_wrench
+from robot_grinding_sim.core.record.compare import (
     analyse_run,
     compare_runs,
     error_metrics,
@@ -31,7 +32,6 @@ from robot_grinding_sim.core.compare import (
     write_compare_report,
     write_run_report,
 )
-from robot_grinding_sim.core.errors import InputError
 
 PASS_STARTS = (0.5, 3.0, 5.5)  # s
 PASS_LEN = 2.0  # s

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from robot_grinding_sim.core import contact as c
+from robot_grinding_sim.core.contact import laws as c
 from robot_grinding_sim.core.errors import InputError
 
 M, K, G = 1.0, 1.4e8, 9.81

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from robot_grinding_sim.core.dynamics import RobotModel
 from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.robot.dynamics import RobotModel
 
 REPO = Path(__file__).resolve().parents[2]
 G = 9.81

@@ -13,7 +13,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from robot_grinding_sim.core.dynamics import RobotModel
+from robot_grinding_sim.core.robot.dynamics import RobotModel
 
 ERD = Path(pin.__file__).resolve()
 for parent in ERD.parents:

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from robot_grinding_sim.core.contact import HuntCrossley, KelvinVoigt
-from robot_grinding_sim.core.engine import (
+from robot_grinding_sim.core.contact.engine import (
     NormalContactEngine,
     effective_mass_callback,
     semi_implicit_euler_penalty,
 )
+from robot_grinding_sim.core.contact.laws import HuntCrossley, KelvinVoigt
 from robot_grinding_sim.core.errors import InputError
 
 M, K, G, H = 1.0, 1.4e8, 9.81, 1.0
@@ -218,7 +218,7 @@ def test_bad_input():
 def test_arm_effective_mass_from_the_robot_model():
     """The tool of the default arm (RobotModel) pressed into a surface: m_eff from the dynamics."""
     from robot_grinding_sim.cli.dynamics import default_urdf
-    from robot_grinding_sim.core.dynamics import RobotModel
+    from robot_grinding_sim.core.robot.dynamics import RobotModel
 
     robot = RobotModel.from_urdf(default_urdf())
     q = np.array([0.1, -1.2, 1.4, -1.8, -1.57, 0.3])[: robot.nq]

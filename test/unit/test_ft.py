@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
+from robot_grinding_sim.core.contact.ft_sensor import FTSensorModel, FTSensorParams, transform_wrench
 from robot_grinding_sim.core.errors import InputError
-from robot_grinding_sim.core.ft import FTSensorModel, FTSensorParams, transform_wrench
 
 
 def X(p, rotvec):

@@ -15,9 +15,8 @@ import math
 import numpy as np
 import pytest
 
-from robot_grinding_sim.core.arm_sim import TrajectoryInterpolator
 from robot_grinding_sim.core.errors import InputError, PlanningError
-from robot_grinding_sim.core.grinding_job import (
+from robot_grinding_sim.core.job.grinding_job import (
     ContactArmSimulation,
     JobConfig,
     make_contact_model,
@@ -26,6 +25,7 @@ from robot_grinding_sim.core.grinding_job import (
     simulate_pass,
     solve_ik,
 )
+from robot_grinding_sim.core.robot.arm_sim import TrajectoryInterpolator
 
 R_TOOL = 0.02
 

@@ -10,9 +10,9 @@ import pytest
 from lxml import etree
 from scipy.spatial.transform import Rotation
 
-from robot_grinding_sim.core.dynamics import RobotModel
 from robot_grinding_sim.core.errors import InputError, ModelError
-from robot_grinding_sim.core.model import load_chain, resolve_uri
+from robot_grinding_sim.core.robot.dynamics import RobotModel
+from robot_grinding_sim.core.robot.model import load_chain, resolve_uri
 
 REPO = Path(__file__).resolve().parents[2]
 for _parent in Path(_pin.__file__).resolve().parents:

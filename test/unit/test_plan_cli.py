@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from robot_grinding_sim.core import parts
+from robot_grinding_sim.core.geometry import parts
 
 GRINDING = shutil.which("grinding") or str(Path(sys.executable).with_name("grinding"))
 

@@ -14,9 +14,10 @@ import warnings
 import numpy as np
 import pytest
 
-from robot_grinding_sim.core import cad, plan_io, planner
 from robot_grinding_sim.core.errors import InputError, PlanningError
-from robot_grinding_sim.core.passes import PassParameters, generate_passes, polyline_distance
+from robot_grinding_sim.core.geometry import cad
+from robot_grinding_sim.core.planning import plan_io, planner
+from robot_grinding_sim.core.planning.passes import PassParameters, generate_passes, polyline_distance
 
 RNG = np.random.default_rng(11)
 
@@ -364,7 +365,7 @@ def test_mesh_part_plans_with_a_warning(tmp_path) -> None:
 # ------------------------------------------------------------------------- robot: IK, timing ----
 @pytest.fixture(scope="module")
 def robot_plan():
-    from robot_grinding_sim.core.ik import default_urdf, load_robot
+    from robot_grinding_sim.core.robot.ik import default_urdf, load_robot
 
     model = load_robot("default")
     res = planner.plan("curved_panel", None, PassParameters(stepover=0.03, spacing=0.004),

@@ -1,6 +1,6 @@
 """Grinding passes on the exact surface of one face or a set of adjacent faces.
 
-Two generators, both working on the exact surface through :mod:`robot_grinding_sim.core.cad`:
+Two generators, both working on the exact surface through :mod:`robot_grinding_sim.core.geometry.cad`:
 
 ``iso``
     Iso-parametric passes on one face: curves ``v = const`` (passes along u, ``iso_direction
@@ -42,8 +42,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from robot_grinding_sim.core import cad
 from robot_grinding_sim.core.errors import GeometryError, InputError, PlanningError
+from robot_grinding_sim.core.geometry import cad
 
 FloatArray = NDArray[np.float64]
 

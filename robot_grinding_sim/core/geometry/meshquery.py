@@ -1,6 +1,6 @@
 """Exact closest-point queries on triangle meshes (numba kernels) and mesh validation.
 
-This is the narrow phase behind :mod:`robot_grinding_sim.core.collision` for a primitive tool
+This is the narrow phase behind :mod:`robot_grinding_sim.core.geometry.collision` for a primitive tool
 (sphere) against a triangle mesh, where python-fcl's penetration depth is wrong (negative for
 sphere-mesh, one triangle pair for mesh-mesh).
 

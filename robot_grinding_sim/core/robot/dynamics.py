@@ -32,8 +32,8 @@ import numpy as np
 from numba import njit
 
 from robot_grinding_sim.core.errors import InputError, ModelError
-from robot_grinding_sim.core.model import CollisionGeometry, KinematicChain, load_chain, parse_chain
-from robot_grinding_sim.core.spatial import spatial_inertia
+from robot_grinding_sim.core.robot.model import CollisionGeometry, KinematicChain, load_chain, parse_chain
+from robot_grinding_sim.core.robot.spatial import spatial_inertia
 
 __all__ = ["RobotModel", "CollisionGeometry"]
 
@@ -559,7 +559,7 @@ class RobotModel:
         whose pose :meth:`fk` gives), locked_joints (moving joints off the chain, held at 0),
         collision_geometry (list of :class:`CollisionGeometry`: link, kind, params, origin 4x4 in
         the link frame, resolved mesh path or None), chain (the underlying
-        :class:`~robot_grinding_sim.core.model.KinematicChain`).
+        :class:`~robot_grinding_sim.core.robot.model.KinematicChain`).
     """
 
     def __init__(self, chain: KinematicChain) -> None:

@@ -54,7 +54,7 @@ def check_out_dir(out: Path) -> None:
 def ft_readings(result: Any, noise_std: float = 0.0, cutoff_hz: float | None = None, seed: int = 0
                 ) -> tuple[np.ndarray, np.ndarray]:
     """(contact wrenches in tcp (K, 6), F/T readings in ft_sensor (K, 6)) at the output samples."""
-    from robot_grinding_sim.core.ft import FTSensorModel, FTSensorParams
+    from robot_grinding_sim.core.contact.ft_sensor import FTSensorModel, FTSensorParams
 
     rec = result.record
     model = result.setup.model
@@ -77,8 +77,8 @@ def ft_readings(result: Any, noise_std: float = 0.0, cutoff_hz: float | None = N
 
 def write_bag(path: Path, result: Any, w_tcp: np.ndarray, w_ft: np.ndarray) -> dict[str, int]:
     """Write the job's bag (see the module docstring); returns message counts per topic."""
-    from robot_grinding_sim.core.bagwriter import BagWriter
-    from robot_grinding_sim.core.grinding_job import progress_samples
+    from robot_grinding_sim.core.job.grinding_job import progress_samples
+    from robot_grinding_sim.core.record.bagwriter import BagWriter
 
     rec = result.record
     model = result.setup.model

@@ -1,7 +1,7 @@
 """Comparing a simulated with a measured force run: alignment, error metrics, plots, HTML report.
 
-ROS-free. Inputs are :class:`~robot_grinding_sim.core.bag.WrenchSeries` (and optionally
-:class:`~robot_grinding_sim.core.bag.ProgressSeries`) read from bags by ``core.bag``.
+ROS-free. Inputs are :class:`~robot_grinding_sim.core.record.bag.WrenchSeries` (and optionally
+:class:`~robot_grinding_sim.core.record.bag.ProgressSeries`) read from bags by ``core.bag``.
 
 Conventions (docs/compare.md has the long form):
 
@@ -44,8 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from robot_grinding_sim.core.bag import ProgressSeries, WrenchSeries
 from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.record.bag import ProgressSeries, WrenchSeries
 
 COMPONENTS = ("fz", "normal", "norm")
 ALIGNS = ("auto", "time", "xcorr", "progress")

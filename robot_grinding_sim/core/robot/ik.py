@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 from scipy.spatial.transform import Rotation
 
 from robot_grinding_sim.core.errors import InputError
-from robot_grinding_sim.resources import default_urdf
+from robot_grinding_sim.core.resources import default_urdf
 
 FloatArray = NDArray[np.float64]
 
@@ -36,7 +36,7 @@ UR_SEEDS = (
 
 def load_robot(robot: Any, tip_link: str | None = "tcp") -> Any:
     """A RobotModel from a model, a URDF path, or ``"default"``; the tip link must be ``tip_link``."""
-    from robot_grinding_sim.core.dynamics import RobotModel
+    from robot_grinding_sim.core.robot.dynamics import RobotModel
 
     if isinstance(robot, RobotModel):
         return robot

@@ -2,7 +2,7 @@
 
 Every built-in part is usable by name wherever a CAD file is accepted (``grinding plan
 curved_panel``). The shipped files live in ``parts/<name>.step`` (installed into
-``share/robot_grinding_sim/parts``); ``python -m robot_grinding_sim.core.parts parts/`` writes
+``share/robot_grinding_sim/parts``); ``python -m robot_grinding_sim.core.geometry.parts parts/`` writes
 them again from the definitions below. If no shipped file is found, the part is built into a
 cache folder on first use.
 
@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from robot_grinding_sim.core import cad
 from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.geometry import cad
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 
 from robot_grinding_sim.core.errors import ModelError
-from robot_grinding_sim.core.spatial import lump_inertias
+from robot_grinding_sim.core.robot.spatial import lump_inertias
 
 #: joint type codes used by the kernels
 REVOLUTE = 0

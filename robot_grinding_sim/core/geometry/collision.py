@@ -47,7 +47,7 @@ Conventions (all SI, world frame unless stated):
 
 Bad input raises :class:`~robot_grinding_sim.core.errors.InputError` (names, poses, sizes) or
 :class:`~robot_grinding_sim.core.errors.GeometryError` (meshes; see
-:func:`~robot_grinding_sim.core.meshquery.prepare_mesh` for the checks and documented repairs).
+:func:`~robot_grinding_sim.core.geometry.meshquery.prepare_mesh` for the checks and documented repairs).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ import numpy.typing as npt
 from scipy.spatial.transform import Rotation
 
 from robot_grinding_sim.core.errors import GeometryError, InputError
-from robot_grinding_sim.core.meshquery import (
+from robot_grinding_sim.core.geometry.meshquery import (
     PreparedMesh,
     load_mesh_file,
     pose_problem,
@@ -896,7 +896,7 @@ class CollisionScene:
         excluded when ``exclude_adjacent``.
 
         Args:
-            model: a :class:`~robot_grinding_sim.core.dynamics.RobotModel` (uses its
+            model: a :class:`~robot_grinding_sim.core.robot.dynamics.RobotModel` (uses its
                 ``collision_geometry``, ``link_poses(q)`` and ``chain.link_body``).
             q: (nq,) joint positions.
             prefix: prepended to the link names.

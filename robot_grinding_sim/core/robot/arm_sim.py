@@ -51,7 +51,7 @@ class JointLimits:
 
     @classmethod
     def from_model(cls, model: Any) -> JointLimits:
-        """From a :class:`~robot_grinding_sim.core.dynamics.RobotModel` (or anything with its attributes)."""
+        """From a :class:`~robot_grinding_sim.core.robot.dynamics.RobotModel` (or anything with its attributes)."""
         return cls(
             tuple(model.joint_names),
             np.asarray(model.lower, dtype=float),

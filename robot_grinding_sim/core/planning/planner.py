@@ -1,11 +1,11 @@
 """Grinding plan: passes on the exact CAD surface, tool poses, approach/retreat/linking moves,
 and (with a robot) the joint trajectory, its reachability report and its collision check.
 
-Pipeline (:func:`plan`): part (:mod:`~robot_grinding_sim.core.cad`) -> passes
-(:mod:`~robot_grinding_sim.core.passes`) -> TCP poses (:func:`tcp_frames`) -> TCP moves
-(approach, pass, retreat, link) -> joint trajectory (:mod:`~robot_grinding_sim.core.ik`,
-:mod:`~robot_grinding_sim.core.timing`) -> collision check. Any failure raises before anything
-is written; :mod:`~robot_grinding_sim.core.plan_io` writes the result.
+Pipeline (:func:`plan`): part (:mod:`~robot_grinding_sim.core.geometry.cad`) -> passes
+(:mod:`~robot_grinding_sim.core.planning.passes`) -> TCP poses (:func:`tcp_frames`) -> TCP moves
+(approach, pass, retreat, link) -> joint trajectory (:mod:`~robot_grinding_sim.core.robot.ik`,
+:mod:`~robot_grinding_sim.core.planning.timing`) -> collision check. Any failure raises before anything
+is written; :mod:`~robot_grinding_sim.core.planning.plan_io` writes the result.
 
 Frames: everything in the part frame (``workpiece``) except the joint trajectory and the robot
 checks, which use ``workpiece_pose`` (X_BP, the part in the robot's ``base_link``).
@@ -28,9 +28,9 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.spatial.transform import Rotation, Slerp
 
-from robot_grinding_sim.core import cad
 from robot_grinding_sim.core.errors import InputError, PlanningError
-from robot_grinding_sim.core.passes import Pass, PassParameters
+from robot_grinding_sim.core.geometry import cad
+from robot_grinding_sim.core.planning.passes import Pass, PassParameters
 
 FloatArray = NDArray[np.float64]
 
@@ -205,7 +205,7 @@ class _Clearance:
     """Distance from TCP positions to the part (tessellated), for linking moves."""
 
     def __init__(self, part: Any) -> None:
-        from robot_grinding_sim.core.meshquery import prepare_mesh
+        from robot_grinding_sim.core.geometry.meshquery import prepare_mesh
 
         mesh = part.tessellate(deflection=2e-4)
         self.mesh = mesh
@@ -360,7 +360,7 @@ def plan(
     for f in face_list:
         part.face(f)  # InputError when out of range
     t1 = time.perf_counter()
-    from robot_grinding_sim.core.passes import PassGenerator
+    from robot_grinding_sim.core.planning.passes import PassGenerator
 
     gen = PassGenerator(part, face_list, pass_params)
     passes = gen.generate()
@@ -384,7 +384,8 @@ def plan(
 
 
 def _robot_stage(result: Plan, part: Any, robot: Any, check_collisions: bool, clearance: Any) -> None:
-    from robot_grinding_sim.core import ik, timing
+    from robot_grinding_sim.core.planning import timing
+    from robot_grinding_sim.core.robot import ik
 
     model = ik.load_robot(robot)
     traj, reach = timing.joint_trajectory(model, result)
@@ -423,7 +424,7 @@ def check_trajectory_collisions(model: Any, traj: Any, mesh: Any, X_BP: FloatArr
     intended contact) and checked on links. Raises PlanningError naming the move, pass and
     waypoint at the first collision.
     """
-    from robot_grinding_sim.core.collision import CollisionScene
+    from robot_grinding_sim.core.geometry.collision import CollisionScene
 
     scene = CollisionScene()
     names = scene.add_robot(model, traj.positions[0])

@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 from scipy.spatial.transform import Rotation, Slerp
 
 from robot_grinding_sim.core.errors import PlanningError
-from robot_grinding_sim.core.ik import IKSolver, pose_matrices
+from robot_grinding_sim.core.robot.ik import IKSolver, pose_matrices
 
 FloatArray = NDArray[np.float64]
 

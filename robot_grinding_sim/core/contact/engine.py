@@ -10,7 +10,7 @@ constant over it, which makes every piece of the motion solvable exactly:
 
 - free flight: exact constant-acceleration motion x + v t + a t^2/2 (no integration error, any step);
 - contact onset: time of impact from that quadratic (closed-form root, no overshoot);
-- contact: Kelvin-Voigt in closed form (:class:`~robot_grinding_sim.core.contact.KVSolution`, any
+- contact: Kelvin-Voigt in closed form (:class:`~robot_grinding_sim.core.contact.laws.KVSolution`, any
   step length), its end (F = 0 clamped, d = 0 unclamped) from a bracketed root of the closed form;
   Hunt-Crossley integrated by DOP853 with event location;
 - "loose" phases of clamped models (inside the surface but the force would pull): exact ballistic
@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from robot_grinding_sim.core.contact import (
+from robot_grinding_sim.core.contact.laws import (
     HuntCrossley,
     KelvinVoigt,
     first_quadratic_crossing,
@@ -451,7 +451,7 @@ def effective_mass_callback(
     """Mass callback for :class:`NormalContactEngine` from an arm model.
 
     ``robot`` provides ``effective_mass(q, link, point, direction)`` (kg), e.g.
-    ``robot_grinding_sim.core.dynamics.RobotModel``: 1/(n^T J M(q)^-1 J^T n). ``q_of_t(t)`` gives the
+    ``robot_grinding_sim.core.robot.dynamics.RobotModel``: 1/(n^T J M(q)^-1 J^T n). ``q_of_t(t)`` gives the
     joint positions (rad or m, (nq,)) at time t; ``point`` is the contact point (m, root frame, (3,),
     moving with ``link``) and ``direction`` the contact normal (unit, root frame, (3,)), each a
     constant or a callable of t. An arm that cannot move the point along the normal has an infinite

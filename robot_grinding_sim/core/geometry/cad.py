@@ -1193,8 +1193,8 @@ def read_mesh(path: str | os.PathLike[str], unit: str | None) -> MeshPart:
 
 
 def load_part(source: str | os.PathLike[str], unit: str | None = None) -> CadPart | MeshPart:
-    """A built-in part by name (see robot_grinding_sim.core.parts) or a CAD/mesh file path."""
-    from robot_grinding_sim.core import parts
+    """A built-in part by name (see robot_grinding_sim.core.geometry.parts) or a CAD/mesh file path."""
+    from robot_grinding_sim.core.geometry import parts
 
     name = str(source)
     if name in parts.BUILTIN_PARTS:
@@ -1209,7 +1209,7 @@ def load_part(source: str | os.PathLike[str], unit: str | None = None) -> CadPar
 
 
 # --------------------------------------------------------------------------------------------
-# construction (used by robot_grinding_sim.core.parts and the tests)
+# construction (used by robot_grinding_sim.core.geometry.parts and the tests)
 # --------------------------------------------------------------------------------------------
 
 

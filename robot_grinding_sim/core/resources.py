@@ -20,7 +20,7 @@ URDF_DEFAULT = "urdf/ur10e_grinding.urdf"
 
 def share_dirs() -> list[Path]:
     """Candidate directories holding the package's data, in order of preference."""
-    out = [Path(__file__).resolve().parents[1]]
+    out = [Path(__file__).resolve().parents[2]]
     for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
         if prefix:
             out.append(Path(prefix) / "share" / PACKAGE)

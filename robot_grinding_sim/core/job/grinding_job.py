@@ -3,23 +3,23 @@
 Pipeline (:func:`run_job`):
 
 1. the part (built-in name, CAD or mesh file) at ``workpiece_pose`` (X_BP, the part in the robot's
-   ``base_link``), the passes from :func:`robot_grinding_sim.core.planner.plan` (or a plan.json);
+   ``base_link``), the passes from :func:`robot_grinding_sim.core.planning.planner.plan` (or a plan.json);
 2. a joint trajectory per pass (approach along the normal, dwell, the pass at the feed, retreat)
    and linking moves, from the plan's TCP poses by damped-least-squares IK on
    ``RobotModel.jacobian`` (this module's own IK: the planner's robot stage was not committed
    when this was written), with a per-pass commanded penetration offset;
-3. the arm (:class:`~robot_grinding_sim.core.arm_sim.ArmSimulator`: computed-torque position
+3. the arm (:class:`~robot_grinding_sim.core.robot.arm_sim.ArmSimulator`: computed-torque position
    control following the trajectory, forward dynamics) with the tool in contact with the part,
    stepped at ``dt`` (default 1 ms) by :class:`ContactArmSimulation`;
 4. the force-target optimisation (:func:`optimise_offsets`): each pass is re-simulated with a
    corrected penetration offset until its mean normal force is within the tolerance of the target;
 5. the final run of the whole job (passes and links, continuous), whose samples
-   :mod:`~robot_grinding_sim.core.job_output` writes as a bag, a plot and summary.json.
+   :mod:`~robot_grinding_sim.core.job.outputs` writes as a bag, a plot and summary.json.
 
 Per step (the main paper's Algorithm 1, with the corrections of DESIGN.md section 3):
 
 - collision: tool sphere (radius R, centred on ``tcp``) against the workpiece
-  (:class:`~robot_grinding_sim.core.collision.CollisionScene`; for a CAD part the ground face is the
+  (:class:`~robot_grinding_sim.core.geometry.collision.CollisionScene`; for a CAD part the ground face is the
   scene object and its exact surface answers the closest-point query, so depth and normal are
   exact); gap x = distance (m, < 0: penetration d = -x), unit normal n out of the part;
 - effective mass along n at the contact point, m = 1 / (n^T J M^-1 J^T n) (the translational
@@ -27,8 +27,8 @@ Per step (the main paper's Algorithm 1, with the corrections of DESIGN.md sectio
 - the normal coordinate (gap x, rate v = n . tcp velocity) under the constant force f the arm
   exerts along n over the step (f = m a_free, a_free the normal acceleration the arm's servo and
   dynamics give the point without the contact force) is advanced in closed form
-  (:class:`~robot_grinding_sim.core.contact.KVSolution`; events and the Hunt-Crossley family
-  through :class:`~robot_grinding_sim.core.engine.NormalContactEngine`); the step's mean contact
+  (:class:`~robot_grinding_sim.core.contact.laws.KVSolution`; events and the Hunt-Crossley family
+  through :class:`~robot_grinding_sim.core.contact.engine.NormalContactEngine`); the step's mean contact
   force is impulse / dt = m (v1 - v0) / dt - f, and the output samples inside the step (every
   ``output_dt``) come from the same closed form;
 - the tangential grinding force, Ft = force_ratio x Fn opposing the abrasive's sliding velocity
@@ -188,7 +188,7 @@ class JobConfig:
 
 def make_contact_model(cfg: JobConfig) -> Any:
     """The configured normal contact model (``core.contact``)."""
-    from robot_grinding_sim.core.contact import HuntCrossley, KelvinVoigt
+    from robot_grinding_sim.core.contact.laws import HuntCrossley, KelvinVoigt
 
     if cfg.model == "kelvin_voigt":
         return KelvinVoigt(cfg.stiffness, cfg.cr)
@@ -198,7 +198,7 @@ def make_contact_model(cfg: JobConfig) -> Any:
 
 def static_force(model: Any, d: float) -> float:
     """The model's force at rest at penetration d (m): K d or K d^n."""
-    from robot_grinding_sim.core.contact import KelvinVoigt
+    from robot_grinding_sim.core.contact.laws import KelvinVoigt
 
     if isinstance(model, KelvinVoigt):
         return model.stiffness * d
@@ -207,7 +207,7 @@ def static_force(model: Any, d: float) -> float:
 
 def static_penetration(model: Any, force: float) -> float:
     """Inverse of :func:`static_force`, m."""
-    from robot_grinding_sim.core.contact import KelvinVoigt
+    from robot_grinding_sim.core.contact.laws import KelvinVoigt
 
     if isinstance(model, KelvinVoigt):
         return force / model.stiffness
@@ -258,7 +258,7 @@ class FaceProjector:
         self._u, self._v = np.zeros(1), np.zeros(1)
         self._kernel = None
         if self._fast is not None and all(hasattr(self._fast, a) for a in ("tu", "tv", "pu", "pv", "hom")):
-            from robot_grinding_sim.core import cad as _cad
+            from robot_grinding_sim.core.geometry import cad as _cad
 
             self._kernel = getattr(_cad, "_bspline_kernel", None)
             self._buf = (np.empty((1, 3)), np.empty((1, 3)), np.empty((1, 3)))
@@ -330,7 +330,7 @@ def build_scene(part: Any, faces: Sequence[int], X_BP: FloatArray, tool_radius: 
     Returns:
         (scene, exact): exact is True when the contact geometry comes from the CAD surface.
     """
-    from robot_grinding_sim.core.collision import CollisionScene
+    from robot_grinding_sim.core.geometry.collision import CollisionScene
 
     scene = CollisionScene()
     scene.add_sphere("tool", tool_radius)
@@ -355,14 +355,14 @@ def solve_ik(model: Any, targets: FloatArray, q_seed: FloatArray, rot_weight: fl
              tol: float = 1e-9, max_iterations: int = 100, what: str = "target") -> FloatArray:
     """Damped-least-squares IK of the tip link along targets (N, 4, 4), each seeded by the previous.
 
-    The planner's :class:`~robot_grinding_sim.core.ik.IKSolver`, held to ``tol`` in position (m)
+    The planner's :class:`~robot_grinding_sim.core.robot.ik.IKSolver`, held to ``tol`` in position (m)
     and ``tol / rot_weight`` in rotation (rad): the job commands penetrations of tens of
     micrometres, so the planner's default micrometre tolerance is too loose here. A target far
     from its seed (e.g. the tool turned by 180 deg about its axis between zigzag passes) is reached
     by continuation: the pose is interpolated from the seed's in 16 steps.
     Raises PlanningError naming the target that does not converge.
     """
-    from robot_grinding_sim.core.ik import IKSolver
+    from robot_grinding_sim.core.robot.ik import IKSolver
 
     exact = IKSolver(model, tol_position=tol, tol_rotation=tol / rot_weight, max_iterations=max_iterations,
                      rot_weight=rot_weight)
@@ -580,9 +580,9 @@ def link_segment(model: Any, q_from: FloatArray, q_to: FloatArray, up: FloatArra
 
 
 def trajectory_from_segments(model: Any, segments: Sequence[Segment]) -> Any:
-    """One :class:`~robot_grinding_sim.core.arm_sim.TrajectoryInterpolator` (cubic Hermite) through
+    """One :class:`~robot_grinding_sim.core.robot.arm_sim.TrajectoryInterpolator` (cubic Hermite) through
     every segment's knots (times absolute, from 0)."""
-    from robot_grinding_sim.core.arm_sim import JointLimits, TrajectoryInterpolator
+    from robot_grinding_sim.core.robot.arm_sim import JointLimits, TrajectoryInterpolator
 
     t, q, qd = [], [], []
     for s in segments:
@@ -664,8 +664,8 @@ class ContactArmSimulation:
     def __init__(self, model: Any, scene: Any, contact: Any, q0: FloatArray, dt: float = 1e-3,
                  output_dt: float = 1e-3, servo_omega: float = 200.0, force_ratio: float = 0.3,
                  spindle_rate: float = 0.0, project: bool = True) -> None:
-        from robot_grinding_sim.core.arm_sim import ArmSimulator, ComputedTorqueController
-        from robot_grinding_sim.core.contact import KelvinVoigt
+        from robot_grinding_sim.core.contact.laws import KelvinVoigt
+        from robot_grinding_sim.core.robot.arm_sim import ArmSimulator, ComputedTorqueController
 
         self.model = model
         self.scene = scene
@@ -837,7 +837,7 @@ class ContactArmSimulation:
                 out = np.array([sol.state(si) for si in s.tolist()])
                 return k_c * out[:, 0] + c_c * out[:, 1], -out[:, 0]
         else:
-            from robot_grinding_sim.core.engine import NormalContactEngine
+            from robot_grinding_sim.core.contact.engine import NormalContactEngine
 
             self.event_steps += 1
             eng = NormalContactEngine(self.contact, m, f_ext, x0=x0, v0=vn0, t0=0.0)
@@ -930,16 +930,16 @@ HOME = np.array([0.0, -1.2, 1.9, -2.27, -1.57, 0.0])
 
 def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None) -> JobSetup:
     """Load robot and part, plan (or read the plan), build the scene and the pass geometry."""
-    from robot_grinding_sim.core import cad
-    from robot_grinding_sim.core.dynamics import RobotModel
-    from robot_grinding_sim.core.planner import ToolParameters, default_face, plan, pose_matrix
+    from robot_grinding_sim.core.geometry import cad
+    from robot_grinding_sim.core.planning.planner import ToolParameters, default_face, plan, pose_matrix
+    from robot_grinding_sim.core.robot.dynamics import RobotModel
 
     cfg.validate()
     tm: dict[str, float] = {}
     t0 = time.perf_counter()
     if on_stage:
         on_stage("loading robot and part")
-    from robot_grinding_sim.bringup import package_file
+    from robot_grinding_sim.core.resources import package_file
 
     urdf = package_file("urdf/ur10e_grinding.urdf") if cfg.robot in ("default", "") else cfg.robot
     try:
@@ -955,7 +955,7 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None) -> 
         raise InputError(f"target-force {cfg.target_force} N with stiffness {cfg.stiffness} needs a penetration "
                          f"{d_plan} m, not below the tool radius {R_tool} m")
     if cfg.plan_file:
-        from robot_grinding_sim.core.plan_io import read_plan
+        from robot_grinding_sim.core.planning.plan_io import read_plan
 
         data = read_plan(cfg.plan_file)
         src = data["part"]["source"]
@@ -981,7 +981,7 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None) -> 
         part = cad.load_part(cfg.part, cfg.unit)
         faces = cfg.faces if cfg.faces is not None else [default_face(part)]
         X_BP = pose_matrix(cfg.workpiece_pose)
-        from robot_grinding_sim.core.passes import PassParameters
+        from robot_grinding_sim.core.planning.passes import PassParameters
 
         tool = ToolParameters(radius=R_tool, target_force=static_force(contact, d_plan),
                               stiffness=static_force(contact, d_plan) / d_plan, feed=cfg.feed,
