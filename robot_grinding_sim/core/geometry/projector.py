@@ -1,0 +1,120 @@
+"""Exact closest point on a CAD face's (untrimmed) surface, for the tool's contact query.
+
+:class:`FaceProjector` is the callback that ``CollisionScene.set_exact_surface``
+(:mod:`~robot_grinding_sim.core.geometry.collision`) takes: given points (k, 3) in the part frame
+it returns the closest points on the face's surface and the outward unit normals there
+(Gauss-Newton in (u, v), warm-started from the previous answer, so one or two surface evaluations
+per query while the tool moves smoothly). Depth and normal are exact to the tolerance below
+(1e-9 m tangentially), not limited by a tessellation.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+FloatArray = NDArray[np.float64]
+
+
+def _dot3(a: FloatArray, b: FloatArray) -> float:
+    return float(a[0] * b[0] + a[1] * b[1] + a[2] * b[2])
+
+
+def _cross3(a: FloatArray, b: FloatArray) -> FloatArray:
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
+def _norm3(a: FloatArray) -> float:
+    return math.sqrt(float(a[0] * a[0] + a[1] * a[1] + a[2] * a[2]))
+
+
+class FaceProjector:
+    """Exact closest point on a CAD face's surface: Gauss-Newton in (u, v), warm-started.
+
+    Called by the collision scene with points (k, 3) in the part frame; returns the closest points
+    on the (untrimmed) surface and the outward unit normals there. Converges to 1e-12 m in a few
+    iterations from the previous answer (the tool moves little between steps).
+    """
+
+    def __init__(self, face: Any) -> None:
+        self.face = face
+        u0, u1, v0, v1 = face.uv_bounds
+        self.lo = np.array([u0, v0])
+        self.hi = np.array([u1, v1])
+        pad = 0.05 * (self.hi - self.lo)
+        self.lo_ext, self.hi_ext = self.lo - pad, self.hi + pad
+        self.uv = 0.5 * (self.lo + self.hi)
+        self._uv_prev = self.uv
+        g = 9
+        uu, vv = np.meshgrid(np.linspace(u0, u1, g), np.linspace(v0, v1, g), indexing="ij")
+        self._grid_uv = np.column_stack([uu.ravel(), vv.ravel()])
+        self._grid_p = face.derivatives(self._grid_uv[:, 0], self._grid_uv[:, 1]).points
+        # the face's own numba/numpy evaluator (S, Su, Sv) when it has one: ~10x less overhead
+        # than CadFace.derivatives per call; the outward sign as CadFace applies it
+        self._fast = getattr(face, "_numpy_eval", None)
+        self._sign = float(getattr(face, "_sign", 1.0))
+        self._u, self._v = np.zeros(1), np.zeros(1)
+        self._kernel = None
+        if self._fast is not None and all(hasattr(self._fast, a) for a in ("tu", "tv", "pu", "pv", "hom")):
+            from robot_grinding_sim.core.geometry import cad as _cad
+
+            self._kernel = getattr(_cad, "_bspline_kernel", None)
+            self._buf = (np.empty((1, 3)), np.empty((1, 3)), np.empty((1, 3)))
+        s = face.derivatives(self._grid_uv[:1, 0], self._grid_uv[:1, 1])
+        if self._fast is not None:  # check the sign convention once against CadFace itself
+            S, Su, Sv = self._fast(self._grid_uv[:1, 0].copy(), self._grid_uv[:1, 1].copy())
+            self._sign = 1.0 if float(np.cross(Su[0], Sv[0]) @ s.normals[0]) > 0 else -1.0
+
+    def _eval(self, u: float, v: float) -> tuple[FloatArray, FloatArray, FloatArray]:
+        if self._kernel is not None:  # the B-spline kernel straight into preallocated buffers
+            self._u[0], self._v[0] = u, v
+            ev, (S, Su, Sv) = self._fast, self._buf
+            self._kernel(ev.tu, ev.tv, ev.pu, ev.pv, ev.hom, self._u, self._v, S, Su, Sv)
+            return S[0].copy(), Su[0].copy(), Sv[0].copy()
+        if self._fast is not None:
+            self._u[0], self._v[0] = u, v
+            S, Su, Sv = self._fast(self._u, self._v)
+            return S[0], Su[0], Sv[0]
+        s = self.face.derivatives(u, v)
+        return s.points[0], s.du[0], s.dv[0]
+
+    def _one(self, p: FloatArray) -> tuple[FloatArray, FloatArray]:
+        # seed: the last answer moved on by the last change (the tool moves smoothly between steps)
+        u, v = float(2.0 * self.uv[0] - self._uv_prev[0]), float(2.0 * self.uv[1] - self._uv_prev[1])
+        lo, hi = self.lo_ext, self.hi_ext
+        u, v = min(max(u, lo[0]), hi[0]), min(max(v, lo[1]), hi[1])
+        S, Su, Sv = self._eval(u, v)
+        if _norm3(S - p) > 0.05:  # far from the last answer: seed from a grid
+            u, v = (float(z) for z in self._grid_uv[int(np.argmin(np.sum((self._grid_p - p) ** 2, axis=1)))])
+            S, Su, Sv = self._eval(u, v)
+            self.uv = np.array([u, v])
+        for _ in range(50):
+            r = p - S
+            a11, a12, a22 = _dot3(Su, Su), _dot3(Su, Sv), _dot3(Sv, Sv)
+            g1, g2 = _dot3(Su, r), _dot3(Sv, r)
+            det = a11 * a22 - a12 * a12
+            du = (a22 * g1 - a12 * g2) / det
+            dv = (a11 * g2 - a12 * g1) / det
+            # a tangential error e moves the distance by ~e^2/(2 |p - S|) and the normal by e/rho:
+            # 1e-9 m is far below both tolerances (1 um, 0.01 deg); with the extrapolated seed the
+            # first Gauss-Newton step is usually below it already (one evaluation per query)
+            if math.sqrt(max(a11 * du * du + 2 * a12 * du * dv + a22 * dv * dv, 0.0)) < 1e-9:
+                break
+            u = min(max(u + du, lo[0]), hi[0])
+            v = min(max(v + dv, lo[1]), hi[1])
+            S, Su, Sv = self._eval(u, v)
+        self._uv_prev = self.uv
+        self.uv = np.array([u, v])
+        nv = _cross3(Su, Sv)
+        return S, self._sign * nv / _norm3(nv)
+
+    def __call__(self, points: FloatArray) -> tuple[FloatArray, FloatArray]:
+        pts = np.atleast_2d(np.asarray(points, dtype=float))
+        out_p = np.empty_like(pts)
+        out_n = np.empty_like(pts)
+        for k, p in enumerate(pts):
+            out_p[k], out_n[k] = self._one(p)
+        return out_p, out_n
