@@ -137,9 +137,9 @@ def plan(source: str, faces: tuple[int, ...], stepover: float, spacing: float, a
     if plot_path:
         _render_plot(result, png)
     written = [str(Path(out_path))]
-    plan_io._atomic_write(Path(out_path), text)
+    plan_io.atomic_write(Path(out_path), text)
     if csv_path and csv_text is not None:
-        plan_io._atomic_write(Path(csv_path), csv_text)
+        plan_io.atomic_write(Path(csv_path), csv_text)
         written.append(str(csv_path))
     if plot_path:
         tmp = Path(plot_path).with_name(f".{Path(plot_path).name}.tmp")

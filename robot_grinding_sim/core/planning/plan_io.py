@@ -107,7 +107,8 @@ def plan_to_dict(plan: Any) -> dict[str, Any]:
     }
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in its folder and an atomic rename."""
     path = Path(path)
     if path.exists() and path.is_dir():
         raise InputError(f"{path}: is a directory")
@@ -131,7 +132,7 @@ def _atomic_write(path: Path, text: str) -> None:
 def write_plan(plan: Any, path: str | os.PathLike[str]) -> Path:
     """Write plan.json atomically; returns the path."""
     path = Path(path)
-    _atomic_write(path, json.dumps(plan_to_dict(plan), separators=(",", ":"), allow_nan=False))
+    atomic_write(path, json.dumps(plan_to_dict(plan), separators=(",", ":"), allow_nan=False))
     return path
 
 
@@ -153,7 +154,7 @@ def plan_csv(plan: Any) -> str:
 
 def write_csv(plan: Any, path: str | os.PathLike[str]) -> Path:
     path = Path(path)
-    _atomic_write(path, plan_csv(plan))
+    atomic_write(path, plan_csv(plan))
     return path
 
 
