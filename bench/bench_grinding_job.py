@@ -24,7 +24,8 @@ import time
 import numpy as np
 
 from robot_grinding_sim.cli.demo import demo_config
-from robot_grinding_sim.core.job.grinding_job import run_job, setup_job
+from robot_grinding_sim.core.job.run import run_job
+from robot_grinding_sim.core.job.setup import setup_job
 
 
 def main() -> None:
@@ -36,27 +37,29 @@ def main() -> None:
     args = ap.parse_args()
     dts = [float(x) for x in args.dts.split(",")]
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    base = setup_job(demo_config(optimise=False))
-    print(f"setup (load, plan, scene): {sum(base.timings.values()):.2f} s; {len(base.passes)} passes; "
+    base = setup_job(dataclasses.replace(demo_config(), optimise=False))
+    print(f"setup (load, plan, scene): {sum(base.timings.values()):.2f} s; {len(base.paths.passes)} passes; "
           f"exact CAD surface: {base.exact_surface}")
     # warm-up: JIT of every kernel, first-call costs
-    run_job(dataclasses.replace(base.cfg, max_passes=1), dataclasses.replace(base, passes=base.passes[:1]))
+    run_job(base.cfg, base)
     ref = None
     print(f"{'step ms':>8} {'steps':>7} {'sim s':>7} {'wall s':>7} {'x real time best (median)':>26} "
           f"{'us/step':>8} {'samples':>8}  mean force per pass [N] (vs 1 ms)   load")
     for dt in dts:
-        setup = dataclasses.replace(base, cfg=dataclasses.replace(base.cfg, dt=dt))
+        cfg = dataclasses.replace(base.cfg, cell=base.cell.replace(**{"sim.dt": dt}))
+        setup = dataclasses.replace(base, cfg=cfg)
         walls = []
         for _ in range(max(1, args.repeats)):
             res = run_job(setup.cfg, setup)
-            walls.append(res.wall_time_s)
+            walls.append(res.run.wall_time_s)
         best, med = min(walls), float(np.median(walls))
         means = np.array([p.mean for p in res.passes])
         ref = means if ref is None else ref
         dev = (means - ref) / ref
-        rtf = f"{res.simulated_s / best:.2f} ({res.simulated_s / med:.2f})"
-        print(f"{dt * 1e3:>8.3g} {res.steps:>7} {res.simulated_s:>7.2f} {best:>7.2f} {rtf:>26} "
-              f"{best / res.steps * 1e6:>8.0f} {len(res.record['t']):>8}  "
+        sim_s, steps = res.run.simulated_s, res.run.steps
+        rtf = f"{sim_s / best:.2f} ({sim_s / med:.2f})"
+        print(f"{dt * 1e3:>8.3g} {steps:>7} {sim_s:>7.2f} {best:>7.2f} {rtf:>26} "
+              f"{best / steps * 1e6:>8.0f} {len(res.record['t']):>8}  "
               + " ".join(f"{m:.3f} ({d:+.2%})" for m, d in zip(means, dev, strict=True))
               + f"   {os.getloadavg()[0]:.1f}")
     if args.profile:
@@ -67,8 +70,8 @@ def main() -> None:
         pstats.Stats(pr).sort_stats("tottime").print_stats(20)
     if not args.skip_demo:
         t0 = time.perf_counter()
-        res = run_job(dataclasses.replace(base.cfg, optimise=True), dataclasses.replace(
-            base, cfg=dataclasses.replace(base.cfg, optimise=True)))
+        cfg = dataclasses.replace(base.cfg, optimise=True)
+        res = run_job(cfg, dataclasses.replace(base, cfg=cfg))
         wall = time.perf_counter() - t0
         s = res.summary()
         o = s["optimisation"]

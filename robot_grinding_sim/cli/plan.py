@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
+from robot_grinding_sim.cli.cell_options import build_cell, common_cell_options
 from robot_grinding_sim.cli.common import emit_json, json_option
-from robot_grinding_sim.core.errors import InputError
 
 
 def _positive(name: str) -> Any:
@@ -56,54 +56,71 @@ def _render_plot(plan: Any, out: io.BytesIO) -> None:
 
 
 @click.command("plan")
-@click.argument("source", required=False, default="curved_panel")
-@click.option("--face", "faces", type=int, multiple=True,
-              help="Face index (repeat for adjacent faces; default: the largest face looking up).")
-@click.option("--stepover", type=float, default=0.005, show_default=True, callback=_positive("--stepover"),
-              help="Distance between passes on the surface, m.")
-@click.option("--spacing", type=float, default=0.002, show_default=True, callback=_positive("--spacing"),
-              help="Waypoint spacing along a pass (arc length), m.")
-@click.option("--angle", type=float, default=0.0, show_default=True, help="Raster angle about the face normal, deg.")
-@click.option("--margin", type=float, default=0.005, show_default=True,
-              help="Keep waypoints this far from the face boundary and holes, m.")
-@click.option("--tool-radius", type=float, default=0.02, show_default=True, callback=_positive("--tool-radius"),
-              help="Radius of the spherical tool, m.")
-@click.option("--target-force", type=float, default=5.0, show_default=True, help="Normal force on the passes, N.")
-@click.option("--stiffness", type=float, default=None, callback=_positive("--stiffness"),
-              help="Contact stiffness K (Kelvin-Voigt), N/m; penetration = force / K. [default: 1e5]")
-@click.option("--generator", type=click.Choice(["raster", "iso"]), default="raster", show_default=True,
-              help="Plane-slicing raster or iso-parametric passes.")
-@click.option("--iso-direction", type=click.Choice(["u", "v"]), default="u", show_default=True,
-              help="Iso passes run along u or v.")
-@click.option("--order", type=click.Choice(["zigzag", "oneway"]), default="zigzag", show_default=True)
-@click.option("--reverse", is_flag=True, help="Travel the first pass in the opposite direction.")
-@click.option("--lead", type=float, default=0.0, show_default=True, help="Tool lead angle, deg.")
-@click.option("--tilt", type=float, default=0.0, show_default=True, help="Tool tilt angle, deg.")
-@click.option("--feed", type=float, default=0.01, show_default=True, callback=_positive("--feed"),
-              help="TCP speed on the passes, m/s.")
-@click.option("--unit", default=None, help="Length unit of files without one (BREP, STL/PLY/OBJ, unit-less STEP).")
+@click.argument("source", required=False, default=None)
+@click.option("--spacing", type=float, default=None, callback=_positive("--spacing"),
+              help="Waypoint spacing along a pass (arc length), m. [passes.spacing; cell default: 0.002]")
+@click.option("--angle", type=float, default=None, help="Raster angle about the face normal, deg. [passes.angle]")
+@click.option("--margin", type=float, default=None,
+              help="Keep waypoints this far from the face boundary and holes, m. [passes.margin; cell default: 0.005]")
+@click.option("--tool-radius", type=float, default=None, callback=_positive("--tool-radius"),
+              help="Radius of the spherical tool, m, without a robot (with one: its URDF's ball). [default: 0.02]")
+@click.option("--generator", type=click.Choice(["raster", "iso"]), default=None,
+              help="Plane-slicing raster or iso-parametric passes. [passes.generator; cell default: raster]")
+@click.option("--iso-direction", type=click.Choice(["u", "v"]), default=None, help="Iso passes run along u or v.")
+@click.option("--order", type=click.Choice(["zigzag", "oneway"]), default=None, help="Pass order. [zigzag]")
+@click.option("--reverse", is_flag=True, default=None, help="Travel the first pass in the opposite direction.")
+@click.option("--lead", type=float, default=None, help="Tool lead angle, deg. [process.lead]")
+@click.option("--tilt", type=float, default=None, help="Tool tilt angle, deg. [process.tilt]")
 @click.option("--robot", default="default", show_default=True,
-              help="URDF of the robot for IK and the joint trajectory, 'default' (UR10e + ball tool), or 'none'.")
-@click.option("--workpiece-pose", default=None,
-              help="Part pose in the robot base frame: 'x y z roll pitch yaw' (m, rad). [default: 0.8 0 0 0 0 0]")
+              help="URDF of the robot for the job trajectory, 'default' (UR10e + ball tool), or 'none' (passes only).")
+@click.option("--optimise/--no-optimise", default=None,
+              help="With a robot: the force-target optimisation by simulation, and the predicted force per pass "
+                   "[default: optimise.enabled, on].")
+@click.option("--max-passes", type=int, default=None, help="Keep only the first N passes.")
+@click.option("--pass-length", type=float, default=None, help="Keep only the middle L m of each pass.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), default=None, help="Write plan.json here.")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None,
               help="Also write the waypoints as CSV.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None, help="Write a PNG plot.")
 @click.option("--list-faces", is_flag=True, help="List the faces (index, type, area) and exit.")
+@common_cell_options
 @json_option
-def plan(source: str, faces: tuple[int, ...], stepover: float, spacing: float, angle: float, margin: float,
-         tool_radius: float, target_force: float, stiffness: float | None, generator: str, iso_direction: str,
-         order: str, reverse: bool, lead: float, tilt: float, feed: float, unit: str | None, robot: str,
-         workpiece_pose: str | None, out_path: str | None, csv_path: str | None, plot_path: str | None,
-         list_faces: bool, as_json: bool) -> None:
+def plan(source: str | None, spacing: float | None, angle: float | None, margin: float | None,
+         tool_radius: float | None, generator: str | None, iso_direction: str | None, order: str | None,
+         reverse: bool | None, lead: float | None, tilt: float | None, robot: str, optimise: bool | None,
+         max_passes: int | None, pass_length: float | None, out_path: str | None, csv_path: str | None,
+         plot_path: str | None, list_faces: bool, as_json: bool, **options: Any) -> None:
     """Plan grinding passes on SOURCE: a STEP/IGES/BREP/STL/PLY/OBJ file or a built-in part
-    (see `grinding parts`; default curved_panel). Positions are metres in the part frame."""
+    (see `grinding parts`; default: the cell's part, curved_panel). Positions are metres in the part
+    frame. With a robot (the default UR10e), plan.json also holds the job trajectory (approach,
+    engagement, dwell, passes, retreats, links) and, with the optimisation, the per-pass commanded
+    offsets and the predicted mean force: `grinding simulate --plan` and a cell run it unchanged."""
+    import math as _math
+
     from robot_grinding_sim.core.geometry import cad
     from robot_grinding_sim.core.planning import plan_io, planner
-    from robot_grinding_sim.core.planning.passes import PassParameters
 
-    part = cad.load_part(source, unit)
+    extra: dict[str, Any] = {}
+    for name, value in (("passes.spacing", spacing), ("passes.generator", generator),
+                        ("passes.iso_direction", iso_direction), ("passes.order", order), ("passes.reverse", reverse)):
+        if value is not None:
+            extra[name] = value
+    if angle is not None:
+        extra["passes.angle"] = _math.radians(angle)
+    if margin is not None:
+        if not _math.isfinite(margin) or margin < 0:
+            raise click.BadParameter(f"must be >= 0, got {margin}", param_hint="--margin")
+        extra["passes.margin"] = margin
+    for name, value in (("process.lead", lead), ("process.tilt", tilt)):
+        if value is not None:
+            extra[name] = _math.radians(value)
+    if source is not None:
+        extra["workpiece.part"] = source
+    if robot.lower() not in ("none", "default"):
+        extra["robot.description_file"] = robot
+    cell = build_cell(options, None, extra)
+    wp = cell.workpiece
+    part = cad.load_part(wp.part, wp.unit or None)
     if list_faces:
         rows = [{"index": f.index, "type": f.type, "area": f.area} for f in part.list_faces()]
         if as_json:
@@ -114,22 +131,14 @@ def plan(source: str, faces: tuple[int, ...], stepover: float, spacing: float, a
         return
     if out_path is None:
         raise click.UsageError("--out plan.json is required (or --list-faces)")
-    if not math.isfinite(margin) or margin < 0:
-        raise click.BadParameter(f"must be >= 0, got {margin}", param_hint="--margin")
-    pass_params = PassParameters(stepover=stepover, spacing=spacing, margin=margin, angle=angle,
-                                 generator=generator, iso_direction=iso_direction, order=order, reverse=reverse)
-    tool = planner.ToolParameters(radius=tool_radius, target_force=target_force,
-                                  stiffness=stiffness or planner.DEFAULT_CONTACT_STIFFNESS, lead=lead, tilt=tilt,
-                                  feed=feed)
-    pose: Any = planner.DEFAULT_WORKPIECE_POSE
-    if workpiece_pose is not None:
-        try:
-            pose = [float(x) for x in workpiece_pose.replace(",", " ").split()]
-        except ValueError:
-            raise InputError(f"--workpiece-pose: expected 6 numbers, got {workpiece_pose!r}") from None
-    robot_arg: Any = None if robot.lower() == "none" else robot
-    result = planner.plan(part, list(faces) if faces else None, pass_params, tool, unit=unit, robot=robot_arg,
-                          workpiece_pose=pose)
+    faces = None if list(wp.faces) == [-1] else [int(f) for f in wp.faces]
+    if robot.lower() == "none":
+        tool = planner.tool_parameters(cell, tool_radius or planner.ToolParameters.radius)
+        result = planner.plan(part, faces, cell.passes.validate(), tool, robot=None, workpiece_pose=wp.pose)
+        if max_passes is not None or pass_length is not None:
+            result = planner.crop_plan(result, part, max_passes, pass_length)
+    else:
+        result = _plan_with_robot(cell, optimise, max_passes, pass_length, as_json)
     # render everything first: a failure leaves no file behind
     text = json.dumps(plan_io.plan_to_dict(result), separators=(",", ":"), allow_nan=False)
     csv_text = plan_io.plan_csv(result) if csv_path else None
@@ -147,23 +156,58 @@ def plan(source: str, faces: tuple[int, ...], stepover: float, spacing: float, a
         tmp.replace(plot_path)
         written.append(str(plot_path))
     summary = {**result.summary(), "files": written, "timings_s": result.timings}
-    if result.reachability is not None:
-        summary["reachability"] = result.reachability
-    if result.collision is not None:
-        summary["collision"] = result.collision
+    for key in ("reachability", "collision", "force_target"):
+        if getattr(result, key) is not None:
+            summary[key] = getattr(result, key)
     if as_json:
         emit_json(summary)
+        return
+    click.echo(f"{summary['passes']} passes ({summary['rows']} rows), {summary['waypoints']} waypoints, "
+               f"{summary['pass_length_m']:.3f} m of passes, grinding {summary['grinding_time_s']:.1f} s")
+    if result.trajectory is not None:
+        click.echo(f"job trajectory: {len(result.trajectory.times)} knots, {result.trajectory.duration:.1f} s")
+    if result.force_target is not None:
+        ft = result.force_target
+        click.echo(f"force target {ft['target_force_n']:g} N: predicted mean per pass "
+                   + ", ".join(f"{m:.3f}" for m in ft["predicted_mean_force_n"]) + " N; offsets "
+                   + ", ".join(f"{o * 1e6:+.2f}" for o in ft["offsets_m"]) + " um")
+    if result.collision is not None:
+        click.echo(f"no collision: {result.collision['checked_samples']} samples, clearance >= "
+                   f"{result.collision['min_clearance_m'] * 1e3:.1f} mm (tool contact excluded on passes)")
+    click.echo("wrote " + ", ".join(written))
+
+
+def _plan_with_robot(cell: Any, optimise: bool | None, max_passes: int | None, pass_length: float | None,
+                     as_json: bool) -> Any:
+    """Plan, then (optimisation on) optimise and predict by simulation; the plan with its job trajectory."""
+    import sys
+
+    from robot_grinding_sim.cli.common import progress
+    from robot_grinding_sim.core.job.run import run_job
+    from robot_grinding_sim.core.job.setup import JobConfig, setup_job
+    from robot_grinding_sim.core.planning import planner
+    from robot_grinding_sim.core.planning.trajectory import build_job_trajectory, reachability
+
+    cfg = JobConfig(cell=cell, optimise=optimise, max_passes=max_passes, pass_length=pass_length)
+    setup = setup_job(cfg)
+    if cfg.optimising:
+        with progress(None, "force-target optimisation", enabled=not as_json) as bar:
+            def on_stage(msg: str) -> None:
+                if not as_json and sys.stderr.isatty():
+                    click.echo(msg, err=True)
+
+            result = run_job(cfg, setup, on_stage, lambda stage, done, total: bar.update(done)).plan()
     else:
-        click.echo(f"{summary['passes']} passes ({summary['rows']} rows), {summary['waypoints']} waypoints, "
-                   f"{summary['pass_length_m']:.3f} m of passes, grinding {summary['grinding_time_s']:.1f} s")
-        if result.trajectory is not None:
-            click.echo(f"joint trajectory: {summary['trajectory_points']} points, "
-                       f"{summary['trajectory_duration_s']:.1f} s; all {result.reachability['targets']} "
-                       f"TCP targets reached")
-        if result.collision is not None:
-            click.echo(f"no collision: {result.collision['checked_samples']} samples, clearance >= "
-                       f"{result.collision['min_clearance_m'] * 1e3:.1f} mm (tool contact excluded on passes)")
-        click.echo("wrote " + ", ".join(written))
+        result = setup.plan
+        traj = build_job_trajectory(setup.model, setup.paths, cell.process, [0.0] * len(setup.paths.passes),
+                                    setup.penetration, setup.q_home)
+        result.trajectory, result.offsets = traj, [0.0] * len(setup.paths.passes)
+        result.cell = cell.values()
+        result.reachability = reachability(setup.model, traj)
+    mesh = result.mesh if result.mesh is not None else setup.part.tessellate(deflection=2e-4)
+    result.collision = planner.check_trajectory_collisions(setup.model, result.trajectory, mesh,
+                                                           result.workpiece_pose)
+    return result
 
 
 @click.command("parts")

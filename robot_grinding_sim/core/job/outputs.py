@@ -1,4 +1,4 @@
-"""Outputs of the simulated grinding job: rosbag2 (MCAP), force plot, summary.json.
+"""Outputs of the simulated grinding job: rosbag2 (MCAP), force plot, summary.json, plan.json.
 
 Everything is written into a temporary directory next to ``out`` and renamed into place at the
 end (:func:`write_outputs`), so a failure leaves nothing partial.
@@ -13,6 +13,10 @@ Bag topics (sim time from 0):
 - ``/grinding/progress`` (std_msgs/Float64MultiArray, ``[pass_index, arc_length_m, stamp_s]``,
   docs/compare.md) at 100 Hz on passes, -1 elsewhere;
 - ``/dynamics_node/tool_pose`` (geometry_msgs/PoseStamped, frame ``base_link``) every step.
+
+``plan.json`` is the plan that ran (passes, the job trajectory with the per-pass offsets, the
+predicted mean forces, the cell configuration): ``grinding simulate --plan`` runs it again and a
+cell executes it unchanged.
 """
 
 from __future__ import annotations
@@ -51,24 +55,23 @@ def check_out_dir(out: Path) -> None:
         raise InputError(f"--out {out}: folder {parent} does not exist")
 
 
-def ft_readings(result: Any, noise_std: float = 0.0, cutoff_hz: float | None = None, seed: int = 0
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """(contact wrenches in tcp (K, 6), F/T readings in ft_sensor (K, 6)) at the output samples."""
-    from robot_grinding_sim.core.contact.ft_sensor import FTSensorModel, FTSensorParams
+def ft_readings(result: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(contact wrenches in tcp (K, 6), F/T readings in ft_sensor (K, 6)) at the output samples.
+
+    The sensor model is the cell's (:func:`~robot_grinding_sim.core.job.ft.ft_sensor_model`: the
+    tool's mass from the URDF, bias, noise, filter), the same builder contact_solver_node uses.
+    """
+    from robot_grinding_sim.core.job.ft import ft_sensor_model
 
     rec = result.record
     model = result.setup.model
-    q0 = rec["q"][0] if len(rec["q"]) else np.zeros(model.nq)
-    X_S_tcp = np.linalg.inv(model.fk(q0, "ft_sensor")) @ model.fk(q0, "tcp")
-    X_S_tcp[3] = (0.0, 0.0, 0.0, 1.0)
-    params = FTSensorParams(X_S_tcp=X_S_tcp, noise_std=[noise_std] * 3 + [noise_std / 50.0] * 3,
-                            cutoff_hz=cutoff_hz, seed=seed)
-    ft = FTSensorModel(params)
+    cell = result.setup.cell
+    ft = ft_sensor_model(cell, model)
     R = rec["R_tcp_out"]
     f_tcp = np.einsum("kji,kj->ki", R, rec["force"])  # R^T f
     t_tcp = np.einsum("kji,kj->ki", R, rec["torque"])
     w_tcp = np.hstack([f_tcp, t_tcp])
-    R_S_tcp = X_S_tcp[:3, :3]
+    R_S_tcp = ft.params.X_S_tcp[:3, :3]
     out = np.empty_like(w_tcp)
     for k in range(len(w_tcp)):
         out[k] = ft.measure(w_tcp[k], R[k] @ R_S_tcp.T, rec["t"][k])
@@ -77,7 +80,7 @@ def ft_readings(result: Any, noise_std: float = 0.0, cutoff_hz: float | None = N
 
 def write_bag(path: Path, result: Any, w_tcp: np.ndarray, w_ft: np.ndarray) -> dict[str, int]:
     """Write the job's bag (see the module docstring); returns message counts per topic."""
-    from robot_grinding_sim.core.job.grinding_job import progress_samples
+    from robot_grinding_sim.core.planning.trajectory import progress_samples
     from robot_grinding_sim.core.record.bagwriter import BagWriter
 
     rec = result.record
@@ -100,13 +103,15 @@ def write_bag(path: Path, result: Any, w_tcp: np.ndarray, w_ft: np.ndarray) -> d
             return ns, Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
         names = list(model.joint_names)
-        quats = Rotation.from_matrix(rec["tcp"][:, :3, :3]).as_quat() if len(rec["tcp"]) else np.zeros((0, 4))
+        tcp_link = result.setup.cell.tool.tcp_link
+        tcp = np.array([model.fk(q, tcp_link) for q in rec["q"]]).reshape(-1, 4, 4)
+        quats = Rotation.from_matrix(tcp[:, :3, :3]).as_quat() if len(tcp) else np.zeros((0, 4))
         for k in range(len(rec["ts"])):
             ns, st = stamp(rec["ts"][k])
             js = JointState(header=Header(stamp=st, frame_id=""), name=names, position=rec["q"][k],
                             velocity=rec["qd"][k], effort=rec["tau"][k])
             bag.write("/joint_states", ns, bag.serialize(js, TOPICS["/joint_states"]))
-            p = rec["tcp"][k, :3, 3]
+            p = tcp[k, :3, 3]
             x, y, z, w = quats[k]
             pose = PoseStamped(header=Header(stamp=st, frame_id=model.root_link), pose=Pose(
                 position=Point(x=float(p[0]), y=float(p[1]), z=float(p[2])),
@@ -123,7 +128,7 @@ def write_bag(path: Path, result: Any, w_tcp: np.ndarray, w_ft: np.ndarray) -> d
             bag.write("/contact/wrench", ns, bag.serialize(wrench(st, "tcp", w_tcp[k]), TOPICS["/contact/wrench"]))
             bag.write("/ft_sensor/wrench", ns, bag.serialize(wrench(st, "ft_sensor", w_ft[k]),
                                                              TOPICS["/ft_sensor/wrench"]))
-        for t, idx, arc in progress_samples(result.segments):
+        for t, idx, arc in progress_samples(result.trajectory):
             ns, _ = stamp(t)
             msg = F64(layout=Layout(dim=[], data_offset=0), data=np.array([idx, arc, t], dtype=np.float64))
             bag.write("/grinding/progress", ns, bag.serialize(msg, TOPICS["/grinding/progress"]))
@@ -139,8 +144,8 @@ def plot_forces(path: Path, result: Any, w_ft: np.ndarray) -> None:
     import matplotlib.pyplot as plt
 
     rec = result.record
-    cfg = result.setup.cfg
-    F, tol = cfg.target_force, cfg.tolerance
+    cell = result.setup.cell
+    F, tol = cell.process.target_force, cell.optimise.tolerance
     passes = result.passes
     n = max(1, len(passes))
     fig, axes = plt.subplots(n + 1, 1, figsize=(10, 2.6 * (n + 1)), squeeze=False)
@@ -153,7 +158,7 @@ def plot_forces(path: Path, result: Any, w_ft: np.ndarray) -> None:
     ax0.set_ylabel("force [N]")
     ax0.set_xlabel("time [s]")
     ax0.legend(fontsize=7, loc="upper right")
-    ax0.set_title(f"{result.setup.source}: whole job ({len(passes)} passes, step {cfg.dt * 1e3:g} ms)")
+    ax0.set_title(f"{result.setup.source}: whole job ({len(passes)} passes, step {cell.sim.dt * 1e3:g} ms)")
     for k, p in enumerate(passes):
         ax = axes[k + 1, 0]
         sel = (rec["t"] >= p.t0 - 0.3) & (rec["t"] <= p.t1 + 0.1)
@@ -172,17 +177,21 @@ def plot_forces(path: Path, result: Any, w_ft: np.ndarray) -> None:
 
 
 def write_outputs(out: Path, result: Any, summary: dict[str, Any]) -> dict[str, str]:
-    """bag/, force.png and summary.json into ``out`` (atomically: temp dir, then rename)."""
+    """bag/, force.png, summary.json and plan.json into ``out`` (atomically: temp dir, then rename)."""
+    from robot_grinding_sim.core.planning.plan_io import plan_to_dict
+
     out = Path(out)
     check_out_dir(out)
     parent = out.parent if str(out.parent) else Path(".")
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
     try:
-        cfg = result.setup.cfg
-        w_tcp, w_ft = ft_readings(result, cfg.ft_noise_std, cfg.ft_cutoff_hz, cfg.seed)
+        w_tcp, w_ft = ft_readings(result)
         counts = write_bag(tmp / "bag", result, w_tcp, w_ft)
         plot_forces(tmp / "force.png", result, w_ft)
-        outputs = {"bag": str(out / "bag"), "plot": str(out / "force.png"), "summary": str(out / "summary.json")}
+        (tmp / "plan.json").write_text(json.dumps(plan_to_dict(result.plan()), separators=(",", ":"),
+                                                  allow_nan=False))
+        outputs = {"bag": str(out / "bag"), "plot": str(out / "force.png"), "summary": str(out / "summary.json"),
+                   "plan": str(out / "plan.json")}
         summary["outputs"] = outputs
         summary["bag_counts"] = counts
         summary["ft_mean_force_norm_on_passes_n"] = [
@@ -190,7 +199,7 @@ def write_outputs(out: Path, result: Any, summary: dict[str, Any]) -> dict[str, 
             if p.samples else None for p in result.passes]
         (tmp / "summary.json").write_text(json.dumps(json_safe(summary), indent=2))
         out.mkdir(exist_ok=True)
-        for name in ("bag", "force.png", "summary.json"):
+        for name in ("bag", "force.png", "summary.json", "plan.json"):
             dst = out / name
             if dst.exists() and name != "bag":
                 if dst.is_dir():

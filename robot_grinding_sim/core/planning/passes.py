@@ -10,7 +10,7 @@ Two generators, both working on the exact surface through :mod:`robot_grinding_s
     ("up") of the faces, intersected exactly with the faces. Each pass point is the exact
     intersection of the surface with the cutting plane and a line along "up" (Newton iteration to
     1e-12 m); the raster direction is the part's x axis projected on the plane normal to "up",
-    turned by ``angle`` about "up". The faces must be a height field seen from "up" (a dome, a
+    turned by ``angle`` (rad) about "up". The faces must be a height field seen from "up" (a dome, a
     panel, a cylinder sector up to about 150 deg); the raster passes across shared edges of the
     face set.
 
@@ -42,59 +42,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from robot_grinding_sim.core import config
+from robot_grinding_sim.core.config import PassParameters
 from robot_grinding_sim.core.errors import GeometryError, InputError, PlanningError
 from robot_grinding_sim.core.geometry import cad
 
 FloatArray = NDArray[np.float64]
 
-GENERATORS = ("raster", "iso")
-ORDERS = ("zigzag", "oneway")
-
-
-@dataclass(frozen=True)
-class PassParameters:
-    """Pass-generation parameters (SI units; angles in degrees for readability in files and CLIs).
-
-    Attributes:
-        stepover: distance between adjacent passes on the surface, m (> 0).
-        spacing: distance between waypoints along a pass (arc length), m (> 0).
-        margin: minimum distance of a waypoint from the boundary and holes, m (>= 0).
-        angle: raster angle about "up" from the part's x axis, deg (raster generator).
-        generator: ``"raster"`` or ``"iso"``.
-        iso_direction: ``"u"`` (passes along u) or ``"v"`` (iso generator).
-        order: ``"zigzag"`` or ``"oneway"``.
-        reverse: travel the first pass in the opposite direction.
-    """
-
-    stepover: float = 0.005
-    spacing: float = 0.002
-    margin: float = 0.005
-    angle: float = 0.0
-    generator: str = "raster"
-    iso_direction: str = "u"
-    order: str = "zigzag"
-    reverse: bool = False
-
-    def validate(self) -> PassParameters:
-        for name in ("stepover", "spacing"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise InputError(f"{name} must be a positive number of metres, got {value!r}")
-        if not (math.isfinite(self.margin) and self.margin >= 0):
-            raise InputError(f"margin must be >= 0 m, got {self.margin!r}")
-        if not math.isfinite(self.angle):
-            raise InputError(f"angle must be finite, got {self.angle!r}")
-        if self.generator not in GENERATORS:
-            raise InputError(f"generator must be one of {GENERATORS}, got {self.generator!r}")
-        if self.iso_direction not in ("u", "v"):
-            raise InputError(f"iso_direction must be 'u' or 'v', got {self.iso_direction!r}")
-        if self.order not in ORDERS:
-            raise InputError(f"order must be one of {ORDERS}, got {self.order!r}")
-        if self.stepover > 1.0 or self.spacing > 1.0:
-            raise InputError(
-                f"stepover {self.stepover} m / spacing {self.spacing} m: over 1 m; metres are expected"
-            )
-        return self
+GENERATORS, ORDERS = config.GENERATORS, config.ORDERS
 
 
 @dataclass
@@ -452,7 +407,7 @@ class PassGenerator:
         if np.linalg.norm(ref) < 1e-6:
             ref = np.array([0.0, 1.0, 0.0]) - up[1] * up
         ref /= np.linalg.norm(ref)
-        a = math.radians(self.params.angle)
+        a = float(self.params.angle)
         d = math.cos(a) * ref + math.sin(a) * np.cross(up, ref)
         return d, np.cross(up, d)
 

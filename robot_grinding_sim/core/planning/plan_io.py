@@ -20,7 +20,7 @@ import numpy as np
 from robot_grinding_sim.core.errors import InputError
 
 SCHEMA = "robot_grinding_sim/plan"
-VERSION = 1
+VERSION = 2
 
 CSV_COLUMNS = [
     "pass_index", "row", "segment", "waypoint", "arc_length",
@@ -44,7 +44,7 @@ def _pose(T: np.ndarray) -> dict[str, Any]:
 
 
 def plan_to_dict(plan: Any) -> dict[str, Any]:
-    """The plan as plain JSON-ready data (schema ``robot_grinding_sim/plan`` version 1)."""
+    """The plan as plain JSON-ready data (schema ``robot_grinding_sim/plan`` version 2, docs/planner.md)."""
     passes = []
     for p, pos, quat in zip(plan.passes, plan.tcp_positions, plan.tcp_quaternions, strict=True):
         wps = []
@@ -68,19 +68,7 @@ def plan_to_dict(plan: Any) -> dict[str, Any]:
          "orientations": _r(m.quaternions)}
         for m in plan.moves
     ]
-    traj = None
-    if plan.trajectory is not None:
-        t = plan.trajectory
-        traj = {
-            "frame": "base_link",
-            "tip_link": t.tip_link,
-            "joint_names": list(t.joint_names),
-            "times": _r(t.times, 9),
-            "positions": _r(t.positions),
-            "velocities": _r(t.velocities),
-            "accelerations": _r(t.accelerations),
-            "segments": t.segments,
-        }
+    traj = trajectory_to_dict(plan.trajectory) if plan.trajectory is not None else None
     return {
         "schema": SCHEMA,
         "version": VERSION,
@@ -91,17 +79,21 @@ def plan_to_dict(plan: Any) -> dict[str, Any]:
             "file_unit": plan.unit,
             "faces": list(plan.faces),
             "workpiece_pose": {"frame": "base_link", **_pose(plan.workpiece_pose)},
+            "up": _r(plan.up),
         },
         "parameters": plan.parameters(),
         "tool": {
             "radius": plan.tool.radius,
             "penetration": plan.tool.penetration,
-            "tcp_rule": "tcp = p + (radius - penetration) * normal; z = -normal turned by lead (y) and tilt (x)",
+            "tcp_rule": ("tcp = p + (radius - penetration) * normal; z = -normal turned by lead (y) and tilt (x); "
+                         "x along the travel (a ball with no lead or tilt: the previous pass's roll)"),
         },
         "summary": plan.summary(),
         "passes": passes,
         "moves": moves,
         "trajectory": traj,
+        "force_target": plan.force_target,
+        "cell": plan.cell,
         "reachability": plan.reachability,
         "collision": plan.collision,
     }
@@ -170,7 +162,8 @@ def read_plan(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise InputError(f"{path}: not a {SCHEMA} file")
     if data.get("version") != VERSION:
-        raise InputError(f"{path}: plan schema version {data.get('version')} (this reader: {VERSION})")
+        raise InputError(f"{path}: plan schema version {data.get('version')} (this reader: {VERSION}); "
+                         "make the plan again with `grinding plan`")
     if not isinstance(data.get("passes"), list):
         raise InputError(f"{path}: no passes")
     return data
@@ -187,3 +180,103 @@ def plan_arrays(data: dict[str, Any]) -> dict[str, np.ndarray]:
             idx.append(w["pass_index"])
     return {"points": np.array(pts, dtype=float).reshape(-1, 3), "normals": np.array(nrm, dtype=float).reshape(-1, 3),
             "tcp": np.array(tcp, dtype=float).reshape(-1, 3), "pass_index": np.array(idx, dtype=int)}
+
+
+def trajectory_to_dict(traj: Any) -> dict[str, Any]:
+    """The job trajectory as plan.json's ``trajectory`` object (docs/planner.md)."""
+    return {
+        "frame": "base_link",
+        "tip_link": traj.tip_link,
+        "joint_names": list(traj.joint_names),
+        "interpolation": "cubic_hermite",
+        "times": _r(traj.times, 9),
+        "positions": _r(traj.positions),
+        "velocities": _r(traj.velocities),
+        "arc_length": _r(traj.arc) if traj.arc is not None else None,
+        "segments": traj.segments,
+    }
+
+
+def trajectory_from_dict(data: dict[str, Any], model: Any = None) -> Any:
+    """plan.json's ``trajectory`` object -> :class:`~robot_grinding_sim.core.planning.trajectory.JointTrajectory`.
+
+    With ``model`` the joint names must be the robot's (in its order). InputError names what is wrong.
+    """
+    from robot_grinding_sim.core.planning.trajectory import JointTrajectory
+
+    try:
+        names = [str(n) for n in data["joint_names"]]
+        times = np.asarray(data["times"], dtype=float)
+        pos = np.asarray(data["positions"], dtype=float).reshape(len(times), len(names))
+        vel = np.asarray(data["velocities"], dtype=float).reshape(len(times), len(names))
+        arc_raw = data.get("arc_length")
+        arc = (np.array([np.nan if a is None else a for a in arc_raw], dtype=float) if arc_raw is not None
+               else np.full(len(times), np.nan))
+        segments = [{"kind": str(s["kind"]), "pass_index": int(s["pass_index"]), "start": int(s["start"]),
+                     "stop": int(s["stop"])} for s in data["segments"]]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"plan trajectory: malformed ({type(exc).__name__}: {exc})") from None
+    if data.get("interpolation", "cubic_hermite") != "cubic_hermite":
+        raise InputError(f"plan trajectory: interpolation {data.get('interpolation')!r} (expected cubic_hermite)")
+    if len(times) < 2 or not np.all(np.diff(times) > 0) or not (np.isfinite(pos).all() and np.isfinite(vel).all()):
+        raise InputError("plan trajectory: times must increase and positions/velocities be finite")
+    if model is not None and names != list(model.joint_names):
+        raise InputError(f"plan trajectory: joints {names} are not the robot's {list(model.joint_names)}")
+    return JointTrajectory(names, str(data.get("tip_link", "tcp")), times, pos, vel, segments, arc)
+
+
+def plan_from_dict(data: dict[str, Any], path: str | os.PathLike[str] = "plan.json") -> Any:
+    """A read plan.json -> :class:`~robot_grinding_sim.core.planning.planner.Plan` (passes, TCP poses,
+    moves, pose, tool, pass parameters; the trajectory, offsets and force target when present)."""
+    from scipy.spatial.transform import Rotation
+
+    from robot_grinding_sim.core.config import PassParameters
+    from robot_grinding_sim.core.planning.passes import Pass
+    from robot_grinding_sim.core.planning.planner import Move, Plan, ToolParameters
+
+    try:
+        part = data["part"]
+        wp = part["workpiece_pose"]
+        X_BP = np.eye(4)
+        X_BP[:3, :3] = Rotation.from_quat(wp["orientation"]).as_matrix()
+        X_BP[:3, 3] = wp["position"]
+        params = data["parameters"]
+        passes, tcp_pos, tcp_quat = [], [], []
+        for p in data["passes"]:
+            w = p["waypoints"]
+            def col(key: str, w: list = w) -> np.ndarray:
+                return np.array([x[key] for x in w], dtype=float)
+            uv = np.array([[np.nan if c is None else c for c in x["uv"]] for x in w], dtype=float).reshape(-1, 2)
+            passes.append(Pass(int(p["index"]), int(p["row"]), int(p["segment"]), col("surface_point"), col("normal"),
+                               col("travel"), col("arc_length"), uv, np.array([x["face"] for x in w], dtype=np.int64)))
+            tcp_pos.append(np.array([x["tcp"]["position"] for x in w], dtype=float))
+            tcp_quat.append(np.array([x["tcp"]["orientation"] for x in w], dtype=float))
+        moves = [Move(str(m["kind"]), int(m["pass_index"]), np.asarray(m["positions"], dtype=float).reshape(-1, 3),
+                      np.asarray(m["orientations"], dtype=float).reshape(-1, 4)) for m in data["moves"]]
+        plan = Plan(str(part["source"]), str(part.get("file_unit") or "m"), [int(f) for f in part["faces"]],
+                    PassParameters(**params["passes"]), ToolParameters(**params["tool"]), passes, tcp_pos, tcp_quat,
+                    moves, X_BP)
+        if part.get("up") is not None:
+            plan.up = np.asarray(part["up"], dtype=float)
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise InputError(f"{path}: malformed plan ({type(exc).__name__}: {exc})") from None
+    if data.get("trajectory"):
+        plan.trajectory = trajectory_from_dict(data["trajectory"])
+    plan.force_target = data.get("force_target")
+    plan.cell = data.get("cell")
+    plan.reachability = data.get("reachability")
+    plan.collision = data.get("collision")
+    return plan
+
+
+def cell_of(data: dict[str, Any], path: str | os.PathLike[str] = "plan.json") -> Any:
+    """The cell configuration a plan.json was made for (its ``cell`` values), or None."""
+    from robot_grinding_sim.core.config import config_from_mapping
+
+    values = data.get("cell")
+    if not values:
+        return None
+    try:
+        return config_from_mapping(values)
+    except InputError as exc:
+        raise InputError(f"{path}: cell configuration: {exc}") from None

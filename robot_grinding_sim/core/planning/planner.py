@@ -20,6 +20,7 @@ TCP rule (spherical tool of radius R, Kelvin-Voigt contact of stiffness K, targe
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -28,51 +29,52 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.spatial.transform import Rotation, Slerp
 
+from robot_grinding_sim.core import config
 from robot_grinding_sim.core.errors import InputError, PlanningError
 from robot_grinding_sim.core.geometry import cad
 from robot_grinding_sim.core.planning.passes import Pass, PassParameters
 
 FloatArray = NDArray[np.float64]
 
-#: Effective contact stiffness of a compliant abrasive tool on aluminium, N/m (K_eff of the
-#: Kelvin-Voigt model; identify it on a calibration pass, see DESIGN.md F16). 5 N -> 50 um.
-DEFAULT_CONTACT_STIFFNESS = 1.0e5
-
-#: The part in front of the UR10e, 0.8 m ahead on base_link x (the same as config/collision_node.yaml).
-DEFAULT_WORKPIECE_POSE = (0.8, 0.0, 0.0, 0.0, 0.0, 0.0)
+_PROCESS, _CONTACT = config.ProcessConfig(), config.ContactConfig()
 
 
 @dataclass(frozen=True)
 class ToolParameters:
-    """Tool and process parameters (SI; lead and tilt in degrees).
+    """What the planner needs of the tool and the process (SI units, angles in rad).
+
+    The defaults are the cell's (:mod:`robot_grinding_sim.core.config`); build one from a
+    configuration with :func:`tool_parameters`.
 
     Attributes:
         radius: ball radius R, m (> 0).
         target_force: normal force F wanted on the passes, N (>= 0).
-        stiffness: contact stiffness K of the Kelvin-Voigt model, N/m (> 0).
-        lead: tool lead angle about the tool y axis, deg.
-        tilt: tool tilt angle about the tool x axis (travel), deg.
+        stiffness: contact stiffness K, N/m^exponent (> 0).
+        exponent: force law exponent at rest, F = K d^exponent (1: Kelvin-Voigt, 1.5: Hertz).
+        lead: tool lead angle about the tool y axis, rad.
+        tilt: tool tilt angle about the tool x axis (travel), rad.
         feed: TCP speed along the passes, m/s (> 0).
         approach: approach and retreat distance along the normal, m (> 0).
         clearance: minimum gap between tool and part on linking moves, m (> 0).
     """
 
     radius: float = 0.02
-    target_force: float = 5.0
-    stiffness: float = DEFAULT_CONTACT_STIFFNESS
-    lead: float = 0.0
-    tilt: float = 0.0
-    feed: float = 0.01
-    approach: float = 0.01
-    clearance: float = 0.005
+    target_force: float = _PROCESS.target_force
+    stiffness: float = _CONTACT.stiffness
+    exponent: float = 1.0
+    lead: float = _PROCESS.lead
+    tilt: float = _PROCESS.tilt
+    feed: float = _PROCESS.feed
+    approach: float = _PROCESS.approach
+    clearance: float = _PROCESS.clearance
 
     @property
     def penetration(self) -> float:
-        """d = F / K, m."""
-        return self.target_force / self.stiffness
+        """d with K d^exponent = F (the static penetration for the target force), m."""
+        return (self.target_force / self.stiffness) ** (1.0 / self.exponent)
 
     def validate(self) -> ToolParameters:
-        for name in ("radius", "stiffness", "feed", "approach", "clearance"):
+        for name in ("radius", "stiffness", "exponent", "feed", "approach", "clearance"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 raise InputError(f"{name.replace('_', '-')} must be a positive number, got {v!r}")
@@ -80,16 +82,24 @@ class ToolParameters:
             raise InputError(f"target-force must be >= 0 N, got {self.target_force!r}")
         for name in ("lead", "tilt"):
             v = getattr(self, name)
-            if not (math.isfinite(v) and abs(v) < 90):
-                raise InputError(f"{name} must be within (-90, 90) deg, got {v!r}")
+            if not (math.isfinite(v) and abs(v) < 0.5 * math.pi):
+                raise InputError(f"{name} must be within (-pi/2, pi/2) rad, got {v!r}")
         if self.penetration >= self.radius:
             raise InputError(
-                f"target-force {self.target_force} N / stiffness {self.stiffness} N/m gives a penetration "
+                f"target-force {self.target_force} N / stiffness {self.stiffness} gives a penetration "
                 f"{self.penetration} m not below the tool radius {self.radius} m"
             )
         if self.radius > 1.0:
             raise InputError(f"tool-radius {self.radius} m: over 1 m; metres are expected")
         return self
+
+
+def tool_parameters(cell: config.CellConfig, radius: float) -> ToolParameters:
+    """The planner's tool parameters for a cell configuration and the tool's ball radius (m)."""
+    p, c = cell.process, cell.contact
+    return ToolParameters(radius=radius, target_force=p.target_force, stiffness=c.stiffness,
+                          exponent=1.0 if c.model == "kelvin_voigt" else c.exponent, lead=p.lead, tilt=p.tilt,
+                          feed=p.feed, approach=p.approach, clearance=p.clearance)
 
 
 @dataclass
@@ -123,7 +133,12 @@ class Plan:
     tcp_quaternions: list[FloatArray]  # per pass (N, 4), xyzw
     moves: list[Move]
     workpiece_pose: FloatArray = field(default_factory=lambda: np.eye(4))  # X_BP (4, 4)
-    trajectory: Any = None  # timing.JointTrajectory or None
+    trajectory: Any = None  # trajectory.JointTrajectory of the whole job, or None
+    offsets: list[float] | None = None  # per-pass commanded offsets of the trajectory, m
+    force_target: dict[str, Any] | None = None  # the force-target optimisation's result, if run
+    cell: dict[str, Any] | None = None  # the cell configuration the trajectory was made for
+    up: FloatArray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))  # the faces' mean normal
+    symmetric_tool: bool = True  # see plan()
     reachability: dict[str, Any] | None = None
     collision: dict[str, Any] | None = None
     timings: dict[str, float] = field(default_factory=dict)
@@ -184,7 +199,7 @@ def tcp_frames(points: FloatArray, normals: FloatArray, tangents: FloatArray, to
     z = -n
     y = np.cross(z, x)
     R0 = np.stack([x, y, z], axis=2)
-    local = Rotation.from_euler("YX", [math.radians(tool.lead), math.radians(tool.tilt)]).as_matrix()
+    local = Rotation.from_euler("YX", [tool.lead, tool.tilt]).as_matrix()
     R = R0 @ local
     positions = points + (tool.radius - tool.penetration) * n
     return positions, R
@@ -325,11 +340,14 @@ def plan(
     tool: ToolParameters | None = None,
     unit: str | None = None,
     robot: Any = None,
-    workpiece_pose: Any = DEFAULT_WORKPIECE_POSE,
+    workpiece_pose: Any = config.WorkpieceConfig.pose,
     check_collisions: bool = True,
     link_clearance_check: bool = True,
+    process: config.ProcessConfig | None = None,
+    q_home: Any = config.RobotConfig.home,
+    symmetric_tool: bool = True,
 ) -> Plan:
-    """Plan grinding passes on a part and, with a robot, the joint trajectory.
+    """Plan grinding passes on a part and, with a robot, the job's joint trajectory.
 
     Args:
         source: a built-in part name, a CAD/mesh file path, or a loaded part.
@@ -341,6 +359,12 @@ def plan(
         workpiece_pose: X_BP as (x, y, z, roll, pitch, yaw) or (4, 4), m / rad.
         check_collisions: check the trajectory of the robot against the part (with a robot).
         link_clearance_check: check linking moves against the tessellated part.
+        process: approach, engagement, dwell and feed profile of the job trajectory (the cell's
+            defaults if None; its feed is the tool's).
+        q_home: (n,) IK seed of the first pose, rad.
+        symmetric_tool: the tool is symmetric about its axis (a ball): with no lead or tilt, a
+            pass keeps the tool roll of the one before (x along or against the travel), so
+            zigzag passes do not turn the wrist by half a turn on every link.
 
     Raises:
         InputError: bad parameters, file, face index.
@@ -365,32 +389,102 @@ def plan(
     gen = PassGenerator(part, face_list, pass_params)
     passes = gen.generate()
     t2 = time.perf_counter()
-    tcp_pos, tcp_quat = [], []
-    for p in passes:
-        pos, R = tcp_frames(p.points, p.normals, p.tangents, tool)
-        tcp_pos.append(pos)
-        tcp_quat.append(Rotation.from_matrix(R).as_quat())
     clearance = _Clearance(part) if link_clearance_check else None
-    moves = build_moves(passes, tcp_pos, tcp_quat, tool, gen.up, clearance)
-    t3 = time.perf_counter()
     result = Plan(str(getattr(part, "source", source)), getattr(part, "unit", "m"), face_list, pass_params, tool,
-                  passes, tcp_pos, tcp_quat, moves, X_BP)
+                  passes, [], [], [], X_BP)
+    result.up = gen.up
+    result.symmetric_tool = symmetric_tool
+    _poses_and_moves(result, clearance)
+    t3 = time.perf_counter()
     result.timings = {"load_s": t1 - t0, "passes_s": t2 - t1, "moves_s": t3 - t2}
     result.mesh = clearance.mesh if clearance is not None else None
     if robot is not None:
-        _robot_stage(result, part, robot, check_collisions, clearance)
+        robot_stage(result, part, robot, process, q_home, check_collisions, clearance)
         result.timings["robot_s"] = time.perf_counter() - t3
     return result
 
 
-def _robot_stage(result: Plan, part: Any, robot: Any, check_collisions: bool, clearance: Any) -> None:
-    from robot_grinding_sim.core.planning import timing
+def _poses_and_moves(result: Plan, clearance: Any) -> None:
+    """TCP poses of every pass (with the roll rule of a symmetric tool) and the moves between them."""
+    tool = result.tool
+    tcp_pos, tcp_quat = [], []
+    keep_roll = result.symmetric_tool and tool.lead == 0.0 and tool.tilt == 0.0
+    flip = np.diag([-1.0, -1.0, 1.0])
+    prev_x = None
+    for p in result.passes:
+        pos, R = tcp_frames(p.points, p.normals, p.tangents, tool)
+        if keep_roll and prev_x is not None and float(prev_x @ R[0, :, 0]) < 0.0:
+            R = R @ flip  # the same tool axis, turned half a turn about it
+        prev_x = R[-1, :, 0]
+        tcp_pos.append(pos)
+        tcp_quat.append(Rotation.from_matrix(R).as_quat())
+    result.tcp_positions, result.tcp_quaternions = tcp_pos, tcp_quat
+    result.moves = build_moves(result.passes, tcp_pos, tcp_quat, tool, result.up, clearance)
+
+
+def crop_pass(p: Pass, face_of: Any, length: float) -> Pass:
+    """The middle ``length`` m of a pass (the whole pass if shorter): waypoints inside kept, new end
+    points on the exact surface (``face_of(index)`` -> the face, for its ``evaluate``)."""
+    total = float(p.arc[-1])
+    if length >= total:
+        return p
+    a0, a1 = 0.5 * (total - length), 0.5 * (total + length)
+    inner = np.flatnonzero((p.arc > a0) & (p.arc < a1))
+    arc = np.r_[a0, p.arc[inner], a1]
+
+    def at(values: FloatArray) -> FloatArray:
+        return np.column_stack([np.interp(arc, p.arc, values[:, j]) for j in range(values.shape[1])])
+
+    uv = at(p.uv)
+    points, normals = at(p.points), at(p.normals)
+    face = np.r_[p.face[max(inner[0] - 1, 0) if len(inner) else 0], p.face[inner],
+                 p.face[min(inner[-1] + 1, len(p) - 1) if len(inner) else -1]]
+    for k in (0, len(arc) - 1):
+        if np.all(np.isfinite(uv[k])):  # an exact end point (CAD faces have uv)
+            pt, nr = face_of(int(face[k])).evaluate(uv[k:k + 1, 0], uv[k:k + 1, 1])
+            points[k], normals[k] = pt[0], nr[0]
+    normals /= np.linalg.norm(normals, axis=1, keepdims=True)
+    tangents = at(p.tangents)
+    tangents -= np.sum(tangents * normals, axis=1, keepdims=True) * normals
+    tangents /= np.linalg.norm(tangents, axis=1, keepdims=True)
+    return Pass(p.index, p.row, p.segment, points, normals, tangents, arc - a0, uv, face)
+
+
+def crop_plan(result: Plan, part: Any, max_passes: int | None = None, pass_length: float | None = None) -> Plan:
+    """A plan of the first ``max_passes`` passes, each cut to its middle ``pass_length`` m (a quick
+    job on the same part: ``grinding demo``); poses and moves made again. No robot stage."""
+    passes = result.passes[: max_passes] if max_passes is not None else list(result.passes)
+    if pass_length is not None:
+        passes = [crop_pass(p, part.face, pass_length) for p in passes]
+    out = Plan(result.source, result.unit, list(result.faces), result.pass_params, result.tool, passes, [], [], [],
+               result.workpiece_pose)
+    out.up, out.symmetric_tool = result.up, result.symmetric_tool
+    clearance = _Clearance(part)
+    _poses_and_moves(out, clearance)
+    out.mesh = clearance.mesh
+    out.timings = dict(result.timings)
+    return out
+
+
+def robot_stage(result: Plan, part: Any, robot: Any, process: config.ProcessConfig | None = None,
+                q_home: Any = config.RobotConfig.home, check_collisions: bool = True, clearance: Any = None,
+                offsets: Any = None) -> None:
+    """The job trajectory of the plan for ``robot`` (with per-pass ``offsets``, m; default 0), its
+    reachability figures and (``check_collisions``) its collision check against the part."""
+    from robot_grinding_sim.core.planning import trajectory as tr
     from robot_grinding_sim.core.robot import ik
 
     model = ik.load_robot(robot)
-    traj, reach = timing.joint_trajectory(model, result)
+    process = process or config.ProcessConfig(feed=result.tool.feed, approach=result.tool.approach)
+    if process.feed != result.tool.feed or process.approach != result.tool.approach:
+        process = dataclasses.replace(process, feed=result.tool.feed, approach=result.tool.approach)
+    paths = tr.job_paths(result)
+    offsets = [0.0] * len(paths.passes) if offsets is None else list(offsets)
+    traj = tr.build_job_trajectory(model, paths, process, offsets, result.tool.penetration,
+                                   np.asarray(q_home, dtype=float))
     result.trajectory = traj
-    result.reachability = reach
+    result.offsets = offsets
+    result.reachability = tr.reachability(model, traj)
     if check_collisions:
         mesh = clearance.mesh if clearance is not None else part.tessellate(deflection=2e-4)
         result.collision = check_trajectory_collisions(model, traj, mesh, result.workpiece_pose)
@@ -469,8 +563,6 @@ def check_trajectory_collisions(model: Any, traj: Any, mesh: Any, X_BP: FloatArr
 
 
 __all__ = [
-    "DEFAULT_CONTACT_STIFFNESS",
-    "DEFAULT_WORKPIECE_POSE",
     "Move",
     "Plan",
     "PassParameters",

@@ -1,0 +1,123 @@
+"""Command-line options that set cell parameters (``grinding simulate``, ``demo``, ``plan``).
+
+Every option here is a shortcut for one parameter of :mod:`robot_grinding_sim.core.config`; its
+help text and shown default come from that definition. ``--params FILE`` (a ROS 2 parameter yaml,
+e.g. config/cell.yaml or what ``grinding calibrate`` writes) and ``--set name=value`` reach every
+parameter. Precedence: the base (the defaults, or a plan.json's own cell), then the files in
+order, then the options, then ``--set``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import click
+
+from robot_grinding_sim.core.config import CellConfig, cell_specs
+from robot_grinding_sim.core.errors import InputError
+
+_SPECS = {s.name: s for s in cell_specs()}
+#: option destination -> (cell parameter, conversion of the option's value or None)
+_OPTIONS: dict[str, tuple[str, Callable[[Any], Any] | None]] = {}
+
+
+def parse_pose(text: str, what: str = "--workpiece-pose") -> list[float]:
+    """'x y z roll pitch yaw' (m, rad; commas allowed) -> 6 floats."""
+    try:
+        v = [float(x) for x in text.replace(",", " ").split()]
+    except ValueError:
+        raise InputError(f"{what}: expected 6 numbers 'x y z roll pitch yaw', got {text!r}") from None
+    if len(v) != 6:
+        raise InputError(f"{what}: expected 6 numbers 'x y z roll pitch yaw', got {len(v)}")
+    return v
+
+
+def _show(v: Any) -> str:
+    return " ".join(f"{x:g}" for x in v) if isinstance(v, (list, tuple)) else f"{v:g}" if isinstance(v, float) \
+        else str(v)
+
+
+def cell_option(flag: str, name: str, convert: Callable[[Any], Any] | None = None, **kw: Any) -> Any:
+    """A click option for the cell parameter ``name`` (default None: keep the cell's value)."""
+    spec = _SPECS[name]
+    dest = kw.pop("dest", name.replace(".", "__"))
+    kw.setdefault("default", None)
+    help_text = kw.pop("help", spec.description[0].upper() + spec.description[1:])
+    help_text += f" [{name}; cell default: {_show(spec.default)}]"
+    _OPTIONS[dest] = (name, convert)
+    return click.option(flag, dest, help=help_text, **kw)
+
+
+def common_cell_options(f: Any) -> Any:
+    """--params/--set and the options every job command has."""
+    opts = [
+        click.option("--params", "params_files", multiple=True, type=click.Path(dir_okay=False),
+                     help="Cell parameter file (ROS 2 yaml, '/**: ros__parameters:'); repeatable, later wins."),
+        click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
+                     help="Set any cell parameter, e.g. --set contact.cr=0.3 (`grinding check-config --list`)."),
+        cell_option("--target-force", "process.target_force", type=float),
+        cell_option("--stiffness", "contact.stiffness", type=float),
+        cell_option("--cr", "contact.cr", type=float),
+        cell_option("--model", "contact.model", type=click.Choice(list(_SPECS["contact.model"].choices))),
+        cell_option("--dt", "sim.dt", type=float),
+        cell_option("--output-dt", "sim.output_dt", type=float),
+        cell_option("--force-ratio", "contact.force_ratio", type=float),
+        cell_option("--servo-bandwidth", "servo.bandwidth", type=float),
+        cell_option("--feed", "process.feed", type=float),
+        cell_option("--stepover", "passes.stepover", type=float),
+        cell_option("--unit", "workpiece.unit"),
+        cell_option("--workpiece-pose", "workpiece.pose", convert=parse_pose),
+        cell_option("--face", "workpiece.faces", multiple=True, type=int, default=(),
+                    convert=lambda v: list(v) or None),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def parse_sets(sets: Sequence[str]) -> dict[str, Any]:
+    """``name=value`` strings -> {name: value}, the value read as YAML (as ``ros2 param set`` does)."""
+    import yaml
+
+    out: dict[str, Any] = {}
+    for item in sets:
+        if "=" not in item:
+            raise InputError(f"--set {item!r}: expected NAME=VALUE")
+        name, text = item.split("=", 1)
+        name = name.strip()
+        if name not in _SPECS:
+            close = [n for n in _SPECS if n.split(".")[-1] == name.split(".")[-1]]
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            raise InputError(f"--set {name}: unknown cell parameter{hint}")
+        try:
+            out[name] = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise InputError(f"--set {name}: cannot read {text!r} ({exc})") from None
+    return out
+
+
+def build_cell(options: Mapping[str, Any], base: CellConfig | None = None,
+               extra: Mapping[str, Any] | None = None) -> CellConfig:
+    """The cell of a command line: ``base`` (default: the package's cell), the ``--params`` files in
+    order, the cell options that were given, ``extra`` values, then ``--set``; validated."""
+    from robot_grinding_sim.core.config import config_from_mapping
+    from robot_grinding_sim.core.parameters import load_params_file
+
+    values = dict((base or CellConfig()).values())
+    for path in options.get("params_files") or ():
+        loaded = load_params_file(path)
+        unknown = sorted(set(loaded) - set(_SPECS))
+        if unknown:
+            raise InputError(f"--params {path}: unknown cell parameter {unknown[0]!r}")
+        values.update(loaded)
+    for dest, (name, convert) in _OPTIONS.items():
+        v = options.get(dest)
+        if v is None or (isinstance(v, tuple) and not v):
+            continue
+        v = convert(v) if convert else v
+        if v is not None:
+            values[name] = v
+    values.update(extra or {})
+    values.update(parse_sets(options.get("sets") or ()))
+    return config_from_mapping(values)

@@ -1,0 +1,331 @@
+"""Every physical and process parameter of the grinding cell, defined once.
+
+Each group is a frozen dataclass whose fields are declared with
+:func:`~robot_grinding_sim.core.parameters.param` (default, description, unit, range). The same
+definitions serve:
+
+- the in-process job (``grinding simulate`` / ``demo``) through :class:`CellConfig`;
+- the ROS nodes: their parameter schemas are derived with :func:`cell_specs` (names
+  ``<group>.<field>``, e.g. ``contact.stiffness``), declared with descriptors and ranges;
+- ``config/cell.yaml``, the cell's parameter file that every node loads and ``grinding simulate
+  --params`` reads (a test checks that it equals these defaults), and ``grinding check-config``.
+
+Units are SI (REP-103): m, s, N, rad, kg; the unit of each field is in its description. Frames:
+poses are in the robot's ``base_link``. This module sits below every domain package (planning,
+contact and the nodes take their defaults from it), so it imports nothing of them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.parameters import (
+    ParamSpec,
+    config_from_values,
+    config_values,
+    param,
+    specs_of,
+    validate_params,
+)
+
+#: Normal contact laws (contact.model).
+CONTACT_MODELS = ("kelvin_voigt", "hunt_crossley", "lankarani_nikravesh", "flores")
+GENERATORS = ("raster", "iso")
+ORDERS = ("zigzag", "oneway")
+
+
+@dataclass(frozen=True)
+class RobotConfig:
+    """The arm: its URDF and its start configuration."""
+
+    description_file: str = param("", "URDF of arm, F/T sensor and tool; empty: the package's "
+                                  "urdf/ur10e_grinding.urdf", path="file")
+    home: tuple[float, ...] = param((0.0, -1.2, 1.9, -2.27, -1.57, 0.0), "start configuration of the arm in "
+                                    "the URDF's joint order (the simulated arm starts here; IK seeds from it)",
+                                    unit="rad", min_length=1, range=(-100.0, 100.0))
+
+
+@dataclass(frozen=True)
+class WorkpieceConfig:
+    """The part and where it is."""
+
+    part: str = param("curved_panel", "built-in part name (`grinding parts`) or a CAD (STEP, IGES, BREP) "
+                      "or mesh (STL, PLY, OBJ) file")
+    unit: str = param("", "length unit of files that carry none (BREP, meshes); empty: the file's own",
+                      choices=("", "m", "mm", "cm", "um", "in", "ft"))
+    faces: tuple[int, ...] = param((-1,), "face indices to grind (adjacent faces for the raster generator); "
+                                   "[-1]: the largest face looking up", type="int_array", min_length=1,
+                                   range=(-1, 100000))
+    pose: tuple[float, ...] = param((0.7, 0.0, 0.0, 0.0, 0.0, 0.0), "pose of the part frame in base_link: x y z "
+                                    "(m) roll pitch yaw (rad, fixed axes x-y-z)", length=6, range=(-100.0, 100.0))
+    deflection: float = param(2e-4, "chordal tolerance of the part's tessellation (contacts of mesh parts; "
+                              "broad phase and display of CAD parts)", unit="m", range=(1e-7, 1e-2))
+    closed: str = param("auto", "a mesh part is a solid (true, must be watertight), a one-sided surface "
+                        "(false) or decided by watertightness (auto)", choices=("auto", "true", "false"))
+
+
+@dataclass(frozen=True)
+class ToolConfig:
+    """The grinding tool at the end of the arm (its shape comes from the URDF)."""
+
+    tcp_link: str = param("tcp", "tool centre point link: the ball's centre; frame of the contact wrench")
+    link: str = param("abrasive_head", "link whose collision geometry is the tool (a sphere gives exact "
+                      "depth and normal)")
+    spindle_speed: float = param(10000.0 * 2.0 * math.pi / 60.0, "spindle speed about the tool's z axis "
+                                 "(10,000 rpm)", unit="rad/s", range=(0.0, 1e5))
+
+
+@dataclass(frozen=True)
+class ContactConfig:
+    """The normal contact law and the tangential grinding force."""
+
+    model: str = param("kelvin_voigt", "normal force law", choices=CONTACT_MODELS)
+    stiffness: float = param(1.0e5, "contact stiffness K (Hunt-Crossley family: N/m^exponent); 5 N at "
+                             "50 um", unit="N/m", range=(1e-3, 1e12))
+    cr: float = param(0.5, "coefficient of restitution realised by the damping (force clamped at >= 0)",
+                      range=(0.01, 1.0))
+    damping: float = param(-1.0, "Kelvin-Voigt damping D; < 0: from cr and the effective mass",
+                           unit="N s/m", range=(-1.0, 1e9))
+    exponent: float = param(1.5, "Hunt-Crossley exponent n (1.5: Hertz sphere)", range=(1.0, 3.0))
+    v_floor: float = param(1e-3, "Hunt-Crossley: smallest approach speed for alpha", unit="m/s",
+                           range=(1e-9, 10.0))
+    force_ratio: float = param(0.3, "grinding force ratio Ft/Fn: the tangential force opposes the "
+                               "abrasive's sliding velocity", range=(0.0, 10.0))
+    slip_speed: float = param(1e-3, "regularisation speed of the tangential force: it is force_ratio Fn |v| / "
+                              "sqrt(|v|^2 + slip_speed^2)", unit="m/s", range=(1e-9, 1.0))
+
+
+@dataclass(frozen=True)
+class ServoConfig:
+    """The arm's joint position servo: computed torque, Kp = w^2, Kd = 2 zeta w on every joint."""
+
+    bandwidth: float = param(200.0, "servo bandwidth w (natural frequency of the error dynamics)",
+                             unit="rad/s", range=(1e-3, 1e4))
+    damping_ratio: float = param(1.0, "damping ratio zeta of the error dynamics", range=(0.0, 10.0))
+    limit_effort: bool = param(True, "clip motor torques to the URDF effort limits")
+
+    @property
+    def kp(self) -> float:
+        """Position gain w^2, 1/s^2."""
+        return self.bandwidth**2
+
+    @property
+    def kd(self) -> float:
+        """Velocity gain 2 zeta w, 1/s."""
+        return 2.0 * self.damping_ratio * self.bandwidth
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """Time stepping of the simulation."""
+
+    dt: float = param(1e-3, "simulation and control step (the contact is advanced in closed form over it)",
+                      unit="s", range=(1e-6, 0.05))
+    output_dt: float = param(1e-3, "period of the force samples of the in-process job (taken from the closed "
+                             "form inside steps)", unit="s", range=(1e-6, 1.0))
+    gravity: tuple[float, ...] = param((0.0, 0.0, -9.81), "gravity in base_link", unit="m/s^2", length=3,
+                                       range=(-100.0, 100.0))
+
+
+@dataclass(frozen=True)
+class FTSensorConfig:
+    """The simulated force-torque sensor between flange and tool."""
+
+    frame: str = param("ft_sensor", "link of the sensor's measuring face (frame of its readings)")
+    tool_mass: float = param(-1.0, "mass below the measuring face; < 0: the URDF inertials of the links "
+                             "below frame", unit="kg", range=(-1.0, 1000.0))
+    tool_com: tuple[float, ...] = param((0.0, 0.0, 0.0), "centre of mass below the measuring face, in frame "
+                                        "(used when tool_mass >= 0)", unit="m", length=3, range=(-10.0, 10.0))
+    bias: tuple[float, ...] = param((0.0,) * 6, "offset Fx Fy Fz Tx Ty Tz", unit="N, N m", length=6,
+                                    range=(-1e4, 1e4))
+    noise_std: tuple[float, ...] = param((0.0,) * 6, "white noise standard deviation per channel",
+                                         unit="N, N m", length=6, range=(0.0, 1e3))
+    cutoff_hz: float = param(0.0, "first-order low-pass cut-off; 0: no filter", unit="Hz", range=(0.0, 1e6))
+    seed: int = param(0, "seed of the noise", range=(0, 2**31 - 1))
+
+
+@dataclass(frozen=True)
+class PassParameters:
+    """Pass generation on the part's faces."""
+
+    stepover: float = param(0.005, "distance between adjacent passes on the surface", unit="m",
+                            range=(1e-5, 1.0))
+    spacing: float = param(0.002, "waypoint spacing along a pass (arc length)", unit="m", range=(1e-5, 1.0))
+    margin: float = param(0.005, "minimum distance of waypoints from the face boundary and holes", unit="m",
+                          range=(0.0, 1.0))
+    angle: float = param(0.0, "raster angle about the face normal from the part's x axis", unit="rad",
+                         range=(-2.0 * math.pi, 2.0 * math.pi))
+    generator: str = param("raster", "raster (plane slicing) or iso (iso-parametric) passes", choices=GENERATORS)
+    iso_direction: str = param("u", "iso passes run along u or v", choices=("u", "v"))
+    order: str = param("zigzag", "pass order", choices=ORDERS)
+    reverse: bool = param(False, "travel the first pass in the opposite direction")
+
+    def validate(self) -> PassParameters:
+        """Check the values (also when built in Python rather than from a parameter file)."""
+        _check(self, "passes")
+        return self
+
+
+@dataclass(frozen=True)
+class ProcessConfig:
+    """The grinding process: force, feed, tool orientation and the motion around each pass."""
+
+    target_force: float = param(5.0, "normal force wanted on the passes", unit="N", range=(0.0, 1e4))
+    feed: float = param(0.01, "TCP speed along the passes", unit="m/s", range=(1e-5, 10.0))
+    lead: float = param(0.0, "tool lead angle about the tool y axis", unit="rad", range=(-1.55, 1.55))
+    tilt: float = param(0.0, "tool tilt angle about the tool x axis (the travel)", unit="rad", range=(-1.55, 1.55))
+    approach: float = param(0.01, "approach and retreat distance along the normal", unit="m", range=(1e-4, 1.0))
+    approach_time: float = param(0.6, "duration of the approach (and of the retreat)", unit="s",
+                                 range=(1e-3, 60.0))
+    engage_gap: float = param(5e-4, "the approach is fast down to this gap above the surface, then slow",
+                              unit="m", range=(0.0, 0.1))
+    engage_time: float = param(0.4, "duration of the slow engagement onto the commanded penetration", unit="s",
+                               range=(1e-3, 60.0))
+    dwell: float = param(0.2, "rest at the pass start before the feed starts (the force settles)", unit="s",
+                         range=(0.0, 60.0))
+    clearance: float = param(0.005, "smallest gap between tool and part on linking moves", unit="m",
+                             range=(1e-4, 1.0))
+
+
+@dataclass(frozen=True)
+class OptimiseConfig:
+    """Force-target optimisation of the commanded penetration, pass by pass, by simulation."""
+
+    enabled: bool = param(True, "optimise the per-pass offsets when a robot is simulated")
+    tolerance: float = param(0.05, "acceptance: |mean force - target| within this fraction of the target",
+                             range=(1e-6, 1.0))
+    goal: float = param(0.02, "the optimiser stops below this error (fraction of the target)", range=(1e-6, 1.0))
+    max_iterations: int = param(6, "simulations per pass at most", range=(1, 100))
+
+
+#: The groups of the cell and their parameter prefixes, in file order.
+GROUPS: dict[str, type] = {
+    "robot": RobotConfig,
+    "workpiece": WorkpieceConfig,
+    "tool": ToolConfig,
+    "contact": ContactConfig,
+    "servo": ServoConfig,
+    "sim": SimConfig,
+    "ft_sensor": FTSensorConfig,
+    "passes": PassParameters,
+    "process": ProcessConfig,
+    "optimise": OptimiseConfig,
+}
+
+
+@dataclass(frozen=True)
+class CellConfig:
+    """The whole cell: one instance of every group (defaults: the package's cell)."""
+
+    robot: RobotConfig = dataclasses.field(default_factory=RobotConfig)
+    workpiece: WorkpieceConfig = dataclasses.field(default_factory=WorkpieceConfig)
+    tool: ToolConfig = dataclasses.field(default_factory=ToolConfig)
+    contact: ContactConfig = dataclasses.field(default_factory=ContactConfig)
+    servo: ServoConfig = dataclasses.field(default_factory=ServoConfig)
+    sim: SimConfig = dataclasses.field(default_factory=SimConfig)
+    ft_sensor: FTSensorConfig = dataclasses.field(default_factory=FTSensorConfig)
+    passes: PassParameters = dataclasses.field(default_factory=PassParameters)
+    process: ProcessConfig = dataclasses.field(default_factory=ProcessConfig)
+    optimise: OptimiseConfig = dataclasses.field(default_factory=OptimiseConfig)
+
+    def values(self) -> dict[str, Any]:
+        """Every parameter, ``<group>.<field>`` -> value (arrays as lists)."""
+        out: dict[str, Any] = {}
+        for g in GROUPS:
+            out.update(config_values(getattr(self, g), g))
+        return out
+
+    def replace(self, **changes: Any) -> CellConfig:
+        """A copy with parameters changed by name: ``cfg.replace(**{"contact.stiffness": 2e5})``;
+        values are validated against their specs."""
+        specs = {s.name: s for s in cell_specs()}
+        unknown = sorted(set(changes) - set(specs))
+        if unknown:
+            raise InputError(f"unknown parameter {unknown[0]!r} (known: {', '.join(sorted(specs))})")
+        return config_from_mapping({**self.values(), **changes})
+
+    def validate(self) -> CellConfig:
+        """Check every value against its spec and the cross-parameter rules; returns self."""
+        config_from_mapping(self.values())
+        return self
+
+
+def cell_specs(groups: Iterable[str] | None = None) -> list[ParamSpec]:
+    """The ParamSpecs of the named groups (default: all), named ``<group>.<field>``."""
+    out: list[ParamSpec] = []
+    for g in groups if groups is not None else GROUPS:
+        if g not in GROUPS:
+            raise ValueError(f"unknown configuration group {g!r} (known: {', '.join(GROUPS)})")
+        out += specs_of(GROUPS[g], g)
+    return out
+
+
+def _check(obj: Any, prefix: str) -> None:
+    validate_params(specs_of(type(obj), prefix), config_values(obj, prefix))
+
+
+def group_from_values(group: str, values: Mapping[str, Any]) -> Any:
+    """One group's dataclass from parameter values named ``<group>.<field>`` (missing: defaults)."""
+    return config_from_values(GROUPS[group], values, group)
+
+
+def config_from_mapping(values: Mapping[str, Any], allow_unknown: bool = False) -> CellConfig:
+    """A :class:`CellConfig` from flat parameter values (e.g. a parameter file's ``/**`` section).
+
+    Every value is validated (type, range, choices, length; the message names the parameter);
+    missing names take their defaults; unknown names are an error unless ``allow_unknown``.
+    Cross-parameter rules: the servo must be stable at the step (computed torque under
+    semi-implicit Euler: w dt < 2 (sqrt 2 - 1)), the output period must not be below the step's
+    resolution, and the target force must not need a penetration deeper than allowed.
+    """
+    specs = cell_specs()
+    checked = validate_params(specs, values, allow_unknown=allow_unknown)
+    cfg = CellConfig(**{g: group_from_values(g, checked) for g in GROUPS})
+    w, dt = cfg.servo.bandwidth, cfg.sim.dt
+    limit = 2.0 * (math.sqrt(2.0) - 1.0)
+    if w * dt >= limit:
+        raise InputError(f"parameter 'sim.dt': {dt} s is too long for the servo (servo.bandwidth {w} rad/s): "
+                         f"computed torque under semi-implicit Euler needs dt < {limit / w:.4g} s")
+    return cfg
+
+
+def load_cell_config(paths: Iterable[str], overrides: Mapping[str, Any] | None = None) -> CellConfig:
+    """The cell from parameter files (ROS 2 yaml; their ``/**`` sections, later files win) and
+    overrides by name. Raises InputError naming the file and the parameter."""
+    from robot_grinding_sim.core.parameters import load_params_file
+
+    values: dict[str, Any] = {}
+    for path in paths:
+        loaded = load_params_file(path)
+        known = {s.name for s in cell_specs()}
+        unknown = sorted(set(loaded) - known)
+        if unknown:
+            raise InputError(f"{path}: unknown parameter {unknown[0]!r} for the cell")
+        values.update(loaded)
+    values.update(overrides or {})
+    return config_from_mapping(values)
+
+
+def cell_yaml(cfg: CellConfig | None = None, header: str = "") -> str:
+    """The cell as a ROS 2 parameter file (``/**: ros__parameters:``, one group per block, each value
+    commented with its description and unit)."""
+    import yaml
+
+    cfg = cfg or CellConfig()
+    lines = [f"# {h}" if h else "#" for h in header.splitlines()] if header else []
+    lines += ["/**:", "  ros__parameters:"]
+    for g, cls in GROUPS.items():
+        lines.append(f"    {g}:  # {(cls.__doc__ or '').strip().splitlines()[0]}")
+        obj = getattr(cfg, g)
+        for spec in specs_of(obj, g):
+            key = spec.name.split(".", 1)[1]
+            v = getattr(obj, key)
+            text = yaml.safe_dump(list(v) if isinstance(v, tuple) else v, default_flow_style=True,
+                                  width=1000).strip().removesuffix("...").strip()
+            lines.append(f"      {key}: {text}  # {spec.description}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,334 @@
+"""Running the grinding job in one process: the coupled step over a job trajectory, and its records.
+
+:func:`simulate` follows a reference (a job trajectory, or any
+:class:`~robot_grinding_sim.core.robot.arm_sim.TrajectoryInterpolator`) with the arm and the
+contact (:class:`~robot_grinding_sim.core.job.coupled_step.CoupledStep`, every ``sim.dt``) and
+records the force every ``sim.output_dt`` from the closed form inside the steps.
+
+:func:`run_job` is the whole job (``grinding simulate`` / ``grinding demo`` / ``grinding plan``
+with a robot): set up (:mod:`.setup`), optimise the per-pass offsets (:mod:`.optimise`) unless
+the plan.json already carries them, build the job trajectory with them
+(:mod:`~robot_grinding_sim.core.planning.trajectory`), simulate it, and report per-pass force
+statistics. The result carries the plan (with its trajectory, offsets and predicted forces) that
+a cell executes unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from robot_grinding_sim.core.job.coupled_step import (
+    ArmContactStepper,
+    ContactSide,
+    CoupledStep,
+    StepResult,
+)
+from robot_grinding_sim.core.job.setup import JobConfig, JobSetup, setup_job
+from robot_grinding_sim.core.planning.trajectory import (
+    JointTrajectory,
+    build_job_trajectory,
+)
+
+FloatArray = NDArray[np.float64]
+
+_UP = np.array([0.0, 0.0, 1.0])
+
+
+@dataclass
+class Record:
+    """Samples of a run (lists while running; :meth:`arrays` turns them into arrays).
+
+    Output grid (every ``output_dt``, from the closed form inside steps), (K,): t s, fn normal
+    force N, depth m (penetration; negative: gap), step_index (the step each sample belongs to).
+    Per step (S,): ts (end time) s, q, qd, tau (S, n) rad, rad/s, N m; fn_mean the step's mean
+    normal force; normal (S, 3); tangential (S, 3) the tangential force per newton of normal force;
+    lever (S, 3) contact point minus tool centre, m; R_tcp (S, 3, 3) tool orientation at the step
+    start. :meth:`arrays` adds force (K, 3) (on the tool, base_link) and torque (K, 3) (about the
+    tcp, base_link) per output sample, and R_tcp_out (K, 3, 3).
+    """
+
+    output_dt: float
+    t: list[float] = field(default_factory=list)
+    fn: list[float] = field(default_factory=list)
+    depth: list[float] = field(default_factory=list)
+    step_index: list[int] = field(default_factory=list)
+    ts: list[float] = field(default_factory=list)
+    q: list[FloatArray] = field(default_factory=list)
+    qd: list[FloatArray] = field(default_factory=list)
+    tau: list[FloatArray] = field(default_factory=list)
+    fn_mean: list[float] = field(default_factory=list)
+    normal: list[FloatArray] = field(default_factory=list)
+    tangential: list[FloatArray] = field(default_factory=list)
+    lever: list[FloatArray] = field(default_factory=list)
+    R_tcp: list[FloatArray] = field(default_factory=list)
+    _next: int = 0  # index of the next output sample on the grid
+
+    def add(self, res: StepResult, state: Any) -> None:
+        """Record one step (``state``: the arm's state after it)."""
+        t0, t1 = res.t0, res.t0 + res.dt
+        h = self.output_dt
+        k1 = int(math.floor(t1 / h + 1e-9))
+        k0 = max(self._next, int(math.floor(t0 / h + 1e-9)) + 1)
+        self._next = max(self._next, k1 + 1)
+        step = len(self.ts)
+        if k1 >= k0:
+            gap_far = res.gap0 if math.isfinite(res.gap0) else 1.0
+            if k1 == k0 and res.end is not None and abs(k1 * h - t1) < 1e-9:
+                fns, xs = np.array([res.end[0]]), np.array([res.end[1]])
+            else:
+                ts = np.arange(k0, k1 + 1) * h
+                fns, xs = res.samples(ts - t0)
+                if res.end is not None and abs(ts[-1] - t1) < 1e-9:  # the step end exactly as the state update
+                    fns[-1], xs[-1] = res.end
+            xs = np.where(np.isfinite(xs), xs, gap_far)
+            self.t.extend((np.arange(k0, k1 + 1) * h).tolist())
+            self.fn.extend(np.maximum(fns, 0.0).tolist())
+            self.depth.extend((-np.asarray(xs)).tolist())
+            self.step_index.extend([step] * (k1 - k0 + 1))
+        rom = res.rom
+        self.ts.append(state.t)
+        self.q.append(state.q)
+        self.qd.append(state.qd)
+        self.tau.append(state.tau)
+        self.fn_mean.append(res.force)
+        self.normal.append(rom.normal if rom is not None else _UP)
+        self.tangential.append(rom.tangential if rom is not None else np.zeros(3))
+        self.lever.append(rom.point - rom.centre if rom is not None else np.zeros(3))
+        self.R_tcp.append(res.R_tcp)
+
+    def arrays(self) -> dict[str, FloatArray]:
+        keys = ("t", "fn", "depth", "ts", "q", "qd", "tau", "fn_mean", "normal", "tangential", "lever", "R_tcp")
+        out = {k: np.asarray(getattr(self, k), dtype=float) for k in keys}
+        idx = np.asarray(self.step_index, dtype=int)
+        out["step_index"] = idx
+        if len(idx):
+            f = out["fn"][:, None] * (out["normal"][idx] + out["tangential"][idx])
+            out["force"] = f
+            out["torque"] = np.cross(out["lever"][idx], f)
+            out["R_tcp_out"] = out["R_tcp"][idx]
+        else:
+            out["force"] = out["torque"] = np.zeros((0, 3))
+            out["R_tcp_out"] = np.zeros((0, 3, 3))
+        return out
+
+
+@dataclass
+class Run:
+    """A simulated run: its record (:class:`Record` arrays), step counts and wall time (s)."""
+
+    record: dict[str, FloatArray]
+    steps: int
+    contact_steps: int
+    event_steps: int
+    simulated_s: float
+    wall_time_s: float
+
+
+def coupled_step(setup: JobSetup, q0: FloatArray, project: bool = True) -> CoupledStep:
+    """The in-process coupled step of a job's cell, the arm at rest at ``q0``."""
+    cell = setup.cell
+    contact = ContactSide(setup.model, cell.contact, cell.tool.tcp_link, cell.tool.spindle_speed, setup.query)
+    arm = ArmContactStepper(setup.model, q0, cell.servo, cell.sim.gravity, cell.tool.tcp_link, project=project)
+    arm.sample_dt = cell.sim.output_dt
+    return CoupledStep(contact, arm, cell.sim.dt)
+
+
+def simulate(setup: JobSetup, reference: Any, q0: FloatArray, t_end: float, project: bool = True,
+             on_step: Callable[[float], None] | None = None) -> Run:
+    """Follow ``reference`` (a TrajectoryInterpolator from t = 0) from rest at ``q0`` until ``t_end`` s."""
+    step = coupled_step(setup, q0, project)
+    step.arm.arm.set_trajectory(reference, 0.0)
+    rec = Record(setup.cell.sim.output_dt)
+    wall = time.perf_counter()
+    while step.state.t < t_end - 1e-12:
+        res = step.step()
+        rec.add(res, step.state)
+        if on_step is not None:
+            on_step(step.state.t)
+    wall = time.perf_counter() - wall
+    return Run(rec.arrays(), step.steps, step.arm.contact_steps, step.arm.event_steps, float(step.state.t), wall)
+
+
+def simulate_trajectory(setup: JobSetup, traj: JointTrajectory, on_step: Callable[[float], None] | None = None
+                        ) -> Run:
+    """Run a job trajectory from rest at its first knot to its end."""
+    return simulate(setup, traj.interpolator(setup.model), traj.positions[0], traj.duration, on_step=on_step)
+
+
+@dataclass
+class PassResult:
+    """Normal force over one pass window: index, t0, t1 (s), mean, max, min, std (N), samples."""
+
+    index: int
+    t0: float
+    t1: float
+    mean: float
+    max: float
+    min: float
+    std: float
+    samples: int
+
+
+def pass_statistics(rec: dict[str, FloatArray], windows: Sequence[tuple[int, float, float]]) -> list[PassResult]:
+    """Normal-force statistics over each pass window (index, t0, t1) of the output samples."""
+    out = []
+    for idx, a, b in windows:
+        sel = (rec["t"] >= a) & (rec["t"] <= b)
+        f = rec["fn"][sel]
+        if f.size == 0:
+            out.append(PassResult(idx, a, b, 0.0, 0.0, 0.0, 0.0, 0))
+            continue
+        out.append(PassResult(idx, a, b, float(f.mean()), float(f.max()), float(f.min()), float(f.std()),
+                              int(f.size)))
+    return out
+
+
+@dataclass
+class JobResult:
+    """The final run of a job: its trajectory and offsets, per-pass statistics, the optimisation."""
+
+    setup: JobSetup
+    run: Run
+    trajectory: JointTrajectory
+    offsets: list[float]
+    passes: list[PassResult]
+    optimisation: Any
+    total_wall_time_s: float
+
+    @property
+    def record(self) -> dict[str, FloatArray]:
+        return self.run.record
+
+    def force_target(self) -> dict[str, Any]:
+        """plan.json's ``force_target``: per pass the commanded offset and the predicted mean force."""
+        cell = self.setup.cell
+        F = cell.process.target_force
+        out: dict[str, Any] = {
+            "target_force_n": F,
+            "tolerance": cell.optimise.tolerance,
+            "pass_index": [p.index for p in self.passes],
+            "offsets_m": list(self.offsets),
+            "predicted_mean_force_n": [p.mean for p in self.passes],
+            "within_tolerance": [abs(p.mean - F) <= cell.optimise.tolerance * F for p in self.passes],
+            "optimised": self.optimisation is not None,
+            "step_s": cell.sim.dt,
+        }
+        if self.optimisation is not None:
+            out["iterations"] = self.optimisation.iterations
+        return out
+
+    def plan(self) -> Any:
+        """The plan that ran, with its job trajectory, offsets, predicted forces and cell values."""
+        plan = self.setup.plan
+        plan.trajectory = self.trajectory
+        plan.offsets = list(self.offsets)
+        plan.force_target = self.force_target()
+        plan.cell = self.setup.cell.values()
+        if plan.reachability is None:
+            from robot_grinding_sim.core.planning.trajectory import reachability
+
+            plan.reachability = reachability(self.setup.model, self.trajectory)
+        return plan
+
+    def summary(self) -> dict[str, Any]:
+        cell = self.setup.cell
+        F, tol = cell.process.target_force, cell.optimise.tolerance
+        rows = []
+        for k, p in enumerate(self.passes):
+            row = {"pass": p.index, "mean_n": p.mean, "max_n": p.max, "min_n": p.min, "std_n": p.std,
+                   "error": (p.mean - F) / F, "within_tolerance": abs(p.mean - F) <= tol * F,
+                   "samples": p.samples, "t0_s": p.t0, "t1_s": p.t1, "offset_m": self.offsets[k]}
+            if self.optimisation is not None:
+                row["iterations"] = self.optimisation.iterations[k]
+                row["means_per_iteration_n"] = self.optimisation.means[k]
+            rows.append(row)
+        run = self.run
+        rtf = run.simulated_s / run.wall_time_s if run.wall_time_s > 0 else None
+        opt = self.optimisation
+        return {
+            "part": self.setup.source,
+            "faces": self.setup.faces,
+            "exact_surface": self.setup.exact_surface,
+            "robot": str(self.setup.model.source),
+            "cell": cell.values(),
+            "plan_file": self.setup.cfg.plan_file,
+            "workpiece_pose": self.setup.X_BP.tolist(),
+            "target_force_n": F,
+            "tolerance": tol,
+            "planned_penetration_m": self.setup.penetration,
+            "tool_radius_m": self.setup.tool_radius,
+            "passes": rows,
+            "all_within_tolerance": all(r["within_tolerance"] for r in rows),
+            "steps": run.steps,
+            "contact_steps": run.contact_steps,
+            "event_steps": run.event_steps,
+            "step_s": cell.sim.dt,
+            "output_period_s": cell.sim.output_dt,
+            "trajectory_duration_s": self.trajectory.duration,
+            "simulated_s": run.simulated_s,
+            "wall_time_s": run.wall_time_s,
+            "real_time_factor": rtf,
+            "optimisation": None if opt is None else {
+                "iterations": opt.iterations, "converged": opt.converged, "wall_time_s": opt.wall_time_s,
+                "simulated_s": opt.simulated_s},
+            "total_wall_time_s": self.total_wall_time_s,
+            "timings": self.setup.timings,
+        }
+
+
+def run_job(cfg: JobConfig, setup: JobSetup | None = None, on_stage: Callable[[str], None] | None = None,
+            progress: Callable[[str, float, float], None] | None = None) -> JobResult:
+    """Set up, optimise (if configured), build the job trajectory and run it; returns the final run.
+
+    A plan.json with a trajectory runs that trajectory as it is (unless ``cfg.optimise``).
+    ``progress(stage, done, total)`` is called with simulated seconds.
+    """
+    from robot_grinding_sim.core.job.optimise import optimise_offsets
+
+    wall0 = time.perf_counter()
+    setup = setup or setup_job(cfg, on_stage)
+    cell = setup.cell
+    planned = setup.planned_trajectory() if not cfg.optimising else None
+    opt = None
+    if planned is not None:
+        traj, offsets = planned
+    else:
+        offsets = [0.0] * len(setup.paths.passes)
+        if cfg.optimising:
+            if on_stage:
+                on_stage("force-target optimisation")
+
+            def opt_iter(idx: int, it: int, off: float, mean: float) -> None:
+                if on_stage:
+                    on_stage(f"pass {idx} iteration {it}: offset {off * 1e6:+.2f} um -> mean {mean:.3f} N")
+
+            done = [0.0]
+
+            def opt_step(t: float) -> None:
+                if progress and int(t * 1000) % 100 == 0:
+                    progress("optimising", done[0] + t, 0.0)
+
+            opt = optimise_offsets(setup, opt_step, opt_iter)
+            offsets = opt.final_offsets
+        if on_stage:
+            on_stage("job trajectory")
+        traj = build_job_trajectory(setup.model, setup.paths, cell.process, offsets, setup.penetration,
+                                    setup.q_home)
+    if on_stage:
+        on_stage("final run")
+    t_end = traj.duration
+
+    def on_step(t: float) -> None:
+        if progress and int(round(t / cell.sim.dt)) % 100 == 0:
+            progress("simulating", t, t_end)
+
+    run = simulate_trajectory(setup, traj, on_step)
+    stats = pass_statistics(run.record, traj.pass_windows())
+    return JobResult(setup, run, traj, list(offsets), stats, opt, time.perf_counter() - wall0)

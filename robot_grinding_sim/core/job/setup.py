@@ -1,0 +1,180 @@
+"""Everything a grinding job loads before it simulates: robot, part, plan, contact scene.
+
+:func:`setup_job` takes a :class:`JobConfig` (the cell's configuration plus the job's selection:
+a plan.json to run, or how many passes of what length to plan) and returns a :class:`JobSetup`:
+
+- the robot (:class:`~robot_grinding_sim.core.robot.dynamics.RobotModel`, tip link the tool
+  centre point) and the ball tool's radius from its URDF;
+- the part at its pose and the plan: passes on the exact CAD surface from
+  :func:`~robot_grinding_sim.core.planning.planner.plan`, or those of a plan.json (its part,
+  pose, passes, offsets and job trajectory; its cell configuration is the job's unless changed);
+- the workpiece scene whose contact query the coupled step uses
+  (:mod:`~robot_grinding_sim.core.geometry.tool_contact`), the contact law, and the root-frame
+  pass paths the trajectory builder needs.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from robot_grinding_sim.core.config import CellConfig
+from robot_grinding_sim.core.errors import GrindingSimError, InputError, PlanningError
+from robot_grinding_sim.core.geometry.tool_contact import ToolContactQuery, tool_sphere_radius, workpiece_scene
+from robot_grinding_sim.core.job.coupled_step import make_contact_law, static_penetration
+from robot_grinding_sim.core.planning.trajectory import JobPaths, JointTrajectory, job_paths
+
+FloatArray = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    """A grinding job: the cell's configuration and what to grind.
+
+    Attributes:
+        cell: every physical and process parameter (:class:`~robot_grinding_sim.core.config.CellConfig`).
+        plan_file: run this plan.json (its part, pose, passes and job trajectory) instead of planning.
+        optimise: run the force-target optimisation; None: ``cell.optimise.enabled`` when planning,
+            False for a plan.json (its offsets were optimised when it was made).
+        max_passes: plan only the first N passes (None: all).
+        pass_length: keep the middle ``pass_length`` m of each pass (None: whole passes).
+    """
+
+    cell: CellConfig = field(default_factory=CellConfig)
+    plan_file: str | None = None
+    optimise: bool | None = None
+    max_passes: int | None = None
+    pass_length: float | None = None
+
+    def validate(self) -> JobConfig:
+        self.cell.validate()
+        if self.max_passes is not None and self.max_passes < 1:
+            raise InputError(f"max-passes must be >= 1, got {self.max_passes}")
+        if self.pass_length is not None and not (math.isfinite(self.pass_length) and self.pass_length > 0):
+            raise InputError(f"pass-length must be > 0 m, got {self.pass_length}")
+        return self
+
+    @property
+    def optimising(self) -> bool:
+        if self.optimise is not None:
+            return bool(self.optimise)
+        return self.plan_file is None and self.cell.optimise.enabled
+
+
+@dataclass
+class JobSetup:
+    """What a job runs on (see the module docstring)."""
+
+    cfg: JobConfig
+    model: Any
+    part: Any
+    plan: Any
+    faces: list[int]
+    X_BP: FloatArray
+    scene: Any
+    exact_surface: bool
+    query: ToolContactQuery
+    law: Any
+    paths: JobPaths
+    penetration: float
+    tool_radius: float
+    source: str
+    plan_data: dict[str, Any] | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def cell(self) -> CellConfig:
+        return self.cfg.cell
+
+    @property
+    def q_home(self) -> FloatArray:
+        return np.asarray(self.cell.robot.home, dtype=float)
+
+    def planned_trajectory(self) -> tuple[JointTrajectory, list[float]] | None:
+        """The job trajectory and offsets stored in the plan.json, or None."""
+        if self.plan_data is None or not self.plan_data.get("trajectory"):
+            return None
+        from robot_grinding_sim.core.planning.plan_io import trajectory_from_dict
+
+        traj = trajectory_from_dict(self.plan_data["trajectory"], self.model)
+        ft = self.plan_data.get("force_target") or {}
+        offsets = [float(o) for o in ft.get("offsets_m", [0.0] * len(self.paths.passes))]
+        return traj, offsets
+
+
+def load_robot_model(description_file: str, tcp_link: str) -> Any:
+    """The RobotModel of a URDF (empty: the package's default robot) with tip link ``tcp_link``."""
+    from robot_grinding_sim.core.resources import default_urdf
+    from robot_grinding_sim.core.robot.dynamics import RobotModel
+
+    urdf = str(default_urdf()) if description_file in ("", "default") else description_file
+    try:
+        return RobotModel.from_urdf(urdf, tip_link=tcp_link)
+    except GrindingSimError:
+        raise
+    except Exception as exc:
+        raise InputError(f"{urdf}: cannot load the robot ({exc})") from exc
+
+
+def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None) -> JobSetup:
+    """Load robot and part, plan (or read the plan.json), build the scene and the pass paths.
+
+    Raises:
+        InputError: bad parameters or files (the message names them).
+        PlanningError: no passes, or a pass the arm cannot reach.
+    """
+    from robot_grinding_sim.core.geometry import cad
+    from robot_grinding_sim.core.planning import planner
+    from robot_grinding_sim.core.planning.plan_io import plan_from_dict, read_plan
+
+    cfg.validate()
+    tm: dict[str, float] = {}
+    t0 = time.perf_counter()
+    if on_stage:
+        on_stage("loading robot and part")
+    plan_data = None
+    if cfg.plan_file:
+        plan_data = read_plan(cfg.plan_file)
+    cell = cfg.cell
+    model = load_robot_model(cell.robot.description_file, cell.tool.tcp_link)
+    radius = tool_sphere_radius(model, cell.tool.tcp_link, cell.tool.link)
+    law = make_contact_law(cell.contact)
+    penetration = static_penetration(law, cell.process.target_force)
+    if penetration >= radius:
+        raise InputError(f"process.target_force {cell.process.target_force} N with contact.stiffness "
+                         f"{cell.contact.stiffness} needs a penetration of {penetration} m, not below the tool "
+                         f"radius {radius} m")
+    wp = cell.workpiece
+    if plan_data is not None:
+        plan = plan_from_dict(plan_data, cfg.plan_file)
+        if plan.tool.radius != radius:
+            raise InputError(f"{cfg.plan_file}: planned for a tool of radius {plan.tool.radius} m, the robot's "
+                             f"({model.source}) has {radius} m")
+        part = cad.load_part(plan.source, plan.unit if plan.unit != "m" else (wp.unit or None))
+        source = f"{cfg.plan_file} ({plan.source})"
+    else:
+        part = cad.load_part(wp.part, wp.unit or None)
+        faces = None if list(wp.faces) == [-1] else [int(f) for f in wp.faces]
+        if on_stage:
+            on_stage("planning passes")
+        plan = planner.plan(part, faces, cell.passes.validate(), planner.tool_parameters(cell, radius),
+                            robot=None, workpiece_pose=np.asarray(wp.pose, dtype=float),
+                            link_clearance_check=True)
+        if cfg.max_passes is not None or cfg.pass_length is not None:
+            plan = planner.crop_plan(plan, part, cfg.max_passes, cfg.pass_length)
+        source = str(getattr(part, "source", wp.part))
+    tm["load_and_plan_s"] = time.perf_counter() - t0
+    if not plan.passes:
+        raise PlanningError("the plan has no passes")
+    paths = job_paths(plan)
+    closed = {"auto": None, "true": True, "false": False}[wp.closed]
+    scene, exact = workpiece_scene(part, plan.faces, plan.workpiece_pose, radius, wp.deflection, closed)
+    tm["scene_s"] = time.perf_counter() - t0 - tm["load_and_plan_s"]
+    return JobSetup(cfg, model, part, plan, list(plan.faces), plan.workpiece_pose, scene, exact,
+                    ToolContactQuery(scene), law, paths, penetration, radius, source, plan_data, tm)
