@@ -168,13 +168,13 @@ __all__ = ["ParameterError", "guarded", "run_node"]
 
 def load_robot(params: dict[str, Any], node_name: str, tip_link: str | None = None,
                links: Sequence[str] = ()) -> Any:
-    """The node's RobotModel from its ``robot_description_file`` parameter (default: the package's robot).
+    """The node's RobotModel from its ``robot.description_file`` parameter (default: the package's robot).
 
     Args:
-        params: the node's declared parameter values (``robot_description_file`` and the ``links``).
+        params: the node's declared parameter values (``robot.description_file`` and the ``links``).
         node_name: for error messages.
-        tip_link: tip of the chain (None: ``tcp`` if present), from the parameter ``tip_link``.
-        links: names of parameters whose values must be links of the model (e.g. ``"tool_link"``).
+        tip_link: tip of the chain (None: ``tcp`` if present), from the parameter ``tool.tcp_link``.
+        links: names of parameters whose values must be links of the model (e.g. ``"tool.link"``).
 
     Raises:
         ParameterError: the file cannot be loaded, or a named link is not in it; names the parameter.
@@ -182,11 +182,11 @@ def load_robot(params: dict[str, Any], node_name: str, tip_link: str | None = No
     from robot_grinding_sim.core.resources import URDF_DEFAULT, package_file
     from robot_grinding_sim.core.robot.dynamics import RobotModel
 
-    urdf = params["robot_description_file"] or str(package_file(URDF_DEFAULT))
+    urdf = params["robot.description_file"] or str(package_file(URDF_DEFAULT))
     try:
         model = RobotModel.from_urdf(urdf, tip_link=tip_link or None)
     except InputError as exc:
-        name = "tip_link" if tip_link and tip_link in str(exc) else "robot_description_file"
+        name = "tool.tcp_link" if tip_link and tip_link in str(exc) else "robot.description_file"
         raise ParameterError(name, str(exc), node_name) from None
     for key in links:
         if params[key] not in model.link_names:
