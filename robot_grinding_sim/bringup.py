@@ -111,8 +111,13 @@ def yaml_value(v: Any) -> str:
     return yaml.safe_dump(v, default_flow_style=True).strip().removesuffix("...").strip()
 
 
+#: The cell's parameter file (every physical parameter; robot_grinding_sim/core/config.py defines them).
+CELL_CONFIG = "config/cell.yaml"
+
+
 def _cfg(executable: str) -> tuple[str, ...]:
-    return (f"config/{executable}.yaml",)
+    """A node's parameter files: the cell's, then its own (config/<node>.yaml)."""
+    return (CELL_CONFIG, f"config/{executable}.yaml")
 
 
 def graph(
@@ -149,7 +154,7 @@ def graph(
     if urdf is None:
         urdf = str(package_file(URDF_DEFAULT, must_exist=False))
     common: dict[str, Any] = {"use_sim_time": sim_time}
-    with_urdf: dict[str, Any] = {**common, **({"robot_description_file": urdf} if urdf else {})}
+    with_urdf: dict[str, Any] = {**common, **({"robot.description_file": urdf} if urdf else {})}
 
     nodes: list[NodeSpec] = [
         NodeSpec(

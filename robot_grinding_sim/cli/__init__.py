@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "report": "robot_grinding_sim.cli.compare:report",
     "bringup": "robot_grinding_sim.cli.bringup:bringup",
     "record": "robot_grinding_sim.cli.record:record",
+    "check-config": "robot_grinding_sim.cli.check_config:check_config",
 }
 
 

@@ -138,7 +138,18 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
         if max_passes is not None or pass_length is not None:
             result = planner.crop_plan(result, part, max_passes, pass_length)
     else:
-        result = _plan_with_robot(cell, optimise, max_passes, pass_length, as_json)
+        import sys
+
+        from robot_grinding_sim.cli.common import progress
+        from robot_grinding_sim.core.job.plan_job import plan_job
+
+        with progress(None, "planning", enabled=not as_json) as bar:
+            def on_stage(msg: str) -> None:
+                if not as_json and sys.stderr.isatty():
+                    click.echo(msg, err=True)
+
+            result = plan_job(cell, optimise, max_passes, pass_length, on_stage=on_stage,
+                              progress=lambda stage, done, total: bar.update(done))
     # render everything first: a failure leaves no file behind
     text = json.dumps(plan_io.plan_to_dict(result), separators=(",", ":"), allow_nan=False)
     csv_text = plan_io.plan_csv(result) if csv_path else None
@@ -175,39 +186,6 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
         click.echo(f"no collision: {result.collision['checked_samples']} samples, clearance >= "
                    f"{result.collision['min_clearance_m'] * 1e3:.1f} mm (tool contact excluded on passes)")
     click.echo("wrote " + ", ".join(written))
-
-
-def _plan_with_robot(cell: Any, optimise: bool | None, max_passes: int | None, pass_length: float | None,
-                     as_json: bool) -> Any:
-    """Plan, then (optimisation on) optimise and predict by simulation; the plan with its job trajectory."""
-    import sys
-
-    from robot_grinding_sim.cli.common import progress
-    from robot_grinding_sim.core.job.run import run_job
-    from robot_grinding_sim.core.job.setup import JobConfig, setup_job
-    from robot_grinding_sim.core.planning import planner
-    from robot_grinding_sim.core.planning.trajectory import build_job_trajectory, reachability
-
-    cfg = JobConfig(cell=cell, optimise=optimise, max_passes=max_passes, pass_length=pass_length)
-    setup = setup_job(cfg)
-    if cfg.optimising:
-        with progress(None, "force-target optimisation", enabled=not as_json) as bar:
-            def on_stage(msg: str) -> None:
-                if not as_json and sys.stderr.isatty():
-                    click.echo(msg, err=True)
-
-            result = run_job(cfg, setup, on_stage, lambda stage, done, total: bar.update(done)).plan()
-    else:
-        result = setup.plan
-        traj = build_job_trajectory(setup.model, setup.paths, cell.process, [0.0] * len(setup.paths.passes),
-                                    setup.penetration, setup.q_home)
-        result.trajectory, result.offsets = traj, [0.0] * len(setup.paths.passes)
-        result.cell = cell.values()
-        result.reachability = reachability(setup.model, traj)
-    mesh = result.mesh if result.mesh is not None else setup.part.tessellate(deflection=2e-4)
-    result.collision = planner.check_trajectory_collisions(setup.model, result.trajectory, mesh,
-                                                           result.workpiece_pose)
-    return result
 
 
 @click.command("parts")

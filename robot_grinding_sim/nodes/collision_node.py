@@ -1,28 +1,28 @@
-"""collision_node: contacts of the tool with the workpiece, and the arm's clearance to it.
+"""collision_node: where the ball tool touches the part, and the arm's clearance to it.
 
-The arm (the URDF's collision geometry), the tool and the workpiece (a mesh file) form a
-:class:`~robot_grinding_sim.core.geometry.collision.CollisionScene`. On every ``joint_states`` message the
-arm is moved to the measured/simulated configuration and the contacts of ``tool_link``'s
-collision geometry with the workpiece are published. With a spherical tool the depth and
-normal are exact (closest point on the triangles, see core.collision).
+A thin adapter over :mod:`robot_grinding_sim.core.geometry.tool_contact`, the same contact query
+the in-process job uses: the tool is the sphere of ``tool.link`` centred on ``tool.tcp_link``; the
+workpiece (``workpiece.*`` of config/cell.yaml: a built-in part or a CAD/mesh file, its ground
+face, its pose) answers from its exact CAD surface (one face of a CAD part) or from its triangles
+(mesh parts). The arm's other links are checked against the part for clearance.
 
 Subscribes (relative names):
 - ``joint_states`` (sensor_msgs/JointState): positions of every joint of the URDF's chain (any
   order; extra joints are ignored).
 
 Publishes:
-- ``contact/points`` (sensor_msgs/PointCloud2, frame ``base_frame``, stamp of the joint state):
-  one point per contact, float32 fields x, y, z (the point on the workpiece surface, m),
-  normal_x, normal_y, normal_z (unit, from the workpiece towards the tool), depth (m, >= 0).
-  Published for every joint state, empty when there is no contact.
+- ``contact/points`` (sensor_msgs/PointCloud2, frame ``base_frame``, stamp of the joint state),
+  for every joint state: one point while the tool's gap to the part is below ``contact_margin``,
+  none otherwise; float64 fields x, y, z (the closest point on the part, m), normal_x, normal_y,
+  normal_z (unit, out of the part towards the tool), depth (penetration, m; negative: the gap of a
+  near contact).
 - ``~/min_distance`` (std_msgs/Float64): smallest signed distance (m) between the arm's links
-  (all but ``tool_link``) and the workpiece, at most ``min_distance_rate`` Hz of stamp time.
-- ``~/markers`` (visualization_msgs/MarkerArray): the contact points and normals (arrows scaled
-  by depth) and, once, the workpiece mesh.
+  (all but the tool) and the part, at most ``min_distance_rate`` Hz of stamp time.
+- ``~/markers`` (visualization_msgs/MarkerArray): the contact point and normal and, once, the part.
 
-Parameters: see ``PARAMS`` (``ros2 param describe``) and ``config/collision_node.yaml``. Bad
-parameters (missing files, a link not in the URDF, a bad pose) stop the node at start-up naming
-the parameter; bad messages (NaN, missing joints) are logged and skipped.
+Parameters: ``ros2 param describe /collision_node <name>``; robot_grinding_sim/ros/schemas.py.
+Bad parameters (missing files, a link not in the URDF, a tool that is not a ball) stop the node at
+start-up naming the parameter; bad messages (NaN, missing joints) are logged and skipped.
 """
 
 from __future__ import annotations
@@ -34,98 +34,77 @@ import numpy as np
 from geometry_msgs.msg import Point
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
-from scipy.spatial.transform import Rotation
 from sensor_msgs.msg import JointState, PointCloud2
 from std_msgs.msg import Float64
 from visualization_msgs.msg import Marker, MarkerArray
 
+from robot_grinding_sim.core.config import group_from_values
 from robot_grinding_sim.core.errors import InputError
-from robot_grinding_sim.core.geometry.collision import CollisionScene
+from robot_grinding_sim.core.geometry.tool_contact import (
+    WORKPIECE,
+    ToolContactQuery,
+    tool_sphere_radius,
+    workpiece_scene,
+)
 from robot_grinding_sim.ros import conversions as cv
 from robot_grinding_sim.ros.node_base import guarded, load_robot, run_node
-from robot_grinding_sim.ros.parameters import ParameterError, ParamSpec, declare_parameters
+from robot_grinding_sim.ros.parameters import ParameterError, declare_parameters
+from robot_grinding_sim.ros.schemas import node_specs
 
 NODE_NAME = "collision_node"
-WORKPIECE = "workpiece"
-
-PARAMS = [
-    ParamSpec("robot_description_file", "", "URDF of arm and tool; empty: the package's "
-              "urdf/ur10e_grinding.urdf", path="file", read_only=True),
-    ParamSpec("tool_link", "abrasive_head", "link whose collision geometry is the tool (a sphere "
-              "gives exact depth and normal)", read_only=True, required=True),
-    ParamSpec("base_frame", "", "frame of the outputs and of workpiece_pose; empty: the URDF's root "
-              "link", read_only=True),
-    ParamSpec("workpiece_file", "", "mesh of the workpiece (STL, OBJ, PLY, ... read by trimesh); "
-              "empty: the built-in part workpiece_part", path="file", read_only=True),
-    ParamSpec("workpiece_part", "curved_panel", "built-in part used when workpiece_file is empty "
-              "(grinding parts lists them)", read_only=True),
-    ParamSpec("workpiece_deflection", 2e-5, "chordal tolerance of the built-in part's tessellation, m",
-              range=(1e-7, 1e-2), read_only=True),
-    ParamSpec("workpiece_scale", 1.0, "factor on the mesh file's coordinates (0.001 for mm)",
-              range=(1e-9, 1e9), read_only=True),
-    ParamSpec("workpiece_pose", [0.0, 0.0, 0.0, 0.0, 0.0, 0.0], "pose of the workpiece in base_frame: "
-              "x y z (m) roll pitch yaw (rad, fixed axes x-y-z)", length=6, range=(-1e3, 1e3),
-              read_only=True),
-    ParamSpec("workpiece_closed", "auto", "treat the mesh as a solid (true), a one-sided surface "
-              "(false) or decide by watertightness (auto)", choices=("auto", "true", "false"),
-              read_only=True),
-    ParamSpec("exact_only", True, "publish only contacts with exact depth/normal (sphere tools); "
-              "others (fcl mesh-mesh) are logged once and dropped"),
-    ParamSpec("min_distance_rate", 50.0, "rate of ~/min_distance in stamp time, Hz; 0: off",
-              range=(0.0, 10000.0)),
-    ParamSpec("marker_rate", 10.0, "rate of ~/markers in stamp time, Hz; 0: off", range=(0.0, 1000.0)),
-]
 
 
-def pose_from_xyzrpy(v: Any) -> np.ndarray:
-    """(6,) x y z roll pitch yaw -> (4, 4) (URDF convention: R = Rz(yaw) Ry(pitch) Rx(roll))."""
-    T = np.eye(4)
-    T[:3, :3] = Rotation.from_euler("xyz", v[3:]).as_matrix()
-    T[:3, 3] = v[:3]
-    return T
+def load_workpiece(values: dict[str, Any], model: Any, node_name: str) -> tuple[Any, list[int], np.ndarray, str]:
+    """(part, faces, X_BP (4, 4), description) from the ``workpiece.*`` parameters; ParameterError
+    naming the parameter for a bad part or face."""
+    from robot_grinding_sim.core.geometry import cad
+    from robot_grinding_sim.core.planning.planner import default_face, pose_matrix
+
+    wp = group_from_values("workpiece", values)
+    try:
+        part = cad.load_part(wp.part, wp.unit or None)
+    except InputError as exc:
+        raise ParameterError("workpiece.part", str(exc), node_name) from None
+    try:
+        faces = [default_face(part)] if list(wp.faces) == [-1] else [int(f) for f in wp.faces]
+        for f in faces:
+            part.face(f)
+    except InputError as exc:
+        raise ParameterError("workpiece.faces", str(exc), node_name) from None
+    return part, faces, pose_matrix(wp.pose), f"{wp.part} face {faces}"
 
 
 class CollisionNode(Node):
-    """Tool-workpiece contacts and arm clearance (see the module docstring)."""
+    """Tool-workpiece contact and arm clearance (see the module docstring)."""
 
     NODE_NAME = NODE_NAME
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
-        p = declare_parameters(self, PARAMS)
+        p = declare_parameters(self, node_specs(NODE_NAME))
         self.p = p
-        self.model = m = load_robot(p, NODE_NAME, links=("tool_link",))
+        tool = group_from_values("tool", p)
+        self.model = m = load_robot(p, NODE_NAME, tip_link=tool.tcp_link, links=("tool.tcp_link", "tool.link"))
+        self.tcp = tool.tcp_link
         self.base_frame = p["base_frame"] or m.root_link
-        self.scene = CollisionScene()
-        self.q = np.zeros(m.nq)
         try:
-            self.robot_names = self.scene.add_robot(m, self.q)
+            radius = tool_sphere_radius(m, tool.tcp_link, tool.link)
         except InputError as exc:
-            raise ParameterError("robot_description_file", str(exc), NODE_NAME) from None
-        self.tool_names = self.scene.robot_objects_of(p["tool_link"])
-        if not self.tool_names:
-            raise ParameterError("tool_link", f"link '{p['tool_link']}' has no collision geometry", NODE_NAME)
-        closed = {"auto": None, "true": True, "false": False}[p["workpiece_closed"]]
-        T_wp = pose_from_xyzrpy(p["workpiece_pose"])
-        if p["workpiece_file"]:
-            source = p["workpiece_file"]
-            try:
-                mesh = self.scene.add_mesh_file(WORKPIECE, source, T_wp, scale=p["workpiece_scale"],
-                                                closed=closed)
-            except InputError as exc:
-                raise ParameterError("workpiece_file", str(exc), NODE_NAME) from None
-        else:
-            from robot_grinding_sim.core.geometry import parts
-
-            source = f"built-in part {p['workpiece_part']}"
-            try:
-                tm = parts.build_part(p["workpiece_part"]).tessellate(p["workpiece_deflection"])
-                mesh = self.scene.add_mesh(WORKPIECE, np.asarray(tm.vertices) * p["workpiece_scale"],
-                                           np.asarray(tm.faces), T_wp, closed=closed)
-            except InputError as exc:
-                raise ParameterError("workpiece_part", str(exc), NODE_NAME) from None
-        self.arm_names = [n for n in self.robot_names if n not in self.tool_names]
-        self._warned_inexact = False
+            raise ParameterError("tool.link", str(exc), NODE_NAME) from None
+        part, faces, X_BP, source = load_workpiece(p, m, NODE_NAME)
+        wp = group_from_values("workpiece", p)
+        closed = {"auto": None, "true": True, "false": False}[wp.closed]
+        try:
+            self.scene, exact = workpiece_scene(part, faces, X_BP, radius, wp.deflection, closed)
+        except InputError as exc:
+            raise ParameterError("workpiece.part", str(exc), NODE_NAME) from None
+        self.query = ToolContactQuery(self.scene)
+        self.part_mesh = part.tessellate(deflection=wp.deflection)  # the whole part, for display
+        self.X_BP = X_BP
+        robot_names = self.scene.add_robot(m, np.zeros(m.nq))
+        tool_objects = set(self.scene.robot_objects_of(tool.link))
+        self.arm_names = [n for n in robot_names if n not in tool_objects]
+        self.margin = float(p["contact_margin"])
         self._next_md = -np.inf
         self._next_marker = -np.inf
         self._mesh_marker_sent = False
@@ -134,17 +113,22 @@ class CollisionNode(Node):
         self.pub_md = self.create_publisher(Float64, "~/min_distance", 10)
         self.pub_markers = self.create_publisher(
             MarkerArray, "~/markers", QoSProfile(depth=5, durability=DurabilityPolicy.TRANSIENT_LOCAL))
-        self.create_subscription(JointState, "joint_states",
-                                 guarded(self, "joint_states")(self._on_joints), 50)
-        # warm up every numerical path (numba kernels load) before the first message
-        self.scene.contacts(self.tool_names[0], WORKPIECE)
+        self.create_subscription(JointState, "joint_states", guarded(self, "joint_states")(self._on_joints), 50)
+        # every numerical path once (numba kernels load) before the first message
+        self.query.query(m.fk(np.zeros(m.nq), self.tcp)[:3, 3])
         if self.arm_names:
             self.scene.min_distance(self.arm_names, [WORKPIECE])
         self.get_logger().info(
-            f"tool '{p['tool_link']}' ({', '.join(self.scene.shape(n)[0] for n in self.tool_names)}) "
-            f"vs workpiece {source} ({len(mesh.faces)} triangles, "
-            f"{'closed' if mesh.closed else 'open'}); arm {len(self.arm_names)} objects; "
+            f"ball tool r = {radius * 1e3:g} mm at '{self.tcp}' vs {source} "
+            f"({'exact CAD surface' if exact else 'triangles'}); {len(self.arm_names)} arm objects; "
             f"frame {self.base_frame}")
+
+    def contact_rows(self, q: np.ndarray) -> np.ndarray:
+        """The contact/points rows (k, 7) of the tool at configuration ``q``: one row within the margin."""
+        geom = self.query.query(self.model.fk(q, self.tcp)[:3, 3])
+        if geom.gap >= self.margin:
+            return np.zeros((0, len(cv.CONTACT_FIELDS)))
+        return np.array([[*geom.point, *geom.normal, geom.depth]])
 
     def _on_joints(self, msg: JointState) -> None:
         values = cv.joint_state_to_dict(msg, "position")
@@ -152,35 +136,24 @@ class CollisionNode(Node):
         if missing:
             raise InputError(f"joint_state: missing joints {missing} (expected {self.model.joint_names})")
         q = np.array([values[j] for j in self.model.joint_names])
-        self.q = q
-        self.scene.set_robot_configuration(q)
-        rows = []
-        for name in self.tool_names:
-            for c in self.scene.contacts(name, WORKPIECE):
-                if not c.exact and self.p["exact_only"]:
-                    if not self._warned_inexact:
-                        self._warned_inexact = True
-                        self.get_logger().warning(
-                            f"tool object '{name}' ({self.scene.shape(name)[0]}) touches the workpiece: its "
-                            "depth is not exact (only sphere tools are); dropped (exact_only)")
-                    continue
-                # the scene's normal points from the workpiece (b) towards the tool (a)
-                rows.append([*c.point, *c.normal, c.depth])
+        if not np.isfinite(q).all():
+            raise InputError("joint_state: NaN or inf positions")
+        rows = self.contact_rows(q)
         stamp = msg.header.stamp
-        pts = np.array(rows, dtype=float).reshape(-1, len(cv.CONTACT_FIELDS))
-        self.pub_points.publish(cv.array_to_pointcloud2(pts, self.base_frame, stamp))
+        self.pub_points.publish(cv.array_to_pointcloud2(rows, self.base_frame, stamp))
         t = cv.time_to_sec(stamp)
         if t < self._next_md - 1.0:  # time went backwards (sim reset): restart the rate limits
             self._next_md = self._next_marker = -np.inf
         rate = float(self.get_parameter("min_distance_rate").value)
         if rate > 0 and self.arm_names and t >= self._next_md:
             self._next_md = t + 1.0 / rate
+            self.scene.set_robot_configuration(q)
             md = self.scene.min_distance(self.arm_names, [WORKPIECE])
             self.pub_md.publish(Float64(data=float(md.distance)))
         rate = float(self.get_parameter("marker_rate").value)
         if rate > 0 and t >= self._next_marker:
             self._next_marker = t + 1.0 / rate
-            self.pub_markers.publish(self._markers(pts, stamp))
+            self.pub_markers.publish(self._markers(rows, stamp))
 
     def _markers(self, pts: np.ndarray, stamp: Any) -> MarkerArray:
         out = MarkerArray()
@@ -192,7 +165,7 @@ class CollisionNode(Node):
         points.pose.orientation.w = 1.0
         points.scale.x = points.scale.y = points.scale.z = 0.004
         points.color.r, points.color.a = 1.0, 1.0
-        points.points = [Point(x=float(r[0]), y=float(r[1]), z=float(r[2])) for r in pts]
+        points.points = [Point(x=float(r[0]), y=float(r[1]), z=float(r[2])) for r in pts if r[6] > 0]
         out.markers.append(points)
         arrows = Marker()
         arrows.header = points.header
@@ -208,9 +181,8 @@ class CollisionNode(Node):
         out.markers.append(arrows)
         if not self._mesh_marker_sent:
             self._mesh_marker_sent = True
-            mesh = self.scene.mesh(WORKPIECE)
-            T = self.scene.pose(WORKPIECE)
-            tri = mesh.vertices[mesh.faces].reshape(-1, 3) @ T[:3, :3].T + T[:3, 3]
+            mesh, T = self.part_mesh, self.X_BP
+            tri = np.asarray(mesh.vertices)[np.asarray(mesh.faces)].reshape(-1, 3) @ T[:3, :3].T + T[:3, 3]
             wp = Marker()
             wp.header = points.header
             wp.ns, wp.id, wp.type = "workpiece", 0, Marker.TRIANGLE_LIST

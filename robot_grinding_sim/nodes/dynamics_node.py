@@ -1,43 +1,54 @@
 """dynamics_node: the simulated arm, a stand-in for a position-controlled arm behind ros2_control.
 
+A thin adapter over :class:`robot_grinding_sim.core.job.coupled_step.ArmContactStepper`, the arm
+side of the in-process job's coupled step: computed-torque servo (``servo.*``), forward dynamics
+(RNEA/CRBA of the URDF), and the contact along its normal integrated in closed form from the
+contact side's reduced-order model (``coupling: model``), so the node graph runs the same physics
+as ``grinding simulate``.
+
 Subscribes (relative names; in the root namespace they start with ``/``):
 - ``joint_trajectory_controller/joint_trajectory`` (trajectory_msgs/JointTrajectory): followed
   by time_from_start from ``header.stamp`` (zero or past: now; more than 60 s ahead: rejected),
-  interpolated (core.arm_sim); a trajectory
-  without points stops the arm where its reference is (as joint_trajectory_controller does).
+  interpolated as ros2_control's joint_trajectory_controller does (cubic Hermite with positions
+  and velocities, quintic with accelerations); a trajectory without points stops the arm where
+  its reference is.
 - ``forward_position_controller/commands`` (std_msgs/Float64MultiArray): one position per joint
   in ``joint_names`` order, reached by a rest-to-rest cubic whose duration keeps every joint
   within ``command_velocity_scale`` of its velocity limit.
-- ``contact/wrench`` (geometry_msgs/WrenchStamped): the contact force on the tool, in
-  ``header.frame_id`` (any link of the arm, e.g. ``tcp``; ``base_link``/``world``/empty: base
-  axes acting at the tip) about that frame's origin. It is applied through the Jacobian,
-  tau_ext = J^T w, and held until the next message or for ``wrench_timeout`` s of sim time.
-  With ``wrench_sync_interval`` > 0 the node runs in lockstep with the contact solver: a wrench
-  stamped t (the sim time of the joint state it was computed from) applies from t + interval on,
-  and sim time does not pass (latest stamp + interval) until the next wrench arrives. The
-  contact solver then has one interval of sim time to answer, and the result does not depend on
-  wall-clock timing (the exchange is deterministic).
+- ``contact/model`` (std_msgs/Float64MultiArray, ``coupling: model``): the contact side's model
+  at the state stamped in its first value (docs/contact.md); a step from t uses the newest model
+  of a state at or before t, the gap moved with the tool since.
+- ``contact/wrench`` (geometry_msgs/WrenchStamped, ``coupling: force``): a contact wrench applied
+  as it is through the Jacobian, in ``header.frame_id`` (a link of the arm, e.g. ``tcp``;
+  ``base_link``/``world``/empty: base axes acting at the tip) about that frame's origin. This
+  force-only exchange goes unstable for stiff contacts (papers/003); it is kept for comparison.
+
+Lockstep (``lockstep``): once the contact side has answered, a step from sim time t waits until it
+holds a model (or wrench) computed at a state no older than t - ``exchange_interval``; sim time
+does not run ahead of the contact side, and the result does not depend on wall-clock timing.
+With ``exchange_interval`` 0 every step waits for the model of its own state: the in-process
+job's step exactly.
 
 Publishes:
 - ``joint_states`` (sensor_msgs/JointState): position, velocity, effort (the motor torque), every
-  ``joint_state_decimation``-th control step, stamped with sim time.
-- ``~/tool_pose`` (geometry_msgs/PoseStamped): ``tip_link`` in the base frame.
+  ``joint_state_decimation``-th step, stamped with sim time.
+- ``~/tool_pose`` (geometry_msgs/PoseStamped): the tcp in the base frame.
 - ``~/inverse_dynamics`` (sensor_msgs/JointState): the reference state and the RNEA torques it
-  needs (effort), without the contact wrench.
+  needs (effort), without the contact.
 - ``/clock`` (rosgraph_msgs/Clock) when ``publish_clock``: this node owns sim time.
+
+Services: ``~/reset`` (std_srvs/Trigger): back to ``robot.home`` at rest.
 
 Bad commands (unknown joint names, NaN, positions outside the limits, velocities over the limits,
 a command of the wrong length, unsorted times) are rejected with a warning naming the problem; the
 arm keeps its current goal. A bad parameter stops the node at start-up naming the parameter.
 
-Timing: the simulation advances in fixed steps dt = 1 / control_rate of sim time. A steady wall
-timer at ``update_rate`` Hz advances, at each tick, as many whole steps as ``real_time_factor`` x
-the wall time elapsed since the last tick allows (the remainder carries over), at most
+Timing: the simulation advances in steps of ``sim.dt`` of sim time. A steady wall timer at
+``update_rate`` Hz advances, at each tick, as many steps as ``real_time_factor`` x the wall time
+elapsed since the last tick allows (the remainder carries over), at most
 ``max_steps_per_update``; if the machine cannot keep up, sim time runs slower than requested (a
-throttled warning says so) instead of the node falling ever further behind. Every step is
-simulated and (with decimation 1) published, so the sim-time signal is the same however the wall
-timer jitters; only the wall-clock pacing varies. /clock is published after each tick's steps.
-This node never follows /clock itself (it uses a steady wall timer).
+throttled warning says so). /clock is published after each tick's steps. This node never
+follows /clock itself.
 """
 
 from __future__ import annotations
@@ -58,128 +69,20 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
+from robot_grinding_sim.core.config import config_from_mapping
 from robot_grinding_sim.core.errors import InputError
-from robot_grinding_sim.core.robot.arm_sim import (
-    ArmSimulator,
-    ComputedTorqueController,
-    TrajectoryInterpolator,
-    parse_initial_positions,
-)
+from robot_grinding_sim.core.job.coupled_step import ArmContactStepper, NormalContactModel
+from robot_grinding_sim.core.robot.arm_sim import TrajectoryInterpolator
 from robot_grinding_sim.ros import conversions as cv
 from robot_grinding_sim.ros.node_base import guarded, load_robot, run_node
-from robot_grinding_sim.ros.parameters import ParameterError, ParamSpec, declare_parameters
+from robot_grinding_sim.ros.parameters import ParameterError, declare_parameters
+from robot_grinding_sim.ros.schemas import node_specs
 
 NODE_NAME = "dynamics_node"
 
 #: A trajectory whose header.stamp lies further ahead than this (s) is rejected.
 MAX_START_DELAY = 60.0
-
-PARAMS = [
-    ParamSpec(
-        "robot_description_file",
-        "",
-        "URDF of the arm; empty: the package's urdf/ur10e_grinding.urdf",
-        path="file",
-        read_only=True,
-    ),
-    ParamSpec(
-        "tip_link", "tcp", "link whose pose ~/tool_pose publishes and where the chain ends", read_only=True
-    ),
-    ParamSpec("base_frame", "", "frame_id of ~/tool_pose; empty: the URDF's root link", read_only=True),
-    ParamSpec(
-        "joint_names",
-        [],
-        "joint order of joint_states and of position commands; empty: the URDF's",
-        type="string_array",
-        read_only=True,
-    ),
-    ParamSpec(
-        "initial_positions",
-        [0.0, -1.5708, 1.5708, -1.5708, -1.5708, 0.0],
-        "start configuration in joint_names order, rad",
-        read_only=True,
-    ),
-    ParamSpec(
-        "control_rate",
-        1000.0,
-        "control and integration rate in sim time, Hz (dt = 1/control_rate)",
-        range=(1.0, 20000.0),
-        read_only=True,
-    ),
-    ParamSpec(
-        "update_rate",
-        250.0,
-        "wall-clock timer rate that advances the simulation, Hz",
-        range=(1.0, 2000.0),
-        read_only=True,
-    ),
-    ParamSpec("real_time_factor", 1.0, "sim seconds per wall second", range=(0.01, 100.0)),
-    ParamSpec(
-        "max_steps_per_update",
-        100,
-        "at most this many control steps per timer tick (then sim slows)",
-        range=(1, 100000),
-    ),
-    ParamSpec("publish_clock", True, "publish /clock: this node owns sim time", read_only=True),
-    ParamSpec("joint_state_decimation", 1, "publish joint_states every N-th control step", range=(1, 10000)),
-    ParamSpec(
-        "tool_pose_rate",
-        100.0,
-        "rate of ~/tool_pose and ~/inverse_dynamics in sim time, Hz; 0: off",
-        range=(0.0, 10000.0),
-    ),
-    ParamSpec(
-        "kp",
-        [2500.0],
-        "position gains of the computed-torque controller, 1/s^2 (1 value or one per joint)",
-        range=(0.0, 1e8),
-        read_only=True,
-    ),
-    ParamSpec(
-        "kd",
-        [100.0],
-        "velocity gains, 1/s (1 value or one per joint); critical damping: kd = 2 sqrt(kp)",
-        range=(0.0, 1e5),
-        read_only=True,
-    ),
-    ParamSpec(
-        "gravity",
-        [0.0, 0.0, -9.81],
-        "gravity in the base frame, m/s^2",
-        length=3,
-        range=(-100.0, 100.0),
-        read_only=True,
-    ),
-    ParamSpec("limit_effort", True, "clip motor torques to the URDF effort limits", read_only=True),
-    ParamSpec(
-        "integrator",
-        "semi_implicit_euler",
-        "integration scheme",
-        choices=("semi_implicit_euler", "rk4"),
-        read_only=True,
-    ),
-    ParamSpec(
-        "command_velocity_scale",
-        0.5,
-        "position commands move at most this fraction of the velocity limits",
-        range=(0.01, 1.0),
-    ),
-    ParamSpec("command_min_duration", 0.01, "shortest motion for a position command, s", range=(0.0, 60.0)),
-    ParamSpec(
-        "wrench_timeout",
-        0.1,
-        "drop a contact wrench not renewed for this long (sim s); 0: hold forever",
-        range=(0.0, 1e6),
-    ),
-    ParamSpec(
-        "wrench_sync_interval",
-        0.0,
-        "lockstep with the contact solver, s of sim time: a wrench stamped t applies from t + interval, and "
-        "sim time waits at (latest stamp + interval) for the next one; 0: off (a wrench applies on arrival)",
-        range=(0.0, 10.0),
-        read_only=True,
-    ),
-]
+_EPS = 1e-9
 
 
 class DynamicsNode(Node):
@@ -189,38 +92,40 @@ class DynamicsNode(Node):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
-        p = declare_parameters(self, PARAMS)
+        p = declare_parameters(self, node_specs(NODE_NAME))
         self.p = p
-        self.model = m = load_robot(p, NODE_NAME, tip_link=p["tip_link"])
-        n = m.nq
+        try:
+            cell = config_from_mapping(p, allow_unknown=True)
+        except InputError as exc:
+            raise ParameterError("sim.dt", str(exc).split(": ", 1)[-1], NODE_NAME) from None
+        self.tcp = cell.tool.tcp_link
+        self.model = m = load_robot(p, NODE_NAME, tip_link=self.tcp)
         # joint order of the ROS interface; the core works in the model's order
         names = p["joint_names"] or list(m.joint_names)
         if sorted(names) != sorted(m.joint_names) or len(set(names)) != len(names):
-            raise ParameterError(
-                "joint_names",
-                f"must be a permutation of the URDF's joints {m.joint_names}; got {names}",
-                NODE_NAME,
-            )
+            raise ParameterError("joint_names", f"must be a permutation of the URDF's joints {m.joint_names}; "
+                                 f"got {names}", NODE_NAME)
         self.joint_names = list(names)
         self._to_model = np.array([self.joint_names.index(j) for j in m.joint_names])  # ros -> model
         self._to_ros = np.array([m.joint_names.index(j) for j in self.joint_names])  # model -> ros
+        self.q_home = np.asarray(cell.robot.home, dtype=float)
+        if self.q_home.shape != (m.nq,):
+            raise ParameterError("robot.home", f"expected {m.nq} values in the URDF's joint order "
+                                 f"({', '.join(m.joint_names)}), got {self.q_home.size}", NODE_NAME)
         try:
-            q0_ros = parse_initial_positions(self.joint_names, p["initial_positions"])
+            self.stepper = ArmContactStepper(m, self.q_home, cell.servo, cell.sim.gravity, self.tcp)
         except InputError as exc:
-            raise ParameterError("initial_positions", str(exc).split(": ", 1)[-1], NODE_NAME) from None
-        gains = {}
-        for key in ("kp", "kd"):
-            g = np.asarray(p[key], dtype=float)
-            if g.shape[0] not in (1, n):
-                raise ParameterError(key, f"expected 1 or {n} values, got {g.shape[0]}", NODE_NAME)
-            gains[key] = np.broadcast_to(g, (n,))[self._to_model] if g.shape[0] == n else g[0]
-        controller = ComputedTorqueController(m, gains["kp"], gains["kd"], p["gravity"], p["limit_effort"])
-        try:
-            self.sim = ArmSimulator(m, q0_ros[self._to_model], controller, p["gravity"], p["integrator"])
-        except InputError as exc:
-            raise ParameterError("initial_positions", str(exc), NODE_NAME) from None
-
-        self.dt = 1.0 / p["control_rate"]
+            raise ParameterError("robot.home", str(exc), NODE_NAME) from None
+        self.sim = self.stepper.arm
+        self.dt = cell.sim.dt
+        self.coupling = p["coupling"]
+        self.lockstep = bool(p["lockstep"])
+        self.interval = float(p["exchange_interval"])
+        decim = int(p["joint_state_decimation"])
+        if self.lockstep and self.coupling != "none" and (decim - 1) * self.dt > self.interval + _EPS:
+            raise ParameterError("joint_state_decimation", f"{decim}: with lockstep the contact side sees every "
+                                 f"{decim}-th state, so exchange_interval must be >= {(decim - 1) * self.dt:g} s",
+                                 NODE_NAME)
         self.base_frame = p["base_frame"] or m.root_link
         # Sim time: 0 at start when this node owns /clock; otherwise offset to wall time so the
         # stamps are comparable with other nodes' wall clocks.
@@ -229,11 +134,14 @@ class DynamicsNode(Node):
         self._carry = 0.0
         self._last_wall: float | None = None
         self._next_pose_t = 0.0
-        self._wrench_t: float | None = None
-        self._sync = float(p["wrench_sync_interval"])
-        self._horizon = self._sync  # sim time may run to here before the first wrench arrives
-        self._pending: list[tuple[float, int, np.ndarray, str]] = []
         self._lag_warned = 0.0
+        self._wait_warned = 0.0
+        self._last_progress = time.monotonic()
+        # contact models (sim time of their state, model or None) and wrenches (apply time, wrench, frame)
+        self._models: list[tuple[float, NormalContactModel | None]] = []
+        self._heard = -np.inf  # sim time of the newest state the contact side has answered for
+        self._pending: list[tuple[float, int, np.ndarray, str]] = []
+        self._contact_t: float | None = None  # when the held contact (model or wrench) was last renewed
 
         self.pub_js = self.create_publisher(JointState, "joint_states", 50)
         self.pub_pose = self.create_publisher(PoseStamped, "~/tool_pose", 10)
@@ -241,41 +149,39 @@ class DynamicsNode(Node):
         self.pub_clock = None
         if p["publish_clock"]:
             self.pub_clock = self.create_publisher(
-                ClockMsg, "/clock", QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-            )
+                ClockMsg, "/clock", QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
         self.create_subscription(
             JointTrajectory, "joint_trajectory_controller/joint_trajectory",
-            guarded(self, "joint_trajectory_controller/joint_trajectory")(self._on_trajectory), 10,
-        )  # fmt: skip
+            guarded(self, "joint_trajectory_controller/joint_trajectory")(self._on_trajectory), 10)
         self.create_subscription(
             Float64MultiArray, "forward_position_controller/commands",
-            guarded(self, "forward_position_controller/commands")(self._on_positions), 10,
-        )  # fmt: skip
-        self.create_subscription(
-            WrenchStamped, "contact/wrench", guarded(self, "contact/wrench")(self._on_wrench), 10
-        )
+            guarded(self, "forward_position_controller/commands")(self._on_positions), 10)
+        if self.coupling == "model":
+            self.create_subscription(Float64MultiArray, "contact/model",
+                                     guarded(self, "contact/model")(self._on_model), 100)
+        elif self.coupling == "force":
+            self.create_subscription(WrenchStamped, "contact/wrench",
+                                     guarded(self, "contact/wrench")(self._on_wrench), 100)
         self.create_service(Trigger, "~/reset", self._on_reset)
-        self._timer = self.create_timer(
-            1.0 / p["update_rate"],
-            guarded(self, "update")(self._update),
-            clock=Clock(clock_type=ClockType.STEADY_TIME),
-        )
+        self._timer = self.create_timer(1.0 / p["update_rate"], guarded(self, "update")(self._update),
+                                        clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._warm_up()
         self._publish_clock()
         self._publish_joint_state()
         self.get_logger().info(
-            f"simulating {m.nq} joints {self.joint_names} from {m.source} (tip {m.tip_link}); control "
-            f"{p['control_rate']:g} Hz, real-time factor {p['real_time_factor']:g}, "
-            f"{'publishing /clock' if p['publish_clock'] else 'wall-clock stamps'}"
-        )
+            f"simulating {m.nq} joints {self.joint_names} from {m.source} (tcp {self.tcp}); step "
+            f"{self.dt * 1e3:g} ms, servo {cell.servo.bandwidth:g} rad/s, contact coupling {self.coupling}"
+            f"{f' in lockstep (interval {self.interval * 1e3:g} ms)' if self.lockstep else ''}, real-time factor "
+            f"{p['real_time_factor']:g}, {'publishing /clock' if p['publish_clock'] else 'wall-clock stamps'}")
 
     def _warm_up(self) -> None:
         """Run every numerical path once (numba kernels load/compile) before the clock starts."""
         st = self.sim.state
         self.sim.controller.torque(st.q, st.qd, st.q, st.qd, st.qdd)
         self.model.forward_dynamics(st.q, st.qd, st.tau, gravity=self.sim.gravity)
-        self.model.jacobian(st.q, self.model.tip_link)
-        self.model.fk(st.q, self.model.tip_link)
+        self.model.jacobian(st.q, self.tcp)
+        self.model.mass_matrix(st.q)
+        self.model.fk(st.q, self.tcp)
 
     # -- time ---------------------------------------------------------------------------------------
     def sim_now(self) -> float:
@@ -297,14 +203,11 @@ class DynamicsNode(Node):
         start = None if stamp == 0.0 else stamp - self.t_origin
         if start is not None and start - self.sim.state.t > MAX_START_DELAY:
             # e.g. a wall-clock stamp while this node runs sim time from 0: it would never start
-            raise InputError(
-                f"header.stamp {stamp:.3f} s is {start - self.sim.state.t:.1f} s ahead of the node's time "
-                f"{self.sim_now():.3f} s (more than {MAX_START_DELAY:g} s); stamp 0 starts now"
-            )
+            raise InputError(f"header.stamp {stamp:.3f} s is {start - self.sim.state.t:.1f} s ahead of the node's "
+                             f"time {self.sim_now():.3f} s (more than {MAX_START_DELAY:g} s); stamp 0 starts now")
         traj = self.sim.command_trajectory(names, times, pos, vel, acc, start_time=start)
         self.get_logger().info(
-            f"trajectory accepted: {len(msg.points)} points, {traj.duration:.3f} s, {len(names)} joints"
-        )
+            f"trajectory accepted: {len(msg.points)} points, {traj.duration:.3f} s, {len(names)} joints")
 
     def _on_positions(self, msg: Float64MultiArray) -> None:
         data = np.asarray(msg.data, dtype=float)
@@ -314,45 +217,82 @@ class DynamicsNode(Node):
         bad = [self.joint_names[i] for i in np.flatnonzero(~np.isfinite(data))]
         if bad:
             raise InputError(f"NaN or inf for {bad}")
-        self.sim.command_positions(
-            data[self._to_model], self.p["command_min_duration"], self.p["command_velocity_scale"]
-        )
+        self.sim.command_positions(data[self._to_model], self.p["command_min_duration"],
+                                   self.p["command_velocity_scale"])
+
+    # -- the contact side ---------------------------------------------------------------------------
+    def _on_model(self, msg: Float64MultiArray) -> None:
+        t_stamp, rom = cv.msg_to_contact_model(msg)
+        t = t_stamp - self.t_origin
+        bisect.insort(self._models, (t, rom), key=lambda e: e[0])
+        self._heard = max(self._heard, t)
 
     def _on_wrench(self, msg: WrenchStamped) -> None:
         w = cv.wrench_to_array(msg)
         frame = msg.header.frame_id
         if frame not in ("", "world", self.model.root_link) and frame not in self.model.link_names:
             raise InputError(f"unknown frame_id {frame!r}; known frames: {self.model.link_names}")
-        if self._sync <= 0.0:
-            self.sim.set_wrench(w, frame)
-            self._wrench_t = self.sim.state.t
-            return
-        # lockstep: computed from the state at `stamp`, it applies one interval later (or now if late)
         stamp = cv.time_to_sec(msg.header.stamp)
         t_state = self.sim.state.t if stamp == 0.0 else stamp - self.t_origin
-        apply_t = max(t_state + self._sync, self.sim.state.t)
+        # computed from the state at t_state: with lockstep it applies to the steps after it
+        apply_t = max(t_state + (self.dt if self.lockstep else 0.0), self.sim.state.t)
         bisect.insort(self._pending, (apply_t, len(self._pending), w, frame), key=lambda e: e[0])
-        self._horizon = max(self._horizon, t_state + self._sync)
+        self._heard = max(self._heard, t_state)
+
+    def _waiting(self) -> bool:
+        """Lockstep: the contact side has not answered for a recent enough state yet."""
+        if not self.lockstep or self.coupling == "none" or self._heard == -np.inf:
+            return False  # free running until the contact side first answers
+        return self._heard < self.sim.state.t - self.interval - _EPS
+
+    def _contact_model(self) -> NormalContactModel | None:
+        """The newest model of a state at or before now (older ones are dropped)."""
+        t = self.sim.state.t
+        k = bisect.bisect_right(self._models, t + _EPS, key=lambda e: e[0])
+        if k == 0:
+            return None
+        t_m, rom = self._models[k - 1]
+        del self._models[: k - 1]
+        timeout = float(self.get_parameter("contact_timeout").value)
+        if not self.lockstep and timeout > 0 and t - t_m > timeout:
+            return None
+        return rom
 
     def _apply_due_wrenches(self) -> None:
         t = self.sim.state.t
         while self._pending and self._pending[0][0] <= t + 1e-12:
             _, _, w, frame = self._pending.pop(0)
             self.sim.set_wrench(w, frame)
-            self._wrench_t = t
+            self._contact_t = t
+        timeout = float(self.get_parameter("contact_timeout").value)
+        if (not self.lockstep and self._contact_t is not None and timeout > 0
+                and t - self._contact_t > timeout):
+            self.sim.clear_wrench()
+            self._contact_t = None
 
     def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        q0 = parse_initial_positions(self.joint_names, self.p["initial_positions"])[self._to_model]
         st = self.sim.state
-        st.q[:] = q0
-        st.qd[:] = 0.0
+        st.q = self.q_home.copy()
+        st.qd = np.zeros_like(st.qd)
         self.sim.clear_wrench()
-        self.sim.set_trajectory(TrajectoryInterpolator.hold(q0))
+        self.stepper.f_prev = 0.0
+        self._models.clear()
+        self._pending.clear()
+        self.sim.set_trajectory(TrajectoryInterpolator.hold(self.q_home))
         response.success = True
-        response.message = f"reset to the initial positions at sim time {self.sim_now():.3f} s"
+        response.message = f"reset to robot.home at sim time {self.sim_now():.3f} s"
         return response
 
     # -- simulation loop ----------------------------------------------------------------------------
+    def step(self) -> None:
+        """One step of sim.dt with the contact as the coupling says."""
+        if self.coupling == "model":
+            self.stepper.step(self.dt, self._contact_model())
+        else:
+            if self.coupling == "force":
+                self._apply_due_wrenches()
+            self.sim.step(self.dt)
+
     def _update(self) -> None:
         now = time.monotonic()
         if self._last_wall is None:
@@ -367,33 +307,32 @@ class DynamicsNode(Node):
             # (the first updates after start-up may find a backlog: executor start, discovery)
             if now - self._lag_warned > 10.0 and self._step_count > 10 * max_steps:
                 self._lag_warned = now
-                self.get_logger().warning(
-                    f"cannot keep up: {steps} steps due, {max_steps} done per update; sim time runs slower "
-                    f"than real_time_factor {rtf:g}"
-                )
+                self.get_logger().warning(f"cannot keep up: {steps} steps due, {max_steps} done per update; sim "
+                                          f"time runs slower than real_time_factor {rtf:g}")
             steps, self._carry = max_steps, 0.0
         else:
             self._carry = budget - steps * self.dt
         decim = int(self.get_parameter("joint_state_decimation").value)
         pose_rate = float(self.get_parameter("tool_pose_rate").value)
-        timeout = float(self.get_parameter("wrench_timeout").value)
+        done = 0
         for _ in range(steps):
-            if self._sync > 0.0:
-                if self.sim.state.t + self.dt > self._horizon + 1e-9:
-                    self._carry = 0.0  # waiting for the contact solver: no backlog builds up
-                    break
-                self._apply_due_wrenches()
-            if self._wrench_t is not None and timeout > 0 and self.sim.state.t - self._wrench_t > timeout:
-                self.sim.clear_wrench()
-                self._wrench_t = None
-            self.sim.step(self.dt)
+            if self._waiting():
+                self._carry = 0.0  # waiting for the contact side: no backlog builds up
+                if now - self._wait_warned > 10.0 and now - self._last_progress > 5.0:
+                    self._wait_warned = now
+                    self.get_logger().warning(f"waiting for the contact side: sim time {self.sim_now():.3f} s, "
+                                              f"its newest answer is for {self.t_origin + self._heard:.3f} s")
+                break
+            self.step()
+            done += 1
             self._step_count += 1
             if self._step_count % decim == 0:
                 self._publish_joint_state()
             if pose_rate > 0 and self.sim.state.t >= self._next_pose_t - 1e-12:
                 self._next_pose_t = self.sim.state.t + 1.0 / pose_rate
                 self._publish_pose_and_id()
-        if steps:
+        if done:
+            self._last_progress = now
             self._publish_clock()
 
     # -- output -------------------------------------------------------------------------------------
@@ -404,21 +343,18 @@ class DynamicsNode(Node):
     def _publish_joint_state(self) -> None:
         st = self.sim.state
         r = self._to_ros
-        self.pub_js.publish(
-            cv.arrays_to_joint_state(self.joint_names, st.q[r], st.qd[r], st.tau[r], self._stamp())
-        )
+        self.pub_js.publish(cv.arrays_to_joint_state(self.joint_names, st.q[r], st.qd[r], st.tau[r], self._stamp()))
 
     def _publish_pose_and_id(self) -> None:
         st = self.sim.state
         stamp = self._stamp()
-        X = self.model.fk(st.q, self.model.tip_link)
+        X = self.model.fk(st.q, self.tcp)
         self.pub_pose.publish(cv.matrix_to_pose_stamped(X, self.base_frame, stamp))
         if self.pub_id.get_subscription_count() > 0:  # an RNEA call only when someone listens
             tau_ff = self.model.rnea(st.q_ref, st.qd_ref, st.qdd_ref, gravity=self.sim.gravity)
             r = self._to_ros
-            self.pub_id.publish(
-                cv.arrays_to_joint_state(self.joint_names, st.q_ref[r], st.qd_ref[r], tau_ff[r], stamp)
-            )
+            self.pub_id.publish(cv.arrays_to_joint_state(self.joint_names, st.q_ref[r], st.qd_ref[r], tau_ff[r],
+                                                         stamp))
 
 
 def main(args: list[str] | None = None) -> int:

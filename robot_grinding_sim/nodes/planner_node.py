@@ -1,6 +1,9 @@
-"""planner_node: grinding passes on the exact CAD surface, the joint trajectory, and their markers.
+"""planner_node: grinding passes on the exact CAD surface, the job trajectory, and their markers.
 
-A thin adapter over :func:`robot_grinding_sim.core.planning.planner.plan`: parameters in, a plan out.
+A thin adapter over :func:`robot_grinding_sim.core.job.plan_job.plan_job`, what ``grinding plan``
+runs: the cell's parameters (config/cell.yaml: workpiece, passes, process, contact, servo,
+optimise, ...) in, a plan out (with the optimisation on, the per-pass offsets and the predicted
+mean force come from simulating the job in process).
 
 Serves:
 - ``~/plan`` (std_srvs/Trigger): plan again with the current parameters. ``success`` false and
@@ -11,17 +14,19 @@ Serves:
 Publishes (latched: transient-local durability, so late subscribers get the last plan):
 - ``grinding/path`` (nav_msgs/Path, frame ``base_frame``): the TCP poses of every pass waypoint,
   in the order of travel (tool z into the surface, x along travel; the TCP is the ball centre).
-- ``grinding/trajectory`` (trajectory_msgs/JointTrajectory, frame ``base_frame``): the joint
-  trajectory through approach, passes, retreats and links (positions, velocities,
-  accelerations; ``time_from_start`` from the start of the job).
+- ``grinding/trajectory`` (trajectory_msgs/JointTrajectory, frame ``base_frame``): the job
+  trajectory (approach, engagement, dwell, passes, retreats, links, with the per-pass offsets):
+  positions and velocities (cubic Hermite, as a joint_trajectory_controller interpolates them),
+  ``time_from_start`` from the start of the job. The same as plan.json's ``trajectory``.
 - ``~/markers`` (visualization_msgs/MarkerArray, frame ``base_frame``): namespace ``passes``
   (one LINE_STRIP of surface points per pass), ``links`` (the linking moves of the TCP),
   ``normals`` (ARROWs of the outward normal at every ``marker_normal_every``-th waypoint) and
   ``part`` (the tessellated part as a TRIANGLE_LIST mesh marker).
 
-Parameters: see ``PARAMS`` (``ros2 param describe /planner_node <name>``) and
-``config/planner_node.yaml``. Pass and tool parameters may be changed at run time (``ros2 param
-set``) and take effect at the next ``~/plan`` call; a bad value is refused naming the parameter.
+Parameters: robot_grinding_sim/ros/schemas.py (``ros2 param describe /planner_node <name>``),
+config/cell.yaml and config/planner_node.yaml. The cell's parameters may be changed at run time
+(``ros2 param set``) and take effect at the next ``~/plan`` call; a bad value is refused naming
+the parameter.
 """
 
 from __future__ import annotations
@@ -43,50 +48,10 @@ from visualization_msgs.msg import Marker, MarkerArray
 from robot_grinding_sim.core.errors import GrindingSimError
 from robot_grinding_sim.ros import conversions as cv
 from robot_grinding_sim.ros.node_base import run_node
-from robot_grinding_sim.ros.parameters import ParamSpec, declare_parameters
+from robot_grinding_sim.ros.parameters import declare_parameters
+from robot_grinding_sim.ros.schemas import node_specs
 
 NODE_NAME = "planner_node"
-
-_BUILTIN = ("curved_panel", "flat_plate", "cylinder_section", "plate_with_hole")
-
-PARAMS = [
-    ParamSpec("cad_file", "", "CAD (STEP, IGES, BREP) or mesh (STL, PLY, OBJ) file of the workpiece; "
-              "empty: the built-in part `part`", path="file"),
-    ParamSpec("part", "curved_panel", "built-in part used when cad_file is empty", choices=_BUILTIN),
-    ParamSpec("unit", "", "length unit of files that carry none (BREP, meshes): m, mm, cm, in; "
-              "empty: the file's own", choices=("", "m", "mm", "cm", "um", "in", "ft")),
-    ParamSpec("faces", [-1], "face indices to grind (adjacent faces for the raster generator); "
-              "[-1]: the largest face looking up", type="int_array", min_length=1, range=(-1, 100000)),
-    ParamSpec("workpiece_pose", [0.8, 0.0, 0.0, 0.0, 0.0, 0.0], "pose of the part frame in base_frame: "
-              "x y z (m) roll pitch yaw (rad, fixed axes x-y-z)", length=6, range=(-100.0, 100.0)),
-    ParamSpec("robot_description_file", "", "URDF of arm and tool (tip link tcp); empty: the package's "
-              "urdf/ur10e_grinding.urdf", path="file", read_only=True),
-    ParamSpec("base_frame", "", "frame of the outputs; empty: the URDF's root link", read_only=True),
-    ParamSpec("generator", "raster", "raster (plane slicing) or iso (iso-parametric) passes",
-              choices=("raster", "iso")),
-    ParamSpec("iso_direction", "u", "iso passes run along u or v", choices=("u", "v")),
-    ParamSpec("order", "zigzag", "pass order", choices=("zigzag", "oneway")),
-    ParamSpec("reverse", False, "travel the first pass in the opposite direction"),
-    ParamSpec("stepover", 0.005, "distance between adjacent passes on the surface, m", range=(1e-5, 1.0)),
-    ParamSpec("spacing", 0.002, "waypoint spacing along a pass (arc length), m", range=(1e-5, 1.0)),
-    ParamSpec("margin", 0.005, "minimum distance of waypoints from the boundary and holes, m",
-              range=(0.0, 1.0)),
-    ParamSpec("angle", 0.0, "raster angle about the face normal from the part x axis, deg",
-              range=(-360.0, 360.0)),
-    ParamSpec("lead", 0.0, "tool lead angle (about the tool y axis), deg", range=(-89.0, 89.0)),
-    ParamSpec("tilt", 0.0, "tool tilt angle (about the tool x axis, the travel), deg", range=(-89.0, 89.0)),
-    ParamSpec("feed", 0.01, "TCP speed on the passes, m/s", range=(1e-5, 10.0)),
-    ParamSpec("tool_radius", 0.02, "radius of the spherical tool, m", range=(1e-4, 1.0)),
-    ParamSpec("target_force", 5.0, "normal force wanted on the passes, N", range=(0.0, 1e4)),
-    ParamSpec("stiffness", 1.0e5, "contact stiffness K (Kelvin-Voigt); penetration = force / K, N/m",
-              range=(1.0, 1e12)),
-    ParamSpec("approach", 0.01, "approach and retreat distance along the normal, m", range=(1e-4, 1.0)),
-    ParamSpec("clearance", 0.005, "tool clearance on linking moves, m", range=(1e-4, 1.0)),
-    ParamSpec("check_collisions", True, "check the robot's trajectory against the part"),
-    ParamSpec("plan_on_start", True, "plan once at start-up (else wait for ~/plan)"),
-    ParamSpec("output_file", "", "write plan.json here after every successful plan; empty: none"),
-    ParamSpec("marker_normal_every", 10, "an arrow marker every n-th waypoint", range=(1, 100000)),
-]
 
 
 class PlannerNode(Node):
@@ -96,10 +61,11 @@ class PlannerNode(Node):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
-        self.p = declare_parameters(self, PARAMS)
+        self.specs = node_specs(NODE_NAME, writable=True)
+        self.p = declare_parameters(self, self.specs)
         from robot_grinding_sim.ros.node_base import load_robot
 
-        self.model = load_robot(self.p, NODE_NAME, tip_link="tcp")
+        self.model = load_robot(self.p, NODE_NAME, tip_link=self.p["tool.tcp_link"])
         self.base_frame = self.p["base_frame"] or self.model.root_link
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.pub_path = self.create_publisher(Path, "grinding/path", latched)
@@ -117,7 +83,7 @@ class PlannerNode(Node):
         return self.get_parameter(name).value
 
     def _source(self) -> str:
-        return self._value("cad_file") or self._value("part")
+        return self._value("workpiece.part")
 
     def _plan_once(self) -> None:
         if self._start_timer is not None:
@@ -135,26 +101,17 @@ class PlannerNode(Node):
 
     def plan(self) -> tuple[bool, str]:
         """Plan with the current parameters and publish; (success, message). Never raises."""
-        from robot_grinding_sim.core.planning import plan_io, planner
-        from robot_grinding_sim.core.planning.passes import PassParameters
+        from robot_grinding_sim.core.config import config_from_mapping
+        from robot_grinding_sim.core.job.plan_job import plan_job
+        from robot_grinding_sim.core.planning import plan_io
 
-        v = self._value
         t0 = time.perf_counter()
         try:
-            faces = [int(f) for f in v("faces")]
-            pass_params = PassParameters(stepover=v("stepover"), spacing=v("spacing"), margin=v("margin"),
-                                         angle=v("angle"), generator=v("generator"),
-                                         iso_direction=v("iso_direction"), order=v("order"), reverse=v("reverse"))
-            tool = planner.ToolParameters(radius=v("tool_radius"), target_force=v("target_force"),
-                                          stiffness=v("stiffness"), lead=v("lead"), tilt=v("tilt"), feed=v("feed"),
-                                          approach=v("approach"), clearance=v("clearance"))
-            result = planner.plan(self._source(), None if faces == [-1] else faces, pass_params, tool,
-                                  unit=v("unit") or None, robot=self.model,
-                                  workpiece_pose=list(v("workpiece_pose")),
-                                  check_collisions=bool(v("check_collisions")))
+            cell = config_from_mapping({s.name: self._value(s.name) for s in self.specs}, allow_unknown=True)
+            result = plan_job(cell, check_collisions=bool(self._value("check_collisions")))
             msgs = self._messages(result)
-            if v("output_file"):
-                plan_io.write_plan(result, v("output_file"))
+            if self._value("output_file"):
+                plan_io.write_plan(result, self._value("output_file"))
         except (GrindingSimError, OSError, ValueError) as exc:
             return False, f"{type(exc).__name__}: {exc}"
         except Exception as exc:  # keep the node alive whatever happened; say what it was
@@ -164,8 +121,12 @@ class PlannerNode(Node):
             pub.publish(msg)
         self.last_plan = result
         s = result.summary()
+        force = ""
+        if result.force_target is not None:
+            force = "; predicted mean force " + ", ".join(f"{f:.3f}" for f in
+                                                         result.force_target["predicted_mean_force_n"]) + " N"
         return True, (f"{s['passes']} passes, {s['waypoints']} waypoints, trajectory "
-                      f"{s.get('trajectory_points', 0)} points / {s.get('trajectory_duration_s', 0.0):.1f} s "
+                      f"{s.get('trajectory_points', 0)} points / {s.get('trajectory_duration_s', 0.0):.1f} s{force} "
                       f"(planned in {time.perf_counter() - t0:.1f} s)")
 
     # ------------------------------------------------------------------------------------------
@@ -189,7 +150,7 @@ class PlannerNode(Node):
                 ps.pose = cv.matrix_to_pose(T)
                 path.poses.append(ps)
         t = result.trajectory
-        traj = cv.arrays_to_joint_trajectory(t.joint_names, t.times, t.positions, t.velocities, t.accelerations,
+        traj = cv.arrays_to_joint_trajectory(t.joint_names, t.times, t.positions, t.velocities, None,
                                              frame_id=self.base_frame)
         traj.header.stamp = stamp
         return path, traj, self._markers(result, stamp)
@@ -250,7 +211,7 @@ class PlannerNode(Node):
         from robot_grinding_sim.core.geometry import cad
 
         try:
-            return cad.load_part(self._source(), self._value("unit") or None).tessellate(deflection=2e-4)
+            return cad.load_part(self._source(), self._value("workpiece.unit") or None).tessellate(deflection=2e-4)
         except GrindingSimError as exc:
             self.get_logger().warning(f"no part marker: {exc}")
             return None

@@ -262,6 +262,10 @@ class ContactSide:
                                   float(geom.gap), float(n @ v_tcp), n.copy(), geom.point.copy(), c.copy(),
                                   tangential)
 
+    def release(self) -> None:
+        """Nothing near the tool: the next contact starts afresh (Hunt-Crossley's alpha)."""
+        self._alpha = None
+
     def normal_force(self, rom: NormalContactModel) -> float:
         """The contact force along the normal at the model's state, N (>= 0; 0 while apart).
 

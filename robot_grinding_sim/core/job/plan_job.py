@@ -1,0 +1,54 @@
+"""A plan a cell can execute: passes, the job trajectory and, by simulation, the force target.
+
+:func:`plan_job` is what ``grinding plan`` (with a robot) and ``planner_node`` run: plan the
+passes on the exact surface (:mod:`~robot_grinding_sim.core.job.setup`), optimise the per-pass
+commanded offsets and predict each pass's mean force with the in-process job
+(:func:`~robot_grinding_sim.core.job.run.run_job`) when the optimisation is on, build the job
+trajectory with those offsets (:mod:`~robot_grinding_sim.core.planning.trajectory`), check it for
+collisions with the part, and return the :class:`~robot_grinding_sim.core.planning.planner.Plan`
+that plan.json stores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from robot_grinding_sim.core.config import CellConfig
+
+
+def plan_job(cell: CellConfig, optimise: bool | None = None, max_passes: int | None = None,
+             pass_length: float | None = None, check_collisions: bool = True,
+             on_stage: Callable[[str], None] | None = None,
+             progress: Callable[[str, float, float], None] | None = None) -> Any:
+    """The plan of ``cell`` with its job trajectory (see the module docstring).
+
+    Args:
+        optimise: run the force-target optimisation (None: ``cell.optimise.enabled``); off: the
+            trajectory with zero offsets and no predicted force.
+        max_passes, pass_length: keep the first passes / the middle of each pass.
+
+    Raises:
+        InputError: bad parameters or files. PlanningError: unreachable, colliding or untimeable.
+    """
+    from robot_grinding_sim.core.job.run import run_job
+    from robot_grinding_sim.core.job.setup import JobConfig, setup_job
+    from robot_grinding_sim.core.planning import planner
+    from robot_grinding_sim.core.planning.trajectory import build_job_trajectory, reachability
+
+    cfg = JobConfig(cell=cell, optimise=optimise, max_passes=max_passes, pass_length=pass_length)
+    setup = setup_job(cfg, on_stage)
+    if cfg.optimising:
+        result = run_job(cfg, setup, on_stage, progress).plan()
+    else:
+        result = setup.plan
+        offsets = [0.0] * len(setup.paths.passes)
+        result.trajectory = build_job_trajectory(setup.model, setup.paths, cell.process, offsets,
+                                                 setup.penetration, setup.q_home)
+        result.offsets, result.cell = offsets, cell.values()
+        result.reachability = reachability(setup.model, result.trajectory)
+    if check_collisions:
+        mesh = result.mesh if result.mesh is not None else setup.part.tessellate(deflection=2e-4)
+        result.collision = planner.check_trajectory_collisions(setup.model, result.trajectory, mesh,
+                                                               result.workpiece_pose)
+    return result

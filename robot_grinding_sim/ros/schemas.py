@@ -1,0 +1,115 @@
+"""The parameter schema of every node: its own parameters plus the cell groups it uses.
+
+No rclpy here: ``grinding check-config``, ``grinding bringup`` and the tests validate parameter
+files against these schemas without ROS. The cell's parameters (``contact.*``, ``servo.*``,
+``workpiece.*``, ...) are not written here: they come from their one definition in
+:mod:`robot_grinding_sim.core.config`, and ``config/cell.yaml`` holds their values for every node
+(each node reads the groups it declares; ``config/<node>.yaml`` holds the node's own).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from robot_grinding_sim.core.config import cell_specs
+from robot_grinding_sim.core.parameters import ParamSpec
+
+BASE_FRAME = ParamSpec("base_frame", "", "frame of the node's outputs; empty: the URDF's root link", read_only=True)
+
+#: cell groups each node declares
+NODE_GROUPS: dict[str, tuple[str, ...]] = {
+    "dynamics_node": ("robot", "tool", "servo", "sim"),
+    "collision_node": ("robot", "workpiece", "tool"),
+    "contact_solver_node": ("robot", "tool", "contact", "ft_sensor", "sim"),
+    "planner_node": ("robot", "workpiece", "tool", "contact", "servo", "sim", "ft_sensor", "passes", "process",
+                     "optimise"),
+    "recorder": (),
+}
+
+_NODE_OWN: dict[str, list[ParamSpec]] = {
+    "dynamics_node": [
+        BASE_FRAME,
+        ParamSpec("joint_names", [], "joint order of joint_states and of position commands; empty: the URDF's",
+                  type="string_array", read_only=True),
+        ParamSpec("update_rate", 250.0, "wall-clock timer rate that advances the simulation, Hz",
+                  range=(1.0, 2000.0), read_only=True),
+        ParamSpec("real_time_factor", 1.0, "sim seconds per wall second", range=(0.01, 100.0)),
+        ParamSpec("max_steps_per_update", 100, "at most this many steps per timer tick (then sim time slows)",
+                  range=(1, 100000)),
+        ParamSpec("publish_clock", True, "publish /clock: this node owns sim time", read_only=True),
+        ParamSpec("joint_state_decimation", 1, "publish joint_states every N-th step", range=(1, 10000)),
+        ParamSpec("tool_pose_rate", 100.0, "rate of ~/tool_pose and ~/inverse_dynamics in sim time, Hz; 0: off",
+                  range=(0.0, 10000.0)),
+        ParamSpec("command_velocity_scale", 0.5, "position commands move at most this fraction of the velocity "
+                  "limits", range=(0.01, 1.0)),
+        ParamSpec("command_min_duration", 0.01, "shortest motion for a position command, s", range=(0.0, 60.0)),
+        ParamSpec("coupling", "model", "how the contact acts on the arm: 'model' integrates contact/model (the "
+                  "reduced-order model) in closed form, the in-process job's step; 'force' applies contact/wrench "
+                  "as it is; 'none' ignores contact", choices=("model", "force", "none"), read_only=True),
+        ParamSpec("lockstep", True, "sim time waits for the contact side: a step from t needs a contact model "
+                  "(or wrench) computed at a state no older than t - exchange_interval", read_only=True),
+        ParamSpec("exchange_interval", 0.001, "H: the oldest contact model (or wrench) a step may use, s of sim "
+                  "time; 0: the model of the step's own state (exactly the in-process job)", range=(0.0, 10.0),
+                  read_only=True),
+        ParamSpec("contact_timeout", 0.1, "without lockstep: drop a contact model or wrench not renewed for this "
+                  "long, s of sim time; 0: hold forever", range=(0.0, 1e6)),
+    ],
+    "collision_node": [
+        BASE_FRAME,
+        ParamSpec("contact_margin", 0.005, "publish the tool's contact while its gap to the part is below this, m "
+                  "(negative depth: a near contact, so the contact side sees it coming)", range=(0.0, 1.0),
+                  read_only=True),
+        ParamSpec("min_distance_rate", 50.0, "rate of ~/min_distance in stamp time, Hz; 0: off",
+                  range=(0.0, 10000.0)),
+        ParamSpec("marker_rate", 10.0, "rate of ~/markers in stamp time, Hz; 0: off", range=(0.0, 1000.0)),
+    ],
+    "contact_solver_node": [
+        BASE_FRAME,
+        ParamSpec("publish_ft", True, "publish ft_sensor/wrench from the F/T sensor model", read_only=True),
+    ],
+    "planner_node": [
+        BASE_FRAME,
+        ParamSpec("check_collisions", True, "check the robot's trajectory against the part"),
+        ParamSpec("plan_on_start", True, "plan once at start-up (else wait for ~/plan)"),
+        ParamSpec("output_file", "", "write plan.json here after every successful plan; empty: none"),
+        ParamSpec("marker_normal_every", 10, "an arrow marker every n-th waypoint", range=(1, 100000)),
+    ],
+}
+
+
+def node_specs(node: str, writable: bool = False) -> list[ParamSpec]:
+    """Every parameter ``node`` declares (its own, then the cell groups it uses); recorder: its own.
+
+    ``writable``: the cell's parameters may be changed at run time (a node that reads them anew for
+    every request, like planner_node); otherwise they are read-only, read once at start-up.
+    """
+    if node == "recorder":
+        from robot_grinding_sim.nodes.recorder import PARAMS
+
+        return list(PARAMS)
+    if node not in _NODE_OWN:
+        raise KeyError(f"no schema for node {node!r} (known: {', '.join(NODE_GROUPS)})")
+    cell = cell_specs(NODE_GROUPS[node])
+    if writable:
+        cell = [dataclasses.replace(s, read_only=s.name == "robot.description_file") for s in cell]
+    return [*_NODE_OWN[node], *cell]
+
+
+def own_specs(node: str) -> list[ParamSpec]:
+    """The node's own parameters (those of config/<node>.yaml)."""
+    if node == "recorder":
+        return node_specs(node)
+    return list(_NODE_OWN[node])
+
+
+def node_yaml(node: str) -> str:
+    """config/<node>.yaml: the node's own parameters with their defaults, each with its description."""
+    import yaml
+
+    lines = [f"# {node}: its own parameters (the cell's are in config/cell.yaml; every parameter is described",
+             f"# by `ros2 param describe /{node} <name>` and `grinding check-config --list`).",
+             "/**:", "  ros__parameters:"]
+    for s in own_specs(node):
+        text = yaml.safe_dump(s.default, default_flow_style=True, width=1000).strip().removesuffix("...").strip()
+        lines.append(f"    {s.name}: {text}  # {s.description}")
+    return "\n".join(lines) + "\n"
