@@ -87,8 +87,7 @@ def default_files() -> dict[str, str]:
               "--params FILE` reads the same format. Check a file: `grinding check-config`.")
     out = {"cell.yaml": cell_yaml(header=header)}
     for node in NODE_GROUPS:
-        if node != "recorder":
-            out[f"{node}.yaml"] = node_yaml(node)
+        out[f"{node}.yaml"] = node_yaml(node)
     return out
 
 

@@ -123,13 +123,6 @@ class CollisionNode(Node):
             f"({'exact CAD surface' if exact else 'triangles'}); {len(self.arm_names)} arm objects; "
             f"frame {self.base_frame}")
 
-    def contact_rows(self, q: np.ndarray) -> np.ndarray:
-        """The contact/points rows (k, 7) of the tool at configuration ``q``: one row within the margin."""
-        geom = self.query.query(self.model.fk(q, self.tcp)[:3, 3])
-        if geom.gap >= self.margin:
-            return np.zeros((0, len(cv.CONTACT_FIELDS)))
-        return np.array([[*geom.point, *geom.normal, geom.depth]])
-
     def _on_joints(self, msg: JointState) -> None:
         values = cv.joint_state_to_dict(msg, "position")
         missing = [j for j in self.model.joint_names if j not in values]
@@ -138,7 +131,7 @@ class CollisionNode(Node):
         q = np.array([values[j] for j in self.model.joint_names])
         if not np.isfinite(q).all():
             raise InputError("joint_state: NaN or inf positions")
-        rows = self.contact_rows(q)
+        rows = self.query.rows(self.model.fk(q, self.tcp)[:3, 3], self.margin)
         stamp = msg.header.stamp
         self.pub_points.publish(cv.array_to_pointcloud2(rows, self.base_frame, stamp))
         t = cv.time_to_sec(stamp)

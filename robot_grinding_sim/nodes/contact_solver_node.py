@@ -44,8 +44,7 @@ from std_srvs.srv import Trigger
 
 from robot_grinding_sim.core.config import config_from_mapping
 from robot_grinding_sim.core.errors import InputError
-from robot_grinding_sim.core.geometry.tool_contact import ContactGeometry
-from robot_grinding_sim.core.job.coupled_step import ContactSide, NormalContactModel
+from robot_grinding_sim.core.job.coupled_step import ContactSide
 from robot_grinding_sim.core.job.ft import ft_sensor_model
 from robot_grinding_sim.ros import conversions as cv
 from robot_grinding_sim.ros.node_base import guarded, load_robot, run_node
@@ -55,28 +54,6 @@ from robot_grinding_sim.ros.schemas import node_specs
 NODE_NAME = "contact_solver_node"
 #: joint states kept for matching contact points by stamp
 JOINT_STATE_BUFFER = 256
-
-
-def solve_points(side: ContactSide, t: float, q: np.ndarray, qd: np.ndarray, rows: np.ndarray
-                 ) -> NormalContactModel | None:
-    """The contact model at (t, q, qd) from contact/points rows (k, 7) in the base frame; None
-    when there are no rows. The deepest row is the contact (a ball touches at one point).
-
-    Raises:
-        InputError: a row with NaN, a non-unit normal.
-    """
-    if len(rows) == 0:
-        return None
-    if not np.isfinite(rows).all():
-        raise InputError("contact/points: NaN or inf values")
-    r = rows[int(np.argmax(rows[:, 6]))]
-    n = r[3:6]
-    norm = float(np.linalg.norm(n))
-    if not 0.9 < norm < 1.1:
-        raise InputError(f"contact/points: normal {n.tolist()} is not a unit vector")
-    kin = side.kinematics(q)
-    geom = ContactGeometry(-float(r[6]), n / norm, r[:3].copy(), kin.X[:3, 3].copy())
-    return side.from_geometry(t, q, qd, geom)
 
 
 class ContactSolverNode(Node):
@@ -161,13 +138,9 @@ class ContactSolverNode(Node):
 
     def _solve(self, stamp: Any, rows: np.ndarray, q: np.ndarray, qd: np.ndarray) -> None:
         t = cv.time_to_sec(stamp)
-        rom = solve_points(self.side, t, q, qd, rows)
+        rom = self.side.from_rows(t, q, qd, rows)
         self.pub_model.publish(cv.contact_model_to_msg(rom, t))
-        if rom is None:
-            w = np.zeros(6)
-            self.side.release()
-        else:
-            w = self.side.wrench(rom)
+        w = np.zeros(6) if rom is None else self.side.wrench(rom)
         self.pub_wrench.publish(cv.array_to_wrench_stamped(w, self.tcp, stamp))
         if self.ft is not None:
             R_WS = self.model.fk(q, self.ft_frame)[:3, :3]

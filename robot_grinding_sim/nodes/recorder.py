@@ -34,32 +34,12 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.record.bag import normalize_topic
-from robot_grinding_sim.core.record.bagwriter import STORAGES, BagWriter, TopicQos
+from robot_grinding_sim.core.record.bagwriter import BagWriter, TopicQos
 from robot_grinding_sim.ros.node_base import run_node
-from robot_grinding_sim.ros.parameters import ParameterError, ParamSpec, declare_parameters
+from robot_grinding_sim.ros.parameters import ParameterError, declare_parameters
+from robot_grinding_sim.ros.schemas import DEFAULT_TOPICS, node_specs  # noqa: F401 (DEFAULT_TOPICS re-exported)
 
-DEFAULT_TOPICS = ["/joint_states", "/contact/wrench", "/ft_sensor/wrench", "/grinding/progress", "/tf"]
-
-PARAMS = [
-    ParamSpec("topics", DEFAULT_TOPICS, "Topics to record (absolute names; the leading slash is optional).",
-              type="string_array"),
-    ParamSpec("all_topics", False, "Record every topic on the graph (except those in 'exclude')."),
-    ParamSpec("exclude", ["/rosout", "/parameter_events"], "Topics never recorded with all_topics.",
-              type="string_array"),
-    ParamSpec("output", "", "Bag directory to create (must not exist); empty: "
-              "rosbag2_YYYY_MM_DD-HH_MM_SS in the working directory.", read_only=True),
-    ParamSpec("storage", "mcap", "Storage plugin of the bag.", choices=STORAGES, read_only=True),
-    ParamSpec("flush_period", 1.0, "Checkpoint period, s: a killed recorder loses at most this much.",
-              range=(0.05, 60.0)),
-    ParamSpec("discovery_period", 0.5, "How often the graph is searched for the topics' publishers, s.",
-              range=(0.05, 10.0)),
-    ParamSpec("qos_depth", 10000, "History depth of each subscription (messages).", range=(1, 1_000_000),
-              read_only=True),
-    ParamSpec("max_duration", 0.0, "Stop recording after this many seconds; 0: until SIGINT/SIGTERM.",
-              range=(0.0, None)),
-    ParamSpec("rosbag2_version", 8, "rosbag2 metadata version (8: Jazzy and later read it; 9: Kilted).",
-              choices=(8, 9), read_only=True),
-]
+PARAMS = node_specs("recorder")
 
 _STOP = object()
 #: The writer thread drains the queue every this many seconds.

@@ -28,6 +28,7 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory
 
 from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.geometry.tool_contact import ROW_FIELDS
 
 # --------------------------------------------------------------------------------------------------
 # time
@@ -367,7 +368,7 @@ def arrays_to_joint_trajectory(
 #: Fields of the contact point cloud (/contact/points): position (m), unit normal, depth (m), all
 #: float64: the contact is integrated from them, and float32 positions 1 m from the base would be
 #: off by 0.06 um (1 % of the force at a 5 um series compliance).
-CONTACT_FIELDS = ("x", "y", "z", "normal_x", "normal_y", "normal_z", "depth")
+CONTACT_FIELDS = ROW_FIELDS
 
 _NUMPY_OF_POINTFIELD = {
     PointField.INT8: np.int8,

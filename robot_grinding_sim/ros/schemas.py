@@ -13,6 +13,10 @@ import dataclasses
 
 from robot_grinding_sim.core.config import cell_specs
 from robot_grinding_sim.core.parameters import ParamSpec
+from robot_grinding_sim.core.record.bagwriter import STORAGES
+
+#: What the recorder records by default.
+DEFAULT_TOPICS = ["/joint_states", "/contact/wrench", "/ft_sensor/wrench", "/grinding/progress", "/tf"]
 
 BASE_FRAME = ParamSpec("base_frame", "", "frame of the node's outputs; empty: the URDF's root link", read_only=True)
 
@@ -67,6 +71,26 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
         BASE_FRAME,
         ParamSpec("publish_ft", True, "publish ft_sensor/wrench from the F/T sensor model", read_only=True),
     ],
+    "recorder": [
+        ParamSpec("topics", DEFAULT_TOPICS, "Topics to record (absolute names; the leading slash is optional).",
+                  type="string_array"),
+        ParamSpec("all_topics", False, "Record every topic on the graph (except those in 'exclude')."),
+        ParamSpec("exclude", ["/rosout", "/parameter_events"], "Topics never recorded with all_topics.",
+                  type="string_array"),
+        ParamSpec("output", "", "Bag directory to create (must not exist); empty: "
+                  "rosbag2_YYYY_MM_DD-HH_MM_SS in the working directory.", read_only=True),
+        ParamSpec("storage", "mcap", "Storage plugin of the bag.", choices=STORAGES, read_only=True),
+        ParamSpec("flush_period", 1.0, "Checkpoint period, s: a killed recorder loses at most this much.",
+                  range=(0.05, 60.0)),
+        ParamSpec("discovery_period", 0.5, "How often the graph is searched for the topics' publishers, s.",
+                  range=(0.05, 10.0)),
+        ParamSpec("qos_depth", 10000, "History depth of each subscription (messages).", range=(1, 1_000_000),
+                  read_only=True),
+        ParamSpec("max_duration", 0.0, "Stop recording after this many seconds; 0: until SIGINT/SIGTERM.",
+                  range=(0.0, None)),
+        ParamSpec("rosbag2_version", 8, "rosbag2 metadata version (8: Jazzy and later read it; 9: Kilted).",
+                  choices=(8, 9), read_only=True),
+    ],
     "planner_node": [
         BASE_FRAME,
         ParamSpec("check_collisions", True, "check the robot's trajectory against the part"),
@@ -83,10 +107,6 @@ def node_specs(node: str, writable: bool = False) -> list[ParamSpec]:
     ``writable``: the cell's parameters may be changed at run time (a node that reads them anew for
     every request, like planner_node); otherwise they are read-only, read once at start-up.
     """
-    if node == "recorder":
-        from robot_grinding_sim.nodes.recorder import PARAMS
-
-        return list(PARAMS)
     if node not in _NODE_OWN:
         raise KeyError(f"no schema for node {node!r} (known: {', '.join(NODE_GROUPS)})")
     cell = cell_specs(NODE_GROUPS[node])
@@ -97,8 +117,6 @@ def node_specs(node: str, writable: bool = False) -> list[ParamSpec]:
 
 def own_specs(node: str) -> list[ParamSpec]:
     """The node's own parameters (those of config/<node>.yaml)."""
-    if node == "recorder":
-        return node_specs(node)
     return list(_NODE_OWN[node])
 
 

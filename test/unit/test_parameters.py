@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from robot_grinding_sim.ros.parameters import (
+from robot_grinding_sim.core.parameters import (
     ParameterError,
     ParamSpec,
     flatten_ros_parameters,
@@ -144,11 +144,3 @@ def test_descriptor_carries_range_and_description() -> None:
     assert not open_.floating_point_range and ">= 0.0" in open_.additional_constraints
     arr = make_descriptor(ParamSpec("kp", [1.0, 2.0], "", range=(0.0, 5.0)))
     assert arr.type == ParameterType.PARAMETER_DOUBLE_ARRAY and "every element" in arr.additional_constraints
-def test_dynamics_node_config_matches_its_schema() -> None:
-    """config/dynamics_node.yaml holds only declared parameters, all valid."""
-    pytest.importorskip("rclpy")
-    from robot_grinding_sim.nodes.dynamics_node import PARAMS
-
-    values = load_params_file(REPO / "config" / "dynamics_node.yaml", "dynamics_node")
-    checked = validate_params(PARAMS, values)
-    assert checked["control_rate"] > 0

@@ -32,6 +32,9 @@ FloatArray = NDArray[np.float64]
 
 TOOL = "tool"
 WORKPIECE = "workpiece"
+#: Columns of a contact row (the /contact/points cloud): the point on the part (m), the part's
+#: outward unit normal, the penetration depth (m; negative: the gap of a near contact).
+ROW_FIELDS = ("x", "y", "z", "normal_x", "normal_y", "normal_z", "depth")
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,30 @@ class ContactGeometry:
     def depth(self) -> float:
         """Penetration d = -gap, m (negative while apart)."""
         return -self.gap
+
+    def row(self) -> FloatArray:
+        """The contact as a row of :data:`ROW_FIELDS` (7,)."""
+        return np.array([*self.point, *self.normal, self.depth])
+
+    @classmethod
+    def from_rows(cls, rows: FloatArray, centre: FloatArray) -> ContactGeometry | None:
+        """The contact of rows (k, 7) of :data:`ROW_FIELDS` for the tool at ``centre`` (3,): the
+        deepest row (a ball touches at one point); None for no rows.
+
+        Raises:
+            InputError: NaN or inf, or a normal that is not a unit vector.
+        """
+        rows = np.asarray(rows, dtype=np.float64).reshape(-1, len(ROW_FIELDS))
+        if len(rows) == 0:
+            return None
+        if not np.isfinite(rows).all():
+            raise InputError("contact rows: NaN or inf values")
+        r = rows[int(np.argmax(rows[:, 6]))]
+        n = r[3:6]
+        norm = float(np.linalg.norm(n))
+        if not 0.9 < norm < 1.1:
+            raise InputError(f"contact rows: normal {n.tolist()} is not a unit vector")
+        return cls(-float(r[6]), n / norm, r[:3].copy(), np.asarray(centre, dtype=np.float64).copy())
 
 
 def tool_sphere_radius(model: Any, tcp_link: str, tool_link: str | None = None) -> float:
@@ -125,3 +152,8 @@ class ToolContactQuery:
         dist, p_tool, p_part = self.scene.distance(self.tool, self.workpiece)
         n = (c - p_tool) / self.radius
         return ContactGeometry(float(dist), n, np.asarray(p_part, dtype=np.float64), c.copy())
+
+    def rows(self, centre: FloatArray, margin: float) -> FloatArray:
+        """Contact rows (k, 7) of :data:`ROW_FIELDS`: one while the gap is below ``margin`` (m), else none."""
+        geom = self.query(centre)
+        return geom.row()[None] if geom.gap < margin else np.zeros((0, len(ROW_FIELDS)))

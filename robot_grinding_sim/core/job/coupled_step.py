@@ -266,6 +266,15 @@ class ContactSide:
         """Nothing near the tool: the next contact starts afresh (Hunt-Crossley's alpha)."""
         self._alpha = None
 
+    def from_rows(self, t: float, q: FloatArray, qd: FloatArray, rows: FloatArray) -> NormalContactModel | None:
+        """The model from contact rows (k, 7) (the /contact/points cloud, base frame) measured at
+        (t, q, qd); None (and the contact released) when there are no rows."""
+        geom = ContactGeometry.from_rows(rows, self.kinematics(q).X[:3, 3])
+        if geom is None:
+            self.release()
+            return None
+        return self.from_geometry(t, q, qd, geom)
+
     def normal_force(self, rom: NormalContactModel) -> float:
         """The contact force along the normal at the model's state, N (>= 0; 0 while apart).
 

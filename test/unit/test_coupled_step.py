@@ -1,0 +1,110 @@
+"""One physics: the node graph's code path and the in-process job's step give the same force.
+
+The node path is what collision_node, contact_solver_node and dynamics_node run, without rclpy:
+the contact rows of the tool (``ToolContactQuery.rows``, collision_node), the contact side from
+those rows at the joint state (``ContactSide.from_rows``, contact_solver_node), the model through
+its message layout (``NormalContactModel.to_array`` / ``from_array``: the data of contact/model),
+and the arm side (``ArmContactStepper.step``, dynamics_node). The in-process path is
+``CoupledStep``. Both follow the same job trajectory from rest onto the curved panel and along a
+pass; every step's mean force, the arm state and the instantaneous wrench must agree to 1e-9.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from robot_grinding_sim.core.config import CellConfig
+from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.geometry.tool_contact import ToolContactQuery, workpiece_scene
+from robot_grinding_sim.core.job.coupled_step import (
+    LAYOUT,
+    ArmContactStepper,
+    ContactSide,
+    NormalContactModel,
+)
+from robot_grinding_sim.core.job.run import coupled_step
+from robot_grinding_sim.core.job.setup import JobConfig, setup_job
+from robot_grinding_sim.core.planning.trajectory import episode_trajectory
+
+#: the collision_node default: rows while the gap is below 5 mm
+MARGIN = 0.005
+
+
+@pytest.fixture(scope="module")
+def panel():
+    cell = CellConfig().replace(**{"passes.stepover": 0.01})
+    setup = setup_job(JobConfig(cell=cell, max_passes=1, pass_length=0.02, optimise=False))
+    g = setup.paths.passes[0]
+    traj = episode_trajectory(setup.model, g, cell.process, 0.0, setup.penetration, setup.q_home)
+    return setup, traj
+
+
+def _node_side(setup):
+    """The node graph's pieces: a scene of its own (collision_node), a contact side without a
+    query (contact_solver_node), an arm side (dynamics_node)."""
+    cell = setup.cell
+    scene, exact = workpiece_scene(setup.part, setup.faces, setup.X_BP, setup.tool_radius, cell.workpiece.deflection)
+    assert exact
+    query = ToolContactQuery(scene)
+    side = ContactSide(setup.model, cell.contact, cell.tool.tcp_link, cell.tool.spindle_speed)
+    return query, side
+
+
+def test_node_code_path_gives_the_in_process_force(panel) -> None:
+    setup, traj = panel
+    cell = setup.cell
+    tcp = cell.tool.tcp_link
+    ref = traj.interpolator(setup.model)
+    inproc = coupled_step(setup, traj.positions[0])
+    inproc.arm.arm.set_trajectory(ref, 0.0)
+    query, side = _node_side(setup)
+    arm = ArmContactStepper(setup.model, traj.positions[0], cell.servo, cell.sim.gravity, tcp)
+    arm.arm.set_trajectory(ref, 0.0)
+    dt = cell.sim.dt
+    t_end = next(s for s in traj.segments if s["kind"] == "pass")["start"]
+    t_end = float(traj.times[t_end]) + 0.5  # approach, engagement, dwell and half a second of the pass
+    forces, in_contact = [], 0
+    while inproc.state.t < t_end:
+        a = inproc.step()
+        st = arm.state
+        rows = query.rows(setup.model.fk(st.q, tcp)[:3, 3], MARGIN)  # collision_node
+        rom = side.from_rows(st.t, st.q, st.qd, rows)  # contact_solver_node
+        if rom is not None:  # through contact/model's data and back (dynamics_node)
+            msg = rom.to_array()
+            rom = NormalContactModel.from_array(msg)
+            assert len(msg) == len(LAYOUT)
+        b = arm.step(dt, rom)
+        assert abs(a.force - b.force) <= 1e-9, f"t = {a.t0:.3f} s: {a.force} N in process, {b.force} N graph"
+        np.testing.assert_allclose(arm.state.q, inproc.state.q, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(arm.state.qd, inproc.state.qd, rtol=0, atol=1e-9)
+        if a.rom is not None and b.rom is not None and a.force > 0:
+            in_contact += 1
+            # the wrench contact_solver_node publishes equals the in-process one at that state
+            np.testing.assert_allclose(side.wrench(b.rom), inproc.contact.wrench(a.rom), rtol=0, atol=1e-9)
+        forces.append(a.force)
+    forces = np.array(forces)
+    assert in_contact > 500 and forces.max() > 4.0, "the comparison must cover the contact"
+
+
+def test_contact_model_layout_round_trip_and_bad_arrays(panel) -> None:
+    setup, traj = panel
+    cell = setup.cell
+    query, side = _node_side(setup)
+    q = traj.positions[-40]
+    rows = query.rows(setup.model.fk(q, cell.tool.tcp_link)[:3, 3], MARGIN)
+    rom = side.from_rows(1.25, q, np.zeros_like(q), rows)
+    back = NormalContactModel.from_array(rom.to_array())
+    for f in dataclasses.fields(rom):
+        np.testing.assert_array_equal(getattr(back, f.name), getattr(rom, f.name))
+    good = rom.to_array()
+    for bad, text in ((good[:-1], "expected 22 values"), (np.r_[good[:5], np.nan, good[6:]], "NaN"),
+                      (np.r_[good[:1], 7.0, good[2:]], "unknown law id"),
+                      (np.r_[good[:10], 2.0 * good[10:13], good[13:]], "unit vector")):
+        with pytest.raises(InputError, match=text):
+            NormalContactModel.from_array(bad)
+    assert side.from_rows(0.0, q, np.zeros_like(q), np.zeros((0, 7))) is None
+    with pytest.raises(InputError, match="unit vector"):
+        side.from_rows(0.0, q, np.zeros_like(q), np.array([[0, 0, 0, 0, 0, 2.0, 1e-5]]))
