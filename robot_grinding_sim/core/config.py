@@ -162,7 +162,7 @@ class PassParameters:
                          range=(-2.0 * math.pi, 2.0 * math.pi))
     generator: str = param("raster", "raster (plane slicing) or iso (iso-parametric) passes", choices=GENERATORS)
     iso_direction: str = param("u", "iso passes run along u or v", choices=("u", "v"))
-    order: str = param("zigzag", "pass order", choices=ORDERS)
+    order: str = param("zigzag", "pass order: zigzag (every other pass reversed) or oneway", choices=ORDERS)
     reverse: bool = param(False, "travel the first pass in the opposite direction")
 
     def validate(self) -> PassParameters:
