@@ -229,7 +229,7 @@ def graph(
                 "recorder",
                 MODES,
                 "records the graph's topics into an MCAP bag",
-                params_files=_cfg("recorder"),
+                params_files=("config/recorder.yaml",),
                 parameters={**common, "output": str(record)},
                 optional="record",
             )

@@ -7,11 +7,13 @@ import json
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
 from mcap.reader import make_reader
 from rosbags.typesys import Stores, get_typestore
+from scipy.spatial.transform import Rotation
 
 GRINDING = shutil.which("grinding") or str(Path(sys.executable).with_name("grinding"))
 
@@ -24,6 +26,35 @@ def read_topics(bag: Path) -> dict[str, list]:
         for schema, channel, message in make_reader(f).iter_messages():
             out.setdefault(channel.topic, []).append(store.deserialize_cdr(message.data, schema.name))
     return out
+
+
+def _ns(stamp) -> int:
+    return stamp.sec * 1_000_000_000 + stamp.nanosec
+
+
+def _tool_below_sensor() -> tuple[float, np.ndarray]:
+    """(mass of the links below ft_sensor (URDF, ElementTree), rotation of tcp in ft_sensor (Pinocchio))."""
+    import pinocchio as pin
+
+    from robot_grinding_sim.core.resources import default_urdf
+
+    urdf = str(default_urdf())
+    root = ET.parse(urdf).getroot()
+    children: dict[str, list[str]] = {}
+    for j in root.iter("joint"):
+        children.setdefault(j.find("parent").get("link"), []).append(j.find("child").get("link"))
+    mass, stack = 0.0, list(children.get("ft_sensor", []))
+    while stack:
+        link = stack.pop()
+        stack += children.get(link, [])
+        m = root.find(f"link[@name='{link}']/inertial/mass")
+        mass += float(m.get("value")) if m is not None else 0.0
+    model = pin.buildModelFromUrdf(urdf)
+    data = model.createData()
+    pin.framesForwardKinematics(model, data, pin.neutral(model))
+    R_WS = data.oMf[model.getFrameId("ft_sensor")].rotation
+    R_WT = data.oMf[model.getFrameId("tcp")].rotation
+    return mass, R_WS.T @ R_WT
 
 
 def test_simulate_flat_plate_writes_bag_plot_summary_and_report_reads_it(tmp_path: Path) -> None:
@@ -52,10 +83,17 @@ def test_simulate_flat_plate_writes_bag_plot_summary_and_report_reads_it(tmp_pat
     # the tool points down at a horizontal plate: the contact force is along the tcp's -z
     fz = np.array([m.wrench.force.z for m in cw])
     assert fz.min() < -4.0 and fz.max() <= 1e-9
-    # the F/T reading is the same force (noise-free sensor model), moved to the sensor frame
+    # the F/T reading (noise-free sensor model) is the contact force moved to the sensor frame plus
+    # the weight of the tool below the sensor: its mass read from the URDF here with ElementTree,
+    # the sensor's orientation from the recorded tool pose and the URDF's sensor-to-tcp rotation
     f_cw = np.array([[m.wrench.force.x, m.wrench.force.y, m.wrench.force.z] for m in cw])
     f_ft = np.array([[m.wrench.force.x, m.wrench.force.y, m.wrench.force.z] for m in ft])
-    assert np.allclose(np.linalg.norm(f_cw, axis=1), np.linalg.norm(f_ft, axis=1), atol=1e-9)
+    mass, R_ST = _tool_below_sensor()
+    poses = {_ns(m.header.stamp): m.pose.orientation for m in topics["/dynamics_node/tool_pose"]}
+    R_WT = Rotation.from_quat([[o.x, o.y, o.z, o.w] for o in (poses[_ns(m.header.stamp)] for m in cw)]).as_matrix()
+    R_WS = R_WT @ R_ST.T
+    weight_S = np.einsum("kji,j->ki", R_WS, mass * np.array([0.0, 0.0, -9.81]))
+    np.testing.assert_allclose(f_ft, f_cw @ R_ST.T + weight_S, atol=1e-9)
     prog = np.array([list(m.data[:2]) for m in topics["/grinding/progress"]])
     assert set(np.unique(prog[:, 0])) == {-1.0, 0.0, 1.0}
 
@@ -89,20 +127,41 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
                    "IK")
 
 
-def test_simulate_reads_a_plan_json_from_grinding_plan(tmp_path: Path) -> None:
+def test_simulate_runs_the_plan_json_of_grinding_plan_as_predicted(tmp_path: Path) -> None:
+    """One plan: `grinding plan` optimises and predicts, `grinding simulate --plan` runs exactly that
+    trajectory (the plan's part, pose and cell; no re-optimisation) and gets the predicted force."""
     plan = tmp_path / "plan.json"
-    proc = subprocess.run([GRINDING, "plan", "flat_plate", "--stepover", "0.05", "--robot", "none",
+    proc = subprocess.run([GRINDING, "plan", "flat_plate", "--stepover", "0.05", "--max-passes", "1",
+                           "--pass-length", "0.01", "--set", "process.dwell=0.1",
                            "--workpiece-pose", "0.75 0.05 0 0 0 0.3", "--out", str(plan)],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads(plan.read_text())
+    predicted = data["force_target"]["predicted_mean_force_n"]
     out = tmp_path / "sim"
-    proc = subprocess.run([GRINDING, "simulate", "--plan", str(plan), "--max-passes", "1", "--pass-length", "0.01",
-                           "--no-optimise", "--out", str(out), "--json"], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([GRINDING, "simulate", "--plan", str(plan), "--out", str(out), "--json"],
+                          capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
     s = json.loads(proc.stdout)
     assert "flat_plate" in s["part"] and len(s["passes"]) == 1 and s["optimisation"] is None
     X = np.array(s["workpiece_pose"])
     assert np.allclose(X[:3, 3], [0.75, 0.05, 0.0], atol=1e-9)  # the plan's pose, not the default
     assert np.isclose(np.arctan2(X[1, 0], X[0, 0]), 0.3, atol=1e-9)
-    # no optimisation: the planner's d = F/K gives less than the target (arm compliance in series)
-    assert 3.0 < s["passes"][0]["mean_n"] < 5.0
+    assert s["cell"]["process.dwell"] == 0.1  # the plan's cell
+    assert abs(s["passes"][0]["mean_n"] - predicted[0]) <= 0.005 * predicted[0]
+    assert s["passes"][0]["offset_m"] == data["force_target"]["offsets_m"][0]
+    assert s["trajectory_duration_s"] == data["trajectory"]["times"][-1]
+    ran = json.loads((out / "plan.json").read_text())  # the plan that ran is written with the outputs
+    assert ran["trajectory"]["positions"] == data["trajectory"]["positions"]
+    # the same plan without the optimisation: the planner's d = F/K gives less than the target
+    raw = tmp_path / "raw.json"
+    proc = subprocess.run([GRINDING, "plan", "flat_plate", "--stepover", "0.05", "--max-passes", "1",
+                           "--pass-length", "0.01", "--no-optimise", "--out", str(raw)],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = subprocess.run([GRINDING, "simulate", "--plan", str(raw), "--out", str(tmp_path / "raw"), "--json"],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert 3.0 < json.loads(proc.stdout)["passes"][0]["mean_n"] < 5.0
+    # a plan.json runs as it is: no pass selection on top of it
+    _fails_cleanly(["--plan", str(plan), "--max-passes", "1"], tmp_path / "g", "--max-passes")

@@ -62,7 +62,7 @@ def test_sim_and_real_graphs_follow_the_design() -> None:
         if s.package == bu.PACKAGE:
             # a console script exactly for the nodes that exist: `ros2 run` never offers a broken one
             assert (s.executable in nodes_list) == s.module_available(), s.executable
-            assert s.params_files == (f"config/{s.executable}.yaml",)
+            assert s.params_files == ("config/cell.yaml", f"config/{s.executable}.yaml")
 
 
 def test_optional_nodes_and_bad_arguments() -> None:
@@ -76,7 +76,10 @@ def test_optional_nodes_and_bad_arguments() -> None:
     with pytest.raises(ValueError, match="real"):
         bu.graph("sim", robot_ip="10.0.0.2")
     urdf = {s.name: s for s in bu.graph("sim", robot_description_file="")}
-    assert "robot_description_file" not in urdf["dynamics_node"].parameters
+    assert "robot.description_file" not in urdf["dynamics_node"].parameters
+    given = {s.name: s for s in bu.graph("sim", robot_description_file="/x/arm.urdf")}
+    for name in ("dynamics_node", "collision_node", "contact_solver_node", "planner_node"):
+        assert given[name].parameters["robot.description_file"] == "/x/arm.urdf"
 
 
 def test_package_files_and_configs() -> None:

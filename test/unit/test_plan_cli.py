@@ -41,11 +41,11 @@ def test_list_faces_json() -> None:
 
 def test_plan_writes_json_csv_plot(tmp_path: Path) -> None:
     out = run("plan", "plate_with_hole", "--stepover", "0.02", "--spacing", "0.005", "--margin", "0.004",
-              "--out", "plan.json", "--csv", "plan.csv", "--plot", "plan.png", "--json", cwd=tmp_path)
+              "--no-optimise", "--out", "plan.json", "--csv", "plan.csv", "--plot", "plan.png", "--json", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout)
     data = json.loads((tmp_path / "plan.json").read_text())
-    assert data["schema"] == "robot_grinding_sim/plan" and data["version"] == 1
+    assert data["schema"] == "robot_grinding_sim/plan" and data["version"] == 2
     n = sum(len(p["waypoints"]) for p in data["passes"])
     assert n == summary["waypoints"] > 100
     with (tmp_path / "plan.csv").open() as fh:
@@ -53,11 +53,26 @@ def test_plan_writes_json_csv_plot(tmp_path: Path) -> None:
     assert (tmp_path / "plan.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     traj = data["trajectory"]  # the default robot: UR10e + ball tool
     assert len(traj["joint_names"]) == 6 and len(traj["times"]) == len(traj["positions"]) > n
-    assert data["reachability"]["reachable"] == data["reachability"]["targets"]
+    assert traj["interpolation"] == "cubic_hermite" and data["reachability"]["knots"] == len(traj["times"])
+    assert data["force_target"] is None  # --no-optimise: no predicted force
+    assert data["cell"]["passes.margin"] == 0.004 and data["cell"]["passes.spacing"] == 0.005
     for p in data["passes"]:
         for w in p["waypoints"]:
             x, y, _ = w["surface_point"]
             assert (x * x + y * y) ** 0.5 >= 0.024 - 1e-9  # hole radius 20 mm + margin 4 mm
+
+
+def test_plan_with_the_force_target(tmp_path: Path) -> None:
+    out = run("plan", "flat_plate", "--stepover", "0.03", "--max-passes", "2", "--pass-length", "0.01",
+              "--target-force", "8", "--out", "plan.json", "--json", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    data = json.loads((tmp_path / "plan.json").read_text())
+    ft = data["force_target"]
+    assert ft["target_force_n"] == 8.0 and ft["optimised"] and len(ft["offsets_m"]) == 2 == len(data["passes"])
+    assert all(abs(f - 8.0) <= 0.05 * 8.0 for f in ft["predicted_mean_force_n"])
+    assert all(o > 0 for o in ft["offsets_m"])  # deeper than F/K: the arm is a spring in series
+    assert data["cell"]["process.target_force"] == 8.0
+    assert all(abs(p["length"] - 0.01) < 1e-9 for p in data["passes"])
 
 
 def _assert_clean_failure(out: subprocess.CompletedProcess[str], folder: Path, pattern: str) -> None:

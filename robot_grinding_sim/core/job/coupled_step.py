@@ -328,7 +328,6 @@ class StepResult:
         end: (normal force (N), gap (m)) at the step's end from the closed form, or None.
         samples: ``samples(s)`` -> (normal force (k,), gap (k,)) at times s (k,) after t0.
         rom: the contact model used (None for ``"none"``).
-        R_tcp: (3, 3) tool orientation at the start.
     """
 
     t0: float
@@ -342,7 +341,6 @@ class StepResult:
     end: tuple[float, float] | None
     samples: Callable[[FloatArray], tuple[FloatArray, FloatArray]]
     rom: NormalContactModel | None
-    R_tcp: FloatArray
 
 
 class ArmContactStepper:
@@ -395,20 +393,18 @@ class ArmContactStepper:
         if rom is None:
             arm.set_wrench(_ZERO6, "")
             self.f_prev = 0.0
-            R = model.fk(q0, self.tcp_link)[:3, :3] if kin is None or kin.q is not q0 else kin.X[:3, :3]
             arm.step(dt)
 
             def none(s: FloatArray) -> tuple[FloatArray, FloatArray]:
                 return np.zeros_like(s), np.full_like(s, math.inf)
 
-            return StepResult(t0, dt, "none", 0.0, math.inf, 0.0, math.inf, 0.0, (0.0, math.inf), none, None, R)
+            return StepResult(t0, dt, "none", 0.0, math.inf, 0.0, math.inf, 0.0, (0.0, math.inf), none, None)
         if kin is None or kin.q is not q0:
             kin = Kinematics(q0, model.fk(q0, self.tcp_link), model.jacobian(q0, self.tcp_link))
         if kin.Minv is None:
             kin.Minv = np.linalg.inv(model.mass_matrix(q0))
         n = rom.normal
         c0 = kin.X[:3, 3]
-        R_tcp = kin.X[:3, :3]
         Jn = n @ kin.J[:3]
         vn0 = float(Jn @ qd0)
         x0 = rom.gap + float(n @ (c0 - rom.centre))  # the model's gap moved with the tool
@@ -481,7 +477,7 @@ class ArmContactStepper:
             st1.qd = st1.qd + b * (f_mean - f_trial) * dt / m
         self.contact_steps += 1
         self.f_prev = f_mean
-        return StepResult(t0, dt, kind, f_mean, x0, vn0, x1, v1, end, samples, rom, R_tcp)
+        return StepResult(t0, dt, kind, f_mean, x0, vn0, x1, v1, end, samples, rom)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -55,8 +55,15 @@ def check_out_dir(out: Path) -> None:
         raise InputError(f"--out {out}: folder {parent} does not exist")
 
 
-def ft_readings(result: Any) -> tuple[np.ndarray, np.ndarray]:
-    """(contact wrenches in tcp (K, 6), F/T readings in ft_sensor (K, 6)) at the output samples.
+def tcp_poses(result: Any) -> np.ndarray:
+    """The tcp pose (S, 4, 4) in base_link after every step of the run."""
+    model, tcp = result.setup.model, result.setup.cell.tool.tcp_link
+    return np.array([model.fk(q, tcp) for q in result.record["q"]]).reshape(-1, 4, 4)
+
+
+def ft_readings(result: Any, tcp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(contact wrenches in tcp (K, 6), F/T readings in ft_sensor (K, 6)) at the output samples,
+    with the tool's orientation at each sample's step end (``tcp``: :func:`tcp_poses`).
 
     The sensor model is the cell's (:func:`~robot_grinding_sim.core.job.ft.ft_sensor_model`: the
     tool's mass from the URDF, bias, noise, filter), the same builder contact_solver_node uses.
@@ -64,10 +71,8 @@ def ft_readings(result: Any) -> tuple[np.ndarray, np.ndarray]:
     from robot_grinding_sim.core.job.ft import ft_sensor_model
 
     rec = result.record
-    model = result.setup.model
-    cell = result.setup.cell
-    ft = ft_sensor_model(cell, model)
-    R = rec["R_tcp_out"]
+    ft = ft_sensor_model(result.setup.cell, result.setup.model)
+    R = tcp[rec["step_index"], :3, :3]
     f_tcp = np.einsum("kji,kj->ki", R, rec["force"])  # R^T f
     t_tcp = np.einsum("kji,kj->ki", R, rec["torque"])
     w_tcp = np.hstack([f_tcp, t_tcp])
@@ -78,7 +83,7 @@ def ft_readings(result: Any) -> tuple[np.ndarray, np.ndarray]:
     return w_tcp, out
 
 
-def write_bag(path: Path, result: Any, w_tcp: np.ndarray, w_ft: np.ndarray) -> dict[str, int]:
+def write_bag(path: Path, result: Any, tcp: np.ndarray, w_tcp: np.ndarray, w_ft: np.ndarray) -> dict[str, int]:
     """Write the job's bag (see the module docstring); returns message counts per topic."""
     from robot_grinding_sim.core.planning.trajectory import progress_samples
     from robot_grinding_sim.core.record.bagwriter import BagWriter
@@ -103,8 +108,6 @@ def write_bag(path: Path, result: Any, w_tcp: np.ndarray, w_ft: np.ndarray) -> d
             return ns, Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
         names = list(model.joint_names)
-        tcp_link = result.setup.cell.tool.tcp_link
-        tcp = np.array([model.fk(q, tcp_link) for q in rec["q"]]).reshape(-1, 4, 4)
         quats = Rotation.from_matrix(tcp[:, :3, :3]).as_quat() if len(tcp) else np.zeros((0, 4))
         for k in range(len(rec["ts"])):
             ns, st = stamp(rec["ts"][k])
@@ -185,8 +188,9 @@ def write_outputs(out: Path, result: Any, summary: dict[str, Any]) -> dict[str, 
     parent = out.parent if str(out.parent) else Path(".")
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
     try:
-        w_tcp, w_ft = ft_readings(result)
-        counts = write_bag(tmp / "bag", result, w_tcp, w_ft)
+        tcp = tcp_poses(result)
+        w_tcp, w_ft = ft_readings(result, tcp)
+        counts = write_bag(tmp / "bag", result, tcp, w_tcp, w_ft)
         plot_forces(tmp / "force.png", result, w_ft)
         (tmp / "plan.json").write_text(json.dumps(plan_to_dict(result.plan()), separators=(",", ":"),
                                                   allow_nan=False))

@@ -49,9 +49,8 @@ class Record:
     force N, depth m (penetration; negative: gap), step_index (the step each sample belongs to).
     Per step (S,): ts (end time) s, q, qd, tau (S, n) rad, rad/s, N m; fn_mean the step's mean
     normal force; normal (S, 3); tangential (S, 3) the tangential force per newton of normal force;
-    lever (S, 3) contact point minus tool centre, m; R_tcp (S, 3, 3) tool orientation at the step
-    start. :meth:`arrays` adds force (K, 3) (on the tool, base_link) and torque (K, 3) (about the
-    tcp, base_link) per output sample, and R_tcp_out (K, 3, 3).
+    lever (S, 3) contact point minus tool centre, m. :meth:`arrays` adds force (K, 3) (on the tool,
+    base_link) and torque (K, 3) (about the tcp, base_link) per output sample.
     """
 
     output_dt: float
@@ -67,7 +66,6 @@ class Record:
     normal: list[FloatArray] = field(default_factory=list)
     tangential: list[FloatArray] = field(default_factory=list)
     lever: list[FloatArray] = field(default_factory=list)
-    R_tcp: list[FloatArray] = field(default_factory=list)
     _next: int = 0  # index of the next output sample on the grid
 
     def add(self, res: StepResult, state: Any) -> None:
@@ -101,10 +99,9 @@ class Record:
         self.normal.append(rom.normal if rom is not None else _UP)
         self.tangential.append(rom.tangential if rom is not None else np.zeros(3))
         self.lever.append(rom.point - rom.centre if rom is not None else np.zeros(3))
-        self.R_tcp.append(res.R_tcp)
 
     def arrays(self) -> dict[str, FloatArray]:
-        keys = ("t", "fn", "depth", "ts", "q", "qd", "tau", "fn_mean", "normal", "tangential", "lever", "R_tcp")
+        keys = ("t", "fn", "depth", "ts", "q", "qd", "tau", "fn_mean", "normal", "tangential", "lever")
         out = {k: np.asarray(getattr(self, k), dtype=float) for k in keys}
         idx = np.asarray(self.step_index, dtype=int)
         out["step_index"] = idx
@@ -112,10 +109,8 @@ class Record:
             f = out["fn"][:, None] * (out["normal"][idx] + out["tangential"][idx])
             out["force"] = f
             out["torque"] = np.cross(out["lever"][idx], f)
-            out["R_tcp_out"] = out["R_tcp"][idx]
         else:
             out["force"] = out["torque"] = np.zeros((0, 3))
-            out["R_tcp_out"] = np.zeros((0, 3, 3))
         return out
 
 

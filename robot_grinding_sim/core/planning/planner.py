@@ -514,7 +514,7 @@ def check_trajectory_collisions(model: Any, traj: Any, mesh: Any, X_BP: FloatArr
     the object may have moved by ``safety`` times its last distance: the motion bound is
     |change of its origin| + (rotation angle) x (its bounding radius), which bounds the motion of
     every point of it, so a sample skipped this way cannot be in collision. The links in
-    ``contact_links`` (the abrasive head) are left out on approach, pass and retreat moves (the
+    ``contact_links`` (the abrasive head) are left out on approach, dwell, pass and retreat moves (the
     intended contact) and checked on links. Raises PlanningError naming the move, pass and
     waypoint at the first collision.
     """
@@ -531,7 +531,7 @@ def check_trajectory_collisions(model: Any, traj: Any, mesh: Any, X_BP: FloatArr
     visited = queries = 0
     min_clear = np.inf
     for seg in traj.segments:
-        contact_move = seg["kind"] in ("approach", "pass", "retreat")
+        contact_move = seg["kind"] in ("approach", "dwell", "pass", "retreat")
         group = [n for n in names if not (contact_move and n in tool)]
         for n in tool:
             if not contact_move:

@@ -421,6 +421,9 @@ def join_segments(model: Any, segments: Sequence[Segment]) -> JointTrajectory:
         t.append(s.t[first:])
         q.append(s.q[first:])
         qd.append(s.qd[first:])
+        if s.arc is not None and first:
+            arc[-1] = arc[-1].copy()
+            arc[-1][-1] = s.arc[0]  # the shared knot starts the pass: its arc length is the pass's
         arc.append(s.arc[first:] if s.arc is not None else np.full(len(s.t) - first, np.nan))
         start = n_done - 1 if first else 0
         n_done += len(s.t) - first
