@@ -24,7 +24,7 @@ from robot_grinding_sim.ros import conversions as cv
 pytestmark = pytest.mark.ros
 
 REPO = Path(__file__).resolve().parents[2]
-CONFIG = REPO / "config" / "dynamics_node.yaml"
+CONFIG = [REPO / "config" / "cell.yaml", REPO / "config" / "dynamics_node.yaml"]
 JOINTS = [
     "shoulder_pan_joint",
     "shoulder_lift_joint",
@@ -48,6 +48,8 @@ def _positions(msg: JointState) -> np.ndarray:
 
 
 def _start(launch_node, probe, **params):
+    # the tool pointing straight down; alone (no contact side), the contact coupling is idle
+    params = {"robot.home": Q0.tolist(), **params}
     node = launch_node("dynamics_node", params_file=CONFIG, params=params)
     js = probe.subscribe(JointState, "/joint_states", keep=2000)
     probe.wait_for_messages(js, 1, procs=[node])
@@ -162,7 +164,7 @@ def test_bad_commands_are_rejected_and_the_goal_kept(launch_node, probe) -> None
 def test_contact_wrench_is_balanced_by_the_motors(launch_node, probe) -> None:
     from robot_grinding_sim.core.robot.dynamics import RobotModel
 
-    node, js = _start(launch_node, probe, wrench_timeout=0.0)
+    node, js = _start(launch_node, probe, coupling="force", lockstep=False, contact_timeout=0.0)
     model = RobotModel.from_urdf(REPO / "urdf" / "ur10e_grinding.urdf")
     w = np.array([15.0, -10.0, 30.0, 0.5, 0.0, -0.2])  # base axes, acting at the tcp
     pub = probe.publisher(WrenchStamped, "/contact/wrench", procs=[node])
@@ -187,14 +189,13 @@ def test_contact_wrench_is_balanced_by_the_motors(launch_node, probe) -> None:
 @pytest.mark.parametrize(
     ("params", "text"),
     [
-        ({"control_rate": -5.0}, "parameter 'control_rate': -5.0 is below the minimum 1.0"),
-        (
-            {"robot_description_file": "/nonexistent/robot.urdf"},
-            "parameter 'robot_description_file': file not",
-        ),
-        ({"initial_positions": [0.0, 0.0, 0.0]}, "parameter 'initial_positions': expected 6 values"),
-        ({"kp": [1.0, 2.0]}, "parameter 'kp': expected 1 or 6 values"),
-        ({"integrator": "euler"}, "parameter 'integrator': 'euler' is not one of"),
+        ({"sim.dt": -5.0}, "parameter 'sim.dt': -5.0 is below the minimum 1e-06"),
+        ({"sim.dt": 0.01}, "parameter 'sim.dt': 0.01 s is too long for the servo"),
+        ({"robot.description_file": "/nonexistent/robot.urdf"}, "parameter 'robot.description_file': file not"),
+        ({"robot.home": [0.0, 0.0, 0.0]}, "parameter 'robot.home': expected 6 values"),
+        ({"servo.bandwidth": -1.0}, "parameter 'servo.bandwidth': -1.0 is below the minimum"),
+        ({"coupling": "euler"}, "parameter 'coupling': 'euler' is not one of"),
+        ({"joint_state_decimation": 5}, "parameter 'joint_state_decimation': 5: with lockstep"),
     ],
 )
 def test_bad_parameter_stops_the_node_at_start_up(launch_node, params: dict, text: str) -> None:
@@ -236,38 +237,43 @@ def test_bringup_sim_starts_the_available_nodes(tmp_path: Path) -> None:
 
 
 def test_lockstep_with_the_contact_wrench(launch_node, probe) -> None:
-    """wrench_sync_interval: sim time waits for the wrench, which applies exactly one interval later."""
+    """Lockstep, force coupling: once the contact side answers, a step from t needs its answer for a
+    state no older than t - exchange_interval, and a wrench computed at t applies from t + dt."""
     import time
 
-    interval = 0.05
-    node, js = _start(launch_node, probe, wrench_sync_interval=interval, wrench_timeout=0.0)
+    interval, dt = 0.05, 0.001
+    node, js = _start(launch_node, probe, coupling="force", lockstep=True, exchange_interval=interval)
     pub = probe.publisher(WrenchStamped, "/contact/wrench", procs=[node])
 
     def reached(t: float) -> bool:
         return js.last is not None and _stamp(js.last) >= t - 1e-6
 
-    probe.wait_for(lambda: reached(interval), what="sim time at the first horizon", procs=[node])
-    # without a wrench the node holds sim time at the horizon (a negative check needs some wall time)
+    # free running until the contact side first answers: then sim time stops one interval after it
+    probe.wait_for(lambda: reached(0.2), what="free-running sim time", procs=[node])
+    t0 = round(_stamp(js.last), 3) + 0.5  # an answer for a state ahead of now
+    zero = cv.array_to_wrench_stamped([0.0] * 6, "base_link", cv.sec_to_time(t0))
+    pub.publish(zero)
+    horizon = t0 + interval + dt
+    probe.wait_for(lambda: reached(horizon), what="sim time at the first horizon", procs=[node])
+    # with no newer answer the node holds sim time there (a negative check needs some wall time)
     end = time.monotonic() + 1.5
     probe.wait_for(lambda: time.monotonic() > end, what="1.5 s of wall time")
-    assert max(_stamp(m) for m in js.messages) <= interval + 1e-6
-    # a wrench computed at t = 0.05 applies at t = 0.10; the horizon moves to 0.10
-    w = cv.array_to_wrench_stamped([0.0, 0.0, 200.0, 0.0, 0.0, 0.0], "base_link", cv.sec_to_time(interval))
-    pub.publish(w)
-    probe.wait_for(lambda: reached(2 * interval), what="sim time at the second horizon", procs=[node])
-    w.header.stamp = cv.sec_to_time(2 * interval)
-    pub.publish(w)
-    probe.wait_for(lambda: reached(3 * interval), what="sim time at the third horizon", procs=[node])
-    before = [m for m in js.messages if _stamp(m) <= 2 * interval + 1e-6]
-    after = [m for m in js.messages if _stamp(m) >= 2 * interval + 0.01]
+    assert max(_stamp(m) for m in js.messages) <= horizon + 1e-6
+    # a wrench computed at t = horizon - dt applies from t = horizon on, and the horizon moves
+    push = cv.array_to_wrench_stamped([0.0, 0.0, 200.0, 0.0, 0.0, 0.0], "base_link", cv.sec_to_time(horizon - dt))
+    pub.publish(push)
+    probe.wait_for(lambda: reached(horizon + interval), what="sim time at the second horizon", procs=[node])
+    before = [m for m in js.messages if t0 - 0.1 <= _stamp(m) <= horizon + 1e-6]
+    after = [m for m in js.messages if _stamp(m) >= horizon + 0.01]
     assert before and after
-    assert max(np.abs(_positions(m) - Q0).max() for m in before) < 1e-9  # untouched until t = 0.10
-    assert np.abs(_positions(after[-1]) - Q0).max() > 1e-7  # pushed from t = 0.10 on
+    q_still = _positions(before[0])
+    assert max(np.abs(_positions(m) - q_still).max() for m in before) < 1e-9  # untouched until the horizon
+    assert np.abs(_positions(after[-1]) - q_still).max() > 1e-7  # pushed from then on
 
 
 def test_bringup_reports_a_node_that_dies(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text("/**:\n  ros__parameters:\n    control_rate: -5.0\n")
+    bad.write_text("/**:\n  ros__parameters:\n    sim:\n      dt: -5.0\n")
     proc = subprocess.run(
         [sys.executable, "-m", "robot_grinding_sim.cli", "bringup", "sim", "--duration", "60",
          "--only", "dynamics_node", "--params-file", str(bad)],
@@ -279,4 +285,4 @@ def test_bringup_reports_a_node_that_dies(tmp_path: Path) -> None:
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out[-4000:]
     assert "dynamics_node exited with code 1" in out, out[-4000:]
-    assert "parameter 'control_rate': -5.0 is below the minimum" in out, out[-4000:]
+    assert "parameter 'sim.dt': -5.0 is below the minimum" in out, out[-4000:]

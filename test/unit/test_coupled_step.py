@@ -6,7 +6,8 @@ those rows at the joint state (``ContactSide.from_rows``, contact_solver_node), 
 its message layout (``NormalContactModel.to_array`` / ``from_array``: the data of contact/model),
 and the arm side (``ArmContactStepper.step``, dynamics_node). The in-process path is
 ``CoupledStep``. Both follow the same job trajectory from rest onto the curved panel and along a
-pass; every step's mean force, the arm state and the instantaneous wrench must agree to 1e-9.
+pass; every step's mean force and the normal contact force agree to 1e-9 (relative, 1 N floor), the
+arm state to 1e-12 rad.
 """
 
 from __future__ import annotations
@@ -64,8 +65,8 @@ def test_node_code_path_gives_the_in_process_force(panel) -> None:
     arm = ArmContactStepper(setup.model, traj.positions[0], cell.servo, cell.sim.gravity, tcp)
     arm.arm.set_trajectory(ref, 0.0)
     dt = cell.sim.dt
-    t_end = next(s for s in traj.segments if s["kind"] == "pass")["start"]
-    t_end = float(traj.times[t_end]) + 0.5  # approach, engagement, dwell and half a second of the pass
+    t_slide = float(traj.times[next(s for s in traj.segments if s["kind"] == "pass")["start"]]) + 0.1
+    t_end = t_slide + 0.4  # approach, engagement, dwell and half a second of the pass
     forces, in_contact = [], 0
     while inproc.state.t < t_end:
         a = inproc.step()
@@ -77,13 +78,22 @@ def test_node_code_path_gives_the_in_process_force(panel) -> None:
             rom = NormalContactModel.from_array(msg)
             assert len(msg) == len(LAYOUT)
         b = arm.step(dt, rom)
-        assert abs(a.force - b.force) <= 1e-9, f"t = {a.t0:.3f} s: {a.force} N in process, {b.force} N graph"
+        assert abs(a.force - b.force) <= 1e-9 * max(a.force, 1.0), f"t = {a.t0:.3f} s: {a.force} N, {b.force} N"
         np.testing.assert_allclose(arm.state.q, inproc.state.q, rtol=0, atol=1e-12)
         np.testing.assert_allclose(arm.state.qd, inproc.state.qd, rtol=0, atol=1e-9)
         if a.rom is not None and b.rom is not None and a.force > 0:
             in_contact += 1
-            # the wrench contact_solver_node publishes equals the in-process one at that state
-            np.testing.assert_allclose(side.wrench(b.rom), inproc.contact.wrench(a.rom), rtol=0, atol=1e-9)
+            # the wrench contact_solver_node publishes equals the in-process one at that state: the
+            # normal force to 1e-9 N. The tangential force's direction follows the sliding velocity,
+            # which includes the spindle's 1,047 rad/s times the contact point's offset from the tool
+            # axis (a fraction of a micrometre): contact points that agree to 1e-12 m give sliding
+            # velocities that agree to ~1e-9 m/s, so the tangential force agrees to ~1e-7 of its size
+            # while sliding at 10 mm/s (and is ill-conditioned at rest, in the dwell).
+            wa, wb = inproc.contact.wrench(a.rom), side.wrench(b.rom)
+            fa = inproc.contact.normal_force(a.rom)
+            assert abs(fa - side.normal_force(b.rom)) <= 1e-9 * max(fa, 1.0)
+            if a.t0 > t_slide:
+                assert np.linalg.norm(wb - wa) <= 1e-6 * np.linalg.norm(wa), (wa, wb)
         forces.append(a.force)
     forces = np.array(forces)
     assert in_contact > 500 and forces.max() > 4.0, "the comparison must cover the contact"

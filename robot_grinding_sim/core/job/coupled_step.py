@@ -9,8 +9,9 @@ the other and the node graph runs in separate processes:
    normal n, closest point p), the effective mass along n, m = 1 / (n^T J M^-1 J^T n) (J the
    translational Jacobian of the tool centre: its normal row equals the contact point's), the
    law's parameters for that mass (Kelvin-Voigt damping from the restitution) and the tangential
-   grinding force per newton of normal force, against the abrasive's sliding velocity (spindle
-   rate x contact offset + feed; regularised Coulomb with the grinding force ratio). Together:
+   grinding force per newton of normal force, against the abrasive's sliding velocity (the tool
+   centre's velocity + (arm + spindle angular velocity) x contact offset, tangential part;
+   regularised Coulomb with the grinding force ratio). Together:
    the reduced-order model along the normal, :class:`NormalContactModel` (papers/003: the
    contact is exchanged as a model, not as a force, so a stiff contact stays stable).
 2. The arm side (:class:`ArmContactStepper`; ``dynamics_node``): the arm is stepped (servo,
@@ -248,8 +249,10 @@ class ContactSide:
                              "(the arm cannot move the tool along the normal: singular)")
         v_tcp = J[:3] @ qd
         c = X[:3, 3]
-        # the abrasive's sliding velocity at the contact point: feed + spindle x offset, tangential part
-        v_slide = v_tcp + np.cross(self.spindle_speed * X[:3, 2], geom.point - c)
+        # the abrasive's velocity at the contact point: the tool centre's, plus the arm's and the
+        # spindle's rotation about it; its tangential part slides on the part
+        omega = J[3:] @ qd + self.spindle_speed * X[:3, 2]
+        v_slide = v_tcp + np.cross(omega, geom.point - c)
         v_slide -= (v_slide @ n) * n
         sp = math.sqrt(float(v_slide @ v_slide))
         c_ = self.cfg
