@@ -154,7 +154,8 @@ def plot_forces(path: Path, result: Any, w_ft: np.ndarray) -> None:
     fig, axes = plt.subplots(n + 1, 1, figsize=(10, 2.6 * (n + 1)), squeeze=False)
     ax0 = axes[0, 0]
     ax0.plot(rec["t"], rec["fn"], lw=0.8, label="normal contact force (sim)")
-    ax0.plot(rec["t"], np.linalg.norm(w_ft[:, :3], axis=1), lw=0.6, alpha=0.7, label="|F| F/T sensor reading")
+    ax0.plot(rec["t"], np.linalg.norm(w_ft[:, :3], axis=1), lw=0.6, alpha=0.7,
+             label="|F| F/T sensor reading (raw: with the tool's weight)")
     ax0.axhspan(F * (1 - tol), F * (1 + tol), color="g", alpha=0.15, label=f"target {F:g} N +- {tol:.0%}")
     for p in passes:
         ax0.axvspan(p.t0, p.t1, color="0.85", alpha=0.4)
@@ -166,7 +167,7 @@ def plot_forces(path: Path, result: Any, w_ft: np.ndarray) -> None:
         ax = axes[k + 1, 0]
         sel = (rec["t"] >= p.t0 - 0.3) & (rec["t"] <= p.t1 + 0.1)
         ax.plot(rec["t"][sel] - p.t0, rec["fn"][sel], lw=0.8, label="normal force")
-        ax.plot(rec["t"][sel] - p.t0, np.linalg.norm(w_ft[sel, :3], axis=1), lw=0.6, alpha=0.7, label="|F| F/T")
+        ax.plot(rec["t"][sel] - p.t0, np.linalg.norm(w_ft[sel, :3], axis=1), lw=0.6, alpha=0.7, label="|F| F/T (raw)")
         ax.axhspan(F * (1 - tol), F * (1 + tol), color="g", alpha=0.15)
         ax.axhline(p.mean, color="k", ls="--", lw=0.8, label=f"mean {p.mean:.3f} N ({(p.mean - F) / F:+.2%})")
         ax.axvspan(0, p.t1 - p.t0, color="0.85", alpha=0.3)
