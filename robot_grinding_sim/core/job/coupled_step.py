@@ -49,6 +49,7 @@ from robot_grinding_sim.core.contact.laws import HuntCrossley, KelvinVoigt
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.geometry.tool_contact import ContactGeometry, ToolContactQuery
 from robot_grinding_sim.core.robot.arm_sim import ArmSimulator, ArmState, ComputedTorqueController
+from robot_grinding_sim.core.robot.spatial import cross3
 
 FloatArray = NDArray[np.float64]
 
@@ -252,7 +253,7 @@ class ContactSide:
         # the abrasive's velocity at the contact point: the tool centre's, plus the arm's and the
         # spindle's rotation about it; its tangential part slides on the part
         omega = J[3:] @ qd + self.spindle_speed * X[:3, 2]
-        v_slide = v_tcp + np.cross(omega, geom.point - c)
+        v_slide = v_tcp + cross3(omega, geom.point - c)
         v_slide -= (v_slide @ n) * n
         sp = math.sqrt(float(v_slide @ v_slide))
         c_ = self.cfg
@@ -310,7 +311,7 @@ def contact_wrench_base(rom: NormalContactModel, force: float) -> FloatArray:
     """The contact wrench on the tool (6,) in base_link axes, torque about the tool centre, for the
     normal force ``force`` (N) and the model's tangential force."""
     F = force * (rom.normal + rom.tangential)
-    return np.r_[F, np.cross(rom.point - rom.centre, F)]
+    return np.r_[F, cross3(rom.point - rom.centre, F)]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -418,7 +419,7 @@ class ArmContactStepper:
         w = np.zeros(6)
         if f_trial > 0.0:
             w[:3] = f_trial * (n + rom.tangential)
-            w[3:] = np.cross(rom.point - rom.centre, w[:3])
+            w[3:] = cross3(rom.point - rom.centre, w[:3])
         arm.set_wrench(w, "")
         arm.step(dt)
         st1 = arm.state

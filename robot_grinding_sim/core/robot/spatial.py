@@ -12,6 +12,13 @@ from __future__ import annotations
 import numpy as np
 
 
+def cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a x b of two (3,) vectors; np.cross costs ~10-50 us a call on 3-vectors, this ~1 us."""
+    a0, a1, a2 = float(a[0]), float(a[1]), float(a[2])
+    b0, b1, b2 = float(b[0]), float(b[1]), float(b[2])
+    return np.array((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0))
+
+
 def skew(v: np.ndarray) -> np.ndarray:
     """The 3x3 matrix ``S`` with ``S @ w == np.cross(v, w)``."""
     x, y, z = np.asarray(v, dtype=float)
