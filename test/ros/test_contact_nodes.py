@@ -77,18 +77,21 @@ def start_nodes(launch_node, probe, part_path, part_pose):
     return procs, pub, points, model, wrench, ft
 
 
-def publish_until(probe, pub, msg, collector, procs, n_new=1):
-    """Publish ``msg`` until ``collector`` has received n_new more messages (no fixed sleeps)."""
-    start = len(collector.messages)
+def publish_until(probe, pub, msg, collector, procs):
+    """Publish ``msg`` until ``collector`` has the answer carrying its stamp; return that answer.
 
-    def done() -> bool:
-        if len(collector.messages) >= start + n_new:
-            return True
-        pub.publish(msg)
-        return False
+    Matching the stamp matters: answers to the previous joint state, republished while waiting,
+    may still arrive after the new one is sent.
+    """
+    stamp = cv.time_to_sec(msg.header.stamp)
 
-    probe.wait_for(done, what=f"{n_new} message(s) on {collector.topic}", procs=procs)
-    return collector.messages[-1]
+    def answer():
+        hit = next((m for m in collector.messages if cv.time_to_sec(m.header.stamp) == stamp), None)
+        if hit is None:
+            pub.publish(msg)
+        return hit
+
+    return probe.wait_for(answer, what=f"an answer stamped {stamp} on {collector.topic}", procs=procs)
 
 
 def test_tool_pushed_into_a_flat_part(launch_node, probe, flat_part) -> None:

@@ -66,7 +66,18 @@ class FaceProjector:
         s = face.derivatives(self._grid_uv[:1, 0], self._grid_uv[:1, 1])
         if self._fast is not None:  # check the sign convention once against CadFace itself
             S, Su, Sv = self._fast(self._grid_uv[:1, 0].copy(), self._grid_uv[:1, 1].copy())
-            self._sign = 1.0 if float(np.cross(Su[0], Sv[0]) @ s.normals[0]) > 0 else -1.0
+            self._sign = 1.0 if float(_cross3(Su[0], Sv[0]) @ s.normals[0]) > 0 else -1.0
+        # angular parameters (cylinders, cones, spheres, tori) wrap at 2 pi: a point across the
+        # seam must not be clamped to the bounds
+        self.period = [None, None]
+        mid = 0.5 * (self.lo + self.hi)
+        s_mid = self._eval(float(mid[0]), float(mid[1]))[0]
+        for k in range(2):
+            shifted = mid.copy()
+            shifted[k] += 2.0 * math.pi
+            if _norm3(self._eval(float(shifted[0]), float(shifted[1]))[0] - s_mid) < 1e-12:
+                self.period[k] = 2.0 * math.pi
+                self.lo_ext[k], self.hi_ext[k] = -math.inf, math.inf
 
     def _eval(self, u: float, v: float) -> tuple[FloatArray, FloatArray, FloatArray]:
         if self._kernel is not None:  # the B-spline kernel straight into preallocated buffers
@@ -108,6 +119,11 @@ class FaceProjector:
             u = min(max(u + du, lo[0]), hi[0])
             v = min(max(v + dv, lo[1]), hi[1])
             S, Su, Sv = self._eval(u, v)
+        # back into the face's parameter range on a periodic surface (so the seed stays in range)
+        if self.period[0] is not None:
+            u = self.lo[0] + (u - self.lo[0]) % self.period[0]
+        if self.period[1] is not None:
+            v = self.lo[1] + (v - self.lo[1]) % self.period[1]
         self._uv_prev = self.uv
         self.uv = np.array([u, v])
         nv = _cross3(Su, Sv)
