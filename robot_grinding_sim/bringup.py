@@ -260,6 +260,12 @@ LAUNCH_ARGUMENTS: dict[str, dict[str, tuple[str, str]]] = {
         "robot_description_file": ("", "URDF of the arm and tool; empty: the package's default URDF."),
         "rviz": ("false", "Start RViz with config/grinding.rviz (true/false)."),
         "record": ("", "Directory for an MCAP bag written by the recorder node; empty: no recording."),
+        "discovery_range": (
+            "LOCALHOST" if mode == "sim" else "",
+            "ROS_AUTOMATIC_DISCOVERY_RANGE for the nodes (LOCALHOST, SUBNET, OFF, SYSTEM_DEFAULT); "
+            + ("sim keeps DDS on this machine." if mode == "sim"
+               else "empty: the environment's (a real cell sets SUBNET), LOCALHOST when unset."),
+        ),
         **(
             {
                 "robot_ip": (DEFAULT_ROBOT_IP, "Address of the robot controller (ros2_control driver)."),
@@ -325,7 +331,16 @@ def launch_actions(mode: str, context: Any) -> list[Any]:
     values = dict(getattr(context, "launch_configurations", {}) or {})
     specs = graph_from_launch_arguments(mode, values)
     extra = [values["params_file"]] if values.get("params_file") else []
-    actions = []
+    actions: list[Any] = []
+    discovery = values.get("discovery_range", LAUNCH_ARGUMENTS[mode]["discovery_range"][0]).strip()
+    if discovery:
+        from launch.actions import SetEnvironmentVariable
+
+        from robot_grinding_sim.ros.environment import DISCOVERY_RANGES, DISCOVERY_VAR
+
+        if discovery not in DISCOVERY_RANGES:
+            raise ValueError(f"launch argument discovery_range: expected one of {DISCOVERY_RANGES}, got {discovery!r}")
+        actions.append(SetEnvironmentVariable(DISCOVERY_VAR, discovery))
     for s in specs:
         if s.package == PACKAGE and not s.module_available():
             # not written yet (see the README): leave it out rather than fail the whole launch

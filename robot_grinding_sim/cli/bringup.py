@@ -124,6 +124,13 @@ def _stop_all(children: list[_Child]) -> None:
     help="ROS_DOMAIN_ID of the graph (default: the environment's, else 0).",
 )
 @click.option(
+    "--discovery-range",
+    type=click.Choice(["LOCALHOST", "SUBNET", "OFF", "SYSTEM_DEFAULT"]),
+    default="LOCALHOST",
+    show_default=True,
+    help="ROS_AUTOMATIC_DISCOVERY_RANGE of the nodes; a real cell with RViz or drivers on other hosts uses SUBNET.",
+)
+@click.option(
     "--duration",
     type=click.FloatRange(min=0.0, min_open=True),
     default=None,
@@ -146,6 +153,7 @@ def bringup(
     ft_sensor_ip: str | None,
     record: Path | None,
     domain_id: int | None,
+    discovery_range: str,
     duration: float | None,
     params_files: tuple[Path, ...],
     only: tuple[str, ...],
@@ -156,7 +164,8 @@ def bringup(
     """Start the grinding cell's node graph in MODE (sim or real) without ros2 launch.
 
     Same nodes, names, parameters and remappings as `ros2 launch robot_grinding_sim
-    MODE.launch.py` (robot_grinding_sim/bringup.py). DDS stays on loopback.
+    MODE.launch.py` (robot_grinding_sim/bringup.py). DDS stays on loopback unless
+    --discovery-range says otherwise.
     """
     from robot_grinding_sim.bringup import PACKAGE, graph
     from robot_grinding_sim.ros.environment import localhost_env
@@ -186,14 +195,15 @@ def bringup(
             entry["command"] = _node_command(s.executable) + s.ros_args(params_files)
         plan.append(entry)
 
-    env = localhost_env(domain_id)
+    env = localhost_env(domain_id, discovery_range=discovery_range)
     env.setdefault("ROS_DOMAIN_ID", "0")
     env.setdefault("PYTHONUNBUFFERED", "1")
     env.setdefault("RCUTILS_LOGGING_BUFFERED_STREAM", "0")
 
     if dry_run:
         if as_json:
-            emit_json({"mode": mode, "ros_domain_id": int(env["ROS_DOMAIN_ID"]), "nodes": plan})
+            emit_json({"mode": mode, "ros_domain_id": int(env["ROS_DOMAIN_ID"]),
+                       "ros_automatic_discovery_range": env["ROS_AUTOMATIC_DISCOVERY_RANGE"], "nodes": plan})
         else:
             for e in plan:
                 if "skip" in e:
@@ -210,7 +220,7 @@ def bringup(
         raise click.UsageError(f"none of the {mode} graph's nodes is available here")
     click.echo(
         f"[bringup] {mode}: starting {', '.join(e['name'] for e in to_start)} "
-        f"(ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']}, discovery on localhost)"
+        f"(ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']}, ROS_AUTOMATIC_DISCOVERY_RANGE={discovery_range})"
     )
 
     stop = threading.Event()

@@ -39,16 +39,20 @@ def _ros_value(v: object) -> str:
 @click.option("--params-file", type=click.Path(exists=True, dir_okay=False), default=None,
               help="A ROS parameter file for the node (options given here override it).")
 @click.option("--domain-id", type=click.IntRange(0, 101), default=None, help="ROS_DOMAIN_ID to record from.")
+@click.option("--discovery-range", type=click.Choice(("LOCALHOST", "SUBNET", "OFF", "SYSTEM_DEFAULT")),
+              default="LOCALHOST", show_default=True,
+              help="ROS_AUTOMATIC_DISCOVERY_RANGE: SUBNET records a cell's nodes on other hosts.")
 @click.option("--repair", "repair", type=click.Path(), default=None,
               help="Do not record: make the bag REPAIR (left by a killed recorder) readable again.")
 @json_option
 def record(output: str, topics: tuple[str, ...], all_topics: bool, storage: str, duration: float,
-           flush_period: float, params_file: str | None, domain_id: int | None, repair: str | None,
+           flush_period: float, params_file: str | None, domain_id: int | None, discovery_range: str,
+           repair: str | None,
            as_json: bool) -> None:
     """Record topics into a rosbag2 (MCAP by default, or sqlite3) until Ctrl-C.
 
     Types are discovered on the graph; publishers that appear later are picked up. DDS stays on
-    this machine (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST).
+    this machine (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST) unless --discovery-range says otherwise.
     """
     if repair is not None:
         from robot_grinding_sim.core.record.bagwriter import repair_bag
@@ -70,7 +74,7 @@ def record(output: str, topics: tuple[str, ...], all_topics: bool, storage: str,
     from robot_grinding_sim.ros.environment import apply_localhost_env
     from robot_grinding_sim.ros.node_base import run_node
 
-    apply_localhost_env(domain_id)
+    apply_localhost_env(domain_id, discovery_range=discovery_range)
     params: dict[str, object] = {"storage": storage, "max_duration": float(duration),
                                  "flush_period": float(flush_period)}
     params["output"] = output or default_output()

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from robot_grinding_sim.core.errors import InputError
-from robot_grinding_sim.ros.environment import apply_localhost_env
+from robot_grinding_sim.ros.environment import default_discovery_range
 from robot_grinding_sim.ros.parameters import ParameterError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -64,8 +64,8 @@ def run_node(
     import rclpy
     from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 
-    # Keep discovery on loopback; keep the caller's ROS_DOMAIN_ID.
-    apply_localhost_env()
+    # LOCALHOST only when the caller did not choose (a real cell runs with SUBNET)
+    default_discovery_range()
     argv = list(sys.argv if args is None else args)
     name = default_name or getattr(node_factory, "NODE_NAME", getattr(node_factory, "__name__", "node"))
     name = _node_name_from_args(argv, name)

@@ -72,3 +72,52 @@ def test_package_xml_format3_lists_python_and_ros_deps() -> None:
     deps = {e.text for e in root if e.tag.endswith("depend")}
     for dep in ("rclpy", "sensor_msgs", "geometry_msgs", "trajectory_msgs", "std_srvs", "python3-numpy"):
         assert dep in deps, dep
+
+
+#: rosdep keys of package.xml as resolved by ros/rosdistro 8468e88 (2026-08): the python.yaml keys
+#: and the Kilted release packages, copied from those files (not from package.xml). A key added to
+#: package.xml must be checked there and added here, or defined in resource/rosdep.yaml.
+ROSDISTRO_KEYS = {
+    # rosdep/python.yaml
+    "python3-numpy", "python3-scipy", "python3-numba", "python3-yaml", "python3-click", "python3-rich",
+    "python3-matplotlib", "python3-lxml", "python3-trimesh-pip", "python-fcl-pip", "python3-yourdfpy-pip",
+    "python3-rosbags-pip", "python3-pytest", "python3-mujoco-pip", "python3-pybullet-pip", "python3-ruff-pip",
+    # kilted/distribution.yaml
+    "rclpy", "builtin_interfaces", "rosgraph_msgs", "std_msgs", "std_srvs", "geometry_msgs", "sensor_msgs",
+    "trajectory_msgs", "visualization_msgs", "nav_msgs", "diagnostic_msgs", "rcl_interfaces", "launch",
+    "launch_ros", "robot_state_publisher", "rviz2", "ros2bag", "rosbag2_storage_mcap", "ament_copyright",
+    "ament_flake8", "ament_pep257", "pinocchio", "coal", "tf2_msgs",
+}
+#: pip distribution (setup.py) -> the rosdep key that installs it
+PIP_TO_KEY = {
+    "numpy": "python3-numpy", "scipy": "python3-scipy", "numba": "python3-numba", "pyyaml": "python3-yaml",
+    "click": "python3-click", "rich": "python3-rich", "matplotlib": "python3-matplotlib", "lxml": "python3-lxml",
+    "yourdfpy": "python3-yourdfpy-pip", "trimesh": "python3-trimesh-pip", "python-fcl": "python-fcl-pip",
+    "rosbags": "python3-rosbags-pip", "mcap": "python3-mcap-pip", "cadquery-ocp-novtk": "python3-cadquery-ocp-pip",
+}
+
+
+def test_every_package_xml_key_resolves_with_rosdep() -> None:
+    import yaml
+
+    root = ET.parse(REPO / "package.xml").getroot()
+    keys = [e.text for e in root if e.tag.endswith("depend")]
+    custom = yaml.safe_load((REPO / "resource" / "rosdep.yaml").read_text())
+    for key, rule in custom.items():
+        for os_name in ("debian", "ubuntu"):
+            assert rule[os_name]["pip"]["packages"], f"resource/rosdep.yaml: {key} has no pip package for {os_name}"
+    unresolved = [k for k in keys if k not in ROSDISTRO_KEYS and k not in custom]
+    assert not unresolved, f"package.xml keys rosdep cannot resolve: {unresolved}"
+    assert not root.findall("buildtool_depend"), "ament_python is a build type, not a rosdep key"
+
+
+def test_every_install_requirement_is_in_package_xml() -> None:
+    import re
+
+    setup_py = (REPO / "setup.py").read_text()
+    block = setup_py.split("install_requires=[", 1)[1].split("]", 1)[0]
+    names = [re.match(r"[A-Za-z0-9_.-]+", s.strip().strip('"')).group(0).lower()
+             for s in block.split(",") if s.strip().strip('"')]
+    keys = {e.text for e in ET.parse(REPO / "package.xml").getroot() if e.tag.endswith("depend")}
+    missing = {n: PIP_TO_KEY.get(n) for n in names if PIP_TO_KEY.get(n) not in keys}
+    assert not missing, f"setup.py install_requires without a package.xml key: {missing}"
