@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from mcap.reader import make_reader
 from PIL import Image
 from rosbags.typesys import Stores, get_typestore
@@ -30,7 +31,10 @@ def test_demo_grinds_the_curved_panel_within_5_percent(tmp_path: Path) -> None:
     for p in s["passes"]:
         assert abs(p["mean_n"] - 5.0) <= 0.05 * 5.0, p
         assert p["iterations"] >= 1 and p["min_n"] > 3.0
-    assert s["real_time_factor"] > 0
+    # the timing figures are consistent with each other and with the bag (checked below)
+    assert s["simulated_s"] == pytest.approx((s["steps"] - 1) * s["step_s"], abs=s["step_s"])
+    assert 0 < s["wall_time_s"] < s["total_wall_time_s"]
+    assert s["real_time_factor"] == pytest.approx(s["simulated_s"] / s["wall_time_s"], rel=1e-9)
 
     with Image.open(out / "force.png") as img:
         assert img.size[0] > 500 and img.size[1] > 500
@@ -45,6 +49,10 @@ def test_demo_grinds_the_curved_panel_within_5_percent(tmp_path: Path) -> None:
     assert set(msgs) == {"/joint_states", "/contact/wrench", "/ft_sensor/wrench", "/grinding/progress",
                          "/dynamics_node/tool_pose"}
     assert len(msgs["/joint_states"]) == s["steps"] > 10_000
+    assert {k: len(v) for k, v in msgs.items()} == s["bag_counts"]
+    stamps = [m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 for m in msgs["/joint_states"]]
+    assert stamps[-1] - stamps[0] == pytest.approx(s["simulated_s"], abs=s["step_s"])
+    assert np.all(np.diff(stamps) > 0)
     assert list(msgs["/joint_states"][0].name) == ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint",
                                                     "wrist_1_joint", "wrist_2_joint", "wrist_3_joint"]
     # the force in the bag, per pass (progress topic), matches the summary

@@ -224,8 +224,10 @@ def test_definitions_rebuilt_from_python_classes_match_the_type_store(msgtype: s
 
 
 def test_recorded_bag_feeds_grinding_compare(tmp_path: Path, launch_node: Any, probe: Any) -> None:
-    """End to end: predicted and measured force and the progress topic recorded from the graph in
-    one bag (a real run), then `grinding compare` on it recovers the known relation (x1.05)."""
+    """The recorder's bag feeds `grinding compare`: predicted and "measured" wrenches published here
+    with a known relation (measured = 1.05 x predicted, two passes marked on the progress topic) are
+    recorded into one bag, and compare recovers that relation, the passes and zero lag. (A bag of
+    the real node graph is checked in test_graph_contact.py.)"""
     import json
     import math
     import subprocess

@@ -390,7 +390,7 @@ def test_wheel_face_on_a_curved_part_is_flagged_inexact():
 
 
 def test_wheel_tool_from_the_wheel_urdf(repo_root):
-    dynamics = pytest.importorskip("robot_grinding_sim.core.robot.dynamics")
+    from robot_grinding_sim.core.robot import dynamics
     model = dynamics.RobotModel.from_urdf(repo_root / "urdf" / "ur10e_grinding_wheel.urdf")
     q = np.array([0.0, -1.5708, 1.5708, -1.5708, -1.5708, 0.0])
     s = CollisionScene()
@@ -723,7 +723,7 @@ def test_bad_poses_and_names(plane_scene):
 
 
 def test_robot_from_the_default_urdf(repo_root):
-    dynamics = pytest.importorskip("robot_grinding_sim.core.robot.dynamics")
+    from robot_grinding_sim.core.robot import dynamics
     model = dynamics.RobotModel.from_urdf(repo_root / "urdf" / "ur10e_grinding.urdf")
     q = np.array([0.0, -1.2, 1.5, -1.87, -1.57, 0.0])
     s = CollisionScene()

@@ -80,3 +80,33 @@ print('ok', len({modules!r}))
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
+
+
+UNIT_TESTS = sorted(Path(__file__).resolve().parent.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", UNIT_TESTS, ids=lambda p: p.name)
+def test_unit_tests_import_no_ros(path: Path) -> None:
+    """Tests that need ROS messages live in test/ros; test/unit runs where rclpy is not installed."""
+    bad = [f"{path.name}:{line} imports {name}" for line, name in _imports(path) if _forbidden(name)]
+    assert not bad, "move to test/ros: " + "; ".join(bad)
+
+
+def test_unit_tests_collect_without_ros_on_path() -> None:
+    """Collect test/unit in an interpreter where rclpy and *_msgs cannot be found (indirect imports)."""
+    unit = Path(__file__).resolve().parent
+    code = f"""
+import importlib.abc, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        top = name.split('.')[0]
+        if top == 'rclpy' or top.endswith('_msgs') or top.endswith('_srvs') or top.startswith('rosidl'):
+            raise ImportError('blocked ROS import: ' + name)
+        return None
+sys.meta_path.insert(0, Block())
+import pytest
+sys.exit(pytest.main(['--collect-only', '-q', '-p', 'no:cacheprovider', {str(unit)!r}]))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                         cwd=str(PKG.parent))
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
