@@ -260,7 +260,13 @@ def bringup(
             signal.signal(sig, handler)
     why = f"signal {received[0]}" if received else ("duration reached" if not failed else "a node exited")
     click.echo(f"[bringup] stopped {len(children)} node(s) ({why})")
-    if failed:
+    # a node must stop with exit code 0 when asked; anything else is a defect worth a red exit
+    unclean = [c for c in children if c.name not in failed and c.proc.returncode != 0]
+    for c in unclean:
+        tail = "\n".join(f"    {line}" for line in list(c.tail)[-10:])
+        click.echo(f"[bringup] ERROR: {c.name} stopped with exit code {c.proc.returncode}; last output:\n{tail}",
+                   err=True)
+    if failed or unclean:
         sys.exit(1)  # (click.exceptions.Exit is swallowed by grinding's standalone_mode=False)
 
 

@@ -35,7 +35,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.record.bag import normalize_topic
 from robot_grinding_sim.core.record.bagwriter import BagWriter, TopicQos
-from robot_grinding_sim.ros.node_base import run_node
+from robot_grinding_sim.ros.node_base import request_stop, run_node
 from robot_grinding_sim.ros.parameters import ParameterError, declare_parameters
 from robot_grinding_sim.ros.schemas import DEFAULT_TOPICS, node_specs  # noqa: F401 (DEFAULT_TOPICS re-exported)
 
@@ -237,7 +237,8 @@ class RecorderNode(Node):
         self.get_logger().info("max_duration reached: stopping")
         if self._stop_timer is not None:
             self._stop_timer.cancel()
-        self.context.try_shutdown()
+        if not request_stop():  # not under run_node (a test spinning the node itself)
+            self.context.try_shutdown()
 
     # -- writer thread --------------------------------------------------------------------------
     def _write_loop(self) -> None:

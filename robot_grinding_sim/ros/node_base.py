@@ -1,15 +1,30 @@
-"""The ``main()`` of every node, and a guard that keeps callbacks from killing a node.
+"""The ``main()`` of every node, its shutdown, and a guard that keeps callbacks from killing a node.
 
 Every node module ends with::
 
     def main(args=None):
         return run_node(DynamicsNode, args)
 
-:func:`run_node` keeps DDS on loopback, initialises rclpy (which installs SIGINT/SIGTERM handlers
-that shut the context down), creates the node, spins it, and cleans up. A
-:class:`~robot_grinding_sim.ros.parameters.ParameterError` (or any
+:func:`run_node` sets the discovery range default, initialises rclpy, creates the node, spins it,
+and on SIGINT or SIGTERM closes it and exits 0 without a traceback, whatever the moment:
+
+- the process installs its own SIGINT/SIGTERM handlers before ``rclpy.init`` (rclpy's are turned
+  off: they shut the context down from under running callbacks, timers and the executor's wait
+  set, which is where "context is not valid", "publisher's context is invalid" and "Unable to
+  convert call argument" came from);
+- the first signal sets a stop flag; spinning polls it every 0.1 s, and :func:`guarded` callbacks
+  no longer run; if the signal lands inside an :func:`interruptible` block on the main thread
+  (the planner's optimisation), it ends it at once (:class:`StopRequested`, a BaseException, so
+  no callback guard swallows it); a signal during the node's construction is honoured when it
+  returns (construction imports C extensions, which may turn any exception into ImportError);
+- then the executor is shut down (no callback runs after), the node's ``close()`` runs to the end
+  (the recorder writes out its bag; further signals are counted and ignored), the node is
+  destroyed and the context shut down; errors while tearing down are logged, never raised.
+
+A :class:`~robot_grinding_sim.ros.parameters.ParameterError` (or any
 :class:`~robot_grinding_sim.core.errors.InputError`) raised while the node is constructed is logged
-as one FATAL line naming the parameter and the process exits with code 1.
+as one FATAL line naming the parameter and the process exits with code 1. A node asks for its own
+orderly stop (the recorder at ``max_duration``) with :func:`request_stop`.
 
 :func:`guarded` wraps a subscription/timer/service callback: an exception is logged (identical
 messages at most once per ``throttle_s``, with a count of the suppressed ones) and the node keeps
@@ -19,15 +34,18 @@ as an error with the exception type.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import signal
 import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.ros import early_signals
 from robot_grinding_sim.ros.environment import default_discovery_range
 from robot_grinding_sim.ros.parameters import ParameterError
 
@@ -43,13 +61,95 @@ def _node_name_from_args(argv: Sequence[str], default: str) -> str:
     return name
 
 
+class StopRequested(BaseException):  # a request, not an error: no "Error" suffix
+    """Raised by the signal handler to end a long main-thread callback (see :func:`interruptible`)."""
+
+
+class _Stopper:
+    """SIGINT/SIGTERM handling of one node process (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.signals = 0
+        self.allow_raise = False  # True only inside regions that catch StopRequested
+        self._old: dict[int, Any] = {}
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # signal handlers can only be set from the main thread; the caller handles stops
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._old[sig] = signal.signal(sig, self._on_signal)
+
+    def restore(self) -> None:
+        for sig, handler in self._old.items():
+            signal.signal(sig, handler)
+        self._old.clear()
+
+    def _on_signal(self, signum: int, _frame: Any) -> None:
+        self.signals += 1
+        self.event.set()
+        if self.signals == 1 and self.allow_raise:
+            self.allow_raise = False
+            raise StopRequested(signum)
+
+    def stop(self) -> None:
+        self.event.set()
+
+
+_STOPPER: _Stopper | None = None
+
+
+def request_stop() -> bool:
+    """Ask :func:`run_node` to stop spinning and close the node (as SIGINT would); thread-safe.
+
+    Returns False when no :func:`run_node` is running in this process (the caller then stops its
+    own way, e.g. by shutting its context down).
+    """
+    if _STOPPER is None:
+        return False
+    _STOPPER.stop()
+    return True
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """A block on the main thread that a SIGINT/SIGTERM ends at once (:class:`StopRequested`).
+
+    For long computations inside a callback (the planner's optimisation). The block must leave
+    nothing half-written behind if it stops anywhere (files are written atomically). Elsewhere
+    (another thread, no :func:`run_node`) it does nothing.
+    """
+    st = _STOPPER
+    main = st is not None and threading.current_thread() is threading.main_thread()
+    if main:
+        if st.event.is_set():
+            raise StopRequested(0)
+        st.allow_raise = True
+    try:
+        yield
+    finally:
+        if main:
+            st.allow_raise = False
+
+
+def _quietly(what: str, fn: Callable[[], Any], logger: Any) -> None:
+    """Run a teardown step; log (never raise) what goes wrong."""
+    try:
+        fn()
+    except Exception as exc:  # tearing down anyway: report, do not mask the exit code
+        try:
+            logger.warning(f"shutdown: {what}: {type(exc).__name__}: {exc}")
+        except Exception:
+            pass
+
+
 def run_node(
     node_factory: Callable[[], Any],
     args: Sequence[str] | None = None,
     multithreaded: bool = False,
     default_name: str | None = None,
 ) -> int:
-    """Create a node, spin it until shutdown and return the process exit code.
+    """Create a node, spin it until SIGINT/SIGTERM (or :func:`request_stop`), close it; return the exit code.
 
     Args:
         node_factory: callable returning an ``rclpy.node.Node`` (usually the node class).
@@ -59,49 +159,95 @@ def run_node(
             (default: the factory's ``NODE_NAME`` attribute or its ``__name__``).
 
     Returns:
-        0 after a clean shutdown (SIGINT/SIGTERM), 1 on a bad parameter or a crash at start-up.
+        0 after a stop (signal, request or external shutdown), 1 on a bad parameter or a crash at
+        start-up.
     """
+    global _STOPPER
+    stopper = _Stopper()
+    stopper.install()  # before anything slow: a signal from here on ends the process cleanly
+    _STOPPER = stopper
+    if early_signals.RECEIVED:  # a signal arrived while the node's modules were being imported
+        stopper.signals = len(early_signals.RECEIVED)
+        stopper.event.set()
+    own_process = early_signals.is_node_process() and threading.current_thread() is threading.main_thread()
+    try:
+        code = _run(stopper, node_factory, args, multithreaded, default_name)
+    finally:
+        if not own_process:
+            stopper.restore()
+            _STOPPER = None
+    if own_process:
+        _exit_process(code)
+    return code
+
+
+def _exit_process(code: int) -> None:
+    """End a node process now, with ``code``, once the node is closed and the context shut down.
+
+    Interpreter finalisation resets SIGINT/SIGTERM to their defaults and then tears down rclpy,
+    DDS and numba for a noticeable time, so a second signal (a launcher escalating, a process
+    group Ctrl-C) would kill the process with -15 after a clean close. Nothing is left to do by
+    then: flush the streams and logging, and leave.
+    """
+    import logging
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    logging.shutdown()
+    os._exit(code)
+
+
+def _run(stopper: _Stopper, node_factory: Callable[[], Any], args: Sequence[str] | None, multithreaded: bool,
+         default_name: str | None) -> int:
     import rclpy
     from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
+    from rclpy.signals import SignalHandlerOptions
 
     # LOCALHOST only when the caller did not choose (a real cell runs with SUBNET)
     default_discovery_range()
     argv = list(sys.argv if args is None else args)
     name = default_name or getattr(node_factory, "NODE_NAME", getattr(node_factory, "__name__", "node"))
     name = _node_name_from_args(argv, name)
-    rclpy.init(args=argv)
+    if stopper.event.is_set():
+        return 0  # stopped before rclpy was even initialised
+    rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
+    logger = rclpy.logging.get_logger(name)
     node = None
-    code = 0
     try:
+        # Construction is not interrupted: it imports C extensions (OpenCascade through pybind11
+        # turns any exception inside a module's init into ImportError) and loads files; a signal
+        # meanwhile is honoured as soon as it returns.
         try:
             node = node_factory()
         except InputError as exc:  # ParameterError is an InputError
             rclpy.logging.get_logger(getattr(exc, "node_name", None) or name).fatal(str(exc))
             return 1
         except Exception as exc:
-            rclpy.logging.get_logger(name).fatal(
-                f"start-up failed: {type(exc).__name__}: {exc}\n{traceback.format_exc()}"
-            )
+            logger.fatal(f"start-up failed: {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
             return 1
+        logger = node.get_logger()
         executor = MultiThreadedExecutor(num_threads=2) if multithreaded else SingleThreadedExecutor()
         executor.add_node(node)
         try:
-            executor.spin()
-        except (KeyboardInterrupt, ExternalShutdownException):
+            # spin_once with a timeout: a signal handler only runs between bytecodes, and the
+            # executor's wait is in C; polling every 0.1 s bounds the reaction time
+            while not stopper.event.is_set() and node.context.ok():
+                executor.spin_once(timeout_sec=0.1)
+        except (StopRequested, ExternalShutdownException):
             pass
-        finally:
-            executor.shutdown()
+        stopper.allow_raise = False
+        _quietly("executor", executor.shutdown, logger)
+        close = getattr(node, "close", None)
+        if callable(close):
+            _quietly("close", close, logger)
+        _quietly("destroy node", node.destroy_node, logger)
+        return 0
     finally:
-        if node is not None:
-            try:
-                close = getattr(node, "close", None)
-                if callable(close):
-                    close()
-                node.destroy_node()
-            except Exception:  # shutting down anyway; never mask the exit code
-                pass
-        rclpy.try_shutdown()
-    return code
+        rclpy.try_shutdown(uninstall_handlers=False)  # rclpy would reset SIGINT/SIGTERM to SIG_DFL
 
 
 class _Throttle:
@@ -143,6 +289,9 @@ def guarded(node: Any, what: str, throttle_s: float = 2.0) -> Callable[[F], F]:
     def deco(fn: F) -> F:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            st = _STOPPER
+            if st is not None and st.event.is_set():
+                return None  # stopping: run no more callbacks
             try:
                 return fn(*args, **kwargs)
             except InputError as exc:
@@ -163,7 +312,7 @@ def guarded(node: Any, what: str, throttle_s: float = 2.0) -> Callable[[F], F]:
     return deco
 
 
-__all__ = ["ParameterError", "guarded", "run_node"]
+__all__ = ["ParameterError", "StopRequested", "guarded", "interruptible", "request_stop", "run_node"]
 
 
 def load_robot(params: dict[str, Any], node_name: str, tip_link: str | None = None,

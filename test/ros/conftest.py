@@ -16,6 +16,7 @@ Fixtures:
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -167,6 +168,7 @@ class NodeProcess:
 def launch_node(tmp_path: Path) -> Iterator[Callable[..., NodeProcess]]:
     """Factory fixture: ``launch_node(executable, node_name=, params_file=, params=, remaps=, env=)``."""
     started: list[NodeProcess] = []
+    serial = itertools.count()
 
     def _start(
         executable: str,
@@ -178,7 +180,7 @@ def launch_node(tmp_path: Path) -> Iterator[Callable[..., NodeProcess]]:
         extra_args: Sequence[str] = (),
     ) -> NodeProcess:
         cmd = node_command(executable, node_name, params_file, params, remaps, extra_args)
-        log_path = tmp_path / f"{node_name or executable}.{len(started)}.log"
+        log_path = tmp_path / f"{node_name or executable}.{next(serial)}.log"  # unique across threads
         fh = open(log_path, "wb")
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=node_env(env), cwd=str(REPO))
         fh.close()

@@ -121,3 +121,17 @@ def test_every_install_requirement_is_in_package_xml() -> None:
     keys = {e.text for e in ET.parse(REPO / "package.xml").getroot() if e.tag.endswith("depend")}
     missing = {n: PIP_TO_KEY.get(n) for n in names if PIP_TO_KEY.get(n) not in keys}
     assert not missing, f"setup.py install_requires without a package.xml key: {missing}"
+
+
+def test_early_signal_handling_knows_every_node_executable() -> None:
+    """robot_grinding_sim.ros.early_signals installs its handlers in exactly setup.py's node processes."""
+    import ast
+
+    from robot_grinding_sim.ros.early_signals import EXECUTABLES, is_node_process
+
+    setup_src = (REPO / "setup.py").read_text()
+    nodes = ast.literal_eval(setup_src.split("NODES = ", 1)[1].split("]", 1)[0] + "]")
+    assert set(nodes) == EXECUTABLES
+    assert is_node_process(["/opt/ros/lib/robot_grinding_sim/recorder", "--ros-args"])
+    assert is_node_process(["-c", "--ros-args", "-r", "__node:=x"])
+    assert not is_node_process(["/usr/bin/pytest", "-q"]) and not is_node_process(["-c"])
