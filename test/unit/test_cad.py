@@ -14,28 +14,28 @@ import numpy as np
 import pytest
 
 from robot_grinding_sim.core.errors import GeometryError, InputError
-from robot_grinding_sim.core.geometry import cad, parts
+from robot_grinding_sim.core.geometry import cad, cad_face, occ_adapter, parts, shapes
 
 RNG = np.random.default_rng(7)
 
 
 def _write_step_direct(shape, path: Path, unit: str) -> None:
     """Write ``shape`` (in OpenCascade's session unit, mm) with STEPControl_Writer in ``unit``."""
-    cad._silence_occ()
-    cad.static(cad.occ("Interface").Interface_Static, "SetCVal")("write.step.unit", unit)
-    writer = cad.occ("STEPControl").STEPControl_Writer()
-    writer.Transfer(shape, cad.occ("STEPControl").STEPControl_AsIs)
-    assert int(writer.Write(str(path))) == int(cad.occ("IFSelect").IFSelect_RetDone)
-    cad.static(cad.occ("Interface").Interface_Static, "SetCVal")("write.step.unit", "MM")
+    occ_adapter.silence_occ()
+    occ_adapter.static(occ_adapter.occ("Interface").Interface_Static, "SetCVal")("write.step.unit", unit)
+    writer = occ_adapter.occ("STEPControl").STEPControl_Writer()
+    writer.Transfer(shape, occ_adapter.occ("STEPControl").STEPControl_AsIs)
+    assert int(writer.Write(str(path))) == int(occ_adapter.occ("IFSelect").IFSelect_RetDone)
+    occ_adapter.static(occ_adapter.occ("Interface").Interface_Static, "SetCVal")("write.step.unit", "MM")
 
 
 def _box_mm():
-    gp = cad.occ("gp")
-    return cad.occ("BRepPrimAPI").BRepPrimAPI_MakeBox(gp.gp_Pnt(10.0, 20.0, 0.0), 200.0, 150.0, 10.0).Shape()
+    gp = occ_adapter.occ("gp")
+    return occ_adapter.occ("BRepPrimAPI").BRepPrimAPI_MakeBox(gp.gp_Pnt(10.0, 20.0, 0.0), 200.0, 150.0, 10.0).Shape()
 
 
 def test_backend_is_one_of_the_two_bindings() -> None:
-    assert cad.BACKEND in ("OCC.Core", "OCP")
+    assert occ_adapter.BACKEND in ("OCC.Core", "OCP")
 
 
 @pytest.mark.parametrize("unit", ["MM", "M", "INCH"])
@@ -54,9 +54,9 @@ def test_step_round_trip_mm_to_metres(tmp_path: Path, unit: str) -> None:
 
 @pytest.mark.parametrize("unit", ["MM", "IN", "M"])
 def test_iges_round_trip_mm_to_metres(tmp_path: Path, unit: str) -> None:
-    cad._silence_occ()
+    occ_adapter.silence_occ()
     path = tmp_path / "box.igs"
-    writer = cad.occ("IGESControl").IGESControl_Writer(unit, 1)
+    writer = occ_adapter.occ("IGESControl").IGESControl_Writer(unit, 1)
     writer.AddShape(_box_mm())
     writer.ComputeModel()
     assert writer.Write(str(path))
@@ -142,7 +142,7 @@ def test_unknown_builtin_name() -> None:
         cad.load_part("no_such_part")
 
 
-def _random_uv(face: cad.CadFace, n: int, inset: float = 0.02) -> tuple[np.ndarray, np.ndarray]:
+def _random_uv(face: cad_face.CadFace, n: int, inset: float = 0.02) -> tuple[np.ndarray, np.ndarray]:
     u0, u1, v0, v1 = face.uv_bounds
     du, dv = inset * (u1 - u0), inset * (v1 - v0)
     return RNG.uniform(u0 + du, u1 - du, n), RNG.uniform(v0 + dv, v1 - dv, n)
@@ -156,7 +156,7 @@ def _deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def test_sphere_points_and_outward_normals_are_exact() -> None:
     c, R = np.array([0.01, -0.02, 0.03]), 0.07
-    part = cad.CadPart(cad.make_sphere(R, c), source="sphere")
+    part = cad.CadPart(shapes.make_sphere(R, c), source="sphere")
     (face,) = [f for f in part.faces if f.type == "sphere"]
     u, v = _random_uv(face, 500)
     p, n = face.evaluate(u, v)
@@ -201,14 +201,14 @@ def test_bspline_evaluation_matches_opencascade() -> None:
 
 
 def test_cone_torus_and_fallback_faces_match_opencascade() -> None:
-    gp = cad.occ("gp")
-    prim = cad.occ("BRepPrimAPI")
+    gp = occ_adapter.occ("gp")
+    prim = occ_adapter.occ("BRepPrimAPI")
     ax = gp.gp_Ax2(gp.gp_Pnt(0.01, 0.02, 0.03), gp.gp_Dir(0.3, -0.2, 0.9))
-    shapes = [prim.BRepPrimAPI_MakeCone(ax, 0.05, 0.02, 0.08).Shape(),
+    solids = [prim.BRepPrimAPI_MakeCone(ax, 0.05, 0.02, 0.08).Shape(),
               prim.BRepPrimAPI_MakeTorus(ax, 0.1, 0.03).Shape(),
-              cad.make_prism(cad.make_bspline_face(cad_panel_poles()), (0.0, 0.0, -0.003))]
+              shapes.make_prism(shapes.make_bspline_face(cad_panel_poles()), (0.0, 0.0, -0.003))]
     kinds = set()
-    for shape in shapes:
+    for shape in solids:
         for face in cad.CadPart(shape, source="test").faces:
             kinds.add(face.type)
             u, v = _random_uv(face, 15)

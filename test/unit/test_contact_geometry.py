@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from robot_grinding_sim.core.geometry import cad
+from robot_grinding_sim.core.geometry import cad, shapes
 from robot_grinding_sim.core.geometry.tool_contact import ToolContactQuery, workpiece_scene
 
 R_TOOL = 0.02
@@ -36,7 +36,7 @@ def _face(part: cad.CadPart, kind: str) -> int:
 def _surface(kind: str):
     """(part, face index, sampler(u, v) -> (points (k, 3), outward normals (k, 3)) in the part frame)."""
     if kind == "plane":
-        part = cad.CadPart(cad.make_box((0.2, 0.15, 0.02), (-0.1, -0.075, -0.02)), source="box")
+        part = cad.CadPart(shapes.make_box((0.2, 0.15, 0.02), (-0.1, -0.075, -0.02)), source="box")
         top = [f.index for f in part.faces if np.allclose(f.evaluate(*np.mean(
             np.reshape(f.uv_bounds, (2, 2)), axis=1).reshape(2, 1))[1][0], [0, 0, 1])]
 
@@ -46,7 +46,7 @@ def _surface(kind: str):
 
         return part, top[0], plane
     if kind == "cylinder":  # radius 0.1 m, axis y, the lateral face
-        part = cad.CadPart(cad.make_cylinder(0.1, 0.2, origin=(0, -0.1, 0), axis=(0, 1, 0)), source="cyl")
+        part = cad.CadPart(shapes.make_cylinder(0.1, 0.2, origin=(0, -0.1, 0), axis=(0, 1, 0)), source="cyl")
 
         def cyl(u, v):
             th = math.pi * (0.15 + 0.7 * u)
@@ -54,7 +54,7 @@ def _surface(kind: str):
             return 0.1 * n + np.column_stack([np.zeros_like(v), 0.16 * v - 0.08, np.zeros_like(v)]), n
 
         return part, _face(part, "cylinder"), cyl
-    part = cad.CadPart(cad.make_sphere(0.15), source="sphere")
+    part = cad.CadPart(shapes.make_sphere(0.15), source="sphere")
 
     def sph(u, v):
         th, ph = 2 * math.pi * u, 0.6 * math.pi * v + 0.2 * math.pi  # polar angle 36 .. 144 deg

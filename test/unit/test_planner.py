@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from robot_grinding_sim.core.errors import InputError, PlanningError
-from robot_grinding_sim.core.geometry import cad
+from robot_grinding_sim.core.geometry import cad, cad_face, occ_adapter, shapes
 from robot_grinding_sim.core.planning import plan_io, planner
 from robot_grinding_sim.core.planning.passes import PassParameters, generate_passes, polyline_distance
 
@@ -31,17 +31,17 @@ def _all(passes, attr: str) -> np.ndarray:
     return np.vstack([getattr(p, attr) for p in passes])
 
 
-def _occ_distance_to_edges(face: cad.CadFace, points: np.ndarray) -> np.ndarray:
+def _occ_distance_to_edges(face: cad_face.CadFace, points: np.ndarray) -> np.ndarray:
     """OpenCascade's exact distance from points to the edges of ``face`` (BRepExtrema)."""
-    builder = cad.occ("BRep").BRep_Builder()
-    comp = cad.occ("TopoDS").TopoDS_Compound()
+    builder = occ_adapter.occ("BRep").BRep_Builder()
+    comp = occ_adapter.occ("TopoDS").TopoDS_Compound()
     builder.MakeCompound(comp)
     for e in face.edges():
         builder.Add(comp, e)
     out = []
     for p in points:
-        v = cad.occ("BRepBuilderAPI").BRepBuilderAPI_MakeVertex(cad.occ("gp").gp_Pnt(*p)).Vertex()
-        d = cad.occ("BRepExtrema").BRepExtrema_DistShapeShape(v, comp)
+        v = occ_adapter.occ("BRepBuilderAPI").BRepBuilderAPI_MakeVertex(occ_adapter.occ("gp").gp_Pnt(*p)).Vertex()
+        d = occ_adapter.occ("BRepExtrema").BRepExtrema_DistShapeShape(v, comp)
         assert d.IsDone()
         out.append(d.Value())
     return np.array(out)
@@ -73,7 +73,7 @@ def panel() -> cad.CadPart:
 @pytest.fixture(scope="module")
 def sphere_cap() -> tuple[cad.CadPart, int]:
     c, R = np.zeros(3), 0.1
-    shape = cad.cut(cad.make_sphere(R, c), cad.make_box((0.4, 0.4, 0.4), (-0.2, -0.2, 0.06 - 0.4)))
+    shape = shapes.cut(shapes.make_sphere(R, c), shapes.make_box((0.4, 0.4, 0.4), (-0.2, -0.2, 0.06 - 0.4)))
     part = cad.CadPart(shape, source="sphere_cap")
     (idx,) = [f.index for f in part.faces if f.type == "sphere"]
     return part, idx
@@ -231,18 +231,18 @@ def test_zigzag_oneway_reverse_and_angle() -> None:
 # ----------------------------------------------------------------------------- face sets -------
 def _roof() -> cad.CadPart:
     """Two inclined planes sharing a ridge along y (a prism of a pentagon), 200 x 150 mm."""
-    gp = cad.occ("gp")
-    poly = cad.occ("BRepBuilderAPI").BRepBuilderAPI_MakePolygon()
+    gp = occ_adapter.occ("gp")
+    poly = occ_adapter.occ("BRepBuilderAPI").BRepBuilderAPI_MakePolygon()
     for x, z in [(-0.1, 0.0), (0.1, 0.0), (0.1, 0.01), (0.0, 0.03), (-0.1, 0.01)]:
         poly.Add(gp.gp_Pnt(x, 0.0, z))
     poly.Close()
-    face = cad.occ("BRepBuilderAPI").BRepBuilderAPI_MakeFace(poly.Wire()).Face()
-    return cad.CadPart(cad.make_prism(face, (0.0, 0.15, 0.0)), source="roof")
+    face = occ_adapter.occ("BRepBuilderAPI").BRepBuilderAPI_MakeFace(poly.Wire()).Face()
+    return cad.CadPart(shapes.make_prism(face, (0.0, 0.15, 0.0)), source="roof")
 
 
 def test_raster_across_adjacent_faces() -> None:
     roof = _roof()
-    def centre_normal(f: cad.CadFace) -> np.ndarray:
+    def centre_normal(f: cad_face.CadFace) -> np.ndarray:
         u0, u1, v0, v1 = f.uv_bounds
         return f.evaluate(0.5 * (u0 + u1), 0.5 * (v0 + v1))[1][0]
 

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from robot_grinding_sim.core.errors import InputError
-from robot_grinding_sim.core.geometry import cad
+from robot_grinding_sim.core.geometry import cad, shapes
 
 
 @dataclass(frozen=True)
@@ -59,32 +59,32 @@ def freeform_face(size: float = 0.2) -> cad.CadPart:
     X, Y = np.meshgrid(x, x, indexing="ij")
     Z = 0.015 * np.cos(np.pi * X / size) * np.cos(np.pi * Y / (1.25 * size)) + 0.004 * np.sin(
         2 * np.pi * (X + Y) / size)
-    return cad.CadPart(cad.make_bspline_face(np.stack([X, Y, Z], axis=-1)), source=f"freeform_{size:g}m")
+    return cad.CadPart(shapes.make_bspline_face(np.stack([X, Y, Z], axis=-1)), source=f"freeform_{size:g}m")
 
 
 def _curved_panel() -> Any:
-    face = cad.make_bspline_face(curved_panel_poles(), (3, 3))
-    return cad.make_prism(face, (0.0, 0.0, -0.003))
+    face = shapes.make_bspline_face(curved_panel_poles(), (3, 3))
+    return shapes.make_prism(face, (0.0, 0.0, -0.003))
 
 
 def _flat_plate() -> Any:
-    return cad.make_box((0.2, 0.15, 0.01), (-0.1, -0.075, 0.0))
+    return shapes.make_box((0.2, 0.15, 0.01), (-0.1, -0.075, 0.0))
 
 
 def _cylinder_section() -> Any:
     # a 90 deg sector of a tube, axis along x at z = 0, outer radius 100 mm, wall 5 mm, length 200 mm,
     # the sector centred on +z so its outer (grinding) face looks up
     c = math.cos(math.pi / 4)
-    outer = cad.make_cylinder(0.1, 0.2, origin=(-0.1, 0.0, 0.0), axis=(1.0, 0.0, 0.0), xdir=(0.0, c, c),
+    outer = shapes.make_cylinder(0.1, 0.2, origin=(-0.1, 0.0, 0.0), axis=(1.0, 0.0, 0.0), xdir=(0.0, c, c),
                               angle=math.pi / 2)
-    inner = cad.make_cylinder(0.095, 0.3, origin=(-0.15, 0.0, 0.0), axis=(1.0, 0.0, 0.0))
-    return cad.cut(outer, inner)
+    inner = shapes.make_cylinder(0.095, 0.3, origin=(-0.15, 0.0, 0.0), axis=(1.0, 0.0, 0.0))
+    return shapes.cut(outer, inner)
 
 
 def _plate_with_hole() -> Any:
-    plate = cad.make_box((0.2, 0.15, 0.01), (-0.1, -0.075, 0.0))
-    hole = cad.make_cylinder(0.02, 0.03, origin=(0.0, 0.0, -0.01))
-    return cad.cut(plate, hole)
+    plate = shapes.make_box((0.2, 0.15, 0.01), (-0.1, -0.075, 0.0))
+    hole = shapes.make_cylinder(0.02, 0.03, origin=(0.0, 0.0, -0.01))
+    return shapes.cut(plate, hole)
 
 
 BUILTIN_PARTS: dict[str, BuiltinPart] = {

@@ -16,15 +16,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from robot_grinding_sim.core.geometry.bspline import BSplineEval, bspline_kernel
+from robot_grinding_sim.core.robot.spatial import cross3
+
 FloatArray = NDArray[np.float64]
 
 
 def _dot3(a: FloatArray, b: FloatArray) -> float:
     return float(a[0] * b[0] + a[1] * b[1] + a[2] * b[2])
-
-
-def _cross3(a: FloatArray, b: FloatArray) -> FloatArray:
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
 
 
 def _norm3(a: FloatArray) -> float:
@@ -54,19 +53,17 @@ class FaceProjector:
         self._grid_p = face.derivatives(self._grid_uv[:, 0], self._grid_uv[:, 1]).points
         # the face's own numba/numpy evaluator (S, Su, Sv) when it has one: ~10x less overhead
         # than CadFace.derivatives per call; the outward sign as CadFace applies it
-        self._fast = getattr(face, "_numpy_eval", None)
-        self._sign = float(getattr(face, "_sign", 1.0))
+        self._fast = getattr(face, "surface_eval", None)  # CadFace has one; a mesh face has none
+        self._sign = float(getattr(face, "orientation_sign", 1.0))
         self._u, self._v = np.zeros(1), np.zeros(1)
         self._kernel = None
-        if self._fast is not None and all(hasattr(self._fast, a) for a in ("tu", "tv", "pu", "pv", "hom")):
-            from robot_grinding_sim.core.geometry import cad as _cad
-
-            self._kernel = getattr(_cad, "_bspline_kernel", None)
+        if isinstance(self._fast, BSplineEval):
+            self._kernel = bspline_kernel
             self._buf = (np.empty((1, 3)), np.empty((1, 3)), np.empty((1, 3)))
         s = face.derivatives(self._grid_uv[:1, 0], self._grid_uv[:1, 1])
         if self._fast is not None:  # check the sign convention once against CadFace itself
             S, Su, Sv = self._fast(self._grid_uv[:1, 0].copy(), self._grid_uv[:1, 1].copy())
-            self._sign = 1.0 if float(_cross3(Su[0], Sv[0]) @ s.normals[0]) > 0 else -1.0
+            self._sign = 1.0 if float(cross3(Su[0], Sv[0]) @ s.normals[0]) > 0 else -1.0
         # angular parameters (cylinders, cones, spheres, tori) wrap at 2 pi: a point across the
         # seam must not be clamped to the bounds
         self.period = [None, None]
@@ -126,7 +123,7 @@ class FaceProjector:
             v = self.lo[1] + (v - self.lo[1]) % self.period[1]
         self._uv_prev = self.uv
         self.uv = np.array([u, v])
-        nv = _cross3(Su, Sv)
+        nv = cross3(Su, Sv)
         return S, self._sign * nv / _norm3(nv)
 
     def __call__(self, points: FloatArray) -> tuple[FloatArray, FloatArray]:

@@ -45,7 +45,7 @@ from numpy.typing import NDArray
 from robot_grinding_sim.core import config
 from robot_grinding_sim.core.config import PassParameters
 from robot_grinding_sim.core.errors import GeometryError, InputError, PlanningError
-from robot_grinding_sim.core.geometry import cad
+from robot_grinding_sim.core.robot.spatial import cross_rows
 
 FloatArray = NDArray[np.float64]
 
@@ -484,7 +484,7 @@ class _RasterFamily:
     def sample(self, b: FloatArray, a: FloatArray) -> tuple[FloatArray, ...]:
         origins = b[:, None] * self.side + a[:, None] * self.d
         points, normals, uv, face, hit = self.gen.cast(origins)
-        tangents = _unit(cad._cross(normals, np.broadcast_to(self.side, normals.shape)))  # in both planes
+        tangents = _unit(cross_rows(normals, np.broadcast_to(self.side, normals.shape)))  # in both planes
         tangents *= np.sign(tangents @ self.d)[:, None]  # travel along +d before ordering
         return points, normals, tangents, uv, face, hit
 

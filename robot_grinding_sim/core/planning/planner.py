@@ -31,7 +31,7 @@ from scipy.spatial.transform import Rotation, Slerp
 
 from robot_grinding_sim.core import config
 from robot_grinding_sim.core.errors import InputError, PlanningError
-from robot_grinding_sim.core.geometry import cad
+from robot_grinding_sim.core.geometry import cad, mesh_part
 from robot_grinding_sim.core.planning.passes import Pass, PassParameters
 
 FloatArray = NDArray[np.float64]
@@ -376,7 +376,7 @@ def plan(
     pass_params = (pass_params or PassParameters()).validate()
     tool = (tool or ToolParameters()).validate()
     X_BP = pose_matrix(workpiece_pose)
-    part = source if isinstance(source, (cad.CadPart, cad.MeshPart)) else cad.load_part(source, unit)
+    part = source if isinstance(source, (cad.CadPart, mesh_part.MeshPart)) else cad.load_part(source, unit)
     if faces is None:
         face_list = [default_face(part)]
     else:

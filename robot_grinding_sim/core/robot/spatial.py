@@ -10,6 +10,7 @@ exposes wrenches and Jacobian rows as [linear; angular] / [force; torque].
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
 
 
 def cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -98,4 +99,16 @@ def spatial_inertia(mass: float, com: np.ndarray, inertia_com: np.ndarray) -> np
     out[:3, 3:] = mass * C
     out[3:, :3] = mass * C.T
     out[3:, 3:] = mass * np.eye(3)
+    return out
+
+
+FloatArray = NDArray[np.float64]
+
+
+def cross_rows(a: FloatArray, b: FloatArray) -> FloatArray:
+    """Row-wise cross product of (N, 3) arrays (np.cross costs ~30 us of overhead per call)."""
+    out = np.empty_like(a)
+    out[:, 0] = a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1]
+    out[:, 1] = a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2]
+    out[:, 2] = a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]
     return out
