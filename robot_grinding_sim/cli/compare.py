@@ -82,7 +82,8 @@ def compare(sim_bag: str, real_bag: str, topic_sim: str, topic_real: str, align:
     .mcap/.db3 files.
     """
     from robot_grinding_sim.core.record.bag import read_wrench
-    from robot_grinding_sim.core.record.compare import compare_runs, write_compare_report
+    from robot_grinding_sim.core.record.compare import compare_runs
+    from robot_grinding_sim.core.record.reports import write_compare_report
 
     sim = read_wrench(sim_bag, topic_sim, stamp=stamp)
     real = read_wrench(real_bag, topic_real, stamp=stamp)
@@ -135,7 +136,8 @@ def report(bag: str, topic: str, target: float | None, band: str, component: str
            progress_topic: str, stamp: str, report_dir: str | None, embed: bool, as_json: bool) -> None:
     """Force statistics of one run in BAG, overall and per pass, against a target band."""
     from robot_grinding_sim.core.record.bag import read_wrench
-    from robot_grinding_sim.core.record.compare import analyse_run, parse_band, write_run_report
+    from robot_grinding_sim.core.record.compare import parse_band
+    from robot_grinding_sim.core.record.reports import analyse_run, write_run_report
 
     series = read_wrench(bag, topic, stamp=stamp)
     band_n = parse_band(band, target) if target is not None else None

@@ -23,15 +23,13 @@ from robot_grinding_sim.cli import main as grinding
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.record.bag import read_progress, read_wrench
 from robot_grinding_sim.core.record.compare import (
-    analyse_run,
     compare_runs,
     error_metrics,
     estimate_lag,
     parse_band,
     segment_passes,
-    write_compare_report,
-    write_run_report,
 )
+from robot_grinding_sim.core.record.reports import analyse_run, write_compare_report, write_run_report
 
 PASS_STARTS = (0.5, 3.0, 5.5)  # s
 PASS_LEN = 2.0  # s
