@@ -38,7 +38,7 @@ M, R, H, G, K = 1.0, 0.1, 1.0, 9.81, 1.4e8
 
 
 def _damping(cr: float) -> float:
-    from robot_grinding_sim.core.contact.laws import kv_damping_clamped
+    from robot_grinding_sim.core.contact.kelvin_voigt import kv_damping_clamped
 
     return kv_damping_clamped(cr, K, M)
 
@@ -48,7 +48,7 @@ Run = tuple[np.ndarray, np.ndarray, np.ndarray, bool, float]  # t, gap, v, no fa
 
 def run_ours(dt: float, duration: float, cr: float) -> Run:
     from robot_grinding_sim.core.contact.engine import NormalContactEngine
-    from robot_grinding_sim.core.contact.laws import KelvinVoigt
+    from robot_grinding_sim.core.contact.kelvin_voigt import KelvinVoigt
 
     eng = NormalContactEngine(KelvinVoigt(K, cr), M, -M * G, H, 0.0)
     w0 = time.perf_counter()

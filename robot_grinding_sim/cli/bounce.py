@@ -33,7 +33,8 @@ def _check(name: str, value: float, low: float, low_open: bool, high: float | No
 
 def make_model(model: str, stiffness: float, cr: float, convention: str = "clamped", exponent: float = 1.5):
     """The contact model named ``model`` (one of MODELS) realising restitution ``cr``."""
-    from robot_grinding_sim.core.contact.laws import HuntCrossley, KelvinVoigt
+    from robot_grinding_sim.core.contact.hunt_crossley import HuntCrossley
+    from robot_grinding_sim.core.contact.kelvin_voigt import KelvinVoigt
 
     if model == "kelvin_voigt":
         return KelvinVoigt(stiffness, cr, clamped=convention == "clamped")

@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
+from robot_grinding_sim.core.contact import hunt_crossley as hc
+from robot_grinding_sim.core.contact import kelvin_voigt as kv
 from robot_grinding_sim.core.contact import laws as c
 from robot_grinding_sim.core.errors import InputError
 
@@ -55,16 +57,16 @@ CLAMPED_ZETA = {0.2: 0.73125, 0.4: 0.35451, 0.6: 0.18086, 0.8: 0.07436, 0.95: 0.
 @pytest.mark.parametrize("cr", sorted(UNCLAMPED))
 def test_unclamped_damping_and_the_clamped_error(cr):
     d_ref, clamped_realised, tc_ms, ts_ms = UNCLAMPED[cr]
-    d = c.kv_damping_unclamped(cr, K, M)
+    d = kv.kv_damping_unclamped(cr, K, M)
     assert d == pytest.approx(d_ref, rel=2e-5)
     zeta = d / (2.0 * math.sqrt(K * M))
-    assert c.kv_restitution_unclamped(zeta) == pytest.approx(cr, abs=1e-12)
-    assert c.kv_restitution_clamped(zeta) == pytest.approx(clamped_realised, abs=2e-6)
+    assert kv.kv_restitution_unclamped(zeta) == pytest.approx(cr, abs=1e-12)
+    assert kv.kv_restitution_clamped(zeta) == pytest.approx(clamped_realised, abs=2e-6)
     wn = math.sqrt(K / M)
     assert math.pi / (wn * math.sqrt(1 - zeta**2)) * 1e3 == pytest.approx(tc_ms, abs=1e-5)
-    assert c.kv_separation_time_clamped(zeta, wn) * 1e3 == pytest.approx(ts_ms, abs=1e-5)
+    assert kv.kv_separation_time_clamped(zeta, wn) * 1e3 == pytest.approx(ts_ms, abs=1e-5)
     # the closed-form motion realises both: d = 0 crossing (unclamped) and F = 0 crossing (clamped)
-    sol = c.KVSolution(K, d, M, 0.0, 0.0, V0)
+    sol = kv.KVSolution(K, d, M, 0.0, 0.0, V0)
     t_u = sol.separation_time(1.0, clamp=False)
     assert t_u * 1e3 == pytest.approx(tc_ms, abs=1e-5)
     assert -sol.state(t_u)[1] / V0 == pytest.approx(cr, abs=1e-9)
@@ -75,9 +77,9 @@ def test_unclamped_damping_and_the_clamped_error(cr):
 
 @pytest.mark.parametrize("cr", sorted(CLAMPED_ZETA))
 def test_clamped_inverse_realises_the_request(cr):
-    zeta = c.kv_zeta_clamped(cr)
+    zeta = kv.kv_zeta_clamped(cr)
     assert zeta == pytest.approx(CLAMPED_ZETA[cr], abs=1e-5)
-    model = c.KelvinVoigt(K, cr)
+    model = kv.KelvinVoigt(K, cr)
     assert model.damping(M) == pytest.approx(2 * zeta * math.sqrt(K * M), rel=1e-14)
     # independent check: solve_ivp with an event at K d + D d' = 0
     ref = _reference_kv(K, model.damping(M), M, 0.0, 0.0, V0, 1e-2, clamp_event=True)
@@ -86,25 +88,25 @@ def test_clamped_inverse_realises_the_request(cr):
 
 @pytest.mark.parametrize("zeta, realised", [(1.5, 0.0756), (2.0, 0.0478), (5.0, 0.0093)])
 def test_overdamped_clamped_restitution(zeta, realised):
-    assert c.kv_restitution_clamped(zeta) == pytest.approx(realised, abs=6e-5)
+    assert kv.kv_restitution_clamped(zeta) == pytest.approx(realised, abs=6e-5)
     d = 2 * zeta * math.sqrt(K * M)
     ref = _reference_kv(K, d, M, 0.0, 0.0, V0, 1e-2, clamp_event=True)
-    assert -ref.y_events[0][0][1] / V0 == pytest.approx(c.kv_restitution_clamped(zeta), rel=1e-9)
-    assert ref.t_events[0][0] == pytest.approx(c.kv_separation_time_clamped(zeta, math.sqrt(K / M)), rel=1e-9)
+    assert -ref.y_events[0][0][1] / V0 == pytest.approx(kv.kv_restitution_clamped(zeta), rel=1e-9)
+    assert ref.t_events[0][0] == pytest.approx(kv.kv_separation_time_clamped(zeta, math.sqrt(K / M)), rel=1e-9)
     # below e^-2 needs zeta > 1, and the inverse finds it
-    assert c.kv_zeta_clamped(c.kv_restitution_clamped(zeta)) == pytest.approx(zeta, rel=1e-10)
+    assert kv.kv_zeta_clamped(kv.kv_restitution_clamped(zeta)) == pytest.approx(zeta, rel=1e-10)
 
 
 def test_restitution_is_continuous_and_monotone_through_critical_damping():
     zs = np.concatenate([np.linspace(0, 0.999, 400), [1 - 1e-7, 1.0, 1 + 1e-7], np.linspace(1.001, 20, 400)])
-    crs = np.array([c.kv_restitution_clamped(z) for z in zs])
+    crs = np.array([kv.kv_restitution_clamped(z) for z in zs])
     assert np.all(np.diff(crs) < 0)
-    assert c.kv_restitution_clamped(1.0) == pytest.approx(math.exp(-2), rel=1e-12)
-    assert c.kv_restitution_clamped(1 - 1e-7) == pytest.approx(math.exp(-2), rel=1e-6)
+    assert kv.kv_restitution_clamped(1.0) == pytest.approx(math.exp(-2), rel=1e-12)
+    assert kv.kv_restitution_clamped(1 - 1e-7) == pytest.approx(math.exp(-2), rel=1e-6)
 
 
 def test_elastic_kv_oracles():
-    sol = c.KelvinVoigt(K, 1.0).solve(M, 0.0, V0, 0.0)
+    sol = kv.KelvinVoigt(K, 1.0).solve(M, 0.0, V0, 0.0)
     ts = sol.separation_time(1.0)
     assert ts * 1e3 == pytest.approx(0.26551, abs=1e-5)
     assert sol.max_penetration(ts)[0] * 1e6 == pytest.approx(374.36, abs=0.01)
@@ -114,11 +116,11 @@ def test_elastic_kv_oracles():
 
 def test_eq10_sign_regression_damping_dissipates():
     # the paper's eq (10) as printed: F = -D d' + K d, i.e. negative damping
-    d = c.kv_damping_unclamped(0.6, K, M)
-    literal = c.KVSolution(K, -d, M, 0.0, 0.0, V0)
+    d = kv.kv_damping_unclamped(0.6, K, M)
+    literal = kv.KVSolution(K, -d, M, 0.0, 0.0, V0)
     t = literal.separation_time(1.0, clamp=False)
     assert -literal.state(t)[1] / V0 == pytest.approx(1 / 0.6, rel=1e-6)  # energy injected: 1.667
-    ours = c.KelvinVoigt(K, 0.6).solve(M, 0.0, V0, 0.0)
+    ours = kv.KelvinVoigt(K, 0.6).solve(M, 0.0, V0, 0.0)
     t = ours.separation_time(1.0)
     d_end, v_end = ours.state(t)
     energy_out = 0.5 * M * v_end**2 + 0.5 * K * d_end**2
@@ -148,7 +150,7 @@ def test_closed_form_matches_reference_integration(regime):
         d0 = rng.uniform(-1, 1) * 1e-3
         v0 = rng.uniform(-3, 3)
         t_end = rng.uniform(0.2, 5) * 2 * math.pi * math.sqrt(m / k)
-        sol = c.KVSolution(k, dmp, m, f, d0, v0)
+        sol = kv.KVSolution(k, dmp, m, f, d0, v0)
         ts = np.linspace(0, t_end, 9)
         yr = _reference_kv(k, dmp, m, f, d0, v0, t_end, t_eval=ts).y
         d_cf, v_cf = sol.state(ts)
@@ -180,7 +182,7 @@ def test_overdamped_closed_form_against_40_digit_arithmetic():
         e2 = [(s2 * Decimal(t)).exp() for t in ts]
         d_ex = np.array([float(ff / kk + c1 * a + c2 * b) for a, b in zip(e1, e2, strict=True)])
         v_ex = np.array([float(c1 * s1 * a + c2 * s2 * b) for a, b in zip(e1, e2, strict=True)])
-        d_cf, v_cf = c.KVSolution(k, dmp, m, f, d0, v0).state(ts)
+        d_cf, v_cf = kv.KVSolution(k, dmp, m, f, d0, v0).state(ts)
         assert np.max(np.abs(d_cf - d_ex)) <= 1e-13 * np.max(np.abs(d_ex))
         assert np.max(np.abs(v_cf - v_ex)) <= 1e-13 * np.max(np.abs(v_ex))
 
@@ -194,7 +196,7 @@ def test_separation_time_with_external_force_matches_event_location():
         dmp = 2 * zeta * math.sqrt(k * m)
         f = m * 9.81 * rng.uniform(0, 1)
         v0 = rng.uniform(1, 4)
-        sol = c.KVSolution(k, dmp, m, f, 0.0, v0)
+        sol = kv.KVSolution(k, dmp, m, f, 0.0, v0)
         ts = sol.separation_time(1.0)
         ref = _reference_kv(k, dmp, m, f, 0.0, v0, 1.0, clamp_event=True)
         assert ts == pytest.approx(ref.t_events[0][0], abs=1e-12)
@@ -205,35 +207,35 @@ def test_separation_none_for_resting_contact_and_immediate_for_release():
     m, k = 1.0, 1e6
     dmp = 2 * 0.3 * math.sqrt(k * m)
     # at rest on the spring under gravity: never separates
-    rest = c.KVSolution(k, dmp, m, m * G, m * G / k, 0.0)
+    rest = kv.KVSolution(k, dmp, m, m * G, m * G / k, 0.0)
     assert rest.separation_time(10.0) is None
     # starting with a pulling force and moving out: ends at once
-    out = c.KVSolution(k, dmp, m, 0.0, 1e-6, -5.0)
+    out = kv.KVSolution(k, dmp, m, 0.0, 1e-6, -5.0)
     assert out.separation_time(1.0) == 0.0
 
 
 def test_kv_input_errors():
     with pytest.raises(InputError, match="restitution"):
-        c.KelvinVoigt(K, 0.0)
+        kv.KelvinVoigt(K, 0.0)
     with pytest.raises(InputError, match="restitution"):
-        c.KelvinVoigt(K, 1.2)
+        kv.KelvinVoigt(K, 1.2)
     with pytest.raises(InputError, match="stiffness"):
-        c.KelvinVoigt(-1.0, 0.5)
+        kv.KelvinVoigt(-1.0, 0.5)
     with pytest.raises(InputError, match="mass"):
-        c.KelvinVoigt(K, 0.5).damping(-1.0)
+        kv.KelvinVoigt(K, 0.5).damping(-1.0)
 
 
 # ---- Hunt-Crossley (digest section 3, item 6 and 7) ---------------------------------------------
 
 
 def test_hc_exact_relation_oracles():
-    assert c.hc_realised_restitution(1.0) == pytest.approx(0.5936243, abs=1e-7)
-    assert c.hc_u_exact(0.5) == pytest.approx(1.432751, abs=1e-6)
-    assert c.hc_u_exact(0.8) == pytest.approx(0.373146, abs=1e-6)
-    assert c.hc_u_exact(1.0) == 0.0
-    assert c.hc_realised_restitution(0.0) == 1.0
+    assert hc.hc_realised_restitution(1.0) == pytest.approx(0.5936243, abs=1e-7)
+    assert hc.hc_u_exact(0.5) == pytest.approx(1.432751, abs=1e-6)
+    assert hc.hc_u_exact(0.8) == pytest.approx(0.373146, abs=1e-6)
+    assert hc.hc_u_exact(1.0) == 0.0
+    assert hc.hc_realised_restitution(0.0) == 1.0
     for e in (0.01, 0.1, 0.3, 0.7, 0.99, 0.999999):
-        assert c.hc_realised_restitution(c.hc_u_exact(e)) == pytest.approx(e, rel=1e-9)
+        assert hc.hc_realised_restitution(hc.hc_u_exact(e)) == pytest.approx(e, rel=1e-9)
 
 
 @pytest.mark.parametrize("law, realised", [
@@ -244,17 +246,17 @@ def test_hc_exact_relation_oracles():
 ])
 def test_hc_laws_realised_restitution(law, realised):
     for e, expect in realised.items():
-        u = c.hc_alpha(law, e, 2.0) * 2.0
-        assert c.hc_realised_restitution(u) == pytest.approx(expect, abs=6e-4)
+        u = hc.hc_alpha(law, e, 2.0) * 2.0
+        assert hc.hc_realised_restitution(u) == pytest.approx(expect, abs=6e-4)
 
 
 @pytest.mark.parametrize("n, k, m, v0", [(1.5, 1.4e8, 1.0, V0), (1.0, 1e6, 0.3, 1.0), (1.5, 3e9, 12.5, 0.05)])
-@pytest.mark.parametrize("law", c.HC_LAWS)
+@pytest.mark.parametrize("law", hc.HC_LAWS)
 def test_hc_integration_realises_the_law(law, n, k, m, v0):
-    model = c.HuntCrossley(k, 0.5, n, law)
-    phase = c.hc_integrate(model, model.alpha(v0), m, 0.0, v0, 0.0, 1.0)
+    model = hc.HuntCrossley(k, 0.5, n, law)
+    phase = hc.hc_integrate(model, model.alpha(v0), m, 0.0, v0, 0.0, 1.0)
     assert phase.reason == "exit"
-    expect = c.hc_realised_restitution(model.alpha(v0) * v0)
+    expect = hc.hc_realised_restitution(model.alpha(v0) * v0)
     assert -phase.v / v0 == pytest.approx(expect, rel=1e-8)
     if law == "lankarani_nikravesh":
         assert -phase.v / v0 == pytest.approx(0.725, abs=6e-4)
@@ -263,13 +265,13 @@ def test_hc_integration_realises_the_law(law, n, k, m, v0):
 
 
 def test_hertz_elastic_oracles():
-    model = c.HuntCrossley(K, 1.0, 1.5)
-    phase = c.hc_integrate(model, 0.0, M, 0.0, V0, 0.0, 1.0)
+    model = hc.HuntCrossley(K, 1.0, 1.5)
+    phase = hc.hc_integrate(model, 0.0, M, 0.0, V0, 0.0, 1.0)
     assert phase.max_penetration * 1e3 == pytest.approx(1.98332, abs=1e-5)
-    assert c.hertz_max_penetration(M, K, V0) * 1e3 == pytest.approx(1.98332, abs=1e-5)
+    assert hc.hertz_max_penetration(M, K, V0) * 1e3 == pytest.approx(1.98332, abs=1e-5)
     assert phase.t_end * 1e3 == pytest.approx(1.3179, abs=1e-4)
     assert phase.t_end * V0 / phase.max_penetration == pytest.approx(2.9433, abs=1e-4)
-    assert c.hertz_contact_time(M, K, V0) == pytest.approx(phase.t_end, rel=1e-8)
+    assert hc.hertz_contact_time(M, K, V0) == pytest.approx(phase.t_end, rel=1e-8)
     assert -phase.v / V0 == pytest.approx(1.0, rel=1e-9)  # position-only force: e = 1 (Engelson 4.4)
     # peak force of the elastic impact: K d_max^1.5
     assert phase.peak_force == pytest.approx(K * phase.max_penetration**1.5, rel=1e-9)
@@ -277,9 +279,9 @@ def test_hertz_elastic_oracles():
 
 def test_hc_input_errors():
     with pytest.raises(InputError, match="law"):
-        c.HuntCrossley(K, 0.5, law="bogus")
+        hc.HuntCrossley(K, 0.5, law="bogus")
     with pytest.raises(InputError, match="impact speed"):
-        c.hc_alpha("exact", 0.5, 0.0)
+        hc.hc_alpha("exact", 0.5, 0.0)
 
 
 def test_two_body_effective_mass():

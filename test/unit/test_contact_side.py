@@ -17,7 +17,7 @@ import pinocchio as pin
 import pytest
 
 from robot_grinding_sim.core.config import ContactConfig
-from robot_grinding_sim.core.contact.laws import kv_zeta_clamped
+from robot_grinding_sim.core.contact.kelvin_voigt import kv_zeta_clamped
 from robot_grinding_sim.core.job.coupled_step import ContactSide
 from robot_grinding_sim.core.resources import default_urdf
 from robot_grinding_sim.core.robot.dynamics import RobotModel

@@ -18,7 +18,8 @@ from robot_grinding_sim.core.contact.engine import (
     effective_mass_callback,
     semi_implicit_euler_penalty,
 )
-from robot_grinding_sim.core.contact.laws import HuntCrossley, KelvinVoigt
+from robot_grinding_sim.core.contact.hunt_crossley import HuntCrossley
+from robot_grinding_sim.core.contact.kelvin_voigt import KelvinVoigt
 from robot_grinding_sim.core.errors import InputError
 
 M, K, G, H = 1.0, 1.4e8, 9.81, 1.0

@@ -10,7 +10,7 @@ constant over it, which makes every piece of the motion solvable exactly:
 
 - free flight: exact constant-acceleration motion x + v t + a t^2/2 (no integration error, any step);
 - contact onset: time of impact from that quadratic (closed-form root, no overshoot);
-- contact: Kelvin-Voigt in closed form (:class:`~robot_grinding_sim.core.contact.laws.KVSolution`, any
+- contact: Kelvin-Voigt in closed form (:class:`~robot_grinding_sim.core.contact.kelvin_voigt.KVSolution`, any
   step length), its end (F = 0 clamped, d = 0 unclamped) from a bracketed root of the closed form;
   Hunt-Crossley integrated by DOP853 with event location;
 - "loose" phases of clamped models (inside the surface but the force would pull): exact ballistic
@@ -32,12 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from robot_grinding_sim.core.contact.laws import (
-    HuntCrossley,
-    KelvinVoigt,
-    first_quadratic_crossing,
-    hc_integrate,
-)
+from robot_grinding_sim.core.contact.hunt_crossley import HuntCrossley, hc_integrate
+from robot_grinding_sim.core.contact.kelvin_voigt import KelvinVoigt
+from robot_grinding_sim.core.contact.laws import first_quadratic_crossing
 from robot_grinding_sim.core.errors import GrindingSimError, InputError
 
 __all__ = [

@@ -45,7 +45,8 @@ from numpy.typing import NDArray
 
 from robot_grinding_sim.core.config import CONTACT_MODELS, ContactConfig, ServoConfig
 from robot_grinding_sim.core.contact.engine import NormalContactEngine
-from robot_grinding_sim.core.contact.laws import HuntCrossley, KelvinVoigt
+from robot_grinding_sim.core.contact.hunt_crossley import HuntCrossley
+from robot_grinding_sim.core.contact.kelvin_voigt import KelvinVoigt
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.geometry.tool_contact import ContactGeometry, ToolContactQuery
 from robot_grinding_sim.core.robot.arm_sim import ArmSimulator, ArmState, ComputedTorqueController

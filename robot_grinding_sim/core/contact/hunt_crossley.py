@@ -1,0 +1,257 @@
+"""Hunt-Crossley family ``F = K d^n (1 + alpha d')`` (``lambda = alpha K``) along the normal.
+
+alpha from the exact relation ``(1 + u) / (1 - e u) = exp((1 + e) u)``, ``u = alpha v0`` (papers
+digest, section 3), or from the Lankarani-Nikravesh, Flores or original Hunt-Crossley laws (which
+realise other restitutions: :func:`hc_realised_restitution`); Hertz stiffness and contact time.
+The contact phase has no closed form and is integrated with scipy's DOP853 with event location
+(:func:`hc_integrate`). Conventions: :mod:`~robot_grinding_sim.core.contact.laws`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.integrate import solve_ivp
+from scipy.optimize import brentq
+
+from robot_grinding_sim.core.contact.laws import check_nonnegative, check_positive, check_restitution
+from robot_grinding_sim.core.errors import InputError
+
+# --------------------------------------------------------------------------------------------
+# Hunt-Crossley family
+# --------------------------------------------------------------------------------------------
+
+#: laws mapping a requested restitution e to u = alpha v0 (dimensionless).
+HC_LAWS = ("exact", "lankarani_nikravesh", "flores", "hunt_crossley_1971")
+
+
+def _hc_h(u: float, e: float) -> float:
+    """[ln(1+u) - ln(1-e u) - (1+e) u] / u^2; its root in u (or e) is the exact HC relation."""
+    if u < 0.05:
+        # series sum_{k>=2} ((-1)^{k+1} + e^k) u^{k-2} / k: no cancellation for small u
+        s, uk, ek = 0.0, 1.0, e * e
+        for k in range(2, 30):
+            s += ((-1.0) ** (k + 1) + ek) * uk / k
+            uk *= u
+            ek *= e
+        return s
+    x = e * u
+    if x >= 1.0:
+        return math.inf
+    return (math.log1p(u) - math.log1p(-x) - (1.0 + e) * u) / (u * u)
+
+
+def hc_u_exact(e: float) -> float:
+    """u = alpha v0 that makes F = K d^n (1 + alpha d') rebound at exactly ``e`` (any n, K, m).
+
+    Root of (1 + u)/(1 - e u) = exp((1 + e) u) in (0, 1/e) (papers digest section 3). e = 1 -> 0.
+    """
+    e = check_restitution(e, "restitution e")
+    if e == 1.0:
+        return 0.0
+    hi = 1.0 / e
+    lo = 0.0
+    # shrink hi until h(hi) is finite and positive; the root is extremely close to 1/e for small e
+    top = hi * (1.0 - 1e-15)
+    if _hc_h(top, e) <= 0.0:
+        return top
+    return brentq(lambda u: _hc_h(u, e), lo, top, xtol=1e-15, rtol=1e-15, maxiter=300)
+
+
+def hc_realised_restitution(u: float) -> float:
+    """Exit/entry speed ratio e of F = K d^n (1 + alpha d') for u = alpha v0 >= 0 (free impact)."""
+    u = check_nonnegative("u = alpha v0", u)
+    if u == 0.0:
+        return 1.0
+    top = min(1.0, (1.0 / u) * (1.0 - 1e-15))
+    if _hc_h(u, top) <= 0.0:
+        return top
+    return brentq(lambda e: _hc_h(u, e), 0.0, top, xtol=1e-16, rtol=1e-15, maxiter=300)
+
+
+def hc_alpha(law: str, e: float, v0: float) -> float:
+    """alpha (s/m) of F = K d^n (1 + alpha d') for requested restitution e and impact speed v0.
+
+    ``exact``: u from :func:`hc_u_exact` (realises e); ``lankarani_nikravesh``: u = 3(1 - e^2)/4;
+    ``flores``: u = 8(1 - e)/(5 e); ``hunt_crossley_1971``: u = 3(1 - e)/2. alpha = u / v0.
+    """
+    e = check_restitution(e, "restitution e")
+    v0 = check_positive("impact speed v0", v0)
+    if law == "exact":
+        u = hc_u_exact(e)
+    elif law == "lankarani_nikravesh":
+        u = 0.75 * (1.0 - e * e)
+    elif law == "flores":
+        u = 1.6 * (1.0 - e) / e
+    elif law == "hunt_crossley_1971":
+        u = 1.5 * (1.0 - e)
+    else:
+        raise InputError(f"Hunt-Crossley law must be one of {', '.join(HC_LAWS)}, got {law!r}")
+    return u / v0
+
+
+def hertz_stiffness(radius: float, e_star: float) -> float:
+    """Hertz coefficient K_h = 4/3 E* sqrt(R*) (N/m^1.5) for F = K_h d^1.5 (sphere on plane: R* = R)."""
+    return 4.0 / 3.0 * check_positive("E*", e_star) * math.sqrt(check_positive("radius", radius))
+
+
+def hertz_max_penetration(mass: float, stiffness: float, v0: float, exponent: float = 1.5) -> float:
+    """Elastic d_max = ((n+1) m v0^2 / (2 K))^(1/(n+1)) (m): energy balance, no external force."""
+    n = exponent
+    return ((n + 1.0) * mass * v0 * v0 / (2.0 * stiffness)) ** (1.0 / (n + 1.0))
+
+
+def hertz_contact_time(mass: float, stiffness: float, v0: float) -> float:
+    """Elastic Hertz (n = 1.5) contact duration 2.9432 d_max / v0 (s)."""
+    # 2 int_0^1 dx / sqrt(1 - x^p) = (2/p) B(1/p, 1/2) with p = 5/2
+    p = 2.5
+    factor = 2.0 / p * math.gamma(1.0 / p) * math.gamma(0.5) / math.gamma(1.0 / p + 0.5)
+    return factor * hertz_max_penetration(mass, stiffness, v0) / v0
+
+
+class HuntCrossley:
+    """Hunt-Crossley contact ``F = K d^n (1 + alpha d')`` (lambda = alpha K), clamped at F >= 0.
+
+    ``stiffness`` K (N/m^n), ``exponent`` n (1.5: Hertz sphere), ``cr`` requested restitution,
+    ``law`` one of :data:`HC_LAWS`. alpha = u(e)/v_impact depends on the impact speed: the engine
+    calls :meth:`alpha` at every impact; ``v_floor`` (m/s) bounds it for impacts that start at rest.
+    """
+
+    def __init__(self, stiffness: float, cr: float = 1.0, exponent: float = 1.5, law: str = "exact",
+                 v_floor: float = 1e-3) -> None:
+        self.stiffness = check_positive("stiffness", stiffness)
+        self.exponent = check_positive("exponent", exponent)
+        self.cr = check_restitution(cr)
+        if law not in HC_LAWS:
+            raise InputError(f"Hunt-Crossley law must be one of {', '.join(HC_LAWS)}, got {law!r}")
+        self.law = law
+        self.v_floor = check_positive("v_floor", v_floor)
+        self.name = {"exact": "hunt_crossley"}.get(law, law)
+
+    def alpha(self, v_impact: float) -> float:
+        """alpha (s/m) for an impact at speed ``v_impact`` (m/s, positive magnitude)."""
+        if self.cr == 1.0:
+            return 0.0
+        return hc_alpha(self.law, self.cr, max(abs(float(v_impact)), self.v_floor))
+
+    def force(self, d: np.ndarray | float, dd: np.ndarray | float, alpha: float) -> np.ndarray:
+        """max(0, K d^n (1 + alpha dd)) (N), 0 where d <= 0."""
+        d = np.maximum(np.asarray(d, dtype=float), 0.0)
+        dd = np.asarray(dd, dtype=float)
+        return np.maximum(self.stiffness * d**self.exponent * (1.0 + alpha * dd), 0.0)
+
+    def potential(self, d: np.ndarray | float) -> np.ndarray:
+        """K d^(n+1)/(n+1) (J) for d > 0."""
+        d = np.maximum(np.asarray(d, dtype=float), 0.0)
+        return self.stiffness * d ** (self.exponent + 1.0) / (self.exponent + 1.0)
+
+
+@dataclass
+class HCPhase:
+    """Result of :func:`hc_integrate`: one contact phase of the Hunt-Crossley model.
+
+    ``t_end`` (s, from the phase start), ``d``, ``v`` at t_end, ``reason``: "time" (t_max reached),
+    "exit" (d = 0), "release" (1 + alpha d' = 0: the force reaches 0 inside the surface).
+    ``peak_force``/``max_penetration`` over the phase (with their times); ``sol``: dense output
+    (callable t -> [d, d'] for t in [0, t_end]).
+    """
+
+    t_end: float
+    d: float
+    v: float
+    reason: str
+    peak_force: float
+    t_peak_force: float
+    max_penetration: float
+    t_max_penetration: float
+    sol: Callable[[np.ndarray | float], np.ndarray]
+
+
+def hc_integrate(model: HuntCrossley, alpha: float, mass: float, d0: float, v0: float, force: float,
+                 t_max: float, rtol: float = 1e-12) -> HCPhase:
+    """Integrate ``m d'' = f - K d^n (1 + alpha d')`` from (d0, v0) with DOP853 and event location.
+
+    Stops at t_max, at d = 0 (downwards: the body leaves) or at 1 + alpha d' = 0 (downwards: the
+    clamped force reaches zero inside the surface). Tolerances scale with the Hertz penetration of
+    the current speed so that they stay meaningful from m/s impacts to resting contact.
+    """
+    k, n, m, f = model.stiffness, model.exponent, float(mass), float(force)
+    vs = max(abs(v0), math.sqrt(abs(f) / m * max(d0, 1e-12)), 1e-9)
+    ds = max(d0, hertz_max_penetration(m, k, vs, n), (abs(f) / k) ** (1.0 / n) if f else 0.0, 1e-15)
+
+    def rhs(_t: float, y: np.ndarray) -> np.ndarray:
+        d = y[0] if y[0] > 0.0 else 0.0
+        fc = k * d**n * (1.0 + alpha * y[1])
+        if fc < 0.0:
+            fc = 0.0
+        return np.array([y[1], (f - fc) / m])
+
+    def ev_exit(_t: float, y: np.ndarray) -> float:
+        return y[0]
+
+    ev_exit.terminal, ev_exit.direction = True, -1  # type: ignore[attr-defined]
+
+    def ev_release(_t: float, y: np.ndarray) -> float:
+        return 1.0 + alpha * y[1]
+
+    ev_release.terminal, ev_release.direction = True, -1  # type: ignore[attr-defined]
+
+    def ev_vzero(_t: float, y: np.ndarray) -> float:
+        return y[1]
+
+    ev_vzero.direction = -1  # type: ignore[attr-defined]
+
+    def ev_fpeak(_t: float, y: np.ndarray) -> float:
+        # dF/dt = K [n d^{n-1} d' (1 + alpha d') + alpha d^n d'']
+        d = y[0] if y[0] > 0.0 else 0.0
+        fc = max(k * d**n * (1.0 + alpha * y[1]), 0.0)
+        acc = (f - fc) / m
+        if d <= 0.0:
+            return y[1]
+        return k * (n * d ** (n - 1.0) * y[1] * (1.0 + alpha * y[1]) + alpha * d**n * acc)
+
+    ev_fpeak.direction = -1  # type: ignore[attr-defined]
+
+    t_span = (0.0, float(t_max))
+    # a phase that starts on the release surface and moves out: finish at once
+    if 1.0 + alpha * v0 < 0.0 and d0 > 0.0:
+        return _hc_trivial(model, alpha, d0, v0, "release")
+    if d0 <= 0.0 and v0 < 0.0:
+        return _hc_trivial(model, alpha, d0, v0, "exit")
+    sol = solve_ivp(rhs, t_span, [d0, v0], method="DOP853", rtol=rtol, atol=[rtol * ds, rtol * vs],
+                    events=[ev_exit, ev_release, ev_vzero, ev_fpeak], dense_output=True)
+    if sol.status == -1:  # pragma: no cover - integration failure
+        raise InputError(f"Hunt-Crossley integration failed: {sol.message}")
+    reason = "time"
+    t_end = float(sol.t[-1])
+    d_end, v_end = float(sol.y[0, -1]), float(sol.y[1, -1])
+    if sol.status == 1:
+        if sol.t_events[0].size:
+            reason = "exit"
+            t_end = float(sol.t_events[0][0])
+            d_end, v_end = 0.0, float(sol.y_events[0][0][1])
+        else:
+            reason = "release"
+            t_end = float(sol.t_events[1][0])
+            d_end, v_end = float(sol.y_events[1][0][0]), float(sol.y_events[1][0][1])
+    # maxima: candidates at the ends and at the located stationary points
+    cand_t = [0.0, t_end, *sol.t_events[2], *sol.t_events[3]]
+    cand_t = [t for t in cand_t if 0.0 <= t <= t_end]
+    ys = np.array([sol.sol(t) for t in cand_t])
+    fs = model.force(ys[:, 0], ys[:, 1], alpha)
+    i_f = int(np.argmax(fs))
+    i_d = int(np.argmax(ys[:, 0]))
+    return HCPhase(t_end, d_end, v_end, reason, float(fs[i_f]), cand_t[i_f], float(max(ys[i_d, 0], 0.0)),
+                   cand_t[i_d], sol.sol)
+
+
+def _hc_trivial(model: HuntCrossley, alpha: float, d0: float, v0: float, reason: str) -> HCPhase:
+    def sol(t: np.ndarray | float) -> np.ndarray:
+        t = np.asarray(t, dtype=float)
+        return np.array([np.full(t.shape, d0), np.full(t.shape, v0)])
+
+    fz = float(model.force(d0, v0, alpha))
+    return HCPhase(0.0, d0, v0, reason, fz, 0.0, max(d0, 0.0), 0.0, sol)
