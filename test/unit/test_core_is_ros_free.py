@@ -41,6 +41,18 @@ def _imports(path: Path) -> list[tuple[int, str]]:
     return found
 
 
+#: Python source that makes rclpy, *_msgs, *_srvs and rosidl unimportable in a fresh interpreter
+BLOCK_ROS = """
+import importlib.abc, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        top = name.split('.')[0]
+        if top == 'rclpy' or top.endswith('_msgs') or top.endswith('_srvs') or top.startswith('rosidl'):
+            raise ImportError('blocked ROS import: ' + name)
+        return None
+sys.meta_path.insert(0, Block())
+"""
+
 CORE_FILES = sorted((PKG / "core").rglob("*.py")) + sorted((PKG / "hardware").rglob("*.py"))
 
 
@@ -63,15 +75,7 @@ def test_core_modules_import_without_ros_on_path() -> None:
         for p in CORE_FILES
         if p.name != "__init__.py"
     ]
-    code = f"""
-import importlib.abc, sys
-class Block(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        top = name.split('.')[0]
-        if top == 'rclpy' or top.endswith('_msgs') or top.endswith('_srvs') or top.startswith('rosidl'):
-            raise ImportError('blocked ROS import: ' + name)
-        return None
-sys.meta_path.insert(0, Block())
+    code = BLOCK_ROS + f"""
 for m in {modules!r}:
     importlib.import_module(m)
 leaked = [m for m in sys.modules if m.split('.')[0] == 'rclpy' or m.split('.')[0].endswith('_msgs')]
@@ -95,15 +99,7 @@ def test_unit_tests_import_no_ros(path: Path) -> None:
 def test_unit_tests_collect_without_ros_on_path() -> None:
     """Collect test/unit in an interpreter where rclpy and *_msgs cannot be found (indirect imports)."""
     unit = Path(__file__).resolve().parent
-    code = f"""
-import importlib.abc, sys
-class Block(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        top = name.split('.')[0]
-        if top == 'rclpy' or top.endswith('_msgs') or top.endswith('_srvs') or top.startswith('rosidl'):
-            raise ImportError('blocked ROS import: ' + name)
-        return None
-sys.meta_path.insert(0, Block())
+    code = BLOCK_ROS + f"""
 import pytest
 sys.exit(pytest.main(['--collect-only', '-q', '-p', 'no:cacheprovider', {str(unit)!r}]))
 """
