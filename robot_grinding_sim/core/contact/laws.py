@@ -4,7 +4,7 @@ crossing the engine uses, the tangential grinding force and the contact patch.
 The normal force laws live in :mod:`~robot_grinding_sim.core.contact.kelvin_voigt` (closed form)
 and :mod:`~robot_grinding_sim.core.contact.hunt_crossley` (the nonlinear family).
 
-Conventions (the same for every model in this module):
+Conventions (the same for every contact model of this package):
 
 - ``d`` is the penetration along the contact normal (m, > 0 inside the surface), ``dd`` its rate
   (m/s, > 0 while penetrating further).
@@ -32,6 +32,7 @@ from robot_grinding_sim.core.errors import InputError
 
 
 def check_positive(name: str, value: float) -> float:
+    """``value`` as a float; :class:`InputError` naming ``name`` unless finite and > 0."""
     value = float(value)
     if not math.isfinite(value) or value <= 0.0:
         raise InputError(f"{name} must be a finite number > 0, got {value!r}")
@@ -39,6 +40,7 @@ def check_positive(name: str, value: float) -> float:
 
 
 def check_nonnegative(name: str, value: float) -> float:
+    """``value`` as a float; :class:`InputError` naming ``name`` unless finite and >= 0."""
     value = float(value)
     if not math.isfinite(value) or value < 0.0:
         raise InputError(f"{name} must be a finite number >= 0, got {value!r}")
@@ -46,6 +48,7 @@ def check_nonnegative(name: str, value: float) -> float:
 
 
 def check_finite(name: str, value: float) -> float:
+    """``value`` as a float; :class:`InputError` naming ``name`` unless finite."""
     value = float(value)
     if not math.isfinite(value):
         raise InputError(f"{name} must be finite, got {value!r}")
@@ -53,6 +56,7 @@ def check_finite(name: str, value: float) -> float:
 
 
 def check_restitution(value: float, name: str = "coefficient of restitution") -> float:
+    """A coefficient of restitution as a float; :class:`InputError` naming ``name`` unless in (0, 1]."""
     value = float(value)
     if not math.isfinite(value) or not 0.0 < value <= 1.0:
         raise InputError(f"{name} must lie in (0, 1], got {value!r}")

@@ -75,6 +75,7 @@ def component_of(series: WrenchSeries, component: str, threshold: float) -> np.n
 
 # -- resampling helpers -------------------------------------------------------------------------
 def median_period(t: np.ndarray) -> float:
+    """Median of the positive sample intervals of times ``t`` (s); ``inf`` with fewer than two distinct times."""
     d = np.diff(t)
     d = d[d > 0]
     return float(np.median(d)) if d.size else math.inf
