@@ -16,7 +16,8 @@ import trimesh
 from scipy.spatial.transform import Rotation
 
 from robot_grinding_sim.core.errors import GeometryError, InputError
-from robot_grinding_sim.core.geometry.collision import CollisionScene, Contact
+from robot_grinding_sim.core.geometry.collision import CollisionScene
+from robot_grinding_sim.core.geometry.collision_objects import Contact
 from robot_grinding_sim.core.geometry.meshquery import GeometryWarning, closest_point_bruteforce, prepare_mesh
 
 R_TOOL = 0.020
@@ -181,7 +182,7 @@ def test_exact_surface_callback_gives_the_true_cylinder():
     ct, _ = query()[0]
     assert abs(ct.depth - (R_TOOL - 0.019)) > 1e-5
     s.set_exact_surface("cyl", true_cylinder)
-    assert 1e-4 < s._objects["cyl"].surface_tol < 1e-3  # chord error 0.1 (1 - cos(pi/64)) = 1.2e-4
+    assert 1e-4 < s.exact_surface_tolerance("cyl") < 1e-3  # chord error 0.1 (1 - cos(pi/64)) = 1.2e-4
     for ct, n_true in query():
         assert ct.exact
         assert abs(ct.depth - (R_TOOL - 0.019)) < 1e-9
