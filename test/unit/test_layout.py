@@ -1,8 +1,12 @@
-"""The package's layout rules, checked on the source (ast): a test that fails when one is broken.
+"""The package's layout rules, checked on the source (ast, no import of the package nor of ROS):
+a test that fails when one is broken.
 
-- core/ imports nothing from the package outside core (nor ROS: test_core_is_ros_free.py);
+- core/ imports nothing from the package outside core, nor rclpy, launch, rosidl or a ROS
+  interface package (``*_msgs``, ``*_srvs``, ``*_interfaces``); test_core_is_ros_free.py also
+  imports core with ROS blocked;
 - no module uses another module's private (leading-underscore) name: not by import, not as an
-  attribute of an imported module, not through ``getattr(x, "_name")``;
+  attribute of an imported name of the package (``mod._name``), not through
+  ``getattr(x, "_name")`` / ``hasattr`` (on anything but ``self``/``cls``; the exceptions below);
 - every package under core/ opens with a docstring saying what it owns;
 - a module over 650 lines is listed below with the reason it stays whole.
 """
@@ -23,100 +27,146 @@ FOREIGN_PRIVATE: dict[tuple[str, str], str] = {
     ("ros/parameters.py", "_parameter_overrides"): "rclpy's Node keeps the --ros-args overrides there and "
     "has no public accessor (Kilted); read-only, with a default",
 }
+#: top-level modules core must not import (besides the suffix rules in _is_ros)
+ROS_MODULES = {"rclpy", "launch", "launch_ros", "launch_testing", "ament_index_python", "rosbag2_py"}
+DOMAINS = ("robot", "contact", "geometry", "planning", "job", "record")
 FILES = sorted(p for p in PKG.rglob("*.py") if "__pycache__" not in p.parts)
 
 
-def _module_name(path: Path) -> str:
-    rel = path.relative_to(PKG.parent).with_suffix("")
-    parts = list(rel.parts)
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join(parts)
+def _is_ros(module: str) -> bool:
+    top = module.split(".")[0]
+    return (top in ROS_MODULES or top.startswith("rosidl")
+            or top.endswith(("_msgs", "_srvs", "_interfaces", "_actions")))
 
 
-def _imported(tree: ast.AST, here: str) -> list[tuple[int, str, str | None]]:
-    """(line, module, name) of every import; ``name`` None for ``import module``."""
-    out = []
-    package = here if here.endswith("__init__") else here.rsplit(".", 1)[0]
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _module_name(rel: str) -> str:
+    """Dotted module name of a path relative to the package (``core/geometry/cad.py``)."""
+    parts = ["robot_grinding_sim", *Path(rel).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imported(tree: ast.AST, rel: str) -> list[tuple[int, str, str | None, str]]:
+    """(line, absolute module, name, local name bound) of every import; ``name`` None for
+    ``import module`` (which binds the module's top package unless aliased)."""
+    out: list[tuple[int, str, str | None, str]] = []
+    here = _module_name(rel)
+    package = here if rel.endswith("__init__.py") else here.rsplit(".", 1)[0]
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            out += [(node.lineno, a.name, None) for a in node.names]
+            out += [(node.lineno, a.name, None, a.asname or a.name.split(".")[0]) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
             module = node.module or ""
             if node.level:
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
                 module = ".".join(base + ([module] if module else []))
-            out += [(node.lineno, module, a.name) for a in node.names]
+            out += [(node.lineno, module, a.name, a.asname or a.name) for a in node.names]
+        elif (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None))
+              in ("import_module", "__import__") and node.args and isinstance(node.args[0], ast.Constant)
+              and isinstance(node.args[0].value, str)):
+            out.append((node.lineno, node.args[0].value, None, ""))
     return out
 
 
-def _violations(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(), filename=str(path))
-    here = _module_name(path)
+def _violations(source: str, rel: str) -> list[str]:
+    """Every broken layout rule of one module: its source and its path relative to the package."""
+    tree = ast.parse(source, filename=rel)
+    in_core = rel.startswith("core/")
     bad = []
-    own_modules: dict[str, str] = {}  # local name -> package module it refers to
-    for line, module, name in _imported(tree, here):
-        if not module.startswith("robot_grinding_sim"):
+    own: set[str] = set()  # local names bound to a module, class or function of the package
+    for line, module, name, bound in _imported(tree, rel):
+        if in_core and _is_ros(module):
+            bad.append(f"line {line}: core imports {module} (ROS)")
+        top = module.split(".")[0]
+        if top != "robot_grinding_sim":
             continue
-        if here.startswith("robot_grinding_sim.core") and not module.startswith("robot_grinding_sim.core"):
+        if in_core and not (module == "robot_grinding_sim.core" or module.startswith("robot_grinding_sim.core.")):
             bad.append(f"line {line}: core imports {module} (outside core)")
-        if name is not None and name.startswith("_") and not name.startswith("__"):
+        private_parts = [p for p in module.split(".") if _private(p)]
+        if private_parts:
+            bad.append(f"line {line}: imports the private module {module}")
+        if name is not None and _private(name):
             bad.append(f"line {line}: imports the private name {name} from {module}")
-        if name is not None:
-            own_modules[name] = f"{module}.{name}"
-        else:
-            own_modules[module.split(".")[-1]] = module
+        own.add(bound)
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in own_modules
-                and node.attr.startswith("_") and not node.attr.startswith("__")):
-            bad.append(f"line {node.lineno}: uses the private name {node.value.id}.{node.attr}")
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in own:
+                bad.append(f"line {node.lineno}: uses the private name {ast.unparse(node)}")
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
                 and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
-                and isinstance(node.args[1].value, str) and node.args[1].value.startswith("_")
-                and not node.args[1].value.startswith("__")
+                and isinstance(node.args[1].value, str) and _private(node.args[1].value)
                 and not (isinstance(node.args[0], ast.Name) and node.args[0].id in ("self", "cls"))
-                and (str(path.relative_to(PKG)), node.args[1].value) not in FOREIGN_PRIVATE):
+                and (rel, node.args[1].value) not in FOREIGN_PRIVATE):
             bad.append(f"line {node.lineno}: reaches a private name through {node.func.id}(..., "
                        f"{node.args[1].value!r})")
     return bad
 
 
-def test_the_checker_finds_violations(tmp_path: Path) -> None:
-    fake = PKG / "core" / "geometry" / "_layout_probe.py"
-    src = ("from robot_grinding_sim.core.geometry import cad\n"
+def _rel(path: Path) -> str:
+    return path.relative_to(PKG).as_posix()
+
+
+def test_the_checker_finds_violations() -> None:
+    src = ("import rclpy\n"
+           "from std_msgs.msg import Float64\n"
+           "from robot_grinding_sim.core.geometry import cad\n"
            "from robot_grinding_sim.core.geometry.cad import _private\n"
+           "from ..robot.dynamics import _kernel as k\n"
            "from robot_grinding_sim.ros import conversions\n"
+           "import robot_grinding_sim.core.robot.kernels\n"
            "x = cad._hidden\n"
-           "y = getattr(cad, '_kernel', None)\n")
-    fake.write_text(src)
-    try:
-        found = _violations(fake)
-    finally:
-        fake.unlink()
-    assert len(found) == 4, found
-    assert any("outside core" in f for f in found) and any("_private" in f for f in found)
-    assert any("cad._hidden" in f for f in found) and any("'_kernel'" in f for f in found)
+           "y = robot_grinding_sim.core.robot.kernels._finite\n"
+           "z = getattr(cad, '_kernel', None)\n"
+           "w = hasattr(cad.CadFace, '_numpy_eval')\n"
+           "ok = (cad.CadFace, self._mine, getattr(self, '_own'), other_object._its_own)\n")
+    found = _violations(src, "core/geometry/probe.py")
+    expected = ["core imports rclpy", "core imports std_msgs.msg", "private name _private",
+                "private name _kernel from robot_grinding_sim.core.robot.dynamics",
+                "robot_grinding_sim.ros (outside core)", "cad._hidden", "kernels._finite", "'_kernel'",
+                "'_numpy_eval'"]
+    for e in expected:
+        assert sum(e in f for f in found) == 1, (e, found)
+    assert len(found) == len(expected), found
+    # outside core, ROS and the rest of the package are fine; private names are not
+    found = _violations(src, "nodes/probe.py")
+    assert not any("ROS" in f or "outside core" in f for f in found), found
+    assert len(found) == len(expected) - 3, found
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(PKG)))
+def test_the_checker_passes_clean_code() -> None:
+    src = ("from robot_grinding_sim.core.geometry.cad import load_part\n"
+           "from . import units\n"
+           "import numpy as np\n"
+           "x = units.unit_factor('mm')\n"
+           "def f(self):\n    return self._cache, getattr(self, '_x', None)\n")
+    assert _violations(src, "core/geometry/probe.py") == []
+
+
+@pytest.mark.parametrize("path", FILES, ids=_rel)
 def test_no_private_names_across_modules_and_core_stays_in_core(path: Path) -> None:
-    bad = _violations(path)
-    assert not bad, f"{path.relative_to(PKG)}: " + "; ".join(bad)
+    bad = _violations(path.read_text(), _rel(path))
+    assert not bad, f"{_rel(path)}: " + "; ".join(bad)
 
 
 def test_core_packages_say_what_they_own() -> None:
     inits = sorted((PKG / "core").rglob("__init__.py"))
-    assert len(inits) >= 7  # core and its domain packages
-    missing = [str(p.relative_to(PKG)) for p in inits
-               if not (ast.get_docstring(ast.parse(p.read_text())) or "").strip()]
+    for domain in DOMAINS:
+        assert (PKG / "core" / domain / "__init__.py") in inits, domain
+    missing = [_rel(p) for p in inits if not (ast.get_docstring(ast.parse(p.read_text())) or "").strip()]
     assert not missing, f"package docstring missing: {missing}"
-    for domain in ("robot", "contact", "geometry", "planning", "job", "record"):
-        assert (PKG / "core" / domain / "__init__.py").is_file(), domain
 
 
 def test_long_modules_have_a_reason() -> None:
-    long = {str(p.relative_to(PKG)): len(p.read_text().splitlines()) for p in FILES}
-    over = {k: n for k, n in long.items() if n > MAX_LINES and k not in LONG_MODULES}
+    lines = {_rel(p): len(p.read_text().splitlines()) for p in FILES}
+    over = {k: n for k, n in lines.items() if n > MAX_LINES and k not in LONG_MODULES}
     assert not over, f"modules over {MAX_LINES} lines without a reason in LONG_MODULES: {over}"
-    stale = [k for k in LONG_MODULES if long.get(k, 0) <= MAX_LINES]
+    stale = [k for k in LONG_MODULES if lines.get(k, 0) <= MAX_LINES]
     assert not stale, f"LONG_MODULES lists modules that are short now (or gone): {stale}"
+    assert all(reason.strip() for reason in LONG_MODULES.values())

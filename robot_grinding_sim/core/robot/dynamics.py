@@ -33,10 +33,10 @@ import numpy as np
 
 from robot_grinding_sim.core.errors import InputError, ModelError
 from robot_grinding_sim.core.robot import kernels as kn
-from robot_grinding_sim.core.robot.model import CollisionGeometry, KinematicChain, load_chain, parse_chain
+from robot_grinding_sim.core.robot.model import KinematicChain, load_chain, parse_chain
 from robot_grinding_sim.core.robot.spatial import spatial_inertia
 
-__all__ = ["RobotModel", "CollisionGeometry"]
+__all__ = ["RobotModel"]
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 _F64 = np.dtype(np.float64)
@@ -68,8 +68,8 @@ class RobotModel:
         joint_names (list[str]), nq (int), lower, upper, velocity_limits, effort_limits ((nq,)
         arrays; +-inf where the URDF gives no limit), root_link, tip_link, link_names (every link
         whose pose :meth:`fk` gives), locked_joints (moving joints off the chain, held at 0),
-        collision_geometry (list of :class:`CollisionGeometry`: link, kind, params, origin 4x4 in
-        the link frame, resolved mesh path or None), chain (the underlying
+        collision_geometry (list of :class:`~robot_grinding_sim.core.robot.model.CollisionGeometry`:
+        link, kind, params, origin 4x4 in the link frame, resolved mesh path or None), chain (the underlying
         :class:`~robot_grinding_sim.core.robot.model.KinematicChain`).
     """
 
