@@ -47,7 +47,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from robot_grinding_sim.core.errors import GrindingSimError
 from robot_grinding_sim.ros import conversions as cv
-from robot_grinding_sim.ros.node_base import interruptible, run_node
+from robot_grinding_sim.ros.node_base import run_node, stoppable
 from robot_grinding_sim.ros.parameters import declare_parameters
 from robot_grinding_sim.ros.schemas import node_specs
 
@@ -108,11 +108,17 @@ class PlannerNode(Node):
         t0 = time.perf_counter()
         try:
             cell = config_from_mapping({s.name: self._value(s.name) for s in self.specs}, allow_unknown=True)
-            with interruptible():  # tens of seconds with the optimisation: a signal ends it now
-                result = plan_job(cell, check_collisions=bool(self._value("check_collisions")))
-                msgs = self._messages(result)
-                if self._value("output_file"):
-                    plan_io.write_plan(result, self._value("output_file"))  # atomic
+            check, out = bool(self._value("check_collisions")), self._value("output_file")
+
+            def compute() -> Any:  # no ROS in here: a stop leaves it behind (see stoppable)
+                result = plan_job(cell, check_collisions=check)
+                if out:
+                    plan_io.write_plan(result, out)  # atomic
+                return result
+
+            # tens of seconds with the optimisation: SIGINT/SIGTERM does not wait for it
+            result = stoppable(compute)
+            msgs = self._messages(result)
         except (GrindingSimError, OSError, ValueError) as exc:
             return False, f"{type(exc).__name__}: {exc}"
         except Exception as exc:  # keep the node alive whatever happened; say what it was

@@ -3,10 +3,11 @@
 A node's module imports rclpy, numpy and the core, which takes a while; a Ctrl-C that reaches the
 whole process group in that time must still end in exit code 0 without a traceback. Imported by
 ``robot_grinding_sim.nodes`` (before any node module), this installs handlers that only record the
-signal, when the process is a node process: a ``ros2 run``/launch console script, or ``grinding
-bringup``'s ``python -c ... --ros-args``. Imported any other way (tests, the CLI), it installs
-nothing. :func:`robot_grinding_sim.ros.node_base.run_node` honours a recorded signal. Standard
-library only, so it is cheap to import first.
+signal, when the process is a node process: a ``ros2 run``/launch console script, ``grinding
+bringup``'s ``python -c ... --ros-args``, or ``python -m robot_grinding_sim.nodes.<executable>``.
+Imported any other way (tests, the CLI), it installs nothing.
+:func:`robot_grinding_sim.ros.node_base.run_node` honours a recorded signal. Standard library only,
+so it is cheap to import first.
 """
 
 from __future__ import annotations
@@ -26,11 +27,25 @@ def _record(signum: int, _frame: object) -> None:
     RECEIVED.append(signum)
 
 
-def is_node_process(argv: list[str] | None = None) -> bool:
-    """True for a node's console script or ``python -c ... --ros-args``."""
+def is_node_process(argv: list[str] | None = None, orig_argv: list[str] | None = None) -> bool:
+    """True for a node's console script, ``python -c ... --ros-args`` or ``python -m robot_grinding_sim.nodes.X``."""
     argv = sys.argv if argv is None else argv
+    orig = list(getattr(sys, "orig_argv", []) if orig_argv is None else orig_argv)
     argv0 = argv[0] if argv else ""
-    return Path(argv0).name in EXECUTABLES or (argv0 == "-c" and "--ros-args" in argv)
+    if Path(argv0).name in EXECUTABLES or (argv0 == "-c" and "--ros-args" in argv):
+        return True
+    # python -m: sys.argv[0] is "-m" while the package imports, the module's path after; the
+    # interpreter's own options (-u, -X importtime, -W error, ...) come before it
+    i = 1
+    while i < len(orig) - 1:
+        arg = orig[i]
+        if arg == "-m":
+            package, _, module = orig[i + 1].rpartition(".")
+            return package == "robot_grinding_sim.nodes" and module in EXECUTABLES
+        if not arg.startswith("-") or arg.startswith("--") or arg in ("-", "-c"):
+            return False  # a script, -c or the end of the options
+        i += 2 if arg in ("-W", "-X") else 1
+    return False
 
 
 def install_if_node_process() -> bool:

@@ -12,11 +12,13 @@ and on SIGINT or SIGTERM closes it and exits 0 without a traceback, whatever the
   off: they shut the context down from under running callbacks, timers and the executor's wait
   set, which is where "context is not valid", "publisher's context is invalid" and "Unable to
   convert call argument" came from);
-- the first signal sets a stop flag; spinning polls it every 0.1 s, and :func:`guarded` callbacks
-  no longer run; if the signal lands inside an :func:`interruptible` block on the main thread
-  (the planner's optimisation), it ends it at once (:class:`StopRequested`, a BaseException, so
-  no callback guard swallows it); a signal during the node's construction is honoured when it
-  returns (construction imports C extensions, which may turn any exception into ImportError);
+- the handlers only set a stop flag and count (they never raise: an exception raised from a
+  signal handler lands wherever the main thread happens to be, e.g. inside a ctypes callback of
+  numba's compiler, which swallows it); spinning polls the flag every 0.1 s, and :func:`guarded`
+  callbacks no longer run; a long computation inside a callback (the planner's optimisation)
+  runs through :func:`stoppable`, which stops waiting for it at once (:class:`StopRequested`, a
+  BaseException, so no callback guard swallows it); a signal during the node's construction is
+  honoured when it returns (construction imports C extensions and loads files);
 - then the executor is shut down (no callback runs after), the node's ``close()`` runs to the end
   (the recorder writes out its bag; further signals are counted and ignored), the node is
   destroyed and the context shut down; errors while tearing down are logged, never raised.
@@ -34,14 +36,13 @@ as an error with the exception type.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import signal
 import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from robot_grinding_sim.core.errors import InputError
@@ -50,6 +51,7 @@ from robot_grinding_sim.ros.environment import default_discovery_range
 from robot_grinding_sim.ros.parameters import ParameterError
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 def _node_name_from_args(argv: Sequence[str], default: str) -> str:
@@ -62,7 +64,7 @@ def _node_name_from_args(argv: Sequence[str], default: str) -> str:
 
 
 class StopRequested(BaseException):  # a request, not an error: no "Error" suffix
-    """Raised by the signal handler to end a long main-thread callback (see :func:`interruptible`)."""
+    """Raised by :func:`stoppable` when a stop is requested while it waits; ends the callback."""
 
 
 class _Stopper:
@@ -71,7 +73,6 @@ class _Stopper:
     def __init__(self) -> None:
         self.event = threading.Event()
         self.signals = 0
-        self.allow_raise = False  # True only inside regions that catch StopRequested
         self._old: dict[int, Any] = {}
 
     def install(self) -> None:
@@ -85,12 +86,9 @@ class _Stopper:
             signal.signal(sig, handler)
         self._old.clear()
 
-    def _on_signal(self, signum: int, _frame: Any) -> None:
+    def _on_signal(self, _signum: int, _frame: Any) -> None:
         self.signals += 1
         self.event.set()
-        if self.signals == 1 and self.allow_raise:
-            self.allow_raise = False
-            raise StopRequested(signum)
 
     def stop(self) -> None:
         self.event.set()
@@ -111,25 +109,39 @@ def request_stop() -> bool:
     return True
 
 
-@contextlib.contextmanager
-def interruptible() -> Iterator[None]:
-    """A block on the main thread that a SIGINT/SIGTERM ends at once (:class:`StopRequested`).
+def stoppable(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` in a way that a stop does not wait for: for long computations in a callback.
 
-    For long computations inside a callback (the planner's optimisation). The block must leave
-    nothing half-written behind if it stops anywhere (files are written atomically). Elsewhere
-    (another thread, no :func:`run_node`) it does nothing.
+    Under :func:`run_node`, ``fn`` runs in a daemon thread while the calling callback waits for it,
+    looking at the stop flag every 0.05 s; on SIGINT/SIGTERM (or :func:`request_stop`) it raises
+    :class:`StopRequested` at once and leaves the thread behind, and the process ends once the node
+    is closed. So ``fn`` must not touch ROS objects (the node is destroyed under it) and must leave
+    nothing half-written if it is cut anywhere (write files atomically). Its result is returned and
+    its exception re-raised here. Elsewhere (no :func:`run_node`), ``fn`` is simply called.
     """
     st = _STOPPER
-    main = st is not None and threading.current_thread() is threading.main_thread()
-    if main:
+    if st is None:
+        return fn(*args, **kwargs)
+    if st.event.is_set():
+        raise StopRequested
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            box["value"] = fn(*args, **kwargs)
+        except BaseException as exc:  # handed to the caller
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=target, name=f"stoppable-{getattr(fn, '__name__', 'fn')}", daemon=True).start()
+    while not done.wait(0.05):
         if st.event.is_set():
-            raise StopRequested(0)
-        st.allow_raise = True
-    try:
-        yield
-    finally:
-        if main:
-            st.allow_raise = False
+            raise StopRequested
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def _quietly(what: str, fn: Callable[[], Any], logger: Any) -> None:
@@ -198,6 +210,12 @@ def _exit_process(code: int) -> None:
         except Exception:
             pass
     logging.shutdown()
+    try:  # C stdio (rcutils' console output) is not flushed by os._exit either
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+    except Exception:
+        pass
     os._exit(code)
 
 
@@ -239,7 +257,6 @@ def _run(stopper: _Stopper, node_factory: Callable[[], Any], args: Sequence[str]
                 executor.spin_once(timeout_sec=0.1)
         except (StopRequested, ExternalShutdownException):
             pass
-        stopper.allow_raise = False
         _quietly("executor", executor.shutdown, logger)
         close = getattr(node, "close", None)
         if callable(close):
@@ -312,7 +329,7 @@ def guarded(node: Any, what: str, throttle_s: float = 2.0) -> Callable[[F], F]:
     return deco
 
 
-__all__ = ["ParameterError", "StopRequested", "guarded", "interruptible", "request_stop", "run_node"]
+__all__ = ["ParameterError", "StopRequested", "guarded", "request_stop", "run_node", "stoppable"]
 
 
 def load_robot(params: dict[str, Any], node_name: str, tip_link: str | None = None,
