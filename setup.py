@@ -29,6 +29,7 @@ NODES = [
     "collision_node",
     "contact_solver_node",
     "planner_node",
+    "grinding_executive",
     "recorder",
 ]
 
@@ -45,6 +46,7 @@ ROS_WHEELS = [
     "ros-kilted-trajectory-msgs",
     "ros-kilted-visualization-msgs",
     "ros-kilted-nav-msgs",
+    "ros-kilted-diagnostic-msgs",
 ]
 
 setup(

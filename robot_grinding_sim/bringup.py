@@ -128,6 +128,8 @@ def graph(
     rviz: bool = False,
     robot_description_file: str | None = None,
     use_sim_time: bool | None = None,
+    plan_file: str | None = None,
+    start: bool = False,
 ) -> list[NodeSpec]:
     """The nodes of ``mode`` (``"sim"`` or ``"real"``), in start order.
 
@@ -140,6 +142,9 @@ def graph(
         robot_description_file: URDF for every node that loads one (default the package's
             ``urdf/ur10e_grinding.urdf``; empty string: each node's own default).
         use_sim_time: default True in sim (the nodes follow dynamics_node's /clock), False in real.
+        plan_file: plan.json for grinding_executive (None: it runs the planner's latched plan, and
+            planner_node plans at start-up; given: planner_node waits for ~/plan).
+        start: the executive starts the job as soon as it has a plan and a joint state.
 
     Raises:
         ValueError: an unknown mode, or an IP address in sim mode.
@@ -203,7 +208,7 @@ def graph(
             MODES,
             "passes on the CAD surface -> /grinding/path, /grinding/trajectory",
             params_files=_cfg("planner_node"),
-            parameters=with_urdf,
+            parameters={**with_urdf, **({"plan_on_start": False} if plan_file else {})},
         ),
         NodeSpec(
             "grinding_executive",
@@ -211,7 +216,8 @@ def graph(
             MODES,
             "streams the plan to the arm through the ros2_control topics; ~/start, ~/stop",
             params_files=_cfg("grinding_executive"),
-            parameters=common,
+            parameters={**with_urdf, "autostart": bool(start),
+                        **({"plan_file": str(Path(plan_file).resolve())} if plan_file else {})},
         ),
         NodeSpec(
             "robot_state_publisher",
@@ -260,6 +266,8 @@ LAUNCH_ARGUMENTS: dict[str, dict[str, tuple[str, str]]] = {
         "robot_description_file": ("", "URDF of the arm and tool; empty: the package's default URDF."),
         "rviz": ("false", "Start RViz with config/grinding.rviz (true/false)."),
         "record": ("", "Directory for an MCAP bag written by the recorder node; empty: no recording."),
+        "plan_file": ("", "plan.json for grinding_executive; empty: the plan planner_node makes at start-up."),
+        "start": ("false", "The executive starts the job once it has a plan and joint states (true/false)."),
         "discovery_range": (
             "LOCALHOST" if mode == "sim" else "",
             "ROS_AUTOMATIC_DISCOVERY_RANGE for the nodes (LOCALHOST, SUBNET, OFF, SYSTEM_DEFAULT); "
@@ -299,6 +307,8 @@ def graph_from_launch_arguments(mode: str, values: Mapping[str, str]) -> list[No
         rviz=_truthy(args["rviz"], "rviz"),
         robot_description_file=args["robot_description_file"] or None,
         use_sim_time=_truthy(args["use_sim_time"], "use_sim_time"),
+        plan_file=args["plan_file"] or None,
+        start=_truthy(args["start"], "start"),
     )
 
 

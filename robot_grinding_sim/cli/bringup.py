@@ -7,6 +7,10 @@ printed prefixed with ``[node_name]``. SIGINT/SIGTERM (Ctrl-C) are forwarded to 
 then SIGTERM, then SIGKILL for a node that does not stop). A node that exits while the graph runs
 is reported with the end of its output; the command then exits with code 1 once stopped.
 
+``--plan-file plan.json --start`` runs that plan through the graph (grinding_executive starts it
+once the arm publishes joint states); ``--until-done`` then stops the graph when the job ends and
+exits 0 if it ran to its end (``done``), 2 if it was stopped or failed.
+
 Nodes of other packages (robot_state_publisher, rviz2) exist only on a ROS install and are
 skipped; a node of this package whose module does not exist yet is skipped with a warning.
 """
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import ipaddress
+import re
 import signal
 import subprocess
 import sys
@@ -28,6 +33,8 @@ import click
 from robot_grinding_sim.cli.common import emit_json, json_option
 
 STOP_TIMEOUT = 15.0
+#: grinding_executive's log line when the job ends (see nodes/grinding_executive.py)
+JOB_END = re.compile(r"\bjob (done|stopped|failed)\b")
 
 
 def _node_command(executable: str) -> list[str]:
@@ -68,6 +75,7 @@ class _Child:
             start_new_session=True,  # our signal handling decides when a node stops
         )
         self.reported = False
+        self.job_end: str | None = None
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -77,6 +85,10 @@ class _Child:
             line = raw.decode(errors="replace").rstrip("\n")
             self.tail.append(line)
             click.echo(f"[{self.name}] {line}")
+            if self.name == "grinding_executive" and self.job_end is None:
+                m = JOB_END.search(line)
+                if m:
+                    self.job_end = m.group(1)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -143,6 +155,11 @@ def _stop_all(children: list[_Child]) -> None:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Extra ROS parameter yaml applied to every node after its own config (repeatable).",
 )
+@click.option("--plan-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="plan.json for grinding_executive (default: the plan planner_node makes at start-up).")
+@click.option("--start", is_flag=True, help="grinding_executive starts the job once it has a plan and joint states.")
+@click.option("--until-done", is_flag=True,
+              help="Stop the graph when the job ends; exit 0 if it ran to its end, 2 if stopped or failed.")
 @click.option("--only", "only", multiple=True, help="Start only these nodes (by name; repeatable).")
 @click.option("--stop-on-exit", is_flag=True, help="Stop the whole graph as soon as one node exits.")
 @click.option("--print", "dry_run", is_flag=True, help="Print the commands instead of running them.")
@@ -156,6 +173,9 @@ def bringup(
     discovery_range: str,
     duration: float | None,
     params_files: tuple[Path, ...],
+    plan_file: Path | None,
+    start: bool,
+    until_done: bool,
     only: tuple[str, ...],
     stop_on_exit: bool,
     dry_run: bool,
@@ -174,7 +194,10 @@ def bringup(
     ft_sensor_ip = _check_address(ft_sensor_ip, "--ft-sensor-ip")
     if mode == "sim" and (robot_ip or ft_sensor_ip):
         raise click.UsageError("--robot-ip / --ft-sensor-ip apply to 'real' only")
-    specs = graph(mode, robot_ip=robot_ip, ft_sensor_ip=ft_sensor_ip, record=str(record) if record else None)
+    if until_done and not start:
+        raise click.UsageError("--until-done needs --start")
+    specs = graph(mode, robot_ip=robot_ip, ft_sensor_ip=ft_sensor_ip, record=str(record) if record else None,
+                  plan_file=str(plan_file) if plan_file else None, start=start)
     names = [s.name for s in specs]
     unknown = [n for n in only if n not in names]
     if unknown:
@@ -233,6 +256,7 @@ def bringup(
     old = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     children: list[_Child] = []
     failed: list[str] = []
+    job_end: str | None = None
     try:
         for e in to_start:
             children.append(_Child(e["name"], e["command"], env))
@@ -251,6 +275,10 @@ def bringup(
                     click.echo(msg, err=True)
             if failed and stop_on_exit:
                 break
+            if until_done:
+                job_end = next((c.job_end for c in children if c.job_end), None)
+                if job_end:
+                    break
             if all(not c.alive() for c in children):
                 break
             stop.wait(0.2)
@@ -258,7 +286,8 @@ def bringup(
         _stop_all(children)
         for sig, handler in old.items():
             signal.signal(sig, handler)
-    why = f"signal {received[0]}" if received else ("duration reached" if not failed else "a node exited")
+    why = (f"signal {received[0]}" if received else f"job {job_end}" if job_end
+           else ("duration reached" if not failed else "a node exited"))
     click.echo(f"[bringup] stopped {len(children)} node(s) ({why})")
     # a node must stop with exit code 0 when asked; anything else is a defect worth a red exit
     unclean = [c for c in children if c.name not in failed and c.proc.returncode != 0]
@@ -268,6 +297,9 @@ def bringup(
                    err=True)
     if failed or unclean:
         sys.exit(1)  # (click.exceptions.Exit is swallowed by grinding's standalone_mode=False)
+    if until_done and job_end != "done":
+        click.echo(f"[bringup] the job did not run to its end ({job_end or why})", err=True)
+        sys.exit(2)
 
 
 def _quote(arg: str) -> str:

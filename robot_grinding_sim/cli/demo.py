@@ -9,6 +9,11 @@ commanded penetration of each pass is optimised until its mean normal force is w
 /ft_sensor/wrench, /grinding/progress, /dynamics_node/tool_pose), ``force.png``, ``summary.json``
 (``--json`` prints it alone) and ``plan.json`` (the plan with its job trajectory: ``grinding
 simulate --plan`` runs it again). ``grinding simulate`` runs the same job with every option.
+
+``--graph`` then runs the same plan.json through the node graph as real processes (grinding
+bringup sim with grinding_executive and the recorder, DDS on loopback) into ``graph_bag/`` and adds
+``graph_vs_inprocess`` (per-pass mean force of both runs) to summary.json
+(:mod:`robot_grinding_sim.cli.graph_run`).
 """
 
 from __future__ import annotations
@@ -41,12 +46,26 @@ def demo_config(**cell_values: Any) -> Any:
 @click.option("--optimise/--no-optimise", default=None, help="Force-target optimisation [default: on].")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Output directory (bag/, force.png, summary.json, plan.json). [default: demo_out]")
+@click.option("--graph", is_flag=True,
+              help="Then run the same plan.json through the ROS 2 node graph (real processes, DDS on loopback) "
+                   "and compare the per-pass force with the in-process run (a few minutes).")
 @common_cell_options
 @json_option
-def demo(optimise: bool | None, out: str | None, as_json: bool, **options: Any) -> None:
+def demo(optimise: bool | None, out: str | None, graph: bool, as_json: bool, **options: Any) -> None:
     """Run the main job: a quick simulated grinding job on the built-in curved panel."""
     import dataclasses
+    from pathlib import Path
 
     base = demo_config()
     cell = build_cell(options, base.cell)
-    run_and_write(dataclasses.replace(base, cell=cell, optimise=optimise), out or "demo_out", as_json)
+    out_dir = out or "demo_out"
+    summary = run_and_write(dataclasses.replace(base, cell=cell, optimise=optimise), out_dir, as_json,
+                            show=not (as_json and graph))
+    if graph:
+        from robot_grinding_sim.cli.graph_run import run_through_graph
+
+        summary["graph_vs_inprocess"] = run_through_graph(Path(out_dir), cell, as_json)
+        if as_json:
+            from robot_grinding_sim.cli.common import emit_json
+
+            emit_json(summary)

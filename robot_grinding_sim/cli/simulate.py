@@ -17,8 +17,9 @@ from robot_grinding_sim.cli.common import emit_json, json_option, progress
 from robot_grinding_sim.core.errors import InputError
 
 
-def run_and_write(cfg: Any, out: str, as_json: bool) -> dict:
-    """Run the job for ``cfg`` (a JobConfig), write the outputs into ``out``, print the table (or JSON)."""
+def run_and_write(cfg: Any, out: str, as_json: bool, show: bool = True) -> dict:
+    """Run the job for ``cfg`` (a JobConfig), write the outputs into ``out``, print the table (or JSON;
+    nothing when not ``show``); returns the summary."""
     from robot_grinding_sim.core.job.outputs import check_out_dir, write_outputs
     from robot_grinding_sim.core.job.run import run_job
 
@@ -37,9 +38,9 @@ def run_and_write(cfg: Any, out: str, as_json: bool) -> dict:
         result = run_job(cfg, on_stage=on_stage, progress=on_progress)
     summary = result.summary()
     write_outputs(out_dir, result, summary)
-    if as_json:
+    if show and as_json:
         emit_json(summary)
-    else:
+    elif show:
         print_table(summary)
     return summary
 

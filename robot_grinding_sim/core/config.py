@@ -203,6 +203,25 @@ class OptimiseConfig:
     max_iterations: int = param(6, "simulations per pass at most", range=(1, 100))
 
 
+@dataclass(frozen=True)
+class ExecutionConfig:
+    """How the executive runs a plan on an arm (simulated or real): timing, supervision, stops."""
+
+    command_lead: float = param(0.5, "commands are stamped this far ahead of the clock, so the arm's controller "
+                                "receives them before they start (no jump on a late start)", unit="s",
+                                range=(0.0, 10.0))
+    tracking_error_limit: float = param(0.05, "largest |measured - commanded| joint position while running; "
+                                        "above it the job stops and retreats", unit="rad", range=(1e-5, 3.2))
+    ramp_time: float = param(0.3, "pause and resume bring the speed along the plan to 0 / back over this time",
+                             unit="s", range=(0.0, 10.0))
+    start_tolerance: float = param(1e-3, "an arm farther than this (any joint) from the plan's first knot is "
+                                   "first moved there", unit="rad", range=(1e-6, 1.0))
+    move_velocity_scale: float = param(0.3, "the move to the plan's start keeps every joint within this "
+                                       "fraction of its velocity and acceleration limits", range=(0.01, 1.0))
+    joint_states_timeout: float = param(0.5, "while running, joint states silent for longer than this stop the "
+                                        "job", unit="s", range=(0.0, 60.0))
+
+
 #: The groups of the cell and their parameter prefixes, in file order.
 GROUPS: dict[str, type] = {
     "robot": RobotConfig,
@@ -215,6 +234,7 @@ GROUPS: dict[str, type] = {
     "passes": PassParameters,
     "process": ProcessConfig,
     "optimise": OptimiseConfig,
+    "execution": ExecutionConfig,
 }
 
 
@@ -232,6 +252,7 @@ class CellConfig:
     passes: PassParameters = dataclasses.field(default_factory=PassParameters)
     process: ProcessConfig = dataclasses.field(default_factory=ProcessConfig)
     optimise: OptimiseConfig = dataclasses.field(default_factory=OptimiseConfig)
+    execution: ExecutionConfig = dataclasses.field(default_factory=ExecutionConfig)
 
     def values(self) -> dict[str, Any]:
         """Every parameter, ``<group>.<field>`` -> value (arrays as lists)."""

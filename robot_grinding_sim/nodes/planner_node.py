@@ -18,6 +18,8 @@ Publishes (latched: transient-local durability, so late subscribers get the last
   trajectory (approach, engagement, dwell, passes, retreats, links, with the per-pass offsets):
   positions and velocities (cubic Hermite, as a joint_trajectory_controller interpolates them),
   ``time_from_start`` from the start of the job. The same as plan.json's ``trajectory``.
+- ``grinding/plan`` (std_msgs/String): the whole plan as plan.json's text (docs/planner.md):
+  what grinding_executive runs when it has no ``plan_file``.
 - ``~/markers`` (visualization_msgs/MarkerArray, frame ``base_frame``): namespace ``passes``
   (one LINE_STRIP of surface points per pass), ``links`` (the linking moves of the TCP),
   ``normals`` (ARROWs of the outward normal at every ``marker_normal_every``-th waypoint) and
@@ -41,6 +43,7 @@ from geometry_msgs.msg import Point, PoseStamped
 from nav_msgs.msg import Path
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
+from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
@@ -71,6 +74,7 @@ class PlannerNode(Node):
         self.pub_path = self.create_publisher(Path, "grinding/path", latched)
         self.pub_traj = self.create_publisher(JointTrajectory, "grinding/trajectory", latched)
         self.pub_markers = self.create_publisher(MarkerArray, "~/markers", latched)
+        self.pub_plan = self.create_publisher(String, "grinding/plan", latched)
         self.create_service(Trigger, "~/plan", self._on_plan)
         self.last_plan = None
         self._start_timer = None
@@ -114,17 +118,17 @@ class PlannerNode(Node):
                 result = plan_job(cell, check_collisions=check)
                 if out:
                     plan_io.write_plan(result, out)  # atomic
-                return result
+                return result, plan_io.plan_text(result)
 
             # tens of seconds with the optimisation: SIGINT/SIGTERM does not wait for it
-            result = stoppable(compute)
-            msgs = self._messages(result)
+            result, text = stoppable(compute)
+            msgs = (*self._messages(result), String(data=text))
         except (GrindingSimError, OSError, ValueError) as exc:
             return False, f"{type(exc).__name__}: {exc}"
         except Exception as exc:  # keep the node alive whatever happened; say what it was
             self.get_logger().error(f"planning crashed: {type(exc).__name__}: {exc}")
             return False, f"internal error: {type(exc).__name__}: {exc}"
-        for pub, msg in zip((self.pub_path, self.pub_traj, self.pub_markers), msgs, strict=True):
+        for pub, msg in zip((self.pub_path, self.pub_traj, self.pub_markers, self.pub_plan), msgs, strict=True):
             pub.publish(msg)
         self.last_plan = result
         s = result.summary()

@@ -27,6 +27,7 @@ NODE_GROUPS: dict[str, tuple[str, ...]] = {
     "contact_solver_node": ("robot", "tool", "contact", "ft_sensor", "sim"),
     "planner_node": ("robot", "workpiece", "tool", "contact", "servo", "sim", "ft_sensor", "passes", "process",
                      "optimise"),
+    "grinding_executive": ("robot", "tool", "process", "execution"),
     "recorder": (),
 }
 
@@ -70,6 +71,16 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
     "contact_solver_node": [
         BASE_FRAME,
         ParamSpec("publish_ft", True, "publish ft_sensor/wrench from the F/T sensor model", read_only=True),
+    ],
+    "grinding_executive": [
+        BASE_FRAME,
+        ParamSpec("plan_file", "", "plan.json to run (with its job trajectory); empty: the planner's latched "
+                  "grinding/plan", read_only=True),
+        ParamSpec("autostart", False, "start the job as soon as a plan and a joint state are there"),
+        ParamSpec("progress_rate", 100.0, "rate of grinding/progress while a job runs and of the supervision, Hz "
+                  "of ROS time", range=(1.0, 10000.0), read_only=True),
+        ParamSpec("diagnostics_rate", 1.0, "rate of /diagnostics, Hz (and on every change of state)",
+                  range=(0.01, 100.0), read_only=True),
     ],
     "recorder": [
         ParamSpec("topics", DEFAULT_TOPICS, "Topics to record (absolute names; the leading slash is optional).",

@@ -174,6 +174,31 @@ def test_tracks_trajectory_to_goal(model: RobotModel) -> None:
     assert worst < 1e-3
 
 
+def test_a_trajectory_stamped_ahead_waits_while_the_current_one_goes_on(model: RobotModel) -> None:
+    """As a joint_trajectory_controller gets a trajectory stamped ahead: no jump to its first point."""
+    sim = ArmSimulator(model, Q0)
+    goal = Q0 + np.array([0.4, -0.2, 0.3, 0.1, -0.2, 0.5])
+    first = sim.command_trajectory(model.joint_names, [0.0, 2.0], np.array([Q0, goal]),
+                                   np.zeros((2, 6)))
+    for _ in range(300):
+        sim.step(1e-3)
+    # the next one starts at t = 0.8 s from where the first will be then
+    t_next = 0.8
+    q_then, qd_then, _ = first.sample(t_next)
+    second = sim.command_trajectory(model.joint_names, [0.0, 1.0], np.array([q_then, Q0]),
+                                    np.array([qd_then, np.zeros(6)]), start_time=t_next)
+    while sim.state.t < 1.5:
+        t = sim.state.t
+        q_ref = sim.reference(t)[0]
+        expect = first.sample(t)[0] if t < t_next else second.sample(t - t_next)[0]
+        np.testing.assert_allclose(q_ref, expect, atol=1e-12)
+        st = sim.step(1e-3)
+        np.testing.assert_allclose(st.q_ref, expect, atol=1e-12)
+    # a command for now replaces both
+    sim.command_positions(Q0, 0.1)
+    assert np.abs(sim.reference(sim.state.t + 10.0)[0] - Q0).max() < 1e-12
+
+
 def test_closed_loop_error_decays_like_the_design(model: RobotModel) -> None:
     """An initial error e0 on one joint decays as the critically damped e(t) = e0 (1 + w t) e^(-w t)."""
     w = 20.0

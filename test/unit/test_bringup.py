@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 LAUNCH = {"sim": REPO / "launch" / "sim.launch.py", "real": REPO / "launch" / "real.launch.py"}
 #: Nodes of the graph this package does not ship yet (the executive: the simulated-cell issue; the
 #: driver: the hardware issue). Stated, not derived, so a node that vanishes or appears fails a test.
-NOT_WRITTEN = {"grinding_executive", "hardware_driver"}
+NOT_WRITTEN = {"hardware_driver"}
 
 
 def _names(specs: list[bu.NodeSpec]) -> list[str]:
@@ -217,14 +217,14 @@ def test_launch_file_starts_the_bringup_graph(mode: str, monkeypatch: pytest.Mon
     with pytest.raises(ValueError, match="discovery_range"):
         _run_launch("sim", monkeypatch, discovery_range="LAN")
     names = {a.name for a in args}
-    assert {"use_sim_time", "params_file", "rviz", "robot_description_file", "record"} <= names
+    assert {"use_sim_time", "params_file", "rviz", "robot_description_file", "record", "plan_file", "start"} <= names
     if mode == "real":
         assert {"robot_ip", "ft_sensor_ip"} <= names
     assert all(a.description for a in args), "every launch argument needs a description"
     # nodes of this package not written yet are logged and left out; all others are launched
     specs = [s for s in bu.graph(mode) if s.executable not in NOT_WRITTEN]
     missing = [s.executable for s in bu.graph(mode) if s.executable in NOT_WRITTEN]
-    assert missing == (["hardware_driver", "grinding_executive"] if mode == "real" else ["grinding_executive"])
+    assert missing == (["hardware_driver"] if mode == "real" else [])
     assert [n.kwargs["name"] for n in nodes] == _names(specs)
     assert len(skipped) == len(missing) and all(m in msg for m, msg in zip(missing, skipped, strict=True))
     for node, spec in zip(nodes, specs, strict=True):
@@ -261,6 +261,24 @@ def test_launch_arguments_reach_the_nodes(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert all(n.kwargs["parameters"][-1] == str(extra) for n in nodes)
     with pytest.raises(ValueError, match="rviz"):
         _run_launch("sim", monkeypatch, rviz="maybe")
+
+
+def test_plan_file_and_start_reach_the_executive(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    plan.write_text("{}")
+    _, nodes, _, _ = _run_launch("sim", monkeypatch, plan_file=str(plan), start="true")
+    by = {n.kwargs["name"]: {k: v for p in n.kwargs["parameters"] if isinstance(p, dict) for k, v in p.items()}
+          for n in nodes}
+    assert by["grinding_executive"]["plan_file"] == str(plan.resolve())
+    assert by["grinding_executive"]["autostart"] is True
+    assert by["planner_node"]["plan_on_start"] is False  # the plan is given: the planner waits for ~/plan
+    _, nodes, _, _ = _run_launch("sim", monkeypatch)
+    by = {n.kwargs["name"]: {k: v for p in n.kwargs["parameters"] if isinstance(p, dict) for k, v in p.items()}
+          for n in nodes}
+    assert "plan_file" not in by["grinding_executive"] and by["grinding_executive"]["autostart"] is False
+    assert "plan_on_start" not in by["planner_node"]
+    with pytest.raises(ValueError, match="start"):
+        _run_launch("sim", monkeypatch, start="soon")
 
 
 # -- grinding bringup ---------------------------------------------------------------------------

@@ -70,7 +70,7 @@ def test_every_parameter_has_a_description_and_physical_ones_a_unit() -> None:
         assert len(s.description) > 15, s.name
         if s.param_type == "double" and s.name not in {"contact.cr", "contact.exponent", "contact.force_ratio",
                                                         "servo.damping_ratio", "optimise.tolerance",
-                                                        "optimise.goal"}:
+                                                        "optimise.goal", "execution.move_velocity_scale"}:
             assert "," in s.description, f"{s.name}: no unit in {s.description!r}"
 
 

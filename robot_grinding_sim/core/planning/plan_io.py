@@ -121,10 +121,15 @@ def atomic_write(path: Path, text: str) -> None:
         raise
 
 
+def plan_text(plan: Any) -> str:
+    """plan.json's text (compact JSON) of a plan."""
+    return json.dumps(plan_to_dict(plan), separators=(",", ":"), allow_nan=False)
+
+
 def write_plan(plan: Any, path: str | os.PathLike[str]) -> Path:
     """Write plan.json atomically; returns the path."""
     path = Path(path)
-    atomic_write(path, json.dumps(plan_to_dict(plan), separators=(",", ":"), allow_nan=False))
+    atomic_write(path, plan_text(plan))
     return path
 
 
@@ -154,10 +159,22 @@ def read_plan(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read plan.json and check its schema and version; InputError naming the file otherwise."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        text = path.read_text()
     except FileNotFoundError as exc:
         raise InputError(f"{path}: no such file") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not a JSON plan ({exc})") from exc
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror})") from exc
+    return parse_plan(text, str(path))
+
+
+def parse_plan(text: str, what: str = "plan") -> dict[str, Any]:
+    """plan.json's text -> its dict, schema and version checked; InputError naming ``what`` otherwise."""
+    path = what
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
         raise InputError(f"{path}: not a JSON plan ({exc})") from exc
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise InputError(f"{path}: not a {SCHEMA} file")

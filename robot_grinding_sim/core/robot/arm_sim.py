@@ -436,6 +436,8 @@ class ArmSimulator:
         self.state = ArmState(0.0, q.copy(), z, z.copy(), z.copy(), z.copy(), q.copy(), z.copy(), z.copy())
         self.trajectory = TrajectoryInterpolator.hold(q)
         self.trajectory_start = 0.0
+        # a trajectory that starts later: the current one is followed until then
+        self._next: tuple[TrajectoryInterpolator, float] | None = None
         self._wrench = np.zeros(6)  # root-frame axes, about the acting link's origin
         self._wrench_link: str | None = None
 
@@ -443,12 +445,23 @@ class ArmSimulator:
     def reference(self, t: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Reference (q, qd, qdd) at sim time ``t`` (default now)."""
         t = self.state.t if t is None else t
+        if self._next is not None and t >= self._next[1]:
+            traj, start = self._next
+            return traj.sample(t - start)
         return self.trajectory.sample(t - self.trajectory_start)
 
     def set_trajectory(self, traj: TrajectoryInterpolator, start_time: float | None = None) -> None:
-        """Follow ``traj`` from sim time ``start_time`` (default now); replaces the current goal."""
-        self.trajectory = traj
-        self.trajectory_start = self.state.t if start_time is None else float(start_time)
+        """Follow ``traj`` from sim time ``start_time`` (default now); replaces the current goal.
+
+        A later ``start_time`` leaves the current goal in force until then (a controller that gets
+        a trajectory stamped ahead keeps moving, it does not jump to the new first point); a
+        second pending trajectory replaces the first."""
+        start = self.state.t if start_time is None else float(start_time)
+        if start > self.state.t:
+            self._next = (traj, start)
+            return
+        self._next = None
+        self.trajectory, self.trajectory_start = traj, start
 
     def command_trajectory(
         self,
@@ -522,6 +535,8 @@ class ArmSimulator:
         if not dt > 0 or not math.isfinite(dt):
             raise InputError(f"dt must be a finite positive step in seconds; got {dt}")
         st = self.state
+        if self._next is not None and st.t >= self._next[1]:
+            (self.trajectory, self.trajectory_start), self._next = self._next, None
         q_ref, qd_ref, qdd_ref = self.reference(st.t)
         if control:
             tau = self.controller.torque(st.q, st.qd, q_ref, qd_ref, qdd_ref)

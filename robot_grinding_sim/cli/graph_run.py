@@ -1,0 +1,90 @@
+"""The job through the node graph: ``grinding demo --graph`` (and ``simulate --graph``).
+
+After the in-process run has written ``plan.json`` and its bag, the same plan runs through real
+node processes: ``grinding bringup sim --plan-file plan.json --start --until-done --record
+graph_bag`` (dynamics_node, collision_node, contact_solver_node, planner_node on standby,
+grinding_executive, recorder; DDS on loopback, a domain id of its own), with the plan's cell
+parameters given to every node. Then both bags are read back and each pass's mean force along the
+tool axis compared (:mod:`robot_grinding_sim.core.record.pass_forces`); ``summary.json`` gets
+``graph_vs_inprocess``. The graph's output is kept in ``graph.log``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+#: the graph runs slower than real time (lockstep over DDS): give up after this long, s
+GRAPH_TIMEOUT = 3600.0
+
+
+def graph_domain_id() -> int:
+    """A ROS_DOMAIN_ID for the graph: ``GRINDING_GRAPH_DOMAIN_ID`` if set, else one from the process id
+    (1..100; tests and CI set their own ROS_DOMAIN_ID, which this keeps clear of by default)."""
+    env = os.environ.get("GRINDING_GRAPH_DOMAIN_ID")
+    if env:
+        return int(env)
+    return 1 + os.getpid() % 100
+
+
+def run_through_graph(out: Path, cell: Any, as_json: bool = False) -> dict[str, Any]:
+    """Run ``out/plan.json`` through the node graph, record ``out/graph_bag``, compare per pass with
+    ``out/bag`` and add ``graph_vs_inprocess`` to ``out/summary.json``; returns that entry.
+
+    Raises:
+        click.ClickException: the graph did not run the job to its end (the log is named).
+    """
+    from robot_grinding_sim.core.config import cell_yaml
+    from robot_grinding_sim.core.planning.plan_io import atomic_write
+    from robot_grinding_sim.core.record.pass_forces import compare_pass_forces, pass_force_means
+
+    out = Path(out)
+    plan, bag, log = out / "plan.json", out / "graph_bag", out / "graph.log"
+    if bag.exists():
+        raise click.ClickException(f"{bag} exists already; choose a new --out or remove it")
+    domain = graph_domain_id()
+    with tempfile.TemporaryDirectory(prefix="grinding_graph_") as tmp:
+        params = Path(tmp) / "cell.yaml"
+        params.write_text(cell_yaml(cell, header="the plan's cell, for every node of the graph run"))
+        cmd = [sys.executable, "-m", "robot_grinding_sim.cli", "bringup", "sim", "--plan-file", str(plan), "--start",
+               "--until-done", "--record", str(bag), "--domain-id", str(domain), "--params-file", str(params)]
+        if not as_json:
+            click.echo(f"graph: running {plan} through the node graph (ROS_DOMAIN_ID={domain}; output in {log}) ...",
+                       err=True)
+        t0 = time.monotonic()
+        with log.open("wb") as fh:
+            try:
+                code = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, timeout=GRAPH_TIMEOUT,
+                                      env={**os.environ, "PYTHONUNBUFFERED": "1"}).returncode
+            except subprocess.TimeoutExpired:
+                code = -1
+        wall = time.monotonic() - t0
+    if code != 0:
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
+        raise click.ClickException(f"the node graph did not run the job to its end (exit code {code}); "
+                                   f"see {log}:\n{tail}")
+    rows = compare_pass_forces(pass_force_means(out / "bag"), pass_force_means(bag))
+    entry = {"passes": rows,
+             "max_abs_relative_difference": max(abs(r["relative_difference"]) for r in rows),
+             "wall_time_s": wall, "bag": str(bag), "log": str(log), "ros_domain_id": domain,
+             "force": "mean of -F_z of /contact/wrench (tool axis, tcp frame) over each pass's progress window"}
+    summary_path = out / "summary.json"
+    summary = json.loads(summary_path.read_text())
+    summary["graph_vs_inprocess"] = entry
+    summary.setdefault("outputs", {})["graph_bag"] = str(bag)
+    atomic_write(summary_path, json.dumps(summary, indent=2))
+    if not as_json:
+        click.echo(f"graph vs in-process (force along the tool axis, {wall:.0f} s wall):")
+        click.echo(f"{'pass':>4} {'in-process N':>13} {'graph N':>9} {'diff':>8}")
+        for r in rows:
+            click.echo(f"{r['pass']:>4} {r['inprocess_mean_n']:>13.4f} {r['graph_mean_n']:>9.4f} "
+                       f"{r['relative_difference']:>+8.3%}")
+    return entry

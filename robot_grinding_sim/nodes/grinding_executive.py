@@ -1,0 +1,260 @@
+"""grinding_executive: runs a plan on whatever arm answers the ros2_control topics.
+
+A thin adapter over :class:`robot_grinding_sim.core.job.execution.JobExecution`. It knows nothing
+of simulation or hardware: the same node drives dynamics_node (``grinding bringup sim``) and a real
+arm's ``joint_trajectory_controller`` (through hardware_driver, or remapped straight to it).
+
+The plan: ``plan_file`` (plan.json, read at start-up; a bad file stops the node naming it) or, when
+that is empty, the planner's latched ``grinding/plan`` (std_msgs/String, plan.json's text; a newer
+plan replaces the loaded one unless a job is running). The plan must carry its job trajectory
+(``grinding plan`` with a robot writes it; planner_node always does).
+
+Subscribes (relative names): ``joint_states`` (sensor_msgs/JointState; the arm's measured state,
+supervised against the command), ``grinding/plan``.
+
+Publishes:
+- ``joint_trajectory_controller/joint_trajectory`` (trajectory_msgs/JointTrajectory; remap it to
+  the arm's controller, e.g. ``scaled_joint_trajectory_controller/joint_trajectory`` on a UR):
+  the job, stamped ``execution.command_lead`` ahead (a late start does not jump), positions and
+  velocities at the plan's knots (the controller interpolates cubic Hermite); pauses, resumes and
+  stops as further trajectories that replace it;
+- ``grinding/progress`` (std_msgs/Float64MultiArray ``[pass_index, arc_length_m, stamp_s]``,
+  docs/compare.md) at ``progress_rate`` Hz of ROS time while a job runs, one ``-1`` sample when it
+  leaves a pass;
+- ``diagnostics`` (diagnostic_msgs/DiagnosticArray; ``/diagnostics`` in the root namespace): the
+  job's state, pass, tracking error, at ``diagnostics_rate`` and on every change;
+- ``~/state`` (std_msgs/String, latched): ``idle``, ``ready``, ``running``, ``pausing``,
+  ``paused``, ``stopping``, ``done``, ``stopped`` or ``failed: <reason>``.
+
+Services (std_srvs/Trigger): ``~/start`` (from the plan's start; the arm is first moved to its
+first knot if it is elsewhere), ``~/pause`` (the speed along the plan ramps to rest on the path),
+``~/resume``, ``~/stop`` (ramps to rest and retreats along the surface normal if the tool is at
+the part). A request that does not fit the state fails with the reason.
+
+``autostart``: start as soon as a plan and a joint state are there. A tracking error above
+``execution.tracking_error_limit`` or joint states silent for ``execution.joint_states_timeout``
+stop the job (``failed``) with a retreat. Times are ROS time (sim time when ``use_sim_time``).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, String
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
+
+from robot_grinding_sim.core.config import config_from_mapping
+from robot_grinding_sim.core.errors import GrindingSimError, InputError
+from robot_grinding_sim.core.job.execution import JobExecution, JobState
+from robot_grinding_sim.core.planning import plan_io
+from robot_grinding_sim.ros import conversions as cv
+from robot_grinding_sim.ros.node_base import guarded, load_robot, run_node
+from robot_grinding_sim.ros.parameters import ParameterError, declare_parameters
+from robot_grinding_sim.ros.schemas import node_specs
+
+NODE_NAME = "grinding_executive"
+LEVEL = {JobState.FAILED: DiagnosticStatus.ERROR, JobState.STOPPING: DiagnosticStatus.WARN,
+         JobState.STOPPED: DiagnosticStatus.WARN, JobState.IDLE: DiagnosticStatus.WARN}
+
+
+class GrindingExecutive(Node):
+    """The executive (see the module docstring)."""
+
+    NODE_NAME = NODE_NAME
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(NODE_NAME, **kwargs)
+        p = declare_parameters(self, node_specs(NODE_NAME))
+        self.p = p
+        self.cell = config_from_mapping(p, allow_unknown=True)
+        self.model = load_robot(p, NODE_NAME, tip_link=self.cell.tool.tcp_link)
+        self.base_frame = p["base_frame"] or self.model.root_link
+        self.job: JobExecution | None = None
+        self.plan_source = ""
+        self._q: np.ndarray | None = None
+        self._last_pass = -1
+        self._published_state = ""
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.pub_cmd = self.create_publisher(JointTrajectory, "joint_trajectory_controller/joint_trajectory", 10)
+        self.pub_progress = self.create_publisher(Float64MultiArray, "grinding/progress", 50)
+        self.pub_diag = self.create_publisher(DiagnosticArray, "diagnostics", 10)
+        self.pub_state = self.create_publisher(String, "~/state", latched)
+        if p["plan_file"]:
+            try:
+                self._load(plan_io.read_plan(p["plan_file"]), p["plan_file"])
+            except InputError as exc:
+                raise ParameterError("plan_file", str(exc), NODE_NAME) from None
+        else:
+            self.create_subscription(String, "grinding/plan", guarded(self, "grinding/plan")(self._on_plan), latched)
+        self.create_subscription(JointState, "joint_states", guarded(self, "joint_states")(self._on_joints), 50)
+        for name, fn in (("start", self._start), ("stop", self._stop), ("pause", self._pause),
+                         ("resume", self._resume)):
+            self.create_service(Trigger, f"~/{name}", self._service(name, fn))
+        self.create_timer(1.0 / p["progress_rate"], guarded(self, "progress")(self._tick))
+        self.create_timer(1.0 / p["diagnostics_rate"], guarded(self, "diagnostics")(self._diagnostics))
+        self._state_changed()
+        self.get_logger().info(f"ready: {self.plan_source or 'waiting for grinding/plan'}; commands on "
+                               f"{self.pub_cmd.topic_name}, autostart {p['autostart']}")
+
+    # -- plan ----------------------------------------------------------------------------------
+
+    def _load(self, data: dict[str, Any], source: str) -> None:
+        plan = plan_io.plan_from_dict(data, source)
+        if plan.trajectory is not None:
+            plan.trajectory = plan_io.trajectory_from_dict(data["trajectory"], self.model)
+        self.job = JobExecution(self.model, plan, self.cell.execution, self.cell.process)
+        self.plan_source = f"plan {source}: {len(plan.passes)} passes, {self.job.duration:.1f} s"
+        self.get_logger().info(f"loaded {self.plan_source}")
+
+    def _on_plan(self, msg: String) -> None:
+        if self.job is not None and self.job.state in (JobState.RUNNING, JobState.PAUSING, JobState.PAUSED,
+                                                       JobState.STOPPING):
+            self.get_logger().warning("grinding/plan: a new plan arrived while a job runs; it is ignored")
+            return
+        self._load(plan_io.parse_plan(msg.data, "grinding/plan"), "grinding/plan")
+        self._state_changed()
+
+    # -- requests ------------------------------------------------------------------------------
+
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def _send(self, sent: Any) -> None:
+        if sent is None:
+            return
+        c = sent.command
+        msg = cv.arrays_to_joint_trajectory(self.model.joint_names, c.times, c.positions, c.velocities,
+                                            frame_id=self.base_frame)
+        msg.header.stamp = cv.sec_to_time(sent.stamp)
+        self.pub_cmd.publish(msg)
+        self.get_logger().info(f"sent {c.kind}: {len(c.times)} points, {c.duration:.2f} s from t = {sent.stamp:.3f} s")
+
+    def _service(self, name: str, fn: Any) -> Any:
+        def handle(request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+            try:
+                response.message = fn()
+                response.success = True
+            except (GrindingSimError, ValueError) as exc:
+                response.success, response.message = False, str(exc)
+                self.get_logger().warning(f"~/{name}: {exc}")
+            except Exception as exc:  # keep the node alive; say what it was
+                response.success, response.message = False, f"internal error: {type(exc).__name__}: {exc}"
+                self.get_logger().error(f"~/{name}: {response.message}")
+            self._state_changed()
+            return response
+        return handle
+
+    def _require_job(self) -> JobExecution:
+        if self.job is None:
+            raise GrindingSimError("no plan loaded (set plan_file or run planner_node)")
+        return self.job
+
+    def _start(self) -> str:
+        job = self._require_job()
+        if self._q is None:
+            raise GrindingSimError("no joint states yet: is the arm (dynamics_node or the driver) running?")
+        self._send(job.start(self._now(), self._q))
+        self._last_pass = -1
+        return f"started: {self.plan_source}"
+
+    def _stop(self) -> str:
+        sent = self._require_job().stop(self._now(), "stop requested")
+        self._send(sent)
+        return "stopping" if sent is not None else f"nothing to stop (the job is {self.job.state.value})"
+
+    def _pause(self) -> str:
+        self._send(self._require_job().pause(self._now()))
+        return "pausing"
+
+    def _resume(self) -> str:
+        self._send(self._require_job().resume(self._now()))
+        return "resumed"
+
+    # -- supervision ---------------------------------------------------------------------------
+
+    def _on_joints(self, msg: JointState) -> None:
+        pos = cv.joint_state_to_dict(msg, "position")
+        missing = [j for j in self.model.joint_names if j not in pos]
+        if missing:
+            raise InputError(f"joint_states: missing joints {missing}")
+        q = np.array([pos[j] for j in self.model.joint_names])
+        if not np.isfinite(q).all():
+            raise InputError("joint_states: NaN or inf positions")
+        self._q = q
+        if self.job is None:
+            return
+        now = self._now()
+        stop = self.job.on_joint_state(cv.time_to_sec(msg.header.stamp) or now, q, received=now)
+        if stop is not None:
+            self.get_logger().error(f"stopping the job: {self.job.reason}")
+            self._send(stop)
+            self._state_changed()
+
+    def _tick(self) -> None:
+        job = self.job
+        if job is None:
+            return
+        if self.p["autostart"] and job.state is JobState.READY and self._q is not None:
+            self._send(job.start(self._now(), self._q))
+            self._state_changed()
+        now = self._now()
+        before = job.state
+        stop = job.update(now)
+        if stop is not None:
+            self.get_logger().error(f"stopping the job: {job.reason}")
+            self._send(stop)
+        if job.state is not before or stop is not None:
+            self._state_changed()
+        if job.state in (JobState.RUNNING, JobState.PAUSING, JobState.PAUSED, JobState.STOPPING) \
+                or self._last_pass >= 0:
+            idx, arc = job.progress(now)
+            if idx >= 0 or self._last_pass >= 0:
+                self.pub_progress.publish(Float64MultiArray(data=[float(idx), float(arc), now]))
+            self._last_pass = idx
+
+    def _state_text(self) -> str:
+        if self.job is None:
+            return JobState.IDLE.value
+        s = self.job.state.value
+        return f"{s}: {self.job.reason}" if self.job.reason and self.job.state in (JobState.FAILED,
+                                                                                   JobState.STOPPED) else s
+
+    def _state_changed(self) -> None:
+        text = self._state_text()
+        if text != self._published_state:
+            self._published_state = text
+            self.pub_state.publish(String(data=text))
+            self.get_logger().info(f"job {text}")
+            self._diagnostics()
+
+    def _diagnostics(self) -> None:
+        job = self.job
+        state = job.state if job is not None else JobState.IDLE
+        st = DiagnosticStatus(name=f"{self.get_name()}: job", hardware_id=self.base_frame,
+                              level=LEVEL.get(state, DiagnosticStatus.OK), message=self._state_text())
+        now = self._now()
+        idx, arc = job.progress(now) if job is not None else (-1, 0.0)
+        values = {"state": state.value, "plan": self.plan_source, "pass": str(idx), "arc_length_m": f"{arc:.6f}"}
+        if job is not None:
+            values.update(last_tracking_error_rad=f"{job.last_error:.3g}",
+                          max_tracking_error_rad=f"{job.max_error:.3g}", duration_s=f"{job.duration:.3f}")
+        st.values = [KeyValue(key=k, value=v) for k, v in values.items()]
+        msg = DiagnosticArray(status=[st])
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self.pub_diag.publish(msg)
+
+
+def main(args: list[str] | None = None) -> int:
+    """``ros2 run robot_grinding_sim grinding_executive [--ros-args ...]``."""
+    return run_node(GrindingExecutive, args, default_name=NODE_NAME)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,216 @@
+"""grinding_executive as a real process driving dynamics_node (the simulated arm) over DDS.
+
+The plan is a one-pass plan.json written here by the core planner; the checks read it back with
+the ``json`` module (not the package's reader): the command the executive sends holds the plan's
+knots; the arm, followed through /joint_states, goes through the plan's first and last knots; the
+progress covers the pass's arc length; pause brings the arm to rest and resume finishes the job;
+stop retreats the tool along the surface normal by the cell's approach distance (the normal the
+plan stores, the tool position from the simulated arm's own ~/tool_pose); a tracking limit below
+what the arm can do fails the job with the reason; a silent arm fails it too.
+
+The nodes run on dynamics_node's sim time (/clock), as in ``grinding bringup sim``: a busy machine
+slows the simulated arm and the executive's clock together. The silent-arm test runs both on the
+wall clock instead, so that a stopped arm means stopped joint states, not a stopped clock.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import PoseStamped
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, String
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
+
+from robot_grinding_sim.ros import conversions as cv
+
+pytestmark = pytest.mark.ros
+
+REPO = Path(__file__).resolve().parents[2]
+CELL = REPO / "config" / "cell.yaml"
+TRAJ_TOPIC = "/joint_trajectory_controller/joint_trajectory"
+SIM = {"use_sim_time": True}
+WALL = {"use_sim_time": False}
+ARM = {"use_sim_time": False, "lockstep": False, "coupling": "none", "joint_state_decimation": 4}
+LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+@pytest.fixture(scope="module")
+def plan_file(tmp_path_factory) -> Path:
+    from robot_grinding_sim.core.config import CellConfig
+    from robot_grinding_sim.core.job.plan_job import plan_job
+    from robot_grinding_sim.core.planning import plan_io
+
+    plan = plan_job(CellConfig(), optimise=False, max_passes=1, pass_length=0.01, check_collisions=False)
+    return plan_io.write_plan(plan, tmp_path_factory.mktemp("plan") / "plan.json")
+
+
+def start_cell(launch_node, probe, plan_file, wall=False, **executive):
+    arm = launch_node("dynamics_node", params_file=[CELL, REPO / "config" / "dynamics_node.yaml"],
+                      params={**ARM, "publish_clock": not wall})
+    ex = launch_node("grinding_executive", params_file=[CELL, REPO / "config" / "grinding_executive.yaml"],
+                     params={**(WALL if wall else SIM), "plan_file": str(plan_file), **executive})
+    c = {
+        "js": probe.subscribe(JointState, "/joint_states", keep=200_000),
+        "cmd": probe.subscribe(JointTrajectory, TRAJ_TOPIC),
+        "progress": probe.subscribe(Float64MultiArray, "/grinding/progress"),
+        "state": probe.subscribe(String, "/grinding_executive/state", qos=LATCHED),
+        "diag": probe.subscribe(DiagnosticArray, "/diagnostics"),
+        "pose": probe.subscribe(PoseStamped, "/dynamics_node/tool_pose", keep=200_000),
+    }
+    probe.wait_for_messages(c["js"], 1, procs=[arm])
+    probe.wait_for(lambda: c["state"].last is not None and c["state"].last.data == "ready", what="executive ready",
+                   procs=[ex])
+    return arm, ex, c
+
+
+def state_is(c, *prefixes):
+    return lambda: c["state"].last is not None and c["state"].last.data.startswith(prefixes)
+
+
+def call(probe, name):
+    return probe.call(Trigger, f"/grinding_executive/{name}", Trigger.Request())
+
+
+def q_of(msg):
+    pos = cv.joint_state_to_dict(msg, "position")
+    return np.array([pos[j] for j in JOINT_ORDER])
+
+
+JOINT_ORDER = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint", "wrist_2_joint",
+               "wrist_3_joint"]
+
+
+def test_the_executive_runs_the_plan_on_the_arm_with_pause_and_resume(launch_node, probe, plan_file) -> None:
+    plan = json.loads(plan_file.read_text())
+    traj = plan["trajectory"]
+    q_first, q_last = np.array(traj["positions"][0]), np.array(traj["positions"][-1])
+    arm, ex, c = start_cell(launch_node, probe, plan_file)
+    r = call(probe, "start")
+    assert r.success, r.message
+    # the command: a move to the plan's start, then the plan's knots
+    probe.wait_for_messages(c["cmd"], 1, procs=[ex])
+    cmd = c["cmd"].messages[0]
+    assert list(cmd.joint_names) == traj["joint_names"]
+    pts = np.array([p.positions for p in cmd.points])
+    plan_q = np.array(traj["positions"])
+    k = int(np.argmin(np.max(np.abs(pts - q_first), axis=1)))
+    np.testing.assert_allclose(pts[k:], plan_q, atol=1e-9)
+    dt_cmd = np.diff([cv.time_to_sec(p.time_from_start) for p in cmd.points][k:])
+    np.testing.assert_allclose(dt_cmd, np.diff(traj["times"]), atol=1e-6)
+    assert cv.time_to_sec(cmd.header.stamp) > cv.time_to_sec(c["js"].messages[0].header.stamp)  # ahead: no jump
+    # into the pass, then pause
+    probe.wait_for(lambda: any(m.data[0] == 0 for m in c["progress"].messages), what="pass 0 in progress",
+                   timeout=120, procs=[ex, arm])
+    assert call(probe, "pause").success
+    probe.wait_for(state_is(c, "paused"), what="paused", procs=[ex, arm])
+    n = len(c["js"].messages)
+    probe.wait_for(lambda: len(c["js"].messages) > n + 50, what="joint states while paused", procs=[arm])
+    still = np.array([q_of(m) for m in c["js"].messages[n:]])
+    assert np.ptp(still, axis=0).max() < 1e-5  # at rest
+    assert not call(probe, "start").success  # refused while paused
+    assert call(probe, "resume").success
+    probe.wait_for(state_is(c, "done"), what="job done", timeout=120, procs=[ex, arm])
+    # the arm went through the plan's first and last knots (servo error only)
+    qs = np.array([q_of(m) for m in c["js"].messages])
+    assert np.min(np.max(np.abs(qs - q_first), axis=1)) < 2e-4
+    probe.wait_for(lambda: np.max(np.abs(q_of(c["js"].last) - q_last)) < 1e-4, what="arm at the plan's end",
+                   procs=[arm])
+    # progress covered the pass: arc lengths to the pass's end, then -1
+    prog = np.array([m.data[:3] for m in c["progress"].messages])
+    on = prog[prog[:, 0] == 0]
+    arc_end = max(a for a in traj["arc_length"] if a is not None)
+    assert on[:, 1].max() == pytest.approx(arc_end, abs=0.01 * 0.01 * 1.0 + 1e-4)  # within 1 progress period
+    assert np.all(np.diff(on[:, 1]) >= -1e-12) and prog[-1, 0] == -1
+    probe.wait_for(lambda: any(s.name == "grinding_executive: job" and s.message == "done"
+                               for m in c["diag"].messages for s in m.status), what="diagnostics: done", procs=[ex])
+
+
+def test_stop_retreats_along_the_normal(launch_node, probe, plan_file) -> None:
+    plan = json.loads(plan_file.read_text())
+    approach = plan["cell"]["process.approach"]
+    arm, ex, c = start_cell(launch_node, probe, plan_file)
+    assert call(probe, "start").success
+    probe.wait_for(lambda: any(m.data[0] == 0 and m.data[1] > 0.003 for m in c["progress"].messages),
+                   what="3 mm into pass 0", timeout=120, procs=[ex, arm])
+    assert call(probe, "stop").success
+    probe.wait_for(state_is(c, "stopped"), what="stopped", timeout=60, procs=[ex, arm])
+    # where the braking ends (on the path) and where the command ends; the arm gets there
+    stop_cmd = c["cmd"].messages[-1]
+    times = [cv.time_to_sec(p.time_from_start) for p in stop_cmd.points]
+    q_rest = np.array(stop_cmd.points[[i for i, t in enumerate(times) if t <= 0.3 + 1e-9][-1]].positions)
+    q_cmd_end = np.array(stop_cmd.points[-1].positions)
+    probe.wait_for(lambda: np.max(np.abs(q_of(c["js"].last) - q_cmd_end)) < 1e-4, what="arm at the retreat's end",
+                   procs=[arm, ex])
+    from robot_grinding_sim.core.robot.dynamics import RobotModel
+
+    model = RobotModel.from_urdf(str(REPO / "urdf" / "ur10e_grinding.urdf"), tip_link="tcp")
+    p_rest = model.fk(q_rest)[:3, 3]
+    p_end = model.fk(q_of(c["js"].last))[:3, 3]
+    wp = plan["part"]["workpiece_pose"]
+    from scipy.spatial.transform import Rotation
+
+    R = Rotation.from_quat(wp["orientation"]).as_matrix()
+    ways = [w for p in plan["passes"] for w in p["waypoints"]]
+    tcp = np.array([w["tcp"]["position"] for w in ways]) @ R.T + np.array(wp["position"])
+    normal = np.array([w["normal"] for w in ways]) @ R.T
+    n_ref = normal[int(np.argmin(np.linalg.norm(tcp - p_rest, axis=1)))]
+    out = p_end - p_rest
+    assert np.linalg.norm(out) == pytest.approx(approach, abs=1e-4)
+    assert math.degrees(math.acos(min(1.0, out @ n_ref / np.linalg.norm(out)))) < 1.0
+    assert c["progress"].last.data[0] == -1
+
+
+def test_a_push_off_the_path_fails_the_job(launch_node, probe, plan_file) -> None:
+    """50 N on the tool of a soft servo (20 rad/s) pushes the arm centimetres off its path: the
+    tracking error goes over the 1 mrad limit and the job stops with the reason."""
+    from geometry_msgs.msg import WrenchStamped
+
+    arm = launch_node("dynamics_node", params_file=[CELL, REPO / "config" / "dynamics_node.yaml"],
+                      params={**ARM, "publish_clock": True, "coupling": "force", "servo.bandwidth": 20.0})
+    ex = launch_node("grinding_executive", params_file=[CELL, REPO / "config" / "grinding_executive.yaml"],
+                     params={**SIM, "plan_file": str(plan_file), "execution.tracking_error_limit": 1e-3})
+    state = probe.subscribe(String, "/grinding_executive/state", qos=LATCHED)
+    diag = probe.subscribe(DiagnosticArray, "/diagnostics")
+    js = probe.subscribe(JointState, "/joint_states")
+    probe.wait_for_messages(js, 1, procs=[arm])
+    probe.wait_for(lambda: state.last is not None and state.last.data == "ready", what="ready", procs=[ex])
+    assert call(probe, "start").success
+    push = probe.publisher(WrenchStamped, "/contact/wrench")
+    w = cv.array_to_wrench_stamped([0.0, 0.0, 50.0, 0.0, 0.0, 0.0], "tcp")
+
+    def failed() -> bool:
+        push.publish(w)
+        return state.last is not None and state.last.data.startswith("failed")
+
+    probe.wait_for(failed, what="failed", timeout=60, procs=[ex, arm])
+    assert "tracking error" in state.last.data and "over the limit 0.001 rad" in state.last.data
+    probe.wait_for(lambda: any(s.level == s.ERROR for m in diag.messages for s in m.status),
+                   what="diagnostics: error", procs=[ex])
+
+
+def test_silent_joint_states_fail_the_job(launch_node, probe, plan_file) -> None:
+    # wall clock; a tracking limit the lag of a busy machine cannot reach: only the silence stops it
+    arm, ex, c = start_cell(launch_node, probe, plan_file, wall=True, **{"execution.tracking_error_limit": 3.0})
+    assert call(probe, "start").success
+    probe.wait_for(state_is(c, "running"), what="running", procs=[ex])
+    arm.stop()
+    probe.wait_for(state_is(c, "failed"), what="failed", timeout=60, procs=[ex])
+    assert "no joint states for" in c["state"].last.data
+    assert ex.alive
+
+
+def test_a_bad_plan_file_stops_the_executive_naming_it(launch_node, probe, tmp_path) -> None:
+    bad = tmp_path / "plan.json"
+    bad.write_text('{"schema": "nope"}')
+    ex = launch_node("grinding_executive", params_file=[CELL], params={**WALL, "plan_file": str(bad)})
+    code = ex.wait_exit()
+    assert code != 0
+    assert "plan_file" in ex.log() and "not a" in ex.log() and "Traceback" not in ex.log()
