@@ -35,6 +35,7 @@ own in the result, with the row index of the cutting plane (or iso value) it bel
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +51,8 @@ from robot_grinding_sim.core.robot.spatial import cross_rows
 FloatArray = NDArray[np.float64]
 
 GENERATORS, ORDERS = config.GENERATORS, config.ORDERS
+#: every generator the planner has: the cell's choices and the geodesic one
+PLANNER_GENERATORS = tuple(dict.fromkeys(("geodesic", *GENERATORS)))
 
 
 @dataclass
@@ -101,7 +104,8 @@ class _Boundary:
         shared = part.shared_edges(indices)
         a, b = [], []
         for i in indices:
-            for edge in part.face(i).boundary(step, skip=shared.get(i)):
+            skip = list(shared.get(i) or []) + ([] if part.is_mesh else seam_edges(part.face(i)))
+            for edge in part.face(i).boundary(step, skip=skip):
                 a.append(edge.points[:-1])
                 b.append(edge.points[1:])
         if not a:
@@ -147,6 +151,24 @@ class _Boundary:
         return d
 
 
+def seam_edges(face: Any) -> list[Any]:
+    """The face's seam edges (an edge the face meets on both sides: a closed cylinder's, a sphere's)."""
+    from robot_grinding_sim.core.geometry.occ_adapter import occ_class, static
+
+    closed = static(occ_class("BRep", "BRep_Tool"), "IsClosed")
+    return [e for e in face.edges() if closed(e, face.shape)]
+
+
+def validate_pass_parameters(params: PassParameters) -> PassParameters:
+    """Check pass parameters; the planner knows the ``geodesic`` generator besides the cell's choices."""
+    if params.generator in GENERATORS:
+        return params.validate()
+    if params.generator not in PLANNER_GENERATORS:
+        raise InputError(f"parameter 'passes.generator': {params.generator!r} is not one of {PLANNER_GENERATORS}")
+    dataclasses.replace(params, generator=GENERATORS[0]).validate()
+    return params
+
+
 def polyline_distance(points: FloatArray, polyline: FloatArray) -> tuple[FloatArray, NDArray[np.bool_]]:
     """Distance (K,) from points (K, 3) to a polyline (M, 3), and whether the nearest point is interior.
 
@@ -179,7 +201,7 @@ class PassGenerator:
 
     def __init__(self, part: Any, indices: list[int], params: PassParameters) -> None:
         self.part = part
-        self.params = params.validate()
+        self.params = validate_pass_parameters(params)
         if not indices:
             raise InputError("no face selected")
         self.faces = [part.face(i) for i in indices]
@@ -190,7 +212,9 @@ class PassGenerator:
             self._check_adjacent()
         step = min(0.25 * max(params.margin, params.spacing), 5e-4)
         self.boundary = _Boundary.of(part, self.indices, step)
-        self.up = self._mean_normal()
+        self.coverage: Any = None  # the geodesic generator's own coverage report
+        # the geodesic generator takes "up" from the region it grinds (whole cylinders, spheres)
+        self.up = self._mean_normal() if params.generator != "geodesic" else np.array([0.0, 0.0, 1.0])
 
     def _check_adjacent(self) -> None:
         shared = self.part.shared_edges(self.indices)
@@ -222,6 +246,13 @@ class PassGenerator:
     def generate(self) -> list[Pass]:
         """All passes, ordered and oriented for travel."""
         p = self.params
+        if p.generator == "geodesic":
+            from robot_grinding_sim.core.planning.geodesic import GeodesicPasses, make_passes
+
+            geo = GeodesicPasses(self)
+            self.up = geo.up
+            passes, self.coverage = make_passes(geo)
+            return self.order_passes(passes)
         fam = _RasterFamily(self) if p.generator == "raster" else _IsoFamily(self)
         # validity (trimming, margin) is resolved on samples `spacing` apart; waypoints are then
         # placed exactly by arc length between them
@@ -288,9 +319,10 @@ class PassGenerator:
             q = points[keep]
             arc = np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(q, axis=0), axis=1))]
             passes.append(Pass(0, r, k, q, normals[keep], tangents[keep], arc, uv[keep], face[keep]))
-        return self._order(passes)
+        return self.order_passes(passes)
 
-    def _order(self, passes: list[Pass]) -> list[Pass]:
+    def order_passes(self, passes: list[Pass]) -> list[Pass]:
+        """Rows renumbered, segments of a row in order, zigzag / oneway / reverse applied."""
         p = self.params
         row_ids = sorted({q.row for q in passes})
         ordered: list[Pass] = []

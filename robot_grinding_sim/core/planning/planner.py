@@ -32,7 +32,7 @@ from scipy.spatial.transform import Rotation, Slerp
 from robot_grinding_sim.core import config
 from robot_grinding_sim.core.errors import InputError, PlanningError
 from robot_grinding_sim.core.geometry import cad, mesh_part
-from robot_grinding_sim.core.planning.passes import Pass, PassParameters
+from robot_grinding_sim.core.planning.passes import Pass, PassParameters, validate_pass_parameters
 
 FloatArray = NDArray[np.float64]
 
@@ -373,7 +373,7 @@ def plan(
     import time
 
     t0 = time.perf_counter()
-    pass_params = (pass_params or PassParameters()).validate()
+    pass_params = validate_pass_parameters(pass_params or PassParameters())
     tool = (tool or ToolParameters()).validate()
     X_BP = pose_matrix(workpiece_pose)
     part = source if isinstance(source, (cad.CadPart, mesh_part.MeshPart)) else cad.load_part(source, unit)

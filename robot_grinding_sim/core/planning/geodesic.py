@@ -1,0 +1,545 @@
+"""Geodesic parallel passes: the ``geodesic`` generator, which covers curved, wrapped and trimmed faces.
+
+Method:
+
+1. The face set is meshed (:mod:`~robot_grinding_sim.core.planning.surface_mesh`, edges about a
+   third of the stepover) over the part that looks up: outward normal ``n . z >= min_normal_z``
+   (part frame; -0.05 by default, so that passes reach the rim where the normal turns horizontal).
+2. A guide curve: the section of the surface by the plane that contains the raster direction
+   (``angle``, as for the raster generator) and the mean normal of that region, through the
+   region's vertex nearest its centroid.
+3. The geodesic distance from the guide (fast marching on the mesh,
+   :mod:`~robot_grinding_sim.core.planning.fast_marching`), signed by the side of the plane.
+4. The passes are level curves of that distance. Over the region that counts (inside the faces,
+   farther than ``margin`` from the boundary of the face set, looking up), the distance spans
+   [d_min, d_max]; the levels run from ``d_min + s'/2`` to ``d_max - s'/2`` with ``s'`` the
+   stepover adjusted (by at most half a stepover over the whole width) so that both ends sit half
+   a step in. Adjacent levels of a distance function are ``s'`` apart measured on the surface
+   (geodesic), whatever the curvature; every point of the region is within ``s'/2`` of a level
+   along its gradient line; no pass is iso-parametric.
+5. Each level curve is cut where it leaves the faces, comes closer than ``margin`` to the
+   boundary or turns down (ends refined to the crossing), joined across the edges shared by
+   adjacent faces, resampled every ``spacing`` by arc length and projected exactly onto the CAD
+   surface (Gauss-Newton on the exact evaluation, 1e-10 m).
+6. Gaps: the planner's own coverage is measured on the mesh; where the region still has points
+   farther than ``0.55 s`` from every pass (a boundary that runs along the levels at an
+   intermediate distance, a cut behind a hole), a short pass is added on the level through them.
+
+Seams and poles are no boundary: the mesh is welded there and passes run across (a whole cylinder,
+a sphere, a face wrapped past 180 deg). Metres, part frame.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from robot_grinding_sim.core.errors import PlanningError
+from robot_grinding_sim.core.planning import fast_marching as fm
+from robot_grinding_sim.core.planning.surface_mesh import SurfaceMesh, build_mesh
+
+FloatArray = NDArray[np.float64]
+
+#: outward normals with n . z below this are out of reach (the tool would point up)
+MIN_NORMAL_Z = -0.05
+#: pieces of a level curve shorter than this (stepovers) are left out (a level grazing the region's edge)
+MIN_PIECE = 0.5
+#: a point is covered when a pass is this close, in stepovers (the acceptance is 0.6)
+COVER_RADIUS = 0.55
+
+
+@dataclass
+class Piece:
+    """A run of a level curve: dense points (K, 3) m, their (u, v) guesses (K, 2), face (K,)."""
+
+    level: int
+    points: FloatArray
+    uv: FloatArray
+    face: NDArray[np.int64]
+
+
+@dataclass
+class CoverageReport:
+    """The planner's own coverage figures on its mesh (see :func:`mesh_coverage`).
+
+    coverage: share of the region's area within ``COVER_RADIUS`` stepovers of a pass (0..1);
+    area, uncovered_area: m^2; worst_gap: largest distance from a region point to a pass, m;
+    uncovered: (K, 3) m, the uncovered region points (for plots).
+    """
+
+    coverage: float
+    area: float
+    uncovered_area: float
+    worst_gap: float
+    uncovered: FloatArray
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"coverage": self.coverage, "area_m2": self.area, "uncovered_area_m2": self.uncovered_area,
+                "worst_gap_m": self.worst_gap, "radius_stepovers": COVER_RADIUS}
+
+
+class GeodesicPasses:
+    """Level curves of the geodesic distance from a guide (see the module docstring).
+
+    Args:
+        gen: the :class:`~robot_grinding_sim.core.planning.passes.PassGenerator` (part, faces,
+            parameters, boundary of the face set for the margin).
+    """
+
+    def __init__(self, gen: Any) -> None:
+        if gen.part.is_mesh:
+            raise PlanningError("the geodesic generator works on CAD faces; use the raster generator on meshes")
+        self.gen = gen
+        self.p = gen.params
+        s = self.p.stepover
+        h = min(s / 3.0, max(self.p.spacing, s / 6.0))
+        self.mesh: SurfaceMesh = build_mesh(gen.part, gen.indices, h, MIN_NORMAL_Z)
+        self.region = self._region()
+        if not self.region.any():
+            raise PlanningError(f"faces {gen.indices}: no part of the faces is farther than the margin "
+                                f"{self.p.margin} m from the boundary and looks up")
+        w = self.mesh.area[self.region]
+        up = (self.mesh.normals[self.region] * w[:, None]).sum(axis=0)
+        self.up = up / np.linalg.norm(up) if np.linalg.norm(up) > 0 else np.array([0.0, 0.0, 1.0])
+        self.distance = self._distance()
+
+    # -- region and distance field ----------------------------------------------------------------
+    def _region(self) -> NDArray[np.bool_]:
+        """Vertices where the region value (see :meth:`region_value`) is positive."""
+        self.value = self.region_value()
+        return self.value > 0
+
+    def region_value(self) -> FloatArray:
+        """(n,) m: > 0 on the region that counts (inside, farther than the margin from the boundary,
+        normal z >= 0), < 0 off it; continuous, so that the region's edge lies where it crosses 0."""
+        m = self.mesh
+        b = self.gen.boundary.distance_below(m.points, self.p.margin + 3.0 * m.h)
+        signed = np.where(m.inside, b, -b) - self.p.margin
+        return np.minimum(signed, np.nan_to_num(m.normals[:, 2]) * self.p.stepover)
+
+    def direction(self) -> tuple[FloatArray, FloatArray]:
+        """Raster direction d (3,) and the guide plane's normal ``side`` (3,), unit, part frame."""
+        up = self.up
+        ref = np.array([1.0, 0.0, 0.0]) - up[0] * up
+        if np.linalg.norm(ref) < 1e-6:
+            ref = np.array([0.0, 1.0, 0.0]) - up[1] * up
+        ref /= np.linalg.norm(ref)
+        a = float(self.p.angle)
+        d = math.cos(a) * ref + math.sin(a) * np.cross(up, ref)
+        return d, np.cross(up, d)
+
+    def _distance(self) -> FloatArray:
+        m = self.mesh
+        _, side = self.direction()
+        w = m.area * self.region
+        centroid = (m.points * w[:, None]).sum(axis=0) / w.sum()
+        g = (m.points - centroid) @ side
+        if not ((g[self.region] > 0).any() and (g[self.region] <= 0).any()):  # the plane misses the region
+            idx = np.flatnonzero(self.region)
+            c = m.points[idx[np.argmin(np.linalg.norm(m.points[idx] - centroid, axis=1))]]
+            g = (m.points - c) @ side
+        T = m.triangles
+        gt = g[T]
+        cross = (gt.max(axis=1) > 0) & (gt.min(axis=1) <= 0)
+        d0 = np.full(m.n, np.inf)
+        tc = T[cross]  # (k, 3): the triangles the plane cuts; each has two edges that cross it
+        gc = g[tc]
+        ends = []
+        for e in range(3):
+            a, b = tc[:, e], tc[:, (e + 1) % 3]
+            ga, gb = gc[:, e], gc[:, (e + 1) % 3]
+            hit = (ga > 0) != (gb > 0)
+            with np.errstate(all="ignore"):
+                f = np.where(hit, ga / (ga - gb), 0.0)
+            ends.append((hit, m.points[a] + f[:, None] * (m.points[b] - m.points[a])))
+        # the two crossing points of each cut triangle
+        hits = np.stack([h for h, _ in ends], axis=1)
+        pts = np.stack([q for _, q in ends], axis=1)
+        two = hits.sum(axis=1) == 2
+        first = np.argmax(hits, axis=1)
+        second = 2 - np.argmax(hits[:, ::-1], axis=1)
+        rows = np.arange(len(tc))
+        A, B = pts[rows, first][two], pts[rows, second][two]
+        AB = B - A
+        L2 = np.maximum(np.einsum("ij,ij->i", AB, AB), 1e-300)
+        for j in range(3):
+            v = tc[two, j]
+            f = np.clip(np.einsum("ij,ij->i", m.points[v] - A, AB) / L2, 0.0, 1.0)
+            dist = np.linalg.norm(m.points[v] - A - f[:, None] * AB, axis=1)
+            np.minimum.at(d0, v, dist)
+        if not np.isfinite(d0).any():
+            raise PlanningError(f"faces {self.gen.indices}: the guide plane misses the faces")
+        vt_ptr, vt_idx = fm.vertex_triangles(T, m.n)
+        lk_ptr, lk_idx = fm.csr_links(m.links, m.n)
+        dist = fm.fast_marching(np.ascontiguousarray(m.points), np.ascontiguousarray(T), vt_ptr, vt_idx, lk_ptr,
+                                lk_idx, d0)
+        return np.where(g > 0, dist, -dist)
+
+    # -- passes -----------------------------------------------------------------------------------
+    def extent(self) -> tuple[float, float]:
+        """Range of the distance over the region, its edge found between vertices (linear), m."""
+        m = self.mesh
+        d, r = self.distance, self.value
+        ok = self.region & np.isfinite(d)
+        vals = [d[ok]]
+        T = m.triangles
+        e = np.vstack([T[:, [0, 1]], T[:, [1, 2]], T[:, [2, 0]]])
+        e = e[ok[e[:, 0]] != ok[e[:, 1]]]
+        e = np.where(ok[e[:, 0]][:, None], e, e[:, ::-1])  # (in, out)
+        e = e[np.isfinite(d[e]).all(axis=1)]
+        if len(e):
+            f = np.clip(r[e[:, 0]] / (r[e[:, 0]] - r[e[:, 1]]), 0.0, 1.0)
+            vals.append(d[e[:, 0]] + f * (d[e[:, 1]] - d[e[:, 0]]))
+        allv = np.concatenate(vals)
+        return float(allv.min()), float(allv.max())
+
+    def levels(self) -> FloatArray:
+        """Distances of the passes, m (see the module docstring)."""
+        s = self.p.stepover
+        lo, hi = self.extent()
+        width = hi - lo
+        if width <= s:
+            return np.array([0.5 * (lo + hi)])
+        n = max(1, int(round((width - s) / s)))
+        step = (width - s) / n
+        if step > 1.1 * s:  # at most a tenth wider; else one more pass
+            n += 1
+            step = (width - s) / n
+        return lo + 0.5 * s + step * np.arange(n + 1)
+
+    def level_pieces(self, levels: FloatArray) -> list[Piece]:
+        """The level curves as dense polylines (mesh resolution), cut to the region, joined across faces."""
+        m = self.mesh
+        lev, tri, ends, wt, keys = fm.level_segments(self.distance, m.triangles, np.ascontiguousarray(levels))
+        if not len(lev):
+            return []
+        uniq, inv = np.unique(keys.ravel(), return_inverse=True)
+        node = inv.reshape(-1, 2).astype(np.int64)
+        order, starts, flip = fm.chain_segments(node, len(uniq))
+        # a crossing's point and, from one triangle containing it, its (u, v) and face
+        pa, pb = m.points[ends[..., 0]], m.points[ends[..., 1]]
+        pts = pa + wt[..., None] * (pb - pa)  # (s, 2, 3)
+        T = m.triangles
+        uvs = np.empty((len(lev), 2, 2))
+        for j in range(2):
+            ca = np.argmax(T[tri] == ends[:, j, 0:1], axis=1)
+            cb = np.argmax(T[tri] == ends[:, j, 1:2], axis=1)
+            ua = m.corner_uv[tri, ca]
+            ub = m.corner_uv[tri, cb]
+            uvs[:, j] = ua + wt[:, j, None] * (ub - ua)
+        faces = m.face[tri]
+        pieces: list[Piece] = []
+        for c in range(len(starts) - 1):
+            seq = order[starts[c]:starts[c + 1]]
+            fl = flip[starts[c]:starts[c + 1]]
+            if len(seq) == 0:
+                continue
+            first = np.where(fl, 0, 1)  # the end each segment is walked to
+            start_pt = pts[seq[0], 1 if fl[0] else 0]
+            P = np.vstack([start_pt, pts[seq, first]])
+            UV = np.vstack([uvs[seq[0], 1 if fl[0] else 0], uvs[seq, first]])
+            F = np.r_[faces[seq[0]], faces[seq]]
+            pieces.append(Piece(int(lev[seq[0]]), P, UV, F))
+        return self._cut(pieces)
+
+    def fill_gaps(self, pieces: list[Piece], gap: FloatArray) -> list[Piece]:
+        """Short passes on the levels through the region's uncovered clusters (see the module docstring).
+
+        ``gap`` (n,): distance from each mesh vertex of the region to the nearest pass, m.
+        """
+        from scipy.sparse import coo_matrix
+        from scipy.sparse.csgraph import connected_components
+        from scipy.spatial import cKDTree
+
+        s = self.p.stepover
+        m = self.mesh
+        bad = self.region & (gap > COVER_RADIUS * s)
+        if not bad.any():
+            return []
+        T = m.triangles
+        e = np.vstack([T[:, [0, 1]], T[:, [1, 2]], T[:, [2, 0]]])
+        e = e[bad[e[:, 0]] & bad[e[:, 1]]]
+        ids = np.flatnonzero(bad)
+        local = np.full(m.n, -1)
+        local[ids] = np.arange(len(ids))
+        g = coo_matrix((np.ones(len(e)), (local[e[:, 0]], local[e[:, 1]])), shape=(len(ids), len(ids)))
+        n_c, label = connected_components(g, directed=False)
+        clusters = [ids[label == c] for c in range(n_c)]
+        clusters = [c for c in clusters if m.area[c].sum() >= 1e-3 * s * s]
+        if not clusters:
+            return []
+        levels = np.array([float(np.median(self.distance[c])) for c in clusters])
+        order = np.argsort(levels)
+        found = self.level_pieces(levels[order])
+        base = 1 + max((pc.level for pc in pieces), default=0)
+        out: list[Piece] = []
+        for rank, c in enumerate(order):
+            near = cKDTree(m.points[clusters[c]])
+            for pc in found:
+                if pc.level != rank:
+                    continue
+                close = near.query(pc.points, distance_upper_bound=s)[0] < s
+                edges = np.diff(np.r_[0, close.astype(np.int8), 0])
+                for a, b in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1), strict=True):
+                    if b - a >= 2:
+                        out.append(Piece(base + int(c), pc.points[a:b], pc.uv[a:b], pc.face[a:b]))
+        return out
+
+    def _margin_value(self, pts: FloatArray, uv: FloatArray, face: NDArray[np.int64]) -> FloatArray:
+        """> 0 inside the region a pass may use, < 0 outside (m; -inf off the trimmed faces)."""
+        val = np.full(len(pts), np.inf)
+        if self.p.margin > 0:
+            val = self.gen.boundary.distance_below(pts, self.p.margin + self.mesh.h) - self.p.margin
+        inside = np.zeros(len(pts), dtype=bool)
+        nz = np.full(len(pts), -1.0)
+        for fi in np.unique(face):
+            sel = face == fi
+            f = self.gen.part.face(int(fi))
+            inside[sel] = f.contains(uv[sel])
+            nz[sel] = f.derivatives(uv[sel, 0], uv[sel, 1]).normals[:, 2]
+        val = np.minimum(val, (np.nan_to_num(nz, nan=-1.0) - MIN_NORMAL_Z) * self.p.stepover)
+        return np.where(inside, val, -np.inf)
+
+    def _cut(self, pieces: list[Piece]) -> list[Piece]:
+        if not pieces:
+            return []
+        sizes = np.array([len(pc.points) for pc in pieces])
+        allv = self._margin_value(np.vstack([pc.points for pc in pieces]), np.vstack([pc.uv for pc in pieces]),
+                                  np.concatenate([pc.face for pc in pieces]))
+        out: list[Piece] = []
+        for pc, val in zip(pieces, np.split(allv, np.cumsum(sizes)[:-1]), strict=True):
+            ok = val >= 0
+            if ok.all():
+                if _length(pc.points) >= MIN_PIECE * self.p.stepover:
+                    out.append(pc)
+                continue
+            edges = np.diff(np.r_[0, ok.astype(np.int8), 0])
+            for a, b in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1), strict=True):
+                P, UV, F = pc.points[a:b], pc.uv[a:b], pc.face[a:b]
+                # refine the ends to the crossing (linear in the margin value)
+                if a > 0 and np.isfinite(val[a - 1]):
+                    f = val[a] / (val[a] - val[a - 1])
+                    P = np.vstack([P[0] + f * (pc.points[a - 1] - P[0]), P])
+                    UV = np.vstack([UV[0] + f * (pc.uv[a - 1] - UV[0]), UV])
+                    F = np.r_[F[0], F]
+                if b < len(val) and np.isfinite(val[b]):
+                    f = val[b - 1] / (val[b - 1] - val[b])
+                    P = np.vstack([P, P[-1] + f * (pc.points[b] - P[-1])])
+                    UV = np.vstack([UV, UV[-1] + f * (pc.uv[b] - UV[-1])])
+                    F = np.r_[F, F[-1]]
+                if len(P) >= 2 and _length(P) >= MIN_PIECE * self.p.stepover:
+                    out.append(Piece(pc.level, P, UV, F))
+        return self._join(out)
+
+    def _join(self, pieces: list[Piece]) -> list[Piece]:
+        """Join the pieces of one level that meet across an edge shared by two faces."""
+        if len(self.gen.indices) < 2:
+            return pieces
+        tol = 1.5 * self.mesh.h
+        by_level: dict[int, list[Piece]] = {}
+        for pc in pieces:
+            by_level.setdefault(pc.level, []).append(pc)
+        out: list[Piece] = []
+        for group in by_level.values():
+            changed = True
+            while changed and len(group) > 1:
+                changed = False
+                for i in range(len(group)):
+                    for j in range(len(group)):
+                        if i == j:
+                            continue
+                        a, b = group[i], group[j]
+                        for ra, rb in ((False, False), (True, False), (False, True), (True, True)):
+                            pa = a.points[0] if ra else a.points[-1]
+                            pb = b.points[-1] if rb else b.points[0]
+                            if a.face[0 if ra else -1] != b.face[-1 if rb else 0] and np.linalg.norm(pa - pb) < tol:
+                                A = _flip(a) if ra else a
+                                B = _flip(b) if rb else b
+                                group[i] = Piece(a.level, np.vstack([A.points, B.points]), np.vstack([A.uv, B.uv]),
+                                                 np.r_[A.face, B.face])
+                                del group[j]
+                                changed = True
+                                break
+                        if changed:
+                            break
+                    if changed:
+                        break
+            out.extend(group)
+        return out
+
+
+def _length(points: FloatArray) -> float:
+    return float(np.sum(np.linalg.norm(np.diff(points, axis=0), axis=1)))
+
+
+def _flip(pc: Piece) -> Piece:
+    return Piece(pc.level, pc.points[::-1], pc.uv[::-1], pc.face[::-1])
+
+
+def mesh_coverage(mesh: SurfaceMesh, region: NDArray[np.bool_], polylines: list[FloatArray], stepover: float,
+                  radius: float = COVER_RADIUS, gap: FloatArray | None = None
+                  ) -> tuple[CoverageReport, FloatArray]:
+    """Coverage of the region's mesh vertices (area weighted) by pass polylines (list of (N, 3) m),
+    and the distance (n,) m from every region vertex to the nearest pass (inf off the region).
+    With ``gap`` (the distances to other passes), only the vertices it leaves uncovered are measured."""
+    from scipy.spatial import cKDTree
+
+    gap = np.full(mesh.n, np.inf) if gap is None else gap.copy()
+    todo = region & (gap > radius * stepover)
+    pts = mesh.points[todo]
+    dense = [_densify(p, stepover / 4.0) for p in polylines if len(p) >= 2]
+    if dense and len(pts):
+        tree = cKDTree(np.vstack(dense))
+        d = tree.query(pts, distance_upper_bound=2.0 * stepover)[0]
+        far = ~np.isfinite(d)
+        if far.any():
+            d[far] = tree.query(pts[far])[0]
+        gap[todo] = np.minimum(gap[todo], d)
+    d = gap[region]
+    pts = mesh.points[region]
+    w = mesh.area[region]
+    bad = d > radius * stepover
+    area = float(w.sum())
+    return CoverageReport(float(w[~bad].sum() / area) if area > 0 else 0.0, area, float(w[bad].sum()),
+                          float(d.max()) if len(d) else 0.0, pts[bad]), gap
+
+
+def _densify(points: FloatArray, step: float) -> FloatArray:
+    seg = np.linalg.norm(np.diff(points, axis=0), axis=1)
+    s = np.r_[0.0, np.cumsum(seg)]
+    n = max(2, int(math.ceil(s[-1] / step)) + 1)
+    t = np.linspace(0.0, s[-1], n)
+    return np.column_stack([np.interp(t, s, points[:, k]) for k in range(3)])
+
+
+# ------------------------------------------------------------------------------------------------
+# exact waypoints
+# ------------------------------------------------------------------------------------------------
+
+
+_PERIODS: weakref.WeakKeyDictionary[Any, tuple[float, float]] = weakref.WeakKeyDictionary()
+
+
+def _periods(face: Any) -> tuple[float, float]:
+    """(u period, v period) of a face's surface, 0 where not periodic."""
+    from robot_grinding_sim.core.geometry.occ_adapter import occ_class
+
+    if face not in _PERIODS:
+        ad = occ_class("BRepAdaptor", "BRepAdaptor_Surface")(face.shape, True)
+        _PERIODS[face] = (ad.UPeriod() if ad.IsUPeriodic() else 0.0, ad.VPeriod() if ad.IsVPeriodic() else 0.0)
+    return _PERIODS[face]
+
+
+def project_exact(face: Any, points: FloatArray, uv: FloatArray, iterations: int = 12
+                  ) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Closest points of the face's surface to ``points`` (K, 3) m from (u, v) guesses (K, 2)
+    (Gauss-Newton on the exact evaluation). Returns uv (K, 2), points (K, 3) m, outward normals (K, 3)."""
+    uv = np.array(uv, dtype=float)
+    u0, u1, v0, v1 = face.uv_bounds
+    span = np.array([u1 - u0, v1 - v0])
+    for _ in range(iterations):
+        s = face.derivatives(uv[:, 0], uv[:, 1])
+        r = points - s.points
+        a11 = np.einsum("ij,ij->i", s.du, s.du)
+        a12 = np.einsum("ij,ij->i", s.du, s.dv)
+        a22 = np.einsum("ij,ij->i", s.dv, s.dv)
+        b1 = np.einsum("ij,ij->i", s.du, r)
+        b2 = np.einsum("ij,ij->i", s.dv, r)
+        with np.errstate(all="ignore"):
+            det = a11 * a22 - a12 * a12
+            step = np.column_stack([(a22 * b1 - a12 * b2) / det, (a11 * b2 - a12 * b1) / det])
+        step = np.where(np.isfinite(step), step, 0.0)
+        step = np.clip(step, -0.05 * span, 0.05 * span)
+        uv += step
+        moved = np.abs(step[:, 0]) * np.sqrt(a11) + np.abs(step[:, 1]) * np.sqrt(a22)
+        if not np.any(moved > 1e-11):
+            break
+    pu, pv = _periods(face)
+    if pu > 0:
+        uv[:, 0] = u0 + np.mod(uv[:, 0] - u0, pu)
+    if pv > 0:
+        uv[:, 1] = v0 + np.mod(uv[:, 1] - v0, pv)
+    s = face.derivatives(uv[:, 0], uv[:, 1])
+    return uv, s.points, s.normals
+
+
+def resample(piece: Piece, t: FloatArray) -> tuple[FloatArray, FloatArray, NDArray[np.int64]]:
+    """Points (K, 3) at arc lengths ``t`` (K,) m along a piece's dense polyline, with (u, v)
+    guesses (K, 2) and faces (K,) from the piece's nearest dense point."""
+    P = piece.points
+    s = np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(P, axis=0), axis=1))]
+    pts = np.column_stack([np.interp(t, s, P[:, k]) for k in range(3)])
+    j = np.clip(np.searchsorted(s, t, side="right") - 1, 0, len(s) - 2)
+    f = np.clip((t - s[j]) / np.maximum(s[j + 1] - s[j], 1e-300), 0.0, 1.0)
+    same = piece.face[j] == piece.face[j + 1]
+    jump = np.abs(piece.uv[j + 1] - piece.uv[j])
+    smooth = same & (jump.max(axis=1) < 0.25 * np.maximum(np.abs(piece.uv).max(), 1e-9))
+    near = np.where(f < 0.5, j, j + 1)
+    uv = np.where(smooth[:, None], piece.uv[j] + f[:, None] * (piece.uv[j + 1] - piece.uv[j]), piece.uv[near])
+    return pts, uv, piece.face[near]
+
+
+def make_passes(gp: GeodesicPasses) -> tuple[list[Any], CoverageReport]:
+    """The passes (unordered ``Pass`` objects, row = level) and the mesh coverage after gap filling."""
+    from robot_grinding_sim.core.planning.passes import Pass
+
+    p = gp.p
+    levels = gp.levels()
+    pieces = gp.level_pieces(levels)
+    report, gap = mesh_coverage(gp.mesh, gp.region, [pc.points for pc in pieces], p.stepover)
+    if report.coverage < 1.0:
+        extra = gp.fill_gaps(pieces, gap)
+        if extra:
+            pieces = pieces + extra
+            report, _ = mesh_coverage(gp.mesh, gp.region, [pc.points for pc in extra], p.stepover, gap=gap)
+    d, _ = gp.direction()
+    passes: list[Any] = []
+    for k, pc in enumerate(pieces):
+        if float((pc.points[-1] - pc.points[0]) @ d) < 0:  # travel along +d before ordering
+            pc = _flip(pc)
+        total = _length(pc.points)
+        targets = np.arange(0.0, total, p.spacing)
+        if total - targets[-1] > 1e-6 * p.spacing:
+            targets = np.r_[targets, total]
+        t = targets
+        for _ in range(10):  # arc length on the exact surface: correct the dense-polyline positions
+            pts, uv, face = resample(pc, t)
+            ex_uv = np.empty_like(uv)
+            ex_pts = np.empty_like(pts)
+            ex_n = np.empty_like(pts)
+            for fi in np.unique(face):
+                sel = face == fi
+                ex_uv[sel], ex_pts[sel], ex_n[sel] = project_exact(gp.gen.part.face(int(fi)), pts[sel], uv[sel])
+            chord = np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(ex_pts, axis=0), axis=1))]
+            if len(t) < 3 or not np.all(np.diff(chord) > 0):
+                break
+            err = np.abs(np.diff(chord)[:-1] - p.spacing)
+            if not np.any(err > 2e-3 * p.spacing):
+                break
+            want = np.arange(0.0, chord[-1], p.spacing)
+            if chord[-1] - want[-1] > 1e-6 * p.spacing:
+                want = np.r_[want, chord[-1]]
+            t = np.interp(want, chord, t)
+        inside = np.zeros(len(pts), dtype=bool)
+        for fi in np.unique(face):
+            sel = face == fi
+            inside[sel] = gp.gen.part.face(int(fi)).contains(ex_uv[sel])
+        good = inside & np.isfinite(ex_n).all(axis=1) & (np.linalg.norm(ex_pts - pts, axis=1) < gp.mesh.h)
+        if good.sum() < 2:
+            continue
+        q, n_, uv_, f_ = ex_pts[good], ex_n[good], ex_uv[good], face[good]
+        tan = np.gradient(q, axis=0)
+        tan -= np.sum(tan * n_, axis=1, keepdims=True) * n_
+        tan /= np.linalg.norm(tan, axis=1, keepdims=True)
+        arc = np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(q, axis=0), axis=1))]
+        passes.append(Pass(0, pc.level, k, q, n_, tan, arc, uv_, f_.astype(np.int64)))
+    if not passes:
+        raise PlanningError(f"faces {gp.gen.indices}: no pass fits (stepover {p.stepover} m, margin {p.margin} m)")
+    # within a row, pieces in the order of their start along d
+    passes.sort(key=lambda q: (q.row, float(q.points[0] @ d)))
+    return passes, report

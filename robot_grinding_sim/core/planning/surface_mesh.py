@@ -1,0 +1,189 @@
+"""A triangle mesh of a face set for geodesic distances: a grid in each face's (u, v), spaced evenly
+by arc length, welded where the surface closes on itself (seams, poles) and linked across the
+edges shared by adjacent faces.
+
+Why not OpenCascade's tessellation: it makes long thin triangles on flat regions (fine for display,
+poor for distances); a grid spaced by arc length gives triangles about ``h`` on a side wherever
+the parametrisation is regular. Vertices that coincide in 3D (the two sides of a seam, every
+vertex of a pole row) are merged, so distances propagate across seams and through poles. A face's
+grid keeps every triangle with a vertex in the trimmed face and upward enough, so the grids of
+adjacent faces overlap by about one triangle across their shared edge; the two are joined by
+``links``: pairs of vertices of different faces closer than ``1.3 h`` (3D).
+
+Shapes and units: points (n, 3) m in the part frame; normals (n, 3) outward, unit; triangles
+(m, 3) vertex indices; corner_uv (m, 3, 2) each triangle's own (u, v) at its corners (a merged
+vertex on a seam has one (u, v) per side); face (m,) the face index (into the part) of each
+triangle; links (k, 2) vertex pairs; area (n,) m^2, a third of the area of the triangles around
+each vertex.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from robot_grinding_sim.core.errors import PlanningError
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+#: at most this many grid vertices per face set (the spacing grows to stay below)
+MAX_VERTICES = 120_000
+
+
+@dataclass
+class SurfaceMesh:
+    """See the module docstring for shapes, units and frames."""
+
+    points: FloatArray
+    normals: FloatArray
+    triangles: IntArray
+    corner_uv: FloatArray
+    face: IntArray
+    links: IntArray
+    area: FloatArray
+    active: NDArray[np.bool_]  # (n,) inside a trimmed face and upward enough
+    inside: NDArray[np.bool_]  # (n,) inside a trimmed face
+    h: float
+
+    @property
+    def n(self) -> int:
+        return len(self.points)
+
+
+def _arc_nodes(face: Any, h: float, along_u: bool, probe: int = 24) -> FloatArray:
+    """Parameter values along u (or v) spaced about ``h`` apart by arc length (mean over the face)."""
+    u0, u1, v0, v1 = face.uv_bounds
+    a = np.linspace(u0, u1, 4 * probe + 1) if along_u else np.linspace(v0, v1, 4 * probe + 1)
+    b = np.linspace(v0, v1, probe) if along_u else np.linspace(u0, u1, probe)
+    A, B = np.meshgrid(a, b, indexing="ij")
+    uu, vv = (A, B) if along_u else (B, A)
+    pts = face.derivatives(uu.ravel(), vv.ravel()).points.reshape(len(a), len(b), 3)
+    seg = np.linalg.norm(np.diff(pts, axis=0), axis=2)  # (len(a)-1, len(b))
+    seg = np.where(np.isfinite(seg), seg, 0.0)
+    longest = float(seg.sum(axis=0).max())
+    if not longest > 0:
+        return np.array([a[0], a[-1]])
+    # mean normalised arc length over the probe lines, so that the nodes follow the parametrisation
+    lines = seg.sum(axis=0)
+    ok = lines > 1e-12
+    cum = np.cumsum(seg[:, ok], axis=0) / lines[ok]
+    mean = np.r_[0.0, cum.mean(axis=1)]
+    n = int(min(max(math.ceil(longest / h) + 1, 3), 4000))
+    return np.interp(np.linspace(0.0, 1.0, n), mean, a)
+
+
+def build_mesh(part: Any, indices: list[int], h: float, min_normal_z: float = -1.0,
+               up: FloatArray | None = None) -> SurfaceMesh:
+    """The mesh of faces ``indices`` of ``part`` (a CadPart) with edges about ``h`` m long.
+
+    Args:
+        min_normal_z: vertices whose outward normal has ``n . up`` below this are not active; a
+            triangle is kept when any of its corners is active (inside the trimmed face and
+            upward enough).
+        up: (3,) unit vector for ``min_normal_z`` (default: the part's z).
+    """
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+    from scipy.spatial import cKDTree
+
+    up = np.array([0.0, 0.0, 1.0]) if up is None else np.asarray(up, dtype=float)
+    grids = []
+    for _ in range(6):
+        grids = [(_arc_nodes(part.face(i), h, True), _arc_nodes(part.face(i), h, False)) for i in indices]
+        total = sum(len(a) * len(b) for a, b in grids)
+        if total <= MAX_VERTICES:
+            break
+        h *= math.sqrt(total / MAX_VERTICES) * 1.05
+    pts_l, nrm_l, tri_l, uv_l, face_l, act_l, in_l, bd_l = [], [], [], [], [], [], [], []
+    offset = 0
+    for fi, (us, vs) in zip(indices, grids, strict=True):
+        face = part.face(fi)
+        nu, nv = len(us), len(vs)
+        uu, vv = np.meshgrid(us, vs, indexing="ij")
+        uv = np.column_stack([uu.ravel(), vv.ravel()])
+        s = face.derivatives(uv[:, 0], uv[:, 1])
+        P, N = s.points, s.normals
+        finite = np.isfinite(P).all(axis=1)
+        N = np.where(np.isfinite(N), N, 0.0)
+        inside = face.contains(uv) & finite
+        active = inside & (N @ up >= min_normal_z)
+        idx = np.arange(nu * nv).reshape(nu, nv)
+        a, b = idx[:-1, :-1].ravel(), idx[1:, :-1].ravel()
+        c, d = idx[1:, 1:].ravel(), idx[:-1, 1:].ravel()
+        # split each cell along its shorter diagonal (3D)
+        short = np.linalg.norm(P[a] - P[c], axis=1) <= np.linalg.norm(P[b] - P[d], axis=1)
+        t1 = np.where(short[:, None], np.column_stack([a, b, c]), np.column_stack([a, b, d]))
+        t2 = np.where(short[:, None], np.column_stack([a, c, d]), np.column_stack([b, c, d]))
+        tris = np.vstack([t1, t2])
+        keep = active[tris].any(axis=1) & finite[tris].all(axis=1)
+        tris = tris[keep]
+        pts_l.append(P)
+        nrm_l.append(N)
+        uv_l.append(uv[tris])
+        tri_l.append(tris + offset)
+        face_l.append(np.full(len(tris), fi, dtype=np.int64))
+        act_l.append(active)
+        in_l.append(inside)
+        edge = np.zeros((nu, nv), dtype=bool)
+        edge[0, :] = edge[-1, :] = edge[:, 0] = edge[:, -1] = True
+        bd_l.append(edge.ravel())
+        offset += len(P)
+    P = np.vstack(pts_l)
+    N = np.vstack(nrm_l)
+    T = np.vstack(tri_l)
+    if not len(T):
+        raise PlanningError(f"faces {indices}: no part of the faces looks up (normal . up >= {min_normal_z})")
+    corner_uv = np.concatenate(uv_l)
+    tri_face = np.concatenate(face_l)
+    active = np.concatenate(act_l)
+    inside = np.concatenate(in_l)
+    border = np.concatenate(bd_l)
+    # weld vertices that coincide in 3D (seams, poles: only a grid's border rows and columns can)
+    # and drop unused ones
+    used = np.zeros(len(P), dtype=bool)
+    used[T.ravel()] = True
+    ids = np.flatnonzero(used)
+    m = len(ids)
+    local = np.full(len(P), -1, dtype=np.int64)
+    local[ids] = np.arange(m)
+    cand = np.flatnonzero(border & used)
+    pairs = cKDTree(P[cand]).query_pairs(1e-3 * h, output_type="ndarray") if len(cand) > 1 else np.zeros((0, 2), int)
+    pairs = local[cand[pairs]] if len(pairs) else np.zeros((0, 2), dtype=np.int64)
+    g = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(m, m)) if len(pairs) else \
+        coo_matrix((m, m))
+    _, label = connected_components(g, directed=False)
+    new = np.full(len(P), -1, dtype=np.int64)
+    new[ids] = label
+    n_new = int(label.max()) + 1
+    T = new[T]
+    good = (T[:, 0] != T[:, 1]) & (T[:, 1] != T[:, 2]) & (T[:, 0] != T[:, 2])
+    T, corner_uv, tri_face = T[good], corner_uv[good], tri_face[good]
+    points = np.zeros((n_new, 3))
+    points[label] = P[ids]
+    normals = np.zeros((n_new, 3))
+    np.add.at(normals, label, N[ids])
+    norm = np.linalg.norm(normals, axis=1, keepdims=True)
+    normals = np.divide(normals, norm, out=np.zeros_like(normals), where=norm > 0)
+    act = np.zeros(n_new, dtype=bool)
+    np.logical_or.at(act, label, active[ids])
+    ins = np.zeros(n_new, dtype=bool)
+    np.logical_or.at(ins, label, inside[ids])
+    cross = np.cross(points[T[:, 1]] - points[T[:, 0]], points[T[:, 2]] - points[T[:, 0]])
+    tri_area = 0.5 * np.linalg.norm(cross, axis=1)
+    area = np.zeros(n_new)
+    np.add.at(area, T.ravel(), np.repeat(tri_area / 3.0, 3))
+    links = np.zeros((0, 2), dtype=np.int64)
+    if len(indices) > 1:  # join the grids of adjacent faces across their shared edges
+        vf = np.full(n_new, -1, dtype=np.int64)
+        vf[T.ravel()] = np.repeat(tri_face, 3)
+        tree = cKDTree(points)
+        pairs = tree.query_pairs(1.3 * h, output_type="ndarray")
+        if len(pairs):
+            links = pairs[vf[pairs[:, 0]] != vf[pairs[:, 1]]]
+    return SurfaceMesh(points, normals, T.astype(np.int64), corner_uv, tri_face, links.astype(np.int64), area,
+                       act, ins, h)
