@@ -198,3 +198,59 @@ def _pinocchio_effective_mass(q: np.ndarray, n: np.ndarray) -> float:
     M = np.triu(M) + np.triu(M, 1).T
     x = J.T @ n
     return 1.0 / float(x @ np.linalg.solve(M, x))
+
+
+def test_collision_node_answers_from_the_exact_cad_surface(launch_node, probe) -> None:
+    """On the built-in curved panel (a B-spline top), collision_node's depth equals R - the distance from
+    the ball's centre to the part as OpenCascade's BRepExtrema computes it, within 1 um."""
+    from OCP.BRepBuilderAPI import BRepBuilderAPI_MakeVertex
+    from OCP.BRepExtrema import BRepExtrema_DistShapeShape
+    from OCP.gp import gp_Pnt
+    from OCP.IFSelect import IFSelect_RetDone
+    from OCP.STEPControl import STEPControl_Reader
+
+    from robot_grinding_sim.core.config import CellConfig
+    from robot_grinding_sim.core.planning.trajectory import solve_ik
+
+    reader = STEPControl_Reader()
+    assert reader.ReadFile(str(REPO / "parts" / "curved_panel.step")) == IFSelect_RetDone
+    reader.TransferRoots()
+    shape = reader.OneShape()  # the STEP file is in mm
+
+    def nearest(p_mm):
+        d = BRepExtrema_DistShapeShape(BRepBuilderAPI_MakeVertex(gp_Pnt(*p_mm)).Vertex(), shape)
+        q = d.PointOnShape2(1)
+        return d.Value(), np.array([q.X(), q.Y(), q.Z()])
+
+    pose = np.array(CellConfig().workpiece.pose[:3])  # translation only in the default cell
+    assert np.allclose(CellConfig().workpiece.pose[3:], 0.0)
+    model = RobotModel.from_urdf(URDF, tip_link="tcp")
+    col = launch_node("collision_node", params_file=[REPO / "config" / "cell.yaml",
+                                                     REPO / "config" / "collision_node.yaml"])
+    points = probe.subscribe(PointCloud2, "/contact/points")
+    pub = probe.publisher(JointState, "/joint_states", wait_subscribers=1, procs=[col])
+    R_down = np.diag([1.0, -1.0, -1.0])
+    q_seed = np.array(CellConfig().robot.home)
+    worst = 0.0
+    for k, (x, y, d) in enumerate([(0.0, 0.0, 5e-5), (0.03, 0.02, 2e-5), (-0.04, 0.03, 1e-4), (0.02, -0.05, 3e-6)]):
+        # a surface point and its normal from OpenCascade: the nearest point to one 40 mm above the
+        # panel (so it lands inside the face, not on its boundary)
+        far = np.array([x * 1e3, y * 1e3, 60.0])
+        _, p_mm = nearest(far)
+        assert np.all(np.abs(p_mm[:2]) < 70.0), p_mm  # inside the 200 x 150 mm panel
+        n = (far - p_mm) / np.linalg.norm(far - p_mm)
+        centre = p_mm * 1e-3 + pose + (R_BALL - d) * n
+        T = np.eye(4)
+        T[:3, :3], T[:3, 3] = R_down, centre
+        q = solve_ik(model, T[None], q_seed, what="test pose")[0]
+        q_seed = q
+        c = model.fk(q)[:3, 3]
+        dist_mm, _ = nearest((c - pose) * 1e3)
+        depth_ref = R_BALL - dist_mm * 1e-3
+        msg = publish_until(probe, pub, joint_state(q, stamp=10.0 + k), points, [col])
+        rows = cv.pointcloud2_to_array(msg)
+        assert rows.shape == (1, 7), rows
+        worst = max(worst, abs(rows[0, 6] - depth_ref))
+        assert rows[0, 6] == pytest.approx(depth_ref, abs=1e-6), (k, rows[0], depth_ref)
+        np.testing.assert_allclose(rows[0, 3:6], n, atol=1e-3)
+    print(f"collision_node depth vs OpenCascade: worst {worst * 1e9:.1f} nm")
