@@ -49,9 +49,13 @@ def demo_config(**cell_values: Any) -> Any:
 @click.option("--graph", is_flag=True,
               help="Then run the same plan.json through the ROS 2 node graph (real processes, DDS on loopback) "
                    "and compare the per-pass force with the in-process run (a few minutes).")
+@click.option("--exchange-interval", type=click.FloatRange(min=0.0, min_open=True), default=None,
+              help="With --graph: H, the contact exchange interval of the graph, s (a multiple of sim.dt) "
+                   "[default: dynamics_node's, 0.001].")
 @common_cell_options
 @json_option
-def demo(optimise: bool | None, out: str | None, graph: bool, as_json: bool, **options: Any) -> None:
+def demo(optimise: bool | None, out: str | None, graph: bool, exchange_interval: float | None, as_json: bool,
+         **options: Any) -> None:
     """Run the main job: a quick simulated grinding job on the built-in curved panel."""
     import dataclasses
     from pathlib import Path
@@ -59,12 +63,18 @@ def demo(optimise: bool | None, out: str | None, graph: bool, as_json: bool, **o
     base = demo_config()
     cell = build_cell(options, base.cell)
     out_dir = out or "demo_out"
+    if exchange_interval is not None and not graph:
+        raise click.UsageError("--exchange-interval needs --graph")
+    if graph:
+        from robot_grinding_sim.cli.graph_run import exchange_parameters
+
+        dynamics = exchange_parameters(cell, exchange_interval)  # a bad value fails before the run
     summary = run_and_write(dataclasses.replace(base, cell=cell, optimise=optimise), out_dir, as_json,
                             show=not (as_json and graph))
     if graph:
         from robot_grinding_sim.cli.graph_run import run_through_graph
 
-        summary["graph_vs_inprocess"] = run_through_graph(Path(out_dir), cell, as_json)
+        summary["graph_vs_inprocess"] = run_through_graph(Path(out_dir), cell, as_json, dynamics)
         if as_json:
             from robot_grinding_sim.cli.common import emit_json
 

@@ -35,9 +35,25 @@ def graph_domain_id() -> int:
     return 1 + os.getpid() % 100
 
 
-def run_through_graph(out: Path, cell: Any, as_json: bool = False) -> dict[str, Any]:
+def exchange_parameters(cell: Any, interval: float | None) -> dict[str, Any]:
+    """dynamics_node's parameters for an exchange interval H (s; None: its default): every
+    contact model at most H old, the contact side seeing every round(H / sim.dt)-th state."""
+    if interval is None:
+        return {}
+    dt = cell.sim.dt
+    k = round(interval / dt)
+    if k < 1 or abs(k * dt - interval) > 1e-9:
+        raise click.BadParameter(f"{interval:g} s is not a multiple of sim.dt = {dt:g} s (for a shorter interval "
+                                 f"set sim.dt to it: --set sim.dt={interval:g})", param_hint="--exchange-interval")
+    return {"exchange_interval": float(interval), "joint_state_decimation": int(k)}
+
+
+def run_through_graph(out: Path, cell: Any, as_json: bool = False,
+                      dynamics: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run ``out/plan.json`` through the node graph, record ``out/graph_bag``, compare per pass with
     ``out/bag`` and add ``graph_vs_inprocess`` to ``out/summary.json``; returns that entry.
+
+    ``dynamics``: extra parameters of dynamics_node (e.g. :func:`exchange_parameters`).
 
     Raises:
         click.ClickException: the graph did not run the job to its end (the log is named).
@@ -53,7 +69,12 @@ def run_through_graph(out: Path, cell: Any, as_json: bool = False) -> dict[str, 
     domain = graph_domain_id()
     with tempfile.TemporaryDirectory(prefix="grinding_graph_") as tmp:
         params = Path(tmp) / "cell.yaml"
-        params.write_text(cell_yaml(cell, header="the plan's cell, for every node of the graph run"))
+        text = cell_yaml(cell, header="the plan's cell, for every node of the graph run")
+        if dynamics:
+            import yaml
+
+            text += yaml.safe_dump({"dynamics_node": {"ros__parameters": dict(dynamics)}})
+        params.write_text(text)
         cmd = [sys.executable, "-m", "robot_grinding_sim.cli", "bringup", "sim", "--plan-file", str(plan), "--start",
                "--until-done", "--record", str(bag), "--domain-id", str(domain), "--params-file", str(params)]
         if not as_json:
@@ -74,7 +95,8 @@ def run_through_graph(out: Path, cell: Any, as_json: bool = False) -> dict[str, 
     rows = compare_pass_forces(pass_force_means(out / "bag"), pass_force_means(bag))
     entry = {"passes": rows,
              "max_abs_relative_difference": max(abs(r["relative_difference"]) for r in rows),
-             "wall_time_s": wall, "bag": str(bag), "log": str(log), "ros_domain_id": domain,
+             "wall_time_s": wall, "dynamics_node": dict(dynamics or {}), "bag": str(bag), "log": str(log),
+             "ros_domain_id": domain,
              "force": "mean of -F_z of /contact/wrench (tool axis, tcp frame) over each pass's progress window"}
     summary_path = out / "summary.json"
     summary = json.loads(summary_path.read_text())
