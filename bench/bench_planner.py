@@ -1,8 +1,9 @@
 """Planner benchmark: passes on a 200 x 200 mm freeform B-spline face at 1 mm stepover and spacing.
 
-Ours: :func:`robot_grinding_sim.core.planning.passes.generate_passes` on the exact surface (raster and
-iso generators), margin 2 mm. Timed after one warm-up call (numba kernels are compiled once and
-cached on disk); the figure is the median of ``--repeat`` runs, wall clock and process CPU time.
+Ours: :func:`robot_grinding_sim.core.planning.passes.generate_passes` on the exact surface (geodesic,
+raster and iso generators), margin 2 mm; for the geodesic generator also its own coverage figure.
+Timed after one warm-up call (numba kernels are compiled once and cached on disk); the figure is
+the median of ``--repeat`` runs, wall clock and process CPU time.
 
 Peer, in the same run: the mesh pipeline that mesh planners (noether's plane slicer) use:
 tessellate the face (OpenCascade, 0.01 mm deflection) and slice the mesh with the same planes
@@ -88,15 +89,24 @@ def main(argv: list[str] | None = None) -> int:
     part = freeform_face(SIZE)
     face = part.face(0)
     results = {}
-    for gen in ("raster", "iso"):
+    for gen in ("geodesic", "raster", "iso"):
         params = PassParameters(stepover=STEP, spacing=STEP, margin=MARGIN, generator=gen)
         generate_passes(part, [0], params)  # warm-up: numba cache, OpenCascade wires
-        wall, cpu, passes = _timed(lambda params=params: generate_passes(part, [0], params), args.repeat)
+
+        def run(params: PassParameters = params) -> PassGenerator:
+            g = PassGenerator(part, [0], params)
+            g.passes = g.generate()
+            return g
+
+        wall, cpu, g = _timed(run, args.repeat)
+        passes = g.passes
         pts = np.vstack([p.points for p in passes])
         nrm = np.vstack([p.normals for p in passes])
         err, ang = _check(face, pts, nrm)
         results[gen] = {"wall_s": wall, "cpu_s": cpu, "passes": len(passes), "waypoints": len(pts),
                         "max_surface_error_m": err, "max_normal_error_deg": ang}
+        if g.coverage is not None:
+            results[gen]["coverage"] = g.coverage.coverage
 
     # peer: the mesh pipeline with the same planes
     gen = PassGenerator(part, [0], PassParameters(stepover=STEP, spacing=STEP, margin=MARGIN))
@@ -111,8 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     err, ang = _check(face, ppts, pnrm)
     results["peer_mesh_slicer"] = {"wall_s": wall, "cpu_s": cpu, "tessellation_s": tess, "triangles": len(mesh.faces),
                                    "waypoints": len(ppts), "max_surface_error_m": err, "max_normal_error_deg": ang}
-    ours = results["raster"]["wall_s"]
-    results["ratio_raster_vs_peer"] = ours / results["peer_mesh_slicer"]["wall_s"]
+    ours = results["geodesic"]["wall_s"]
+    results["ratio_raster_vs_peer"] = results["raster"]["wall_s"] / results["peer_mesh_slicer"]["wall_s"]
     results["target_s"] = 2.0
     results["load_average_1min"] = os.getloadavg()[0]
     results["cpus"] = os.cpu_count()
@@ -127,11 +137,13 @@ def main(argv: list[str] | None = None) -> int:
         extra = ""
         if "tessellation_s" in r:
             extra = f", tessellation {r['tessellation_s']:.2f} s ({r['triangles']} triangles)"
+        if "coverage" in r:
+            extra += f", coverage {r['coverage'] * 100:.2f} % (own mesh)"
         print(f"  {name:17s} {r['wall_s']:6.3f} s wall, {r['cpu_s']:6.3f} s CPU, {r['waypoints']} waypoints; "
               f"surface error {r['max_surface_error_m']:.2e} m, "
               f"normal error {r['max_normal_error_deg']:.2e} deg{extra}")
-    print(f"  ratio ours (raster) / mesh slicer: {results['ratio_raster_vs_peer']:.2f}x; target < 2 s: "
-          f"{'met' if ours < 2.0 else 'NOT met'}")
+    print(f"  ratio ours (raster) / mesh slicer: {results['ratio_raster_vs_peer']:.2f}x; target < 2 s (geodesic, "
+          f"the default): {'met' if ours < 2.0 else 'NOT met'}")
     return 0
 
 

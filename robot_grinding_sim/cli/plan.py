@@ -36,6 +36,10 @@ def _render_plot(plan: Any, out: io.BytesIO) -> None:
     for m in plan.moves:
         if m.kind == "link":
             ax.plot(*m.positions.T, lw=0.4, color="tab:gray", alpha=0.5)
+    cov = getattr(plan, "coverage", None)
+    if cov is not None and len(cov.uncovered):
+        ax.scatter(*np.asarray(cov.uncovered).T, s=4, color="tab:red", label="uncovered")
+        ax.legend(loc="upper right")
     pts = np.vstack([p.points for p in plan.passes])
     nrm = np.vstack([p.normals for p in plan.passes])
     every = max(1, len(pts) // 200)
@@ -50,9 +54,123 @@ def _render_plot(plan: Any, out: io.BytesIO) -> None:
     ax.set_ylabel("y [m]")
     ax.set_zlabel("z [m]")
     s = plan.summary()
-    ax.set_title(f"{plan.source} face {plan.faces}: {s['passes']} passes, {s['waypoints']} waypoints")
+    title = f"{plan.source} face {plan.faces}: {s['passes']} passes, {s['waypoints']} waypoints"
+    if cov is not None:
+        title += f"\ncoverage {cov.coverage * 100:.2f} %, worst gap {cov.worst_gap * 1e3:.2f} mm"
+    ax.set_title(title)
     fig.savefig(out, format="png", dpi=110)
     plt.close(fig)
+
+
+def _with_generator(cell: Any, generator: str | None, options: dict[str, Any]) -> Any:
+    """The cell with the pass generator of the command line: ``--generator``, else the one a
+    ``--params`` file or ``--set`` names, else ``geodesic`` (the one that covers any face)."""
+    import dataclasses
+
+    from robot_grinding_sim.cli.cell_options import parse_sets
+    from robot_grinding_sim.core.config import GENERATORS
+    from robot_grinding_sim.core.parameters import load_params_file
+    from robot_grinding_sim.core.planning.passes import PlannerPassParameters
+
+    if generator is None:
+        named = "passes.generator" in parse_sets(options.get("sets") or ())
+        named = named or any("passes.generator" in load_params_file(f) for f in options.get("params_files") or ())
+        if named:
+            return cell
+        generator = "geodesic"
+    if generator in GENERATORS:
+        passes = dataclasses.replace(cell.passes, generator=generator).validate()
+    else:
+        passes = PlannerPassParameters.of(cell.passes, generator=generator).validate()
+    return dataclasses.replace(cell, passes=passes)
+
+
+def _robot_plan(cell: Any, base_cell: Any, part: Any, faces: list[int] | None, optimise: bool | None,
+                max_passes: int | None, pass_length: float | None, place: str | None, on_stage: Any,
+                progress: Any) -> Any:
+    """The plan with its job trajectory (``plan_job``). When the pass generator is one the cell's
+    parameter schema does not list (geodesic) or the workpiece pose is searched (``--place auto``),
+    the passes are planned first, the pose chosen, and the job then made on that plan."""
+    import dataclasses
+    import tempfile
+
+    import numpy as np
+
+    from robot_grinding_sim.core.config import GENERATORS
+    from robot_grinding_sim.core.geometry.tool_contact import tool_sphere_radius
+    from robot_grinding_sim.core.job.plan_job import plan_job
+    from robot_grinding_sim.core.job.run import run_job
+    from robot_grinding_sim.core.job.setup import JobConfig, load_robot_model, setup_job
+    from robot_grinding_sim.core.planning import placement, plan_io, planner
+    from robot_grinding_sim.core.planning.trajectory import build_job_trajectory, reachability
+
+    if cell.passes.generator in GENERATORS and place is None:
+        return _suggest_on_failure(lambda: plan_job(cell, optimise, max_passes, pass_length, on_stage=on_stage,
+                                                    progress=progress), cell, part, faces)
+    if on_stage:
+        on_stage("planning passes")
+    model = load_robot_model(cell.robot.description_file, cell.tool.tcp_link)
+    radius = tool_sphere_radius(model, cell.tool.tcp_link, cell.tool.link)
+    passes = planner.plan(part, faces, cell.passes.validate(), planner.tool_parameters(cell, radius), robot=None,
+                          workpiece_pose=np.asarray(cell.workpiece.pose, dtype=float))
+    if max_passes is not None or pass_length is not None:
+        passes = planner.crop_plan(passes, part, max_passes, pass_length)
+    found = None
+    if place == "auto":
+        if on_stage:
+            on_stage("searching the workpiece pose")
+        found = placement.search_pose(passes, model, cell)
+        passes.workpiece_pose = planner.pose_matrix(found.pose)
+        base_cell = dataclasses.replace(base_cell, workpiece=dataclasses.replace(base_cell.workpiece,
+                                                                                 pose=tuple(found.pose)))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = plan_io.write_plan(passes, f"{tmp}/passes.json")
+        opt = base_cell.optimise.enabled if optimise is None else optimise
+        cfg = JobConfig(cell=base_cell, plan_file=str(path), optimise=opt)
+
+        def job() -> Any:
+            setup = setup_job(cfg, on_stage)
+            if cfg.optimising:
+                return run_job(cfg, setup, on_stage, progress).plan()
+            out = setup.plan
+            offsets = [0.0] * len(setup.paths.passes)
+            out.trajectory = build_job_trajectory(setup.model, setup.paths, base_cell.process, offsets,
+                                                  setup.penetration, setup.q_home)
+            out.offsets, out.cell = offsets, base_cell.values()
+            out.reachability = reachability(setup.model, out.trajectory)
+            mesh = passes.mesh if passes.mesh is not None else part.tessellate(deflection=2e-4)
+            out.collision = planner.check_trajectory_collisions(setup.model, out.trajectory, mesh, out.workpiece_pose)
+            return out
+
+        result = _suggest_on_failure(job, base_cell, part, faces, passes)
+    result.source, result.unit = passes.source, passes.unit
+    result.coverage, result.coverage_model, result.mesh = passes.coverage, passes.coverage_model, passes.mesh
+    if found is not None:
+        result.placement = found.as_dict()
+    if result.cell is not None:
+        result.cell = {**result.cell, "passes.generator": cell.passes.generator,
+                       "workpiece.pose": list(result.cell.get("workpiece.pose", cell.workpiece.pose))}
+    return result
+
+
+def _suggest_on_failure(job: Any, cell: Any, part: Any, faces: list[int] | None, passes: Any = None) -> Any:
+    """Run ``job``; an unreachable or untimeable plan is re-raised with a workpiece pose that works."""
+    from robot_grinding_sim.core.errors import PlanningError
+    from robot_grinding_sim.core.planning import placement
+
+    try:
+        return job()
+    except PlanningError as exc:
+        hint = placement.suggestion(exc, passes, part, faces, cell)
+        if hint:
+            raise PlanningError(f"{exc}; {hint}") from None
+        raise
+
+
+def _coverage_line(report: Any) -> str:
+    return (f"coverage {report.coverage * 100:.2f} % of {report.area * 1e6:.0f} mm^2 (upward, inside the margin; "
+            f"within {report.as_dict()['radius_stepovers']:g} stepover of a pass), uncovered "
+            f"{report.uncovered_area * 1e6:.1f} mm^2, worst gap {report.worst_gap * 1e3:.2f} mm")
 
 
 @click.command("plan")
@@ -64,8 +182,11 @@ def _render_plot(plan: Any, out: io.BytesIO) -> None:
               help="Keep waypoints this far from the face boundary and holes, m. [passes.margin; cell default: 0.005]")
 @click.option("--tool-radius", type=float, default=None, callback=_positive("--tool-radius"),
               help="Radius of the spherical tool, m, without a robot (with one: its URDF's ball). [default: 0.02]")
-@click.option("--generator", type=click.Choice(["raster", "iso"]), default=None,
-              help="Plane-slicing raster or iso-parametric passes. [passes.generator; cell default: raster]")
+@click.option("--generator", type=click.Choice(["geodesic", "raster", "iso"]), default=None,
+              help="geodesic: level curves of the geodesic distance from a guide section, even stepover on any "
+                   "face (whole cylinders, spheres, wrapped freeform faces); raster: plane slicing of a height "
+                   "field; iso: iso-parametric curves. [default: geodesic, unless --params/--set give "
+                   "passes.generator]")
 @click.option("--iso-direction", type=click.Choice(["u", "v"]), default=None, help="Iso passes run along u or v.")
 @click.option("--order", type=click.Choice(["zigzag", "oneway"]), default=None, help="Pass order. [zigzag]")
 @click.option("--reverse", is_flag=True, default=None, help="Travel the first pass in the opposite direction.")
@@ -82,6 +203,10 @@ def _render_plot(plan: Any, out: io.BytesIO) -> None:
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None,
               help="Also write the waypoints as CSV.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None, help="Write a PNG plot.")
+@click.option("--place", type=click.Choice(["auto"]), default=None,
+              help="auto: search the workpiece pose (position and yaw on the table in front of the robot, nearest "
+                   "to the configured one first) where every waypoint is reachable and the job collision-free "
+                   "with margin; the pose chosen is printed and written to plan.json (placement).")
 @click.option("--list-faces", is_flag=True, help="List the faces (index, type, area) and exit.")
 @common_cell_options
 @json_option
@@ -89,7 +214,7 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
          tool_radius: float | None, generator: str | None, iso_direction: str | None, order: str | None,
          reverse: bool | None, lead: float | None, tilt: float | None, robot: str, optimise: bool | None,
          max_passes: int | None, pass_length: float | None, out_path: str | None, csv_path: str | None,
-         plot_path: str | None, list_faces: bool, as_json: bool, **options: Any) -> None:
+         plot_path: str | None, place: str | None, list_faces: bool, as_json: bool, **options: Any) -> None:
     """Plan grinding passes on SOURCE: a STEP/IGES/BREP/STL/PLY/OBJ file or a built-in part
     (see `grinding parts`; default: the cell's part, curved_panel). Positions are metres in the part
     frame. With a robot (the default UR10e), plan.json also holds the job trajectory (approach,
@@ -101,8 +226,8 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
     from robot_grinding_sim.core.planning import plan_io, planner
 
     extra: dict[str, Any] = {}
-    for name, value in (("passes.spacing", spacing), ("passes.generator", generator),
-                        ("passes.iso_direction", iso_direction), ("passes.order", order), ("passes.reverse", reverse)):
+    for name, value in (("passes.spacing", spacing), ("passes.iso_direction", iso_direction),
+                        ("passes.order", order), ("passes.reverse", reverse)):
         if value is not None:
             extra[name] = value
     if angle is not None:
@@ -118,11 +243,14 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
         extra["workpiece.part"] = source
     if robot.lower() not in ("none", "default"):
         extra["robot.description_file"] = robot
-    cell = build_cell(options, None, extra)
+    base_cell = build_cell(options, None, extra)
+    cell = _with_generator(base_cell, generator, options)
     wp = cell.workpiece
     part = cad.load_part(wp.part, wp.unit or None)
     if list_faces:
-        rows = [{"index": f.index, "type": f.type, "area": f.area} for f in part.list_faces()]
+        # index, type and area only: the faces' exact bounds (part.list_faces) cost most of the time on
+        # large assemblies and are not shown
+        rows = [{"index": f.index, "type": f.type, "area": f.area} for f in part.faces]
         if as_json:
             emit_json(rows)
         else:
@@ -141,15 +269,14 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
         import sys
 
         from robot_grinding_sim.cli.common import progress
-        from robot_grinding_sim.core.job.plan_job import plan_job
 
         with progress(None, "planning", enabled=not as_json) as bar:
             def on_stage(msg: str) -> None:
                 if not as_json and sys.stderr.isatty():
                     click.echo(msg, err=True)
 
-            result = plan_job(cell, optimise, max_passes, pass_length, on_stage=on_stage,
-                              progress=lambda stage, done, total: bar.update(done))
+            result = _robot_plan(cell, base_cell, part, faces, optimise, max_passes, pass_length, place,
+                                 on_stage, lambda stage, done, total: bar.update(done))
     # render everything first: a failure leaves no file behind
     text = json.dumps(plan_io.plan_to_dict(result), separators=(",", ":"), allow_nan=False)
     csv_text = plan_io.plan_csv(result) if csv_path else None
@@ -167,14 +294,25 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
         tmp.replace(plot_path)
         written.append(str(plot_path))
     summary = {**result.summary(), "files": written, "timings_s": result.timings}
-    for key in ("reachability", "collision", "force_target"):
+    for key in ("reachability", "collision", "force_target", "placement"):
         if getattr(result, key) is not None:
             summary[key] = getattr(result, key)
+    if result.coverage is not None:
+        summary["coverage"] = result.coverage.as_dict()
     if as_json:
         emit_json(summary)
         return
     click.echo(f"{summary['passes']} passes ({summary['rows']} rows), {summary['waypoints']} waypoints, "
                f"{summary['pass_length_m']:.3f} m of passes, grinding {summary['grinding_time_s']:.1f} s")
+    if result.coverage is not None:
+        click.echo(_coverage_line(result.coverage))
+    if result.placement is not None:
+        from robot_grinding_sim.core.planning.placement import pose_text
+
+        pl = result.placement
+        click.echo(f"workpiece pose chosen: '{pose_text(pl['pose'])}' (x y z m, roll pitch yaw rad; configured "
+                   f"'{pose_text(pl['configured_pose'])}'), {pl['ik_checked']} poses checked by IK, "
+                   f"{pl['job_checked']} jobs built")
     if result.trajectory is not None:
         click.echo(f"job trajectory: {len(result.trajectory.times)} knots, {result.trajectory.duration:.1f} s")
     if result.force_target is not None:

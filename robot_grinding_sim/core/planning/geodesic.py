@@ -47,6 +47,10 @@ FloatArray = NDArray[np.float64]
 
 #: outward normals with n . z below this are out of reach (the tool would point up)
 MIN_NORMAL_Z = -0.05
+#: waypoints keep this much more than the margin from the boundary, m (chord error of its polylines)
+MARGIN_SAFETY = 1e-5
+#: the longest mesh edge, m (the grid follows curvature and trimming no coarser than this)
+MAX_EDGE = 0.0025
 #: pieces of a level curve shorter than this (stepovers) are left out (a level grazing the region's edge)
 MIN_PIECE = 0.5
 #: a point is covered when a pass is this close, in stepovers (the acceptance is 0.6)
@@ -61,6 +65,7 @@ class Piece:
     points: FloatArray
     uv: FloatArray
     face: NDArray[np.int64]
+    value: FloatArray | None = None  # (K,) the region value interpolated from the mesh (m), if known
 
 
 @dataclass
@@ -91,13 +96,13 @@ class GeodesicPasses:
             parameters, boundary of the face set for the margin).
     """
 
-    def __init__(self, gen: Any) -> None:
+    def __init__(self, gen: Any, distance: bool = True) -> None:
         if gen.part.is_mesh:
             raise PlanningError("the geodesic generator works on CAD faces; use the raster generator on meshes")
         self.gen = gen
         self.p = gen.params
         s = self.p.stepover
-        h = min(s / 3.0, max(self.p.spacing, s / 6.0))
+        h = min(s / 3.0, max(self.p.spacing, s / 6.0), MAX_EDGE)
         self.mesh: SurfaceMesh = build_mesh(gen.part, gen.indices, h, MIN_NORMAL_Z)
         self.region = self._region()
         if not self.region.any():
@@ -106,7 +111,11 @@ class GeodesicPasses:
         w = self.mesh.area[self.region]
         up = (self.mesh.normals[self.region] * w[:, None]).sum(axis=0)
         self.up = up / np.linalg.norm(up) if np.linalg.norm(up) > 0 else np.array([0.0, 0.0, 1.0])
-        self.distance = self._distance()
+        self.distance = self._distance() if distance else np.zeros(self.mesh.n)
+
+    def measure(self, polylines: list[FloatArray]) -> CoverageReport:
+        """The planner's own coverage of the region by pass polylines (list of (N, 3) m)."""
+        return mesh_coverage(self.mesh, self.region, polylines, self.p.stepover)[0]
 
     # -- region and distance field ----------------------------------------------------------------
     def _region(self) -> NDArray[np.bool_]:
@@ -233,6 +242,8 @@ class GeodesicPasses:
             ub = m.corner_uv[tri, cb]
             uvs[:, j] = ua + wt[:, j, None] * (ub - ua)
         faces = m.face[tri]
+        va, vb = self.value[ends[..., 0]], self.value[ends[..., 1]]
+        vals = va + wt * (vb - va)  # (s, 2)
         pieces: list[Piece] = []
         for c in range(len(starts) - 1):
             seq = order[starts[c]:starts[c + 1]]
@@ -244,7 +255,8 @@ class GeodesicPasses:
             P = np.vstack([start_pt, pts[seq, first]])
             UV = np.vstack([uvs[seq[0], 1 if fl[0] else 0], uvs[seq, first]])
             F = np.r_[faces[seq[0]], faces[seq]]
-            pieces.append(Piece(int(lev[seq[0]]), P, UV, F))
+            V = np.r_[vals[seq[0], 1 if fl[0] else 0], vals[seq, first]]
+            pieces.append(Piece(int(lev[seq[0]]), P, UV, F, V))
         return self._cut(pieces)
 
     def fill_gaps(self, pieces: list[Piece], gap: FloatArray) -> list[Piece]:
@@ -290,11 +302,35 @@ class GeodesicPasses:
                         out.append(Piece(base + int(c), pc.points[a:b], pc.uv[a:b], pc.face[a:b]))
         return out
 
-    def _margin_value(self, pts: FloatArray, uv: FloatArray, face: NDArray[np.int64]) -> FloatArray:
+    def edge_points(self, p_in: FloatArray, p_out: FloatArray, uv: FloatArray, face: NDArray[np.int64],
+                    iterations: int = 24) -> tuple[FloatArray, FloatArray, FloatArray, NDArray[np.bool_]]:
+        """Where the segments p_in (K, 3) (usable) -> p_out (K, 3) (not) leave the usable region, on
+        the exact surface (bisection): points (K, 3), normals (K, 3), uv (K, 2), and whether each is
+        worth adding (farther than 1e-3 stepover from p_in)."""
+        K = len(p_in)
+        lo, hi = np.zeros(K), np.ones(K)
+        pts, nrm, uvs = p_in.copy(), np.full((K, 3), np.nan), uv.copy()
+        found = np.zeros(K, dtype=bool)
+        for _ in range(iterations):
+            mid = 0.5 * (lo + hi)
+            q = p_in + mid[:, None] * (p_out - p_in)
+            for fi in np.unique(face):
+                sel = face == fi
+                guv, gp, gn = project_exact(self.gen.part.face(int(fi)), q[sel], uv[sel])
+                ok = self.margin_value(gp, guv, face[sel]) >= 0.0
+                idx = np.flatnonzero(sel)
+                lo[idx[ok]] = mid[idx[ok]]
+                hi[idx[~ok]] = mid[idx[~ok]]
+                pts[idx[ok]], nrm[idx[ok]], uvs[idx[ok]] = gp[ok], gn[ok], guv[ok]
+                found[idx[ok]] = True
+        useful = found & (lo * np.linalg.norm(p_out - p_in, axis=1) >= 1e-3 * self.p.stepover)
+        return pts, nrm, uvs, useful
+
+    def margin_value(self, pts: FloatArray, uv: FloatArray, face: NDArray[np.int64]) -> FloatArray:
         """> 0 inside the region a pass may use, < 0 outside (m; -inf off the trimmed faces)."""
         val = np.full(len(pts), np.inf)
-        if self.p.margin > 0:
-            val = self.gen.boundary.distance_below(pts, self.p.margin + self.mesh.h) - self.p.margin
+        if self.p.margin > 0:  # a hair more than the margin: the boundary polylines are chords of the edges
+            val = self.gen.boundary.distance_below(pts, self.p.margin + self.mesh.h) - self.p.margin - MARGIN_SAFETY
         inside = np.zeros(len(pts), dtype=bool)
         nz = np.full(len(pts), -1.0)
         for fi in np.unique(face):
@@ -309,8 +345,14 @@ class GeodesicPasses:
         if not pieces:
             return []
         sizes = np.array([len(pc.points) for pc in pieces])
-        allv = self._margin_value(np.vstack([pc.points for pc in pieces]), np.vstack([pc.uv for pc in pieces]),
-                                  np.concatenate([pc.face for pc in pieces]))
+        # the exact value where the mesh's says the point is near the region's edge (or does not say)
+        allv = np.concatenate([pc.value if pc.value is not None else np.full(len(pc.points), -np.inf)
+                               for pc in pieces])
+        near = ~(allv >= 3.0 * self.mesh.h)
+        if near.any():
+            allv[near] = self.margin_value(np.vstack([pc.points for pc in pieces])[near],
+                                           np.vstack([pc.uv for pc in pieces])[near],
+                                           np.concatenate([pc.face for pc in pieces])[near])
         out: list[Piece] = []
         for pc, val in zip(pieces, np.split(allv, np.cumsum(sizes)[:-1]), strict=True):
             ok = val >= 0
@@ -484,6 +526,57 @@ def resample(piece: Piece, t: FloatArray) -> tuple[FloatArray, FloatArray, NDArr
     return pts, uv, piece.face[near]
 
 
+def coverage_model(gen: Any) -> GeodesicPasses | None:
+    """The mesh and region of a generator's faces, to measure any passes' coverage (None on meshes)."""
+    if gen.part.is_mesh:
+        return None
+    return GeodesicPasses(gen, distance=False)
+
+
+def _exact_waypoints(gp: GeodesicPasses, pieces: list[Piece]) -> list[tuple[FloatArray, ...]]:
+    """Waypoints every ``spacing`` (chord on the exact surface) along each piece: per piece points
+    (K, 3), normals (K, 3), uv (K, 2), faces (K,) and the distance each moved when projected (K,).
+
+    The positions along the dense polyline are corrected until the chords between the exact points
+    are the spacing (all pieces at once, at most ten rounds)."""
+    sp = gp.p.spacing
+    t_of: list[FloatArray] = []
+    for pc in pieces:
+        total = _length(pc.points)
+        t = np.arange(0.0, total, sp)
+        t_of.append(np.r_[t, total] if total - t[-1] > 1e-6 * sp else t)
+    out: list[Any] = [None] * len(pieces)
+    todo = list(range(len(pieces)))
+    for round_ in range(10):
+        res = [resample(pieces[i], t_of[i]) for i in todo]
+        sizes = [len(r[0]) for r in res]
+        pts = np.vstack([r[0] for r in res])
+        uv = np.vstack([r[1] for r in res])
+        face = np.concatenate([r[2] for r in res])
+        ex_uv, ex_pts, ex_n = np.empty_like(uv), np.empty_like(pts), np.empty_like(pts)
+        for fi in np.unique(face):
+            sel = face == fi
+            ex_uv[sel], ex_pts[sel], ex_n[sel] = project_exact(gp.gen.part.face(int(fi)), pts[sel], uv[sel])
+        moved = np.linalg.norm(ex_pts - pts, axis=1)
+        nxt = []
+        for i, idx in zip(todo, np.split(np.arange(len(pts)), np.cumsum(sizes)[:-1]), strict=True):
+            out[i] = (ex_pts[idx], ex_n[idx], ex_uv[idx], face[idx], moved[idx])
+            chord = np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(ex_pts[idx], axis=0), axis=1))]
+            if len(idx) < 3 or not np.all(np.diff(chord) > 0) or round_ == 9:
+                continue
+            if not np.any(np.abs(np.diff(chord)[:-1] - sp) > 2e-3 * sp):
+                continue
+            want = np.arange(0.0, chord[-1], sp)
+            if chord[-1] - want[-1] > 1e-6 * sp:
+                want = np.r_[want, chord[-1]]
+            t_of[i] = np.interp(want, chord, t_of[i])
+            nxt.append(i)
+        todo = nxt
+        if not todo:
+            break
+    return out
+
+
 def make_passes(gp: GeodesicPasses) -> tuple[list[Any], CoverageReport]:
     """The passes (unordered ``Pass`` objects, row = level) and the mesh coverage after gap filling."""
     from robot_grinding_sim.core.planning.passes import Pass
@@ -499,45 +592,54 @@ def make_passes(gp: GeodesicPasses) -> tuple[list[Any], CoverageReport]:
             report, _ = mesh_coverage(gp.mesh, gp.region, [pc.points for pc in extra], p.stepover, gap=gap)
     d, _ = gp.direction()
     passes: list[Any] = []
-    for k, pc in enumerate(pieces):
-        if float((pc.points[-1] - pc.points[0]) @ d) < 0:  # travel along +d before ordering
-            pc = _flip(pc)
-        total = _length(pc.points)
-        targets = np.arange(0.0, total, p.spacing)
-        if total - targets[-1] > 1e-6 * p.spacing:
-            targets = np.r_[targets, total]
-        t = targets
-        for _ in range(10):  # arc length on the exact surface: correct the dense-polyline positions
-            pts, uv, face = resample(pc, t)
-            ex_uv = np.empty_like(uv)
-            ex_pts = np.empty_like(pts)
-            ex_n = np.empty_like(pts)
-            for fi in np.unique(face):
-                sel = face == fi
-                ex_uv[sel], ex_pts[sel], ex_n[sel] = project_exact(gp.gen.part.face(int(fi)), pts[sel], uv[sel])
-            chord = np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(ex_pts, axis=0), axis=1))]
-            if len(t) < 3 or not np.all(np.diff(chord) > 0):
-                break
-            err = np.abs(np.diff(chord)[:-1] - p.spacing)
-            if not np.any(err > 2e-3 * p.spacing):
-                break
-            want = np.arange(0.0, chord[-1], p.spacing)
-            if chord[-1] - want[-1] > 1e-6 * p.spacing:
-                want = np.r_[want, chord[-1]]
-            t = np.interp(want, chord, t)
-        inside = np.zeros(len(pts), dtype=bool)
-        for fi in np.unique(face):
-            sel = face == fi
-            inside[sel] = gp.gen.part.face(int(fi)).contains(ex_uv[sel])
-        good = inside & np.isfinite(ex_n).all(axis=1) & (np.linalg.norm(ex_pts - pts, axis=1) < gp.mesh.h)
+    built: list[list[Any]] = []  # per pass: index, level, points, normals, uv, faces
+    end_req: list[tuple[Any, ...]] = []  # ends to move to the margin: pass, which end, inside, outside, uv, face
+    pieces = [_flip(pc) if float((pc.points[-1] - pc.points[0]) @ d) < 0 else pc for pc in pieces]  # along +d
+    samples = _exact_waypoints(gp, pieces)
+    # validity of every waypoint at once
+    sizes = [len(x[0]) for x in samples]
+    P = np.vstack([x[0] for x in samples])
+    N = np.vstack([x[1] for x in samples])
+    UV = np.vstack([x[2] for x in samples])
+    F = np.concatenate([x[3] for x in samples])
+    D = np.concatenate([x[4] for x in samples])  # distance moved by the projection
+    good_all = np.isfinite(N).all(axis=1) & (D < gp.mesh.h)
+    for fi in np.unique(F):
+        sel = good_all & (F == fi)
+        good_all[sel] = gp.gen.part.face(int(fi)).contains(UV[sel])
+    good_all[good_all] = gp.margin_value(P[good_all], UV[good_all], F[good_all]) >= 0.0
+    for k, (pc, idx) in enumerate(zip(pieces, np.split(np.arange(len(P)), np.cumsum(sizes)[:-1]), strict=True)):
+        good = good_all[idx]
         if good.sum() < 2:
             continue
-        q, n_, uv_, f_ = ex_pts[good], ex_n[good], ex_uv[good], face[good]
+        ex_pts, ex_uv, face = P[idx], UV[idx], F[idx]
+        q, n_, uv_, f_ = ex_pts[good], N[idx][good], ex_uv[good], face[good]
+        a, b = int(np.argmax(good)), len(good) - 1 - int(np.argmax(good[::-1]))
+        # an end dropped by the exact check is moved to the margin below (all passes at once)
+        for where, i_in, i_out in ((0, a, a - 1), (-1, b, b + 1)):
+            if 0 <= i_out < len(good):
+                end_req.append((len(built), where, ex_pts[i_in], ex_pts[i_out], ex_uv[i_in], face[i_in]))
+        built.append([k, pc.level, q, n_, uv_, f_.astype(np.int64)])
+    if end_req:
+        idx = np.array([r[0] for r in end_req])
+        where = np.array([r[1] for r in end_req])
+        pts_e, nrm_e, uv_e, useful = gp.edge_points(
+            np.array([r[2] for r in end_req]), np.array([r[3] for r in end_req]), np.array([r[4] for r in end_req]),
+            np.array([r[5] for r in end_req], dtype=np.int64))
+        for j in np.flatnonzero(useful):
+            rec = built[idx[j]]
+            if where[j] == 0:
+                rec[2], rec[3] = np.vstack([pts_e[j], rec[2]]), np.vstack([nrm_e[j], rec[3]])
+                rec[4], rec[5] = np.vstack([uv_e[j], rec[4]]), np.r_[rec[5][0], rec[5]]
+            else:
+                rec[2], rec[3] = np.vstack([rec[2], pts_e[j]]), np.vstack([rec[3], nrm_e[j]])
+                rec[4], rec[5] = np.vstack([rec[4], uv_e[j]]), np.r_[rec[5], rec[5][-1]]
+    for k, level, q, n_, uv_, f_ in built:
         tan = np.gradient(q, axis=0)
         tan -= np.sum(tan * n_, axis=1, keepdims=True) * n_
         tan /= np.linalg.norm(tan, axis=1, keepdims=True)
         arc = np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(q, axis=0), axis=1))]
-        passes.append(Pass(0, pc.level, k, q, n_, tan, arc, uv_, f_.astype(np.int64)))
+        passes.append(Pass(0, level, k, q, n_, tan, arc, uv_, f_))
     if not passes:
         raise PlanningError(f"faces {gp.gen.indices}: no pass fits (stepover {p.stepover} m, margin {p.margin} m)")
     # within a row, pieces in the order of their start along d

@@ -159,10 +159,26 @@ def seam_edges(face: Any) -> list[Any]:
     return [e for e in face.edges() if closed(e, face.shape)]
 
 
+@dataclass(frozen=True)
+class PlannerPassParameters(PassParameters):
+    """The cell's pass parameters with any of the planner's generators (``geodesic`` too), for a
+    cell whose parameter schema does not list it yet; the same fields and checks otherwise."""
+
+    def validate(self) -> PlannerPassParameters:
+        validate_pass_parameters(self)
+        return self
+
+    @classmethod
+    def of(cls, params: PassParameters, **changes: Any) -> PlannerPassParameters:
+        """A copy of ``params`` with ``changes`` (e.g. ``generator="geodesic"``)."""
+        values = {f.name: getattr(params, f.name) for f in dataclasses.fields(params)}
+        return cls(**{**values, **changes})
+
+
 def validate_pass_parameters(params: PassParameters) -> PassParameters:
     """Check pass parameters; the planner knows the ``geodesic`` generator besides the cell's choices."""
     if params.generator in GENERATORS:
-        return params.validate()
+        return PassParameters.validate(params)
     if params.generator not in PLANNER_GENERATORS:
         raise InputError(f"parameter 'passes.generator': {params.generator!r} is not one of {PLANNER_GENERATORS}")
     dataclasses.replace(params, generator=GENERATORS[0]).validate()
@@ -212,7 +228,8 @@ class PassGenerator:
             self._check_adjacent()
         step = min(0.25 * max(params.margin, params.spacing), 5e-4)
         self.boundary = _Boundary.of(part, self.indices, step)
-        self.coverage: Any = None  # the geodesic generator's own coverage report
+        self.coverage: Any = None  # the geodesic generator's own coverage report (geodesic.CoverageReport)
+        self.coverage_model: Any = None  # its mesh and region (geodesic.GeodesicPasses), to measure others
         # the geodesic generator takes "up" from the region it grinds (whole cylinders, spheres)
         self.up = self._mean_normal() if params.generator != "geodesic" else np.array([0.0, 0.0, 1.0])
 
@@ -250,7 +267,7 @@ class PassGenerator:
             from robot_grinding_sim.core.planning.geodesic import GeodesicPasses, make_passes
 
             geo = GeodesicPasses(self)
-            self.up = geo.up
+            self.up, self.coverage_model = geo.up, geo
             passes, self.coverage = make_passes(geo)
             return self.order_passes(passes)
         fam = _RasterFamily(self) if p.generator == "raster" else _IsoFamily(self)

@@ -21,6 +21,10 @@ from robot_grinding_sim.core.errors import InputError
 
 SCHEMA = "robot_grinding_sim/plan"
 VERSION = 2
+#: additions within version 2 (optional keys a version-2 reader may ignore): 1 = coverage, placement
+MINOR = 1
+#: at most this many uncovered region points are written (for plots of the gaps)
+MAX_UNCOVERED_POINTS = 2000
 
 CSV_COLUMNS = [
     "pass_index", "row", "segment", "waypoint", "arc_length",
@@ -72,6 +76,7 @@ def plan_to_dict(plan: Any) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
         "version": VERSION,
+        "minor": MINOR,
         "frame": "workpiece",
         "units": {"length": "m", "angle": "rad", "time": "s", "force": "N", "quaternion": "xyzw"},
         "part": {
@@ -96,7 +101,19 @@ def plan_to_dict(plan: Any) -> dict[str, Any]:
         "cell": plan.cell,
         "reachability": plan.reachability,
         "collision": plan.collision,
+        "coverage": coverage_to_dict(getattr(plan, "coverage", None)),
+        "placement": getattr(plan, "placement", None),
     }
+
+
+def coverage_to_dict(report: Any) -> dict[str, Any] | None:
+    """plan.json's ``coverage`` object (docs/planner.md) of a geodesic.CoverageReport, or None."""
+    if report is None:
+        return None
+    pts = np.asarray(report.uncovered).reshape(-1, 3)
+    if len(pts) > MAX_UNCOVERED_POINTS:
+        pts = pts[np.linspace(0, len(pts) - 1, MAX_UNCOVERED_POINTS).astype(int)]
+    return {**report.as_dict(), "uncovered_points": _r(pts, 7) if len(pts) else []}
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -247,8 +264,8 @@ def plan_from_dict(data: dict[str, Any], path: str | os.PathLike[str] = "plan.js
     moves, pose, tool, pass parameters; the trajectory, offsets and force target when present)."""
     from scipy.spatial.transform import Rotation
 
-    from robot_grinding_sim.core.config import PassParameters
     from robot_grinding_sim.core.planning.passes import Pass
+    from robot_grinding_sim.core.planning.passes import PlannerPassParameters as PassParameters
     from robot_grinding_sim.core.planning.planner import Move, Plan, ToolParameters
 
     try:
@@ -283,17 +300,28 @@ def plan_from_dict(data: dict[str, Any], path: str | os.PathLike[str] = "plan.js
     plan.cell = data.get("cell")
     plan.reachability = data.get("reachability")
     plan.collision = data.get("collision")
+    plan.placement = data.get("placement")
     return plan
 
 
 def cell_of(data: dict[str, Any], path: str | os.PathLike[str] = "plan.json") -> Any:
     """The cell configuration a plan.json was made for (its ``cell`` values), or None."""
-    from robot_grinding_sim.core.config import config_from_mapping
+    import dataclasses
+
+    from robot_grinding_sim.core.config import GENERATORS, config_from_mapping
+    from robot_grinding_sim.core.planning.passes import PLANNER_GENERATORS, PlannerPassParameters
 
     values = data.get("cell")
     if not values:
         return None
+    values = dict(values)
+    generator = values.get("passes.generator")
+    if generator in PLANNER_GENERATORS and generator not in GENERATORS:
+        values.pop("passes.generator")  # a planner generator the cell's schema does not list (geodesic)
     try:
-        return config_from_mapping(values)
+        cell = config_from_mapping(values)
     except InputError as exc:
         raise InputError(f"{path}: cell configuration: {exc}") from None
+    if generator in PLANNER_GENERATORS and generator not in GENERATORS:
+        cell = dataclasses.replace(cell, passes=PlannerPassParameters.of(cell.passes, generator=generator))
+    return cell

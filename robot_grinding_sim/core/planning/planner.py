@@ -143,6 +143,9 @@ class Plan:
     collision: dict[str, Any] | None = None
     timings: dict[str, float] = field(default_factory=dict)
     mesh: Any = None  # the tessellated part (trimesh, part frame) when one was made
+    coverage: Any = None  # geodesic.CoverageReport of the passes (None on mesh parts)
+    coverage_model: Any = None  # what measures it (the faces' mesh and region), for cropped plans
+    placement: dict[str, Any] | None = None  # the workpiece pose search's result (--place auto)
 
     @property
     def n_waypoints(self) -> int:
@@ -388,12 +391,14 @@ def plan(
 
     gen = PassGenerator(part, face_list, pass_params)
     passes = gen.generate()
+    model, report = measure_coverage(gen, passes)
     t2 = time.perf_counter()
     clearance = _Clearance(part) if link_clearance_check else None
     result = Plan(str(getattr(part, "source", source)), getattr(part, "unit", "m"), face_list, pass_params, tool,
                   passes, [], [], [], X_BP)
     result.up = gen.up
     result.symmetric_tool = symmetric_tool
+    result.coverage, result.coverage_model = report, model
     _poses_and_moves(result, clearance)
     t3 = time.perf_counter()
     result.timings = {"load_s": t1 - t0, "passes_s": t2 - t1, "moves_s": t3 - t2}
@@ -402,6 +407,23 @@ def plan(
         robot_stage(result, part, robot, process, q_home, check_collisions, clearance)
         result.timings["robot_s"] = time.perf_counter() - t3
     return result
+
+
+def measure_coverage(gen: Any, passes: list[Pass]) -> tuple[Any, Any]:
+    """(coverage model, coverage report) of ``passes`` on the generator's faces; (None, None) on meshes.
+
+    The geodesic generator brings both; for the others the faces are meshed to measure."""
+    from robot_grinding_sim.core.planning.geodesic import coverage_model
+
+    if gen.coverage_model is not None:
+        return gen.coverage_model, gen.coverage
+    try:
+        model = coverage_model(gen)
+    except PlanningError:
+        return None, None
+    if model is None:
+        return None, None
+    return model, model.measure([p.points for p in passes])
 
 
 def _poses_and_moves(result: Plan, clearance: Any) -> None:
@@ -459,6 +481,9 @@ def crop_plan(result: Plan, part: Any, max_passes: int | None = None, pass_lengt
     out = Plan(result.source, result.unit, list(result.faces), result.pass_params, result.tool, passes, [], [], [],
                result.workpiece_pose)
     out.up, out.symmetric_tool = result.up, result.symmetric_tool
+    out.coverage_model = result.coverage_model
+    if result.coverage_model is not None:
+        out.coverage = result.coverage_model.measure([p.points for p in passes])
     clearance = _Clearance(part)
     _poses_and_moves(out, clearance)
     out.mesh = clearance.mesh

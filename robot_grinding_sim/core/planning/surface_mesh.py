@@ -32,7 +32,7 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
 #: at most this many grid vertices per face set (the spacing grows to stay below)
-MAX_VERTICES = 120_000
+MAX_VERTICES = 80_000
 
 
 @dataclass

@@ -142,6 +142,14 @@ class PassPath:
     rotations: FloatArray
     normals: FloatArray
     arc: FloatArray
+    waypoint_arc: FloatArray | None = None  # (W,) arc length of each plan waypoint, m
+
+    def waypoint(self, arc: float) -> str:
+        """'waypoint k (arc a mm)': the plan waypoint at or just before arc length ``arc`` (m)."""
+        if self.waypoint_arc is None:
+            return f"arc {arc * 1e3:.1f} mm"
+        k = int(np.searchsorted(self.waypoint_arc, arc + 1e-9, side="right") - 1)
+        return f"waypoint {max(k, 0)} (arc {arc * 1e3:.1f} mm)"
 
 
 def pass_path(index: int, tcp_pos: FloatArray, tcp_quat: FloatArray, normals: FloatArray, X_BP: FloatArray,
@@ -170,7 +178,7 @@ def pass_path(index: int, tcp_pos: FloatArray, tcp_quat: FloatArray, normals: Fl
     N /= np.linalg.norm(N, axis=1, keepdims=True)
     R = Slerp(arc, Rotation.from_quat(quat))(s).as_matrix()
     Rb, pb = X_BP[:3, :3], X_BP[:3, 3]
-    return PassPath(index, P @ Rb.T + pb, Rb @ R, N @ Rb.T, s)
+    return PassPath(index, P @ Rb.T + pb, Rb @ R, N @ Rb.T, s, arc)
 
 
 def targets(P: FloatArray, R: FloatArray) -> FloatArray:
@@ -186,12 +194,14 @@ def targets(P: FloatArray, R: FloatArray) -> FloatArray:
 
 
 def solve_ik(model: Any, poses: FloatArray, q_seed: FloatArray, what: str, rot_weight: float = 0.2,
-             tol: float = 1e-9, max_iterations: int = 100) -> FloatArray:
+             tol: float = 1e-9, max_iterations: int = 100, label: Callable[[int], str] | None = None
+             ) -> FloatArray:
     """Damped-least-squares IK of the tip link along poses (N, 4, 4), each seeded by the previous.
 
     Held to ``tol`` in position (m) and ``tol / rot_weight`` in rotation (rad). A target far from
     its seed is reached by continuation (16 interpolated poses from the seed's). Raises
-    PlanningError naming ``what`` and the point that does not converge.
+    PlanningError naming ``what`` and the point that does not converge (``label(k)`` names point
+    k when given, e.g. the plan's waypoint).
     """
     exact = IKSolver(model, tol_position=tol, tol_rotation=tol / rot_weight, max_iterations=max_iterations,
                      rot_weight=rot_weight)
@@ -211,7 +221,8 @@ def solve_ik(model: Any, poses: FloatArray, q_seed: FloatArray, what: str, rot_w
                 Ts[:3, 3] = (1 - s) * X0[:3, 3] + s * T[:3, 3]
                 q_new, ok, ep, er = (exact if s == 1.0 else coarse).solve(Ts, q_new)
             if not ok:
-                raise PlanningError(f"{what}, point {k}, is unreachable: IK error {ep * 1e3:.3g} mm / "
+                where = f"{what}, {label(k)}," if label is not None else f"{what}, point {k},"
+                raise PlanningError(f"{where} is unreachable: IK error {ep * 1e3:.3g} mm / "
                                     f"{math.degrees(er):.3g} deg at TCP {np.round(T[:3, 3], 4).tolist()} m in "
                                     f"base_link; move the workpiece closer to the robot or turn it")
         q = q_new
@@ -292,7 +303,7 @@ def pass_episode(model: Any, g: PassPath, process: ProcessConfig, offset: float,
     sa = np.r_[sa, sa[-1] + sb[1:]]
     sda = np.r_[sda, sdb[1:]]
     qa = solve_ik(model, targets(pa, np.repeat(g.rotations[:1], len(pa), axis=0)), q_seed,
-                  what=f"pass {g.index} approach")
+                  what=f"pass {g.index} approach (above waypoint 0)")
     segs = [Segment("approach", g.index, t_start + ta, qa, _joint_velocities(qa, sa, sda))]
     t = segs[-1].t1
     if process.dwell > 0:
@@ -311,12 +322,13 @@ def pass_episode(model: Any, g: PassPath, process: ProcessConfig, offset: float,
     t_knots[-1] = T
     sd_knots = np.interp(t_knots, tt, np.gradient(ss, tt))
     sd_knots[0] = sd_knots[-1] = 0.0
-    qp = solve_ik(model, targets(P[keep], g.rotations[keep]), qa[-1], what=f"pass {g.index} waypoints")
+    qp = solve_ik(model, targets(P[keep], g.rotations[keep]), qa[-1], what=f"pass {g.index}",
+                  label=lambda k: g.waypoint(float(arc[k])))
     qdp = _joint_velocities(qp, arc, sd_knots)
     need = np.max(np.abs(qdp) / vmax, axis=1)
     if need.max() > 1.0:
         w = int(np.argmax(need))
-        raise PlanningError(f"pass {g.index} at {arc[w] * 1e3:.1f} mm: the feed {process.feed} m/s needs "
+        raise PlanningError(f"pass {g.index}, {g.waypoint(float(arc[w]))}: the feed {process.feed} m/s needs "
                             f"{need[w]:.2f}x a joint's velocity limit; reduce the feed to "
                             f"{process.feed / need[w]:.4f} m/s or move the workpiece")
     segs.append(Segment("pass", g.index, t + t_knots, qp, qdp, arc))
@@ -324,7 +336,7 @@ def pass_episode(model: Any, g: PassPath, process: ProcessConfig, offset: float,
     # retreat
     tr, pr, sr, sdr = quintic_line(P[-1], P[-1] + process.approach * n1, process.approach_time)
     qr = solve_ik(model, targets(pr, np.repeat(g.rotations[-1:], len(pr), axis=0)), qp[-1],
-                  what=f"pass {g.index} retreat")
+                  what=f"pass {g.index} retreat (above its last waypoint)")
     segs.append(Segment("retreat", g.index, t + tr, qr, _joint_velocities(qr, sr, sdr)))
     return segs
 
@@ -402,11 +414,21 @@ def link_segment(model: Any, positions: FloatArray, rotations: FloatArray, q_fro
                        np.zeros((2, model.nq)))
     sd = path_speed_profile(q, s, vmax, amax)
     avg = 0.5 * (sd[1:] + sd[:-1])
-    if np.any(avg <= 0):
-        k = int(np.argmax(avg <= 0))
-        raise PlanningError(f"link to pass {next_pass}, point {k}: the path speed vanishes inside the move "
-                            "(a joint reverses on the spot); change the clearance or the workpiece pose")
-    t = np.r_[0.0, np.cumsum(np.diff(s) / avg)]
+    dt = np.empty(len(avg))
+    moving = avg > 0
+    with np.errstate(divide="ignore"):
+        dt[moving] = np.diff(s)[moving] / avg[moving]
+    if not moving.all():
+        # an interval with the arm at rest at both knots (a two-knot link, a joint reversing on the spot):
+        # rest to rest, the cubic Hermite's peaks 1.5 dq / T and 6 dq / T^2 within the limits
+        dq = np.abs(np.diff(q, axis=0))[~moving]
+        dt[~moving] = np.maximum(np.max(1.5 * dq / vmax, axis=1), np.sqrt(np.max(6.0 * dq / amax, axis=1)))
+        dt[~moving] = np.maximum(dt[~moving], 1e-3)
+    if not np.all(np.isfinite(dt)):
+        k = int(np.argmax(~np.isfinite(dt)))
+        raise PlanningError(f"link to pass {next_pass}, point {k}: no time law within the joint limits (path speed "
+                            f"{avg[k]:.3g}); change the clearance or the workpiece pose (grinding plan --place auto)")
+    t = np.r_[0.0, np.cumsum(dt)]
     return Segment("link", next_pass, t_start + t, q, _joint_velocities(q, s, sd))
 
 
