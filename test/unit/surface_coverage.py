@@ -164,6 +164,22 @@ def filleted_block() -> tuple[Any, list[int]]:
     return shape, [top, rnd]
 
 
+def rounded_top() -> tuple[Any, list[int]]:
+    """A 80 x 60 x 30 mm block with r 12 mm fillets on its four top edges: the top and the four
+    fillets (mitred at the corners) ground as one surface, down to where the fillets turn vertical."""
+    box = shapes.make_box((0.08, 0.06, 0.03))
+    fil = occ_class("BRepFilletAPI", "BRepFilletAPI_MakeFillet")(box)
+    for e in explore(box, "EDGE"):
+        c = occ_class("BRepAdaptor", "BRepAdaptor_Curve")(edge_cast(e))
+        p0, p1 = c.Value(c.FirstParameter()), c.Value(c.LastParameter())
+        if abs(p0.Z() - 0.03) < 1e-9 and abs(p1.Z() - 0.03) < 1e-9:
+            fil.Add(0.012, edge_cast(e))
+    shape = fil.Shape()
+    part = cad.CadPart(shape)
+    faces = [f.index for f in part.faces if f.type == "cylinder" or (f.type == "plane" and f.bounds[0][2] > 0.0299)]
+    return shape, faces
+
+
 FACES = {
     "plane_holes": plane_with_holes,
     "cylinder": full_cylinder,
@@ -174,6 +190,7 @@ FACES = {
     "revolution": revolution,
     "freeform_wrap": freeform_wrap,
     "filleted": filleted_block,
+    "rounded_top": rounded_top,
 }
 
 # ------------------------------------------------------------------------------------------------

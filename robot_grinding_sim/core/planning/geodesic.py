@@ -32,7 +32,6 @@ a sphere, a face wrapped past 180 deg). Metres, part frame.
 from __future__ import annotations
 
 import math
-import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +41,7 @@ from numpy.typing import NDArray
 from robot_grinding_sim.core.errors import PlanningError
 from robot_grinding_sim.core.planning import fast_marching as fm
 from robot_grinding_sim.core.planning.surface_mesh import SurfaceMesh, build_mesh
+from robot_grinding_sim.core.planning.waypoints import Piece, exact_waypoints, flip, length, project_exact
 
 FloatArray = NDArray[np.float64]
 
@@ -55,17 +55,6 @@ MAX_EDGE = 0.0025
 MIN_PIECE = 0.5
 #: a point is covered when a pass is this close, in stepovers (the acceptance is 0.6)
 COVER_RADIUS = 0.55
-
-
-@dataclass
-class Piece:
-    """A run of a level curve: dense points (K, 3) m, their (u, v) guesses (K, 2), face (K,)."""
-
-    level: int
-    points: FloatArray
-    uv: FloatArray
-    face: NDArray[np.int64]
-    value: FloatArray | None = None  # (K,) the region value interpolated from the mesh (m), if known
 
 
 @dataclass
@@ -243,7 +232,8 @@ class GeodesicPasses:
             uvs[:, j] = ua + wt[:, j, None] * (ub - ua)
         faces = m.face[tri]
         va, vb = self.value[ends[..., 0]], self.value[ends[..., 1]]
-        vals = va + wt * (vb - va)  # (s, 2)
+        with np.errstate(invalid="ignore"):  # inf far from the boundary: nan, measured exactly in _cut
+            vals = va + wt * (vb - va)  # (s, 2)
         pieces: list[Piece] = []
         for c in range(len(starts) - 1):
             seq = order[starts[c]:starts[c + 1]]
@@ -357,7 +347,7 @@ class GeodesicPasses:
         for pc, val in zip(pieces, np.split(allv, np.cumsum(sizes)[:-1]), strict=True):
             ok = val >= 0
             if ok.all():
-                if _length(pc.points) >= MIN_PIECE * self.p.stepover:
+                if length(pc.points) >= MIN_PIECE * self.p.stepover:
                     out.append(pc)
                 continue
             edges = np.diff(np.r_[0, ok.astype(np.int8), 0])
@@ -374,7 +364,7 @@ class GeodesicPasses:
                     P = np.vstack([P, P[-1] + f * (pc.points[b] - P[-1])])
                     UV = np.vstack([UV, UV[-1] + f * (pc.uv[b] - UV[-1])])
                     F = np.r_[F, F[-1]]
-                if len(P) >= 2 and _length(P) >= MIN_PIECE * self.p.stepover:
+                if len(P) >= 2 and length(P) >= MIN_PIECE * self.p.stepover:
                     out.append(Piece(pc.level, P, UV, F))
         return self._join(out)
 
@@ -400,8 +390,8 @@ class GeodesicPasses:
                             pa = a.points[0] if ra else a.points[-1]
                             pb = b.points[-1] if rb else b.points[0]
                             if a.face[0 if ra else -1] != b.face[-1 if rb else 0] and np.linalg.norm(pa - pb) < tol:
-                                A = _flip(a) if ra else a
-                                B = _flip(b) if rb else b
+                                A = flip(a) if ra else a
+                                B = flip(b) if rb else b
                                 group[i] = Piece(a.level, np.vstack([A.points, B.points]), np.vstack([A.uv, B.uv]),
                                                  np.r_[A.face, B.face])
                                 del group[j]
@@ -413,14 +403,6 @@ class GeodesicPasses:
                         break
             out.extend(group)
         return out
-
-
-def _length(points: FloatArray) -> float:
-    return float(np.sum(np.linalg.norm(np.diff(points, axis=0), axis=1)))
-
-
-def _flip(pc: Piece) -> Piece:
-    return Piece(pc.level, pc.points[::-1], pc.uv[::-1], pc.face[::-1])
 
 
 def mesh_coverage(mesh: SurfaceMesh, region: NDArray[np.bool_], polylines: list[FloatArray], stepover: float,
@@ -459,122 +441,11 @@ def _densify(points: FloatArray, step: float) -> FloatArray:
     return np.column_stack([np.interp(t, s, points[:, k]) for k in range(3)])
 
 
-# ------------------------------------------------------------------------------------------------
-# exact waypoints
-# ------------------------------------------------------------------------------------------------
-
-
-_PERIODS: weakref.WeakKeyDictionary[Any, tuple[float, float]] = weakref.WeakKeyDictionary()
-
-
-def _periods(face: Any) -> tuple[float, float]:
-    """(u period, v period) of a face's surface, 0 where not periodic."""
-    from robot_grinding_sim.core.geometry.occ_adapter import occ_class
-
-    if face not in _PERIODS:
-        ad = occ_class("BRepAdaptor", "BRepAdaptor_Surface")(face.shape, True)
-        _PERIODS[face] = (ad.UPeriod() if ad.IsUPeriodic() else 0.0, ad.VPeriod() if ad.IsVPeriodic() else 0.0)
-    return _PERIODS[face]
-
-
-def project_exact(face: Any, points: FloatArray, uv: FloatArray, iterations: int = 12
-                  ) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """Closest points of the face's surface to ``points`` (K, 3) m from (u, v) guesses (K, 2)
-    (Gauss-Newton on the exact evaluation). Returns uv (K, 2), points (K, 3) m, outward normals (K, 3)."""
-    uv = np.array(uv, dtype=float)
-    u0, u1, v0, v1 = face.uv_bounds
-    span = np.array([u1 - u0, v1 - v0])
-    for _ in range(iterations):
-        s = face.derivatives(uv[:, 0], uv[:, 1])
-        r = points - s.points
-        a11 = np.einsum("ij,ij->i", s.du, s.du)
-        a12 = np.einsum("ij,ij->i", s.du, s.dv)
-        a22 = np.einsum("ij,ij->i", s.dv, s.dv)
-        b1 = np.einsum("ij,ij->i", s.du, r)
-        b2 = np.einsum("ij,ij->i", s.dv, r)
-        with np.errstate(all="ignore"):
-            det = a11 * a22 - a12 * a12
-            step = np.column_stack([(a22 * b1 - a12 * b2) / det, (a11 * b2 - a12 * b1) / det])
-        step = np.where(np.isfinite(step), step, 0.0)
-        step = np.clip(step, -0.05 * span, 0.05 * span)
-        uv += step
-        moved = np.abs(step[:, 0]) * np.sqrt(a11) + np.abs(step[:, 1]) * np.sqrt(a22)
-        if not np.any(moved > 1e-11):
-            break
-    pu, pv = _periods(face)
-    if pu > 0:
-        uv[:, 0] = u0 + np.mod(uv[:, 0] - u0, pu)
-    if pv > 0:
-        uv[:, 1] = v0 + np.mod(uv[:, 1] - v0, pv)
-    s = face.derivatives(uv[:, 0], uv[:, 1])
-    return uv, s.points, s.normals
-
-
-def resample(piece: Piece, t: FloatArray) -> tuple[FloatArray, FloatArray, NDArray[np.int64]]:
-    """Points (K, 3) at arc lengths ``t`` (K,) m along a piece's dense polyline, with (u, v)
-    guesses (K, 2) and faces (K,) from the piece's nearest dense point."""
-    P = piece.points
-    s = np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(P, axis=0), axis=1))]
-    pts = np.column_stack([np.interp(t, s, P[:, k]) for k in range(3)])
-    j = np.clip(np.searchsorted(s, t, side="right") - 1, 0, len(s) - 2)
-    f = np.clip((t - s[j]) / np.maximum(s[j + 1] - s[j], 1e-300), 0.0, 1.0)
-    same = piece.face[j] == piece.face[j + 1]
-    jump = np.abs(piece.uv[j + 1] - piece.uv[j])
-    smooth = same & (jump.max(axis=1) < 0.25 * np.maximum(np.abs(piece.uv).max(), 1e-9))
-    near = np.where(f < 0.5, j, j + 1)
-    uv = np.where(smooth[:, None], piece.uv[j] + f[:, None] * (piece.uv[j + 1] - piece.uv[j]), piece.uv[near])
-    return pts, uv, piece.face[near]
-
-
 def coverage_model(gen: Any) -> GeodesicPasses | None:
     """The mesh and region of a generator's faces, to measure any passes' coverage (None on meshes)."""
     if gen.part.is_mesh:
         return None
     return GeodesicPasses(gen, distance=False)
-
-
-def _exact_waypoints(gp: GeodesicPasses, pieces: list[Piece]) -> list[tuple[FloatArray, ...]]:
-    """Waypoints every ``spacing`` (chord on the exact surface) along each piece: per piece points
-    (K, 3), normals (K, 3), uv (K, 2), faces (K,) and the distance each moved when projected (K,).
-
-    The positions along the dense polyline are corrected until the chords between the exact points
-    are the spacing (all pieces at once, at most ten rounds)."""
-    sp = gp.p.spacing
-    t_of: list[FloatArray] = []
-    for pc in pieces:
-        total = _length(pc.points)
-        t = np.arange(0.0, total, sp)
-        t_of.append(np.r_[t, total] if total - t[-1] > 1e-6 * sp else t)
-    out: list[Any] = [None] * len(pieces)
-    todo = list(range(len(pieces)))
-    for round_ in range(10):
-        res = [resample(pieces[i], t_of[i]) for i in todo]
-        sizes = [len(r[0]) for r in res]
-        pts = np.vstack([r[0] for r in res])
-        uv = np.vstack([r[1] for r in res])
-        face = np.concatenate([r[2] for r in res])
-        ex_uv, ex_pts, ex_n = np.empty_like(uv), np.empty_like(pts), np.empty_like(pts)
-        for fi in np.unique(face):
-            sel = face == fi
-            ex_uv[sel], ex_pts[sel], ex_n[sel] = project_exact(gp.gen.part.face(int(fi)), pts[sel], uv[sel])
-        moved = np.linalg.norm(ex_pts - pts, axis=1)
-        nxt = []
-        for i, idx in zip(todo, np.split(np.arange(len(pts)), np.cumsum(sizes)[:-1]), strict=True):
-            out[i] = (ex_pts[idx], ex_n[idx], ex_uv[idx], face[idx], moved[idx])
-            chord = np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(ex_pts[idx], axis=0), axis=1))]
-            if len(idx) < 3 or not np.all(np.diff(chord) > 0) or round_ == 9:
-                continue
-            if not np.any(np.abs(np.diff(chord)[:-1] - sp) > 2e-3 * sp):
-                continue
-            want = np.arange(0.0, chord[-1], sp)
-            if chord[-1] - want[-1] > 1e-6 * sp:
-                want = np.r_[want, chord[-1]]
-            t_of[i] = np.interp(want, chord, t_of[i])
-            nxt.append(i)
-        todo = nxt
-        if not todo:
-            break
-    return out
 
 
 def make_passes(gp: GeodesicPasses) -> tuple[list[Any], CoverageReport]:
@@ -594,8 +465,8 @@ def make_passes(gp: GeodesicPasses) -> tuple[list[Any], CoverageReport]:
     passes: list[Any] = []
     built: list[list[Any]] = []  # per pass: index, level, points, normals, uv, faces
     end_req: list[tuple[Any, ...]] = []  # ends to move to the margin: pass, which end, inside, outside, uv, face
-    pieces = [_flip(pc) if float((pc.points[-1] - pc.points[0]) @ d) < 0 else pc for pc in pieces]  # along +d
-    samples = _exact_waypoints(gp, pieces)
+    pieces = [flip(pc) if float((pc.points[-1] - pc.points[0]) @ d) < 0 else pc for pc in pieces]  # along +d
+    samples = exact_waypoints(gp, pieces)
     # validity of every waypoint at once
     sizes = [len(x[0]) for x in samples]
     P = np.vstack([x[0] for x in samples])
