@@ -93,6 +93,7 @@ setup(
             "mujoco>=3",
             "pybullet>=3.2",
             "coal>=3",
+            "mr-sim>=1.0",
         ],
     },
     zip_safe=True,

@@ -204,6 +204,20 @@ class OptimiseConfig:
 
 
 @dataclass(frozen=True)
+class RemovalConfig:
+    """Material removal by Preston's law (dh/dt = k_p p v) over the ground face."""
+
+    enabled: bool = param(True, "compute the removal map of the job (in-process job and contact_solver_node)")
+    preston_coefficient: float = param(1e-12, "Preston coefficient k_p of the part's material with the tool's "
+                                       "abrasive (default: an order of magnitude for aluminium alloys; calibrate it "
+                                       "from a measured removal depth)", unit="m^2/N", range=(0.0, 1e-6))
+    grid_spacing: float = param(2e-4, "spacing of the removal grid on the face (resolve the contact patch: "
+                                "about 1.4 mm in radius at 50 um penetration of the 20 mm ball)", unit="m",
+                                range=(1e-5, 0.05))
+    pressure: str = param("hertz", "pressure over the ball's contact patch: hertz, p0 sqrt(1 - r^2/a^2), or "
+                          "uniform", choices=("hertz", "uniform"))
+
+@dataclass(frozen=True)
 class ExecutionConfig:
     """How the executive runs a plan on an arm (simulated or real): timing, supervision, stops."""
 
@@ -234,6 +248,7 @@ GROUPS: dict[str, type] = {
     "passes": PassParameters,
     "process": ProcessConfig,
     "optimise": OptimiseConfig,
+    "removal": RemovalConfig,
     "execution": ExecutionConfig,
 }
 
@@ -252,6 +267,7 @@ class CellConfig:
     passes: PassParameters = dataclasses.field(default_factory=PassParameters)
     process: ProcessConfig = dataclasses.field(default_factory=ProcessConfig)
     optimise: OptimiseConfig = dataclasses.field(default_factory=OptimiseConfig)
+    removal: RemovalConfig = dataclasses.field(default_factory=RemovalConfig)
     execution: ExecutionConfig = dataclasses.field(default_factory=ExecutionConfig)
 
     def values(self) -> dict[str, Any]:

@@ -23,6 +23,12 @@ Publishes (stamp of the joint state):
   F/T sensor model reads (core.job.ft: the wrench moved to the sensor, tool gravity from the URDF,
   bias, noise, low-pass, tare).
 
+- ``grinding/removal`` (visualization_msgs/MarkerArray, frame ``base_frame``) when
+  ``removal.enabled`` and the part is a CAD face: the depth removed so far by Preston's law
+  (:mod:`robot_grinding_sim.core.contact.preston`, the in-process job's code, fed with each solved
+  state), one vertex-coloured TRIANGLE_LIST over the removed region every 1 / ``removal_marker_rate``
+  s of ROS time.
+
 Services: ``~/tare`` (std_srvs/Trigger): zero the simulated sensor at its current reading.
 
 Bad messages (NaN, missing fields, missing joints, a frame other than ``base_frame``) are logged
@@ -41,6 +47,7 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState, PointCloud2
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
+from visualization_msgs.msg import MarkerArray
 
 from robot_grinding_sim.core.config import config_from_mapping
 from robot_grinding_sim.core.errors import InputError
@@ -50,6 +57,7 @@ from robot_grinding_sim.ros import conversions as cv
 from robot_grinding_sim.ros.node_base import guarded, load_robot, run_node
 from robot_grinding_sim.ros.parameters import ParameterError, declare_parameters
 from robot_grinding_sim.ros.schemas import node_specs
+from robot_grinding_sim.ros.workpiece import load_workpiece
 
 NODE_NAME = "contact_solver_node"
 #: joint states kept for matching contact points by stamp
@@ -92,10 +100,58 @@ class ContactSolverNode(Node):
         self.pub_wrench = self.create_publisher(WrenchStamped, "contact/wrench", 50)
         self.create_subscription(JointState, "joint_states", guarded(self, "joint_states")(self._on_joints), 50)
         self.create_subscription(PointCloud2, "contact/points", guarded(self, "contact/points")(self._on_points), 50)
+        self.removal = None
+        self._removal_t: float | None = None
+        self._removal_shown = -1.0
+        if cell.removal.enabled and p["removal_marker_rate"] > 0:
+            self._start_removal(p, cell)
         q0 = np.zeros(m.nq)
         self.side.kinematics(q0)  # numba kernels load before the first message
         self.get_logger().info(f"model {cell.contact.model}, K {cell.contact.stiffness:g}, cr {cell.contact.cr:g}; "
                                f"wrench in '{self.tcp}', contact points in '{self.base_frame}'")
+
+    def _start_removal(self, p: dict[str, Any], cell: Any) -> None:
+        from robot_grinding_sim.core.contact.preston import face_grid
+        from robot_grinding_sim.core.geometry.tool_contact import tool_sphere_radius
+
+        part, faces, X_BP, source = load_workpiece(p, self.model, NODE_NAME)
+        if not hasattr(part, "face"):
+            self.get_logger().warning(f"no removal map: {source} is a mesh (it needs a CAD face)")
+            return
+        try:
+            self.tool_radius = tool_sphere_radius(self.model, self.tcp)
+            self.removal = face_grid(part.face(faces[0]), cell.removal.grid_spacing, X_BP,
+                                     preston_coefficient=cell.removal.preston_coefficient,
+                                     pressure=cell.removal.pressure)
+        except InputError as exc:
+            raise ParameterError("removal.grid_spacing", str(exc), NODE_NAME) from None
+        self.spindle_speed = cell.tool.spindle_speed
+        self.pub_removal = self.create_publisher(MarkerArray, "grinding/removal", 2)
+        self.create_timer(1.0 / p["removal_marker_rate"], guarded(self, "removal map")(self._publish_removal))
+        rc = cell.removal
+        self.get_logger().info(f"removal map: {source}, {int(self.removal.inside.sum())} nodes every "
+                               f"{rc.grid_spacing * 1e3:g} mm, k_p {rc.preston_coefficient:g} m^2/N")
+
+    def _remove(self, t: float, q: np.ndarray, qd: np.ndarray, rom: Any) -> None:
+        from robot_grinding_sim.core.contact.preston import patch_radius
+        from robot_grinding_sim.core.job.removal import accumulate_state
+
+        prev, self._removal_t = self._removal_t, t
+        if rom is None or prev is None or not 0.0 < t - prev < 0.1 or rom.gap >= 0.0:
+            return
+        force = self.side.normal_force(rom)
+        if force > 0.0:
+            accumulate_state(self.removal, self.model, self.tcp, self.spindle_speed, self.model.fk(q, self.tcp), q, qd,
+                             rom.point, rom.normal, force, patch_radius(self.tool_radius, -rom.gap), t - prev)
+
+    def _publish_removal(self) -> None:
+        volume = self.removal.volume()
+        if volume == self._removal_shown:
+            return
+        self._removal_shown = volume
+        V, T, depth = self.removal.display_mesh(self.p["removal_marker_cell"])
+        self.pub_removal.publish(cv.removal_to_marker_array(V, T, depth, self.base_frame,
+                                                            self.get_clock().now().to_msg()))
 
     def _on_joints(self, msg: JointState) -> None:
         pos = cv.joint_state_to_dict(msg, "position")
@@ -141,6 +197,8 @@ class ContactSolverNode(Node):
         rom = self.side.from_rows(t, q, qd, rows)
         self.pub_model.publish(cv.contact_model_to_msg(rom, t))
         w = np.zeros(6) if rom is None else self.side.wrench(rom)
+        if self.removal is not None:
+            self._remove(t, q, qd, rom)
         self.pub_wrench.publish(cv.array_to_wrench_stamped(w, self.tcp, stamp))
         if self.ft is not None:
             R_WS = self.model.fk(q, self.ft_frame)[:3, :3]

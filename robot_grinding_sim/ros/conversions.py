@@ -501,3 +501,34 @@ def msg_to_contact_model(msg: Float64MultiArray) -> tuple[float, Any]:
         return float(data[0]), None
     rom = NormalContactModel.from_array(data)
     return rom.t, rom
+
+
+def removal_to_marker_array(vertices: np.ndarray, triangles: np.ndarray, depth: np.ndarray, frame_id: str,
+                            stamp: Time | None = None, ns: str = "removal") -> Any:
+    """A removal map's display mesh -> visualization_msgs/MarkerArray with one TRIANGLE_LIST marker,
+    vertex-coloured by depth (black at 0, through red and yellow to white at the largest), positions
+    as given, frame ``frame_id``. Empty mesh: a DELETE."""
+    from std_msgs.msg import ColorRGBA
+    from visualization_msgs.msg import Marker, MarkerArray
+
+    m = Marker()
+    m.header.frame_id = frame_id
+    if stamp is not None:
+        m.header.stamp = stamp
+    m.ns, m.id = ns, 0
+    m.pose.orientation.w = 1.0
+    if len(triangles) == 0:
+        m.action = Marker.DELETE
+        return MarkerArray(markers=[m])
+    m.type, m.action = Marker.TRIANGLE_LIST, Marker.ADD
+    m.scale.x = m.scale.y = m.scale.z = 1.0
+    m.color.a = 1.0
+    top = float(np.max(depth)) or 1.0
+    x = np.clip(np.asarray(depth, dtype=float) / top, 0.0, 1.0)
+    rgb = np.column_stack([np.clip(3 * x, 0, 1), np.clip(3 * x - 1, 0, 1), np.clip(3 * x - 2, 0, 1)])
+    idx = np.asarray(triangles, dtype=np.int64).ravel()
+    V = np.asarray(vertices, dtype=float)[idx]
+    C = rgb[idx]
+    m.points = [Point(x=float(a), y=float(b), z=float(c)) for a, b, c in V]
+    m.colors = [ColorRGBA(r=float(r), g=float(g), b=float(b), a=1.0) for r, g, b in C]
+    return MarkerArray(markers=[m])

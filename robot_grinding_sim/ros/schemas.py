@@ -24,7 +24,7 @@ BASE_FRAME = ParamSpec("base_frame", "", "frame of the node's outputs; empty: th
 NODE_GROUPS: dict[str, tuple[str, ...]] = {
     "dynamics_node": ("robot", "tool", "servo", "sim"),
     "collision_node": ("robot", "workpiece", "tool"),
-    "contact_solver_node": ("robot", "tool", "contact", "ft_sensor", "sim"),
+    "contact_solver_node": ("robot", "workpiece", "tool", "contact", "ft_sensor", "sim", "removal"),
     "planner_node": ("robot", "workpiece", "tool", "contact", "servo", "sim", "ft_sensor", "passes", "process",
                      "optimise"),
     "grinding_executive": ("robot", "tool", "process", "execution"),
@@ -71,6 +71,10 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
     "contact_solver_node": [
         BASE_FRAME,
         ParamSpec("publish_ft", True, "publish ft_sensor/wrench from the F/T sensor model", read_only=True),
+        ParamSpec("removal_marker_rate", 1.0, "rate of grinding/removal (the removal map) in ROS time, Hz; 0: off",
+                  range=(0.0, 100.0), read_only=True),
+        ParamSpec("removal_marker_cell", 0.001, "cell of the removal map's display mesh, m", range=(1e-4, 0.1),
+                  read_only=True),
     ],
     "grinding_executive": [
         BASE_FRAME,

@@ -254,3 +254,53 @@ def test_collision_node_answers_from_the_exact_cad_surface(launch_node, probe) -
         assert rows[0, 6] == pytest.approx(depth_ref, abs=1e-6), (k, rows[0], depth_ref)
         np.testing.assert_allclose(rows[0, 3:6], n, atol=1e-3)
     print(f"collision_node depth vs OpenCascade: worst {worst * 1e9:.1f} nm")
+
+
+def test_contact_solver_publishes_the_removal_map(launch_node, probe) -> None:
+    """The tool pressed 50 um into the curved panel at 51 points over 10 mm along x, 10 ms apart: the solver's
+    grinding/removal is one vertex-coloured TRIANGLE_LIST in base_link whose hottest vertex lies on
+    the track the contact points (collision_node) followed."""
+    from geometry_msgs.msg import Point  # noqa: F401  (message module loaded for the marker)
+    from visualization_msgs.msg import Marker, MarkerArray
+
+    from robot_grinding_sim.core.config import CellConfig
+    from robot_grinding_sim.core.planning.trajectory import solve_ik
+
+    cell = [REPO / "config" / "cell.yaml"]
+    col = launch_node("collision_node", params_file=[*cell, REPO / "config" / "collision_node.yaml"])
+    sol = launch_node("contact_solver_node", params_file=[*cell, REPO / "config" / "contact_solver_node.yaml"],
+                      params={"removal_marker_rate": 20.0, "use_sim_time": False})
+    procs = [col, sol]
+    points = probe.subscribe(PointCloud2, "/contact/points")
+    removal = probe.subscribe(MarkerArray, "/grinding/removal")
+    pub = probe.publisher(JointState, "/joint_states", wait_subscribers=2, procs=procs)
+    probe.wait_for_log(sol, "removal map:", timeout=120)
+    model = RobotModel.from_urdf(URDF, tip_link="tcp")
+    pose = np.array(CellConfig().workpiece.pose[:3])
+    q = np.array(CellConfig().robot.home)
+    track = []
+    R_down = np.diag([1.0, -1.0, -1.0])
+    for k, x in enumerate(np.linspace(-0.005, 0.005, 51)):
+        T = np.eye(4)
+        T[:3, :3] = R_down
+        T[:3, 3] = pose + [x, 0.0, 0.0405]  # 2.6 mm above the panel (top at 17.9 mm): collision_node reports the gap
+        q = solve_ik(model, T[None], q, "probe")[0]
+        above = cv.pointcloud2_to_array(publish_until(probe, pub, joint_state(q, stamp=2.0 + 0.02 * k), points, procs))
+        assert len(above) == 1, above
+        # then 50 um deep along the normal there
+        n = above[0, 3:6]
+        T[:3, 3] = above[0, :3] + (R_BALL - 5e-5) * n
+        q = solve_ik(model, T[None], q, "pressed")[0]
+        rows = cv.pointcloud2_to_array(publish_until(probe, pub, joint_state(q, stamp=2.01 + 0.02 * k), points, procs))
+        if len(rows):
+            track.append(rows[0, :3])
+    assert len(track) > 40
+    marker = probe.wait_for(lambda: next((m.markers[0] for m in reversed(removal.messages)
+                                          if m.markers and m.markers[0].type == Marker.TRIANGLE_LIST), None),
+                            what="a removal TRIANGLE_LIST", procs=procs)
+    assert marker.header.frame_id == "base_link" and marker.ns == "removal"
+    assert len(marker.points) % 3 == 0 and len(marker.points) == len(marker.colors) > 0
+    heat = np.array([c.r + c.g + c.b for c in marker.colors])
+    hottest = np.array([[p.x, p.y, p.z] for p in marker.points])[int(np.argmax(heat))]
+    track = np.array(track)
+    assert np.min(np.linalg.norm(track - hottest, axis=1)) < 0.003

@@ -12,7 +12,12 @@ Bag topics (sim time from 0):
   (core.ft: moved to the sensor frame; bias/noise/filter as configured), same samples;
 - ``/grinding/progress`` (std_msgs/Float64MultiArray, ``[pass_index, arc_length_m, stamp_s]``,
   docs/compare.md) at 100 Hz on passes, -1 elsewhere;
-- ``/dynamics_node/tool_pose`` (geometry_msgs/PoseStamped, frame ``base_link``) every step.
+- ``/dynamics_node/tool_pose`` (geometry_msgs/PoseStamped, frame ``base_link``) every step;
+- for 3D viewers (Foxglove, RViz after ``ros2 bag play``; :mod:`robot_grinding_sim.core.job.viewer`):
+  ``/robot_description`` (the URDF), ``/tf_static`` and ``/tf`` (tf2_msgs/msg/TFMessage: fixed
+  joints and ``base_link -> workpiece``; moving joints at 100 Hz from the joint states),
+  ``/planner_node/markers`` (the part and the passes) and ``/grinding/removal`` (the final
+  removal map, when it is computed).
 
 ``plan.json`` is the plan that ran (passes, the job trajectory with the per-pass offsets, the
 predicted mean forces, the cell configuration): ``grinding simulate --plan`` runs it again and a
@@ -135,6 +140,9 @@ def write_bag(path: Path, result: Any, tcp: np.ndarray, w_tcp: np.ndarray, w_ft:
             ns, _ = stamp(t)
             msg = F64(layout=Layout(dim=[], data_offset=0), data=np.array([idx, arc, t], dtype=np.float64))
             bag.write("/grinding/progress", ns, bag.serialize(msg, TOPICS["/grinding/progress"]))
+        from robot_grinding_sim.core.job.viewer import write_viewer_topics
+
+        write_viewer_topics(bag, result)
         counts = dict(bag.counts)
     return counts
 
@@ -197,6 +205,13 @@ def write_outputs(out: Path, result: Any, summary: dict[str, Any]) -> dict[str, 
                                                   allow_nan=False))
         outputs = {"bag": str(out / "bag"), "plot": str(out / "force.png"), "summary": str(out / "summary.json"),
                    "plan": str(out / "plan.json")}
+        names = ["bag", "force.png", "summary.json", "plan.json"]
+        if result.removal is not None:
+            from robot_grinding_sim.core.job.removal import plot_removal
+
+            plot_removal(tmp / "removal.png", result.removal[0], result.setup)
+            outputs["removal_plot"] = str(out / "removal.png")
+            names.append("removal.png")
         summary["outputs"] = outputs
         summary["bag_counts"] = counts
         summary["ft_mean_force_norm_on_passes_n"] = [
@@ -204,7 +219,7 @@ def write_outputs(out: Path, result: Any, summary: dict[str, Any]) -> dict[str, 
             if p.samples else None for p in result.passes]
         (tmp / "summary.json").write_text(json.dumps(json_safe(summary), indent=2))
         out.mkdir(exist_ok=True)
-        for name in ("bag", "force.png", "summary.json", "plan.json"):
+        for name in names:
             dst = out / name
             if dst.exists() and name != "bag":
                 if dst.is_dir():

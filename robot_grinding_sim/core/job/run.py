@@ -196,6 +196,7 @@ class JobResult:
     passes: list[PassResult]
     optimisation: Any
     total_wall_time_s: float
+    removal: Any = None  # (RemovalGrid, per-pass statistics) of core.job.removal, or None
 
     @property
     def record(self) -> dict[str, FloatArray]:
@@ -275,7 +276,16 @@ class JobResult:
                 "simulated_s": opt.simulated_s},
             "total_wall_time_s": self.total_wall_time_s,
             "timings": self.setup.timings,
+            "removal": self.removal_summary(),
         }
+
+    def removal_summary(self) -> dict[str, Any] | None:
+        """summary.json's ``removal`` (Preston), or None when it is off."""
+        if self.removal is None:
+            return None
+        from robot_grinding_sim.core.job.removal import removal_summary
+
+        return removal_summary(*self.removal, self.setup.cell.removal)
 
 
 def run_job(cfg: JobConfig, setup: JobSetup | None = None, on_stage: Callable[[str], None] | None = None,
@@ -326,4 +336,11 @@ def run_job(cfg: JobConfig, setup: JobSetup | None = None, on_stage: Callable[[s
 
     run = simulate_trajectory(setup, traj, on_step)
     stats = pass_statistics(run.record, traj.pass_windows())
-    return JobResult(setup, run, traj, list(offsets), stats, opt, time.perf_counter() - wall0)
+    removal = None
+    if cell.removal.enabled:
+        from robot_grinding_sim.core.job.removal import job_removal
+
+        if on_stage:
+            on_stage("removal map")
+        removal = job_removal(setup, run.record, traj)
+    return JobResult(setup, run, traj, list(offsets), stats, opt, time.perf_counter() - wall0, removal)

@@ -1,0 +1,217 @@
+"""Material removal by Preston's law, accumulated on a grid over the ground face.
+
+Preston: the depth removed per unit time at a point of the surface is ``dh/dt = k_p p v``, with
+``p`` the contact pressure there (Pa) and ``v`` the speed of the abrasive sliding over it (m/s);
+``k_p`` (m^2/N) lumps material, abrasive and coolant.
+
+For the ball tool (radius R) pressed to depth d the patch is a disc of radius a = sqrt(2 R d)
+about the contact point, in the tangent plane (:func:`~robot_grinding_sim.core.contact.laws.spherical_patch`).
+Over it the pressure is Hertz's ``p = p0 sqrt(1 - r^2 / a^2)``, ``p0 = 3 F / (2 pi a^2)`` (or
+``uniform``: ``F / (pi a^2)``), so that its integral is the normal force F. The abrasive slides
+with ``v = v_feed + w x (x - c)`` (the tool centre's velocity relative to the part plus the
+spindle's rotation w about the tool centre c, tangential part), so at the contact point under a
+spindle axis along the normal only the feed remains, and ``w r`` further out.
+
+:class:`RemovalGrid` holds the depth removed (m) at nodes that sample the face (exact surface
+points with their area): each step adds ``k_p p_i v_i dt`` at the nodes inside the patch, with the
+discrete pressures scaled so that ``sum p_i A_i = F`` exactly: the removed volume
+``sum h_i A_i`` is then ``k_p sum_steps F v_bar dt``, ``v_bar`` the pressure-weighted mean speed
+over the patch (the feed speed when the spindle stands still). Frames: the nodes, points, normals
+and velocities given to one grid are in one frame (the robot's ``base_link`` in the job and the
+nodes); units m, s, N.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.spatial import cKDTree
+
+from robot_grinding_sim.core.errors import InputError
+
+FloatArray = NDArray[np.float64]
+
+PRESSURE_DISTRIBUTIONS = ("hertz", "uniform")
+
+
+@dataclass
+class RemovalStats:
+    """Removal of one span (a pass): largest and mean depth over the nodes it reached (m), the
+    nodes reached, and the volume (m^3)."""
+
+    max_depth: float
+    mean_depth: float
+    nodes: int
+    volume: float
+
+    def as_dict(self) -> dict[str, float]:
+        return {"max_depth_m": self.max_depth, "mean_depth_m": self.mean_depth, "nodes": self.nodes,
+                "volume_m3": self.volume}
+
+
+class RemovalGrid:
+    """Depth removed at nodes on a surface (see the module docstring).
+
+    Args:
+        points: (N, 3) node positions, m.
+        areas: (N,) surface area each node stands for, m^2 (> 0).
+        normals: (N, 3) outward unit normals (kept for displays), or None.
+        shape: (rows, cols) when the nodes are a regular (u, v) layout in row-major order (for
+            images and triangles), else None.
+        preston_coefficient: k_p, m^2/N.
+        pressure: ``hertz`` or ``uniform`` over the patch.
+    """
+
+    def __init__(self, points: FloatArray, areas: FloatArray, normals: FloatArray | None = None,
+                 shape: tuple[int, int] | None = None, preston_coefficient: float = 1e-12,
+                 pressure: str = "hertz") -> None:
+        self.points = np.ascontiguousarray(points, dtype=float).reshape(-1, 3)
+        self.areas = np.asarray(areas, dtype=float).reshape(-1)
+        if len(self.points) == 0 or self.areas.shape != (len(self.points),) or not np.all(self.areas > 0):
+            raise InputError("removal grid: needs nodes with positive areas, one area per node")
+        if not (np.isfinite(self.points).all() and np.isfinite(self.areas).all()):
+            raise InputError("removal grid: NaN or inf in the nodes")
+        if pressure not in PRESSURE_DISTRIBUTIONS:
+            raise InputError(f"removal.pressure: {pressure!r} is not one of {PRESSURE_DISTRIBUTIONS}")
+        if not preston_coefficient >= 0:
+            raise InputError(f"removal.preston_coefficient: {preston_coefficient!r} must be >= 0")
+        self.normals = None if normals is None else np.asarray(normals, dtype=float).reshape(-1, 3)
+        self.shape = shape
+        self.kp = float(preston_coefficient)
+        self.pressure = pressure
+        self.depth = np.zeros(len(self.points))
+        self.inside = np.ones(len(self.points), dtype=bool)  # nodes on the face (a face grid drops the others)
+        self.spacing = float(np.sqrt(np.median(self.areas)))
+        self._tree = cKDTree(self.points)
+        self.work = 0.0  # sum of F v_bar dt, N m: the removed volume is k_p times it
+
+    def accumulate(self, point: FloatArray, normal: FloatArray, force: float, patch_radius: float,
+                   centre: FloatArray, spindle_rate: FloatArray, feed_velocity: FloatArray, dt: float) -> float:
+        """Add one step's removal; returns the volume removed in it (m^3).
+
+        Args:
+            point: (3,) contact point on the surface. normal: (3,) outward unit normal there.
+            force: normal force F >= 0, N. patch_radius: a, m (:func:`patch_radius`).
+            centre: (3,) the tool centre. spindle_rate: (3,) the spindle's angular velocity, rad/s.
+            feed_velocity: (3,) the tool centre's velocity relative to the part, m/s. dt: s.
+        """
+        if force <= 0.0 or dt <= 0.0 or self.kp == 0.0:
+            return 0.0
+        p = np.asarray(point, dtype=float)
+        n = np.asarray(normal, dtype=float)
+        n = n / np.linalg.norm(n)
+        idx = np.asarray(self._tree.query_ball_point(p, patch_radius), dtype=np.int64) if patch_radius > 0 else \
+            np.zeros(0, dtype=np.int64)
+        if len(idx) == 0:  # patch smaller than the grid: all of it on the nearest node
+            idx = np.array([int(self._tree.query(p)[1])])
+            rho = np.zeros(1)
+        else:
+            r = self.points[idx] - p
+            r -= np.outer(r @ n, n)
+            rho = np.sqrt(np.einsum("ij,ij->i", r, r))
+        a = max(patch_radius, 1e-300)
+        shape_fn = np.sqrt(np.clip(1.0 - (rho / a) ** 2, 0.0, None)) if self.pressure == "hertz" else \
+            np.ones_like(rho)
+        if len(idx) == 1:
+            shape_fn = np.ones(1)
+        weight = shape_fn * self.areas[idx]
+        total = float(weight.sum())
+        if total <= 0.0:  # every node on the rim: spread evenly
+            shape_fn, weight = np.ones_like(rho), self.areas[idx].copy()
+            total = float(weight.sum())
+        pressure = force * shape_fn / total  # sum p_i A_i = F
+        x = self.points[idx] - np.asarray(centre, dtype=float)
+        v = np.asarray(feed_velocity, dtype=float) + np.cross(np.asarray(spindle_rate, dtype=float), x)
+        v -= np.outer(v @ n, n)  # sliding: tangential part
+        speed = np.sqrt(np.einsum("ij,ij->i", v, v))
+        dh = self.kp * pressure * speed * dt
+        self.depth[idx] += dh
+        self.work += float(np.sum(pressure * self.areas[idx] * speed)) * dt
+        return float(np.sum(dh * self.areas[idx]))
+
+    def volume(self) -> float:
+        """Removed volume, m^3 (sum of depth x area)."""
+        return float(self.depth @ self.areas)
+
+    def stats(self, before: FloatArray | None = None, floor: float = 0.01) -> RemovalStats:
+        """Statistics of the depth removed since ``before`` (a copy of :attr:`depth`; None: all),
+        over the nodes with more than ``floor`` x the largest."""
+        d = np.where(self.inside, self.depth - (0.0 if before is None else before), 0.0)
+        top = float(d.max(initial=0.0))
+        if top <= 0.0:
+            return RemovalStats(0.0, 0.0, 0, 0.0)
+        hit = d > floor * top
+        return RemovalStats(top, float(d[hit].mean()), int(hit.sum()), float(d @ self.areas))
+
+    def display_mesh(self, cell: float) -> tuple[FloatArray, NDArray[np.int64], FloatArray]:
+        """A coarse triangle mesh of the removed region for viewers: nodes every ``cell`` m of a
+        regular grid, the largest depth of each block, cut to the blocks around any removal.
+
+        Returns (vertices (M, 3) m, triangles (T, 3) vertex indices, depth (M,) m); empty arrays
+        when nothing is removed or the grid is not regular."""
+        empty = (np.zeros((0, 3)), np.zeros((0, 3), dtype=np.int64), np.zeros(0))
+        if self.shape is None or not np.any(self.depth[self.inside] > 0):
+            return empty
+        rows, cols = self.shape
+        k = max(1, int(round(cell / self.spacing)))
+        D = np.where(self.inside, self.depth, 0.0).reshape(rows, cols)
+        P = self.points.reshape(rows, cols, 3)
+        ri, ci = np.arange(0, rows, k), np.arange(0, cols, k)
+        pooled = np.maximum.reduceat(np.maximum.reduceat(D, ri, axis=0), ci, axis=1)
+        hit = np.argwhere(pooled > 0)
+        r0, c0 = np.maximum(hit.min(axis=0) - 1, 0)
+        r1, c1 = np.minimum(hit.max(axis=0) + 2, pooled.shape)
+        V = P[ri[r0:r1]][:, ci[c0:c1]]
+        depth = pooled[r0:r1, c0:c1]
+        m, n = depth.shape
+        if m < 2 or n < 2:
+            return empty
+        ids = np.arange(m * n).reshape(m, n)
+        a, b, c, d = ids[:-1, :-1].ravel(), ids[:-1, 1:].ravel(), ids[1:, :-1].ravel(), ids[1:, 1:].ravel()
+        tri = np.concatenate([np.column_stack([a, b, d]), np.column_stack([a, d, c])])
+        keep = np.concatenate([self.inside.reshape(rows, cols)[ri[r0:r1]][:, ci[c0:c1]][:-1, :-1].ravel()] * 2)
+        return V.reshape(-1, 3), tri[keep], depth.ravel()
+
+
+def patch_radius(tool_radius: float, depth: float) -> float:
+    """The ball's contact patch radius a = sqrt(2 R d) (m) at penetration ``depth`` d (m); 0 out of contact."""
+    return math.sqrt(2.0 * tool_radius * depth) if depth > 0 else 0.0
+
+
+def face_grid(face: object, spacing: float, X: FloatArray | None = None, uv_box: tuple[float, float, float, float]
+              | None = None, **kwargs: object) -> RemovalGrid:
+    """A :class:`RemovalGrid` over a CAD face: a regular (u, v) grid about ``spacing`` m apart on the
+    exact surface, nodes outside the trimmed face dropped (their area set to a tiny value so the
+    layout stays regular), in the frame ``X`` (4, 4) applied to the part frame.
+
+    Args:
+        face: a :class:`~robot_grinding_sim.core.geometry.cad_face.CadFace`.
+        spacing: node spacing on the surface, m.
+        uv_box: (u0, u1, v0, v1) to cover (default the face's parameter bounds).
+        kwargs: passed to :class:`RemovalGrid`.
+    """
+    u0, u1, v0, v1 = uv_box if uv_box is not None else face.uv_bounds  # type: ignore[attr-defined]
+    um, vm = 0.5 * (u0 + u1), 0.5 * (v0 + v1)
+    s = face.derivatives(np.array([um]), np.array([vm]))  # type: ignore[attr-defined]
+    lu, lv = float(np.linalg.norm(s.du[0])), float(np.linalg.norm(s.dv[0]))
+    nu = max(2, int(math.ceil((u1 - u0) * lu / spacing)) + 1)
+    nv = max(2, int(math.ceil((v1 - v0) * lv / spacing)) + 1)
+    if nu * nv > 4_000_000:
+        raise InputError(f"removal grid: {nu} x {nv} nodes at {spacing * 1e3:g} mm; raise removal.grid_spacing")
+    us, vs = np.linspace(u0, u1, nu), np.linspace(v0, v1, nv)
+    V, U = np.meshgrid(vs, us, indexing="ij")  # rows along v, columns along u
+    smp = face.derivatives(U.ravel(), V.ravel())  # type: ignore[attr-defined]
+    cross = np.cross(smp.du, smp.dv)
+    areas = np.sqrt(np.einsum("ij,ij->i", cross, cross)) * (us[1] - us[0]) * (vs[1] - vs[0])
+    inside = face.contains(np.column_stack([U.ravel(), V.ravel()]))  # type: ignore[attr-defined]
+    areas = np.where(inside & (areas > 0), areas, 1e-30)
+    pts, nrm = smp.points, smp.normals
+    if X is not None:
+        R, t = np.asarray(X)[:3, :3], np.asarray(X)[:3, 3]
+        pts, nrm = pts @ R.T + t, nrm @ R.T
+    grid = RemovalGrid(pts, areas, nrm, (nv, nu), **kwargs)  # type: ignore[arg-type]
+    grid.inside = inside
+    return grid

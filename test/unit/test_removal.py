@@ -1,0 +1,145 @@
+"""Preston removal (core.contact.preston) against closed forms, a conservation law and mr-sim.
+
+A ball of radius R pressed with a constant force F on a flat plate (z = 0) and moved straight along
+x at the feed v_f:
+- without spindle rotation the removed volume is exactly k_p F v_f T, and the steady cross-section
+  across the pass is k_p p0 (pi / 2) (a^2 - y^2) / a (Hertz pressure integrated along the pass);
+- with the spindle turning at w the cross-section is k_p / v_f times the integral along x of
+  p(x, y) |v_f x + w z x r| (computed here with scipy's quad), and at rest the removal rate is
+  k_p F times the pressure-weighted mean speed 3 pi w a / 16;
+- mr-sim (Preston on a grid, a round tool with uniform pressure, rotary speed w r) on one pass
+  gives the same map as the grid with ``pressure="uniform"``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.integrate import quad
+
+from robot_grinding_sim.core.contact.preston import RemovalGrid, patch_radius
+
+R, D, F, KP = 0.02, 5e-5, 5.0, 1e-12
+A = patch_radius(R, D)  # 1.41 mm
+P0 = 3.0 * F / (2.0 * math.pi * A * A)
+H = 5e-5  # grid spacing, m
+
+
+def plate(x0: float, x1: float, y0: float, y1: float, h: float = H, **kw) -> RemovalGrid:
+    xs, ys = np.arange(x0, x1 + h / 2, h), np.arange(y0, y1 + h / 2, h)
+    Y, X = np.meshgrid(ys, xs, indexing="ij")
+    pts = np.column_stack([X.ravel(), Y.ravel(), np.zeros(X.size)])
+    return RemovalGrid(pts, np.full(X.size, h * h), np.tile([0.0, 0.0, 1.0], (X.size, 1)), (len(ys), len(xs)),
+                       preston_coefficient=KP, **kw)
+
+
+def straight_pass(grid: RemovalGrid, length: float, feed: float, omega: float, dt: float = 1e-3) -> float:
+    """The ball from x = 0 to ``length`` along y = 0 at ``feed``; returns the time taken."""
+    n = int(round(length / (feed * dt)))
+    for k in range(n):
+        x = (k + 0.5) * feed * dt
+        grid.accumulate(np.array([x, 0.0, 0.0]), np.array([0.0, 0.0, 1.0]), F, A, np.array([x, 0.0, R - D]),
+                        np.array([0.0, 0.0, omega]), np.array([feed, 0.0, 0.0]), dt)
+    return n * dt
+
+
+def section(grid: RemovalGrid, x: float) -> tuple[np.ndarray, np.ndarray]:
+    rows, cols = grid.shape
+    P = grid.points.reshape(rows, cols, 3)
+    j = int(np.argmin(np.abs(P[0, :, 0] - x)))
+    return P[:, j, 1], grid.depth.reshape(rows, cols)[:, j]
+
+
+def test_volume_is_kp_times_the_integral_of_force_times_speed() -> None:
+    grid = plate(-0.003, 0.013, -0.003, 0.003)
+    T = straight_pass(grid, 0.01, 0.01, 0.0)
+    assert grid.volume() == pytest.approx(KP * F * 0.01 * T, rel=1e-9)
+    spun = plate(-0.003, 0.013, -0.003, 0.003)
+    straight_pass(spun, 0.01, 0.01, 1047.0)
+    assert spun.volume() == pytest.approx(KP * spun.work, rel=1e-9)  # the work the grid integrated
+
+
+def test_steady_cross_section_matches_the_closed_form_without_rotation() -> None:
+    grid = plate(-0.003, 0.013, -0.003, 0.003)
+    straight_pass(grid, 0.01, 0.01, 0.0)
+    y, h = section(grid, 0.005)
+    inside = np.abs(y) < A
+    expected = KP * P0 * (math.pi / 2.0) * np.clip(A * A - y * y, 0.0, None) / A
+    err = np.max(np.abs(h - expected)) / expected.max()
+    print(f"cross-section error {err:.3%}")
+    assert err < 0.02, err
+    assert np.all(h[~inside] < 0.02 * expected.max())
+
+
+@pytest.mark.parametrize("omega", [200.0, 1047.0])
+def test_cross_section_with_the_spindle_turning_matches_quadrature(omega: float) -> None:
+    feed = 0.01
+    grid = plate(-0.003, 0.013, -0.003, 0.003)
+    straight_pass(grid, 0.01, feed, omega)
+    y, h = section(grid, 0.005)
+
+    def ref(yy: float) -> float:
+        w = math.sqrt(max(A * A - yy * yy, 0.0))
+        if w == 0.0:
+            return 0.0
+
+        def integrand(x: float) -> float:
+            p = P0 * math.sqrt(max(1.0 - (x * x + yy * yy) / (A * A), 0.0))
+            vx, vy = feed - omega * yy, omega * x  # v_f x + w z x (x, y)
+            return p * math.hypot(vx, vy)
+
+        return KP / feed * quad(integrand, -w, w, limit=200)[0]
+
+    expected = np.array([ref(float(v)) for v in y])
+    err = np.max(np.abs(h - expected)) / expected.max()
+    print(f"cross-section error {err:.3%}")
+    assert err < 0.02, err
+
+
+def test_removal_rate_at_rest_is_the_pressure_weighted_mean_speed() -> None:
+    omega, T = 1047.0, 0.05
+    grid = plate(-0.002, 0.002, -0.002, 0.002, h=2.5e-5)
+    for _ in range(50):
+        grid.accumulate(np.zeros(3), np.array([0.0, 0.0, 1.0]), F, A, np.array([0.0, 0.0, R - D]),
+                        np.array([0.0, 0.0, omega]), np.zeros(3), T / 50)
+    assert grid.volume() == pytest.approx(KP * F * 3.0 * math.pi * omega * A / 16.0 * T, rel=0.01)
+
+
+def test_one_pass_matches_mr_sim() -> None:
+    import mr_sim
+
+    omega, feed, dt, h = 600.0, 0.01, 1e-3, 1e-4
+    sim = mr_sim.create_simulation(mr_sim.Flat, mr_sim.Round, mr_sim.Rotary, mr_sim.Preston)(
+        0.02, 0.008, dx=h, dy=h, dt=dt, radius=A, kp=KP)
+    sim.set_force(F)
+    sim.set_speed(omega)
+    xs, ys = sim.X[0], sim.Y[:, 0]
+    pts = np.column_stack([sim.X.ravel(), sim.Y.ravel(), np.zeros(sim.X.size)])
+    grid = RemovalGrid(pts, np.full(sim.X.size, h * h), None, sim.X.shape, preston_coefficient=KP,
+                       pressure="uniform")
+    n = int(round(0.01 / (feed * dt)))
+    for k in range(n):
+        x = -0.005 + (k + 0.5) * feed * dt
+        sim.set_location(x, 0.0)
+        sim.step()
+        # mr-sim's rotary tool slides at w r only (no feed term): the same here
+        grid.accumulate(np.array([x, 0.0, 0.0]), np.array([0.0, 0.0, 1.0]), F, A, np.array([x, 0.0, R - D]),
+                        np.array([0.0, 0.0, omega]), np.zeros(3), dt)
+    ours = grid.depth.reshape(sim.X.shape)
+    theirs = sim.profile
+    assert xs.size and ys.size
+    rel_l2 = np.linalg.norm(ours - theirs) / np.linalg.norm(theirs)
+    print(f"mr-sim: relative L2 {rel_l2:.3%}, volume {grid.volume() / (float(theirs.sum()) * h * h) - 1:+.3%}")
+    assert rel_l2 < 0.02, rel_l2
+    assert grid.volume() == pytest.approx(float(theirs.sum()) * h * h, rel=0.02)
+
+
+def test_bad_grids_are_refused_by_name() -> None:
+    from robot_grinding_sim.core.errors import InputError
+
+    with pytest.raises(InputError, match="positive areas"):
+        RemovalGrid(np.zeros((2, 3)), np.array([1.0, 0.0]))
+    with pytest.raises(InputError, match="removal.pressure"):
+        RemovalGrid(np.zeros((1, 3)), np.ones(1), pressure="parabolic")
