@@ -121,3 +121,30 @@ def test_seam_is_no_boundary() -> None:
     assert np.linalg.norm(pts - [p.X(), p.Y(), p.Z()], axis=1).min() < 0.6 * STEP
     m = sc.measure(shape, [face.index], [q.points for q in passes], STEP, MARGIN, n=150)
     assert m.coverage >= 0.98 and m.stepover_ok >= 0.95, (m.coverage, m.stepover_ok)
+
+
+@pytest.mark.parametrize(("case", "kw"), [("angle 30 deg", {"angle": 0.5235987755982988}),
+                                          ("stepover 2 mm", {"stepover": 0.002, "spacing": 0.001}),
+                                          ("stepover 20 mm", {"stepover": 0.02, "spacing": 0.005, "margin": 0.004})])
+def test_plate_with_holes_other_parameters(case: str, kw: dict) -> None:
+    """Passes oblique to the plate's edges (the sawtooth between pass ends at the margin), a fine and
+    a coarse stepover: the same guarantees."""
+    shape, faces = sc.plane_with_holes()
+    params = {"stepover": STEP, "spacing": SPACING, "margin": MARGIN, "generator": "geodesic", **kw}
+    passes = generate_passes(cad.CadPart(shape), faces, PassParameters(**params))
+    m = sc.measure(shape, faces, [p.points for p in passes], params["stepover"], params["margin"], n=170)
+    assert m.coverage >= 0.98 and m.stepover_ok >= 0.95, (case, m.coverage, m.stepover_ok)
+
+
+def test_narrow_strip_gets_a_pass_along_it() -> None:
+    """A 12 mm wide top with a 5 mm margin leaves a 2 mm band: one pass along it, not stubs across."""
+    from robot_grinding_sim.core.geometry import shapes
+
+    shape = shapes.make_box((0.012, 0.1, 0.01))
+    part = cad.CadPart(shape)
+    top = [f.index for f in part.faces if f.type == "plane" and f.bounds[0][2] > 0.0099]
+    passes = generate_passes(part, top, PassParameters(stepover=STEP, spacing=SPACING, margin=MARGIN,
+                                                       generator="geodesic"))
+    assert len(passes) == 1 and passes[0].arc[-1] > 0.085
+    m = sc.measure(shape, top, [p.points for p in passes], STEP, MARGIN, n=170)
+    assert m.coverage >= 0.98

@@ -5,9 +5,9 @@ Method:
 1. The face set is meshed (:mod:`~robot_grinding_sim.core.planning.surface_mesh`, edges about a
    third of the stepover) over the part that looks up: outward normal ``n . z >= min_normal_z``
    (part frame; -0.05 by default, so that passes reach the rim where the normal turns horizontal).
-2. A guide curve: the section of the surface by the plane that contains the raster direction
-   (``angle``, as for the raster generator) and the mean normal of that region, through the
-   region's vertex nearest its centroid.
+2. A guide curve: the section of the surface by the plane that contains the guide direction
+   (the part's x axis seen along the region's mean normal, or its y axis where the region is
+   longer that way, turned by ``angle``) and the mean normal, through the region's centroid.
 3. The geodesic distance from the guide (fast marching on the mesh,
    :mod:`~robot_grinding_sim.core.planning.fast_marching`), signed by the side of the plane.
 4. The passes are level curves of that distance. Over the region that counts (inside the faces,
@@ -53,6 +53,9 @@ MARGIN_SAFETY = 1e-5
 MAX_EDGE = 0.0025
 #: pieces of a level curve shorter than this (stepovers) are left out (a level grazing the region's edge)
 MIN_PIECE = 0.5
+#: uncovered clusters smaller than this (stepover^2) get no pass of their own (the sawtooth where
+#: passes meet an oblique boundary at the margin: a sliver between pass ends)
+MIN_GAP = 0.5
 #: a point is covered when a pass is this close, in stepovers (the acceptance is 0.6)
 COVER_RADIUS = 0.55
 
@@ -121,15 +124,24 @@ class GeodesicPasses:
         return np.minimum(signed, np.nan_to_num(m.normals[:, 2]) * self.p.stepover)
 
     def direction(self) -> tuple[FloatArray, FloatArray]:
-        """Raster direction d (3,) and the guide plane's normal ``side`` (3,), unit, part frame."""
+        """Guide direction d (3,) and the guide plane's normal ``side`` (3,), unit, part frame: the
+        part's x axis seen along "up", or its y axis where the region is longer that way (by over
+        5 %), turned by ``angle`` about "up"."""
+        if "_direction" in self.__dict__:
+            return self.__dict__["_direction"]
         up = self.up
         ref = np.array([1.0, 0.0, 0.0]) - up[0] * up
         if np.linalg.norm(ref) < 1e-6:
             ref = np.array([0.0, 1.0, 0.0]) - up[1] * up
         ref /= np.linalg.norm(ref)
+        other = np.cross(up, ref)
+        pts = self.mesh.points[self.region]
+        if len(pts) and np.ptp(pts @ other) > 1.05 * np.ptp(pts @ ref):  # clearly longer along y
+            ref = other
         a = float(self.p.angle)
         d = math.cos(a) * ref + math.sin(a) * np.cross(up, ref)
-        return d, np.cross(up, d)
+        self.__dict__["_direction"] = (d, np.cross(up, d))
+        return self.__dict__["_direction"]
 
     def _distance(self) -> FloatArray:
         m = self.mesh
@@ -203,12 +215,20 @@ class GeodesicPasses:
         width = hi - lo
         if width <= s:
             return np.array([0.5 * (lo + hi)])
-        n = max(1, int(round((width - s) / s)))
-        step = (width - s) / n
-        if step > 1.1 * s:  # at most a tenth wider; else one more pass
-            n += 1
-            step = (width - s) / n
-        return lo + 0.5 * s + step * np.arange(n + 1)
+        # n + 1 levels `step` apart, the ends `e` in from the region's edges: the step as near the
+        # stepover as can be with 0.2 s <= e <= 0.55 s (the ends stay covered)
+        best = None
+        for n in range(max(1, int((width - 1.1 * s) / (1.1 * s))), int(width / (0.9 * s)) + 2):
+            step = min(max((width - s) / n, 0.9 * s), 1.1 * s)
+            e = 0.5 * (width - n * step)
+            if not 0.2 * s <= e <= 0.55 * s:
+                step = (width - 2.0 * min(max(e, 0.2 * s), 0.55 * s)) / n
+                e = 0.5 * (width - n * step)
+            key = abs(step / s - 1.0)
+            if best is None or key < best[0] - 1e-12:
+                best = (key, n, step, e)
+        _, n, step, e = best
+        return lo + e + step * np.arange(n + 1)
 
     def level_pieces(self, levels: FloatArray) -> list[Piece]:
         """The level curves as dense polylines (mesh resolution), cut to the region, joined across faces."""
@@ -272,7 +292,7 @@ class GeodesicPasses:
         g = coo_matrix((np.ones(len(e)), (local[e[:, 0]], local[e[:, 1]])), shape=(len(ids), len(ids)))
         n_c, label = connected_components(g, directed=False)
         clusters = [ids[label == c] for c in range(n_c)]
-        clusters = [c for c in clusters if m.area[c].sum() >= 1e-3 * s * s]
+        clusters = [c for c in clusters if m.area[c].sum() >= MIN_GAP * s * s]
         if not clusters:
             return []
         levels = np.array([float(np.median(self.distance[c])) for c in clusters])
@@ -347,8 +367,7 @@ class GeodesicPasses:
         for pc, val in zip(pieces, np.split(allv, np.cumsum(sizes)[:-1]), strict=True):
             ok = val >= 0
             if ok.all():
-                if length(pc.points) >= MIN_PIECE * self.p.stepover:
-                    out.append(pc)
+                out.append(pc)
                 continue
             edges = np.diff(np.r_[0, ok.astype(np.int8), 0])
             for a, b in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1), strict=True):
@@ -364,9 +383,25 @@ class GeodesicPasses:
                     P = np.vstack([P, P[-1] + f * (pc.points[b] - P[-1])])
                     UV = np.vstack([UV, UV[-1] + f * (pc.uv[b] - UV[-1])])
                     F = np.r_[F, F[-1]]
-                if len(P) >= 2 and length(P) >= MIN_PIECE * self.p.stepover:
+                if len(P) >= 2:
                     out.append(Piece(pc.level, P, UV, F))
-        return self._join(out)
+        return self._drop_short(self._join(out))
+
+    def _drop_short(self, pieces: list[Piece]) -> list[Piece]:
+        """Pieces shorter than ``MIN_PIECE`` stepovers (a level grazing the region's edge) are left
+        out where the other pieces cover them anyway."""
+        from scipy.spatial import cKDTree
+
+        s = self.p.stepover
+        short = [length(pc.points) < MIN_PIECE * s for pc in pieces]
+        if not any(short):
+            return pieces
+        long_pts = [pc.points for pc, sh in zip(pieces, short, strict=True) if not sh]
+        if not long_pts:
+            return pieces
+        tree = cKDTree(np.vstack([densify(q, 0.25 * s) for q in long_pts]))
+        return [pc for pc, sh in zip(pieces, short, strict=True)
+                if not sh or tree.query(pc.points)[0].max() > COVER_RADIUS * s]
 
     def _join(self, pieces: list[Piece]) -> list[Piece]:
         """Join the pieces of one level that meet across an edge shared by two faces."""
@@ -416,7 +451,7 @@ def mesh_coverage(mesh: SurfaceMesh, region: NDArray[np.bool_], polylines: list[
     gap = np.full(mesh.n, np.inf) if gap is None else gap.copy()
     todo = region & (gap > radius * stepover)
     pts = mesh.points[todo]
-    dense = [_densify(p, stepover / 4.0) for p in polylines if len(p) >= 2]
+    dense = [densify(p, stepover / 4.0) for p in polylines if len(p) >= 2]
     if dense and len(pts):
         tree = cKDTree(np.vstack(dense))
         d = tree.query(pts, distance_upper_bound=2.0 * stepover)[0]
@@ -433,7 +468,7 @@ def mesh_coverage(mesh: SurfaceMesh, region: NDArray[np.bool_], polylines: list[
                           float(d.max()) if len(d) else 0.0, pts[bad]), gap
 
 
-def _densify(points: FloatArray, step: float) -> FloatArray:
+def densify(points: FloatArray, step: float) -> FloatArray:
     seg = np.linalg.norm(np.diff(points, axis=0), axis=1)
     s = np.r_[0.0, np.cumsum(seg)]
     n = max(2, int(math.ceil(s[-1] / step)) + 1)
@@ -455,6 +490,9 @@ def make_passes(gp: GeodesicPasses) -> tuple[list[Any], CoverageReport]:
     p = gp.p
     levels = gp.levels()
     pieces = gp.level_pieces(levels)
+    if not pieces:
+        raise PlanningError(f"faces {gp.gen.indices}: no pass fits (stepover {p.stepover} m, margin {p.margin} m); "
+                            "reduce the margin or check the faces")
     report, gap = mesh_coverage(gp.mesh, gp.region, [pc.points for pc in pieces], p.stepover)
     if report.coverage < 1.0:
         extra = gp.fill_gaps(pieces, gap)

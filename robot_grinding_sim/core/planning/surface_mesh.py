@@ -2,6 +2,10 @@
 by arc length, welded where the surface closes on itself (seams, poles) and linked across the
 edges shared by adjacent faces.
 
+Holes of a face (regions outside it that do not reach its (u, v) box's border) stay meshed:
+distances then run across a hole as on the untrimmed surface, and the passes are cut at the hole's
+margin like the raster's, instead of bending round it with a cut behind it.
+
 Why not OpenCascade's tessellation: it makes long thin triangles on flat regions (fine for display,
 poor for distances); a grid spaced by arc length gives triangles about ``h`` on a side wherever
 the parametrisation is regular. Vertices that coincide in 3D (the two sides of a seam, every
@@ -77,6 +81,17 @@ def _arc_nodes(face: Any, h: float, along_u: bool, probe: int = 24) -> FloatArra
     return np.interp(np.linspace(0.0, 1.0, n), mean, a)
 
 
+def _holes(outside: NDArray[np.bool_]) -> NDArray[np.bool_]:
+    """Grid vertices (nu, nv) outside the face in regions that do not touch the grid's border."""
+    from scipy import ndimage
+
+    label, n = ndimage.label(outside)
+    if n == 0:
+        return np.zeros_like(outside)
+    border = np.unique(np.r_[label[0, :], label[-1, :], label[:, 0], label[:, -1]])
+    return outside & ~np.isin(label, border)
+
+
 def build_mesh(part: Any, indices: list[int], h: float, min_normal_z: float = -1.0,
                up: FloatArray | None = None) -> SurfaceMesh:
     """The mesh of faces ``indices`` of ``part`` (a CadPart) with edges about ``h`` m long.
@@ -111,7 +126,11 @@ def build_mesh(part: Any, indices: list[int], h: float, min_normal_z: float = -1
         finite = np.isfinite(P).all(axis=1)
         N = np.where(np.isfinite(N), N, 0.0)
         inside = face.contains(uv) & finite
-        active = inside & (N @ up >= min_normal_z)
+        upward = finite & (N @ up >= min_normal_z)
+        active = inside & upward
+        # holes (outside the face, not reaching the grid's border) stay in the mesh: distances run
+        # across them as on the untrimmed surface, so a hole casts no cut into the passes behind it
+        holes = _holes(~inside.reshape(nu, nv)).ravel() & upward
         idx = np.arange(nu * nv).reshape(nu, nv)
         a, b = idx[:-1, :-1].ravel(), idx[1:, :-1].ravel()
         c, d = idx[1:, 1:].ravel(), idx[:-1, 1:].ravel()
@@ -120,7 +139,7 @@ def build_mesh(part: Any, indices: list[int], h: float, min_normal_z: float = -1
         t1 = np.where(short[:, None], np.column_stack([a, b, c]), np.column_stack([a, b, d]))
         t2 = np.where(short[:, None], np.column_stack([a, c, d]), np.column_stack([b, c, d]))
         tris = np.vstack([t1, t2])
-        keep = active[tris].any(axis=1) & finite[tris].all(axis=1)
+        keep = (active | holes)[tris].any(axis=1) & finite[tris].all(axis=1)
         tris = tris[keep]
         pts_l.append(P)
         nrm_l.append(N)
