@@ -1,0 +1,89 @@
+"""What a 3D viewer needs to replay the in-process job, written into its bag (no ROS needed).
+
+:func:`write_viewer_topics` adds to the job's rosbag2 (:func:`robot_grinding_sim.core.job.outputs.write_bag`):
+
+- ``/robot_description`` (std_msgs/String): the URDF text, at the first stamp;
+- ``/tf_static`` (tf2_msgs/msg/TFMessage): the URDF's fixed joints and ``base_link -> workpiece``
+  (the part's pose X_BP), at the first stamp; ``/tf``: the moving joints from the recorded joint
+  positions, :data:`~robot_grinding_sim.core.record.tf_tree.DEFAULT_TF_RATE` Hz, each with the
+  stamp of its ``/joint_states`` message (:mod:`robot_grinding_sim.core.record.tf_tree`);
+- ``/planner_node/markers`` (visualization_msgs/MarkerArray, frame ``base_link``): the part
+  (TRIANGLE_LIST of its tessellation at ``workpiece.deflection``) and one LINE_STRIP per pass, as
+  planner_node publishes them, at the first stamp;
+- ``/grinding/removal`` (MarkerArray): the final removal map (Preston, when ``removal.enabled``)
+  as contact_solver_node draws it, at the last stamp.
+
+Opened in Foxglove (3D panel: a URDF layer from topic ``/robot_description``, the marker topics
+on), the bag shows the arm grinding the part, the passes, the contact force (``/contact/wrench``,
+frame ``tcp``) and at the end the removal map.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from robot_grinding_sim.core.record.scene_markers import (
+    DESCRIPTION_TOPIC,
+    MARKER_ARRAY_TYPE,
+    PLANNER_MARKERS_TOPIC,
+    REMOVAL_TOPIC,
+    STRING_TYPE,
+    SceneMessages,
+    triangle_points,
+)
+from robot_grinding_sim.core.record.tf_tree import DEFAULT_TF_RATE, RobotTf, TfStream, add_tf_topics
+
+#: frame of the part (its pose in the robot's root link: workpiece.pose / the plan's)
+WORKPIECE_FRAME = "workpiece"
+#: cell of the removal map's display mesh, m (contact_solver_node's removal_marker_cell default)
+REMOVAL_DISPLAY_CELL = 0.001
+
+
+def part_mesh(part: Any, deflection: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """(vertices (V, 3) m, faces (F, 3)) of the whole part in its own frame, or None."""
+    mesh = part.tessellate(deflection=deflection) if hasattr(part, "tessellate") else getattr(part, "mesh", None)
+    if mesh is None:
+        return None
+    return np.asarray(mesh.vertices, dtype=float), np.asarray(mesh.faces, dtype=np.int64)
+
+
+def write_viewer_topics(bag: Any, result: Any, tf_rate: float = DEFAULT_TF_RATE) -> None:
+    """Add the module docstring's topics to an open BagWriter ``bag`` for a job ``result``
+    (:class:`~robot_grinding_sim.core.job.run.JobResult`); stamps are sim time from 0 (ns)."""
+    from robot_grinding_sim.core.record.bagwriter import TopicQos
+
+    setup = result.setup
+    model, rec = setup.model, result.record
+    urdf = Path(model.source).read_text()
+    X_BP = np.asarray(setup.X_BP, dtype=float)
+    root = model.root_link
+    latched = [TopicQos(reliable=True, transient_local=True, depth=1)]
+    scene = SceneMessages(bag.typestore, root)
+    stamps = np.round(np.asarray(rec["ts"], dtype=float) * 1e9).astype(np.int64)
+    t0 = int(stamps[0]) if len(stamps) else 0
+
+    bag.add_topic(DESCRIPTION_TOPIC, STRING_TYPE, qos=latched)
+    bag.write(DESCRIPTION_TOPIC, t0, scene.serialize(scene.description(urdf), STRING_TYPE))
+
+    add_tf_topics(bag)
+    stream = TfStream(RobotTf(model, urdf, [(root, WORKPIECE_FRAME, X_BP)]), bag.typestore, tf_rate)
+    for ns, q in zip(stamps, rec["q"], strict=True):
+        for topic, data in stream.add(int(ns), q):
+            bag.write(topic, int(ns), data)
+
+    mesh = part_mesh(setup.part, setup.cell.workpiece.deflection)
+    tris = None if mesh is None else triangle_points(mesh[0], mesh[1], X_BP)
+    passes = [p.points @ X_BP[:3, :3].T + X_BP[:3, 3] for p in setup.plan.passes]
+    bag.add_topic(PLANNER_MARKERS_TOPIC, MARKER_ARRAY_TYPE, qos=latched)
+    bag.write(PLANNER_MARKERS_TOPIC, t0, scene.serialize(scene.plan_markers(t0, tris, passes), MARKER_ARRAY_TYPE))
+
+    removal = getattr(result, "removal", None)
+    if removal is not None:
+        V, T, depth = removal[0].display_mesh(REMOVAL_DISPLAY_CELL)
+        if len(T):
+            t1 = int(stamps[-1]) if len(stamps) else 0
+            bag.add_topic(REMOVAL_TOPIC, MARKER_ARRAY_TYPE, qos=latched)
+            bag.write(REMOVAL_TOPIC, t1, scene.serialize(scene.removal_markers(t1, V, T, depth), MARKER_ARRAY_TYPE))

@@ -1,0 +1,134 @@
+"""The scene for viewers as ``rosbags`` messages: the part, the passes, the removal map and the
+robot description, the same topics, namespaces and colours the node graph publishes; ROS-free.
+
+A bag with these and ``/tf`` (:mod:`robot_grinding_sim.core.record.tf_tree`) replays the job in
+Foxglove (or RViz after ``ros2 bag play``) where no ROS is installed:
+
+- ``/planner_node/markers`` (visualization_msgs/MarkerArray, frame the robot's root link):
+  namespace ``part`` (the tessellated part, one TRIANGLE_LIST, grey) and ``passes`` (one
+  LINE_STRIP of surface points per pass, blue, 1 mm wide), as planner_node publishes them;
+- ``/grinding/removal`` (MarkerArray): the removal map's display mesh, one TRIANGLE_LIST
+  vertex-coloured by depth (black at 0 through red and yellow to white at the largest), as
+  contact_solver_node publishes it;
+- ``/robot_description`` (std_msgs/String): the URDF text.
+
+Positions in m, in the frame given (every marker here is in the robot's root link, ``base_link``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+FloatArray = NDArray[np.float64]
+
+MARKER_ARRAY_TYPE = "visualization_msgs/msg/MarkerArray"
+STRING_TYPE = "std_msgs/msg/String"
+PLANNER_MARKERS_TOPIC = "/planner_node/markers"
+REMOVAL_TOPIC = "/grinding/removal"
+DESCRIPTION_TOPIC = "/robot_description"
+
+#: visualization_msgs/Marker type and action constants (the message's own values)
+LINE_STRIP, TRIANGLE_LIST = 4, 11
+ADD, DELETEALL = 0, 3
+PART_COLOUR = (0.75, 0.75, 0.78, 1.0)
+PASS_COLOUR = (0.0, 0.0, 1.0, 1.0)
+PASS_WIDTH = 0.001
+
+
+def depth_colours(depth: FloatArray) -> FloatArray:
+    """RGBA (K, 4) in [0, 1] per depth value (K,): black at 0, red, yellow, white at the largest."""
+    d = np.asarray(depth, dtype=float)
+    top = float(np.max(d)) if d.size else 0.0
+    x = np.clip(d / (top or 1.0), 0.0, 1.0)
+    return np.column_stack([np.clip(3 * x, 0, 1), np.clip(3 * x - 1, 0, 1), np.clip(3 * x - 2, 0, 1), np.ones_like(x)])
+
+
+def triangle_points(vertices: FloatArray, faces: NDArray[np.int64], X: FloatArray | None = None) -> FloatArray:
+    """Corner positions (3 F, 3) of triangles ``faces`` (F, 3) over ``vertices`` (V, 3), moved by
+    the pose ``X`` (4, 4) if given: the ``points`` of a TRIANGLE_LIST marker."""
+    P = np.asarray(vertices, dtype=float)[np.asarray(faces, dtype=np.int64).ravel()]
+    if X is not None:
+        P = P @ X[:3, :3].T + X[:3, 3]
+    return P
+
+
+class SceneMessages:
+    """Builds the messages of the module docstring with a ``rosbags`` type store.
+
+    Args:
+        typestore: the bag's type store (ROS 2 Kilted's by default in
+            :class:`~robot_grinding_sim.core.record.bagwriter.BagWriter`).
+        frame: frame of every marker (the robot's root link).
+    """
+
+    def __init__(self, typestore: Any, frame: str) -> None:
+        self.typestore = typestore
+        self.frame = frame
+        self.types = typestore.types
+
+    def stamp(self, stamp_ns: int) -> Any:
+        return self.types["builtin_interfaces/msg/Time"](sec=int(stamp_ns // 1_000_000_000),
+                                                         nanosec=int(stamp_ns % 1_000_000_000))
+
+    def marker(self, ns: str, mid: int, kind: int, stamp_ns: int, points: FloatArray | None = None,
+               colour: Sequence[float] = (1.0, 1.0, 1.0, 1.0), colours: FloatArray | None = None,
+               scale: float = 1.0, action: int = ADD) -> Any:
+        """One visualization_msgs/Marker: identity pose, ``points`` (K, 3) m (None: none), ``colour`` RGBA or
+        per-point ``colours`` (K, 4), ``scale`` (line width of a LINE_STRIP, 1 for triangles), no
+        lifetime limit."""
+        T = self.types
+        P, C = T["geometry_msgs/msg/Point"], T["std_msgs/msg/ColorRGBA"]
+        rgba = [float(c) for c in colour]
+        xyz = np.zeros((0, 3)) if points is None else np.asarray(points, dtype=float).reshape(-1, 3)
+        pts = [P(x=float(x), y=float(y), z=float(z)) for x, y, z in xyz]
+        cols = [] if colours is None else [C(r=float(r), g=float(g), b=float(b), a=float(a))
+                                           for r, g, b, a in np.asarray(colours, dtype=float).reshape(-1, 4)]
+        return T["visualization_msgs/msg/Marker"](
+            header=T["std_msgs/msg/Header"](stamp=self.stamp(stamp_ns), frame_id=self.frame),
+            ns=ns, id=int(mid), type=int(kind), action=int(action),
+            pose=T["geometry_msgs/msg/Pose"](position=P(x=0.0, y=0.0, z=0.0),
+                                             orientation=T["geometry_msgs/msg/Quaternion"](x=0.0, y=0.0, z=0.0, w=1.0)),
+            scale=T["geometry_msgs/msg/Vector3"](x=float(scale), y=float(scale), z=float(scale)),
+            color=C(r=rgba[0], g=rgba[1], b=rgba[2], a=rgba[3]),
+            lifetime=T["builtin_interfaces/msg/Duration"](sec=0, nanosec=0),
+            frame_locked=False, points=pts, colors=cols, texture_resource="",
+            texture=T["sensor_msgs/msg/CompressedImage"](
+                header=T["std_msgs/msg/Header"](stamp=self.stamp(0), frame_id=""), format="",
+                data=np.zeros(0, dtype=np.uint8)),
+            uv_coordinates=[], text="", mesh_resource="",
+            mesh_file=T["visualization_msgs/msg/MeshFile"](filename="", data=np.zeros(0, dtype=np.uint8)),
+            mesh_use_embedded_materials=False)
+
+    def marker_array(self, markers: Iterable[Any]) -> Any:
+        return self.types[MARKER_ARRAY_TYPE](markers=list(markers))
+
+    def plan_markers(self, stamp_ns: int, part_triangles: FloatArray | None,
+                     passes: Sequence[FloatArray]) -> Any:
+        """planner_node's ``part`` and ``passes`` markers: a DELETEALL, the part's triangle corners
+        (3 F, 3) (None: no part marker), one LINE_STRIP per pass of its surface points (N_i, 3)."""
+        out = [self.marker("", 0, 0, stamp_ns, action=DELETEALL)]
+        for k, pts in enumerate(passes):
+            out.append(self.marker("passes", k, LINE_STRIP, stamp_ns, pts, PASS_COLOUR, scale=PASS_WIDTH))
+        if part_triangles is not None and len(part_triangles):
+            out.append(self.marker("part", 0, TRIANGLE_LIST, stamp_ns, part_triangles, PART_COLOUR))
+        return self.marker_array(out)
+
+    def removal_markers(self, stamp_ns: int, vertices: FloatArray, triangles: NDArray[np.int64],
+                        depth: FloatArray) -> Any:
+        """contact_solver_node's ``removal`` marker: the display mesh (vertices (M, 3) m, triangles
+        (T, 3), depth (M,) m) as one vertex-coloured TRIANGLE_LIST."""
+        idx = np.asarray(triangles, dtype=np.int64).ravel()
+        pts = np.asarray(vertices, dtype=float)[idx]
+        cols = depth_colours(np.asarray(depth, dtype=float))[idx]
+        return self.marker_array([self.marker("removal", 0, TRIANGLE_LIST, stamp_ns, pts, colours=cols)])
+
+    def description(self, urdf: str) -> Any:
+        """std_msgs/String holding the URDF text."""
+        return self.types[STRING_TYPE](data=urdf)
+
+    def serialize(self, msg: Any, msgtype: str) -> bytes:
+        return bytes(self.typestore.serialize_cdr(msg, msgtype))
