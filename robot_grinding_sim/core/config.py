@@ -208,9 +208,12 @@ class RemovalConfig:
     """Material removal by Preston's law (dh/dt = k_p p v) over the ground face."""
 
     enabled: bool = param(True, "compute the removal map of the job (in-process job and contact_solver_node)")
-    preston_coefficient: float = param(1e-12, "Preston coefficient k_p of the part's material with the tool's "
-                                       "abrasive (default: an order of magnitude for aluminium alloys; calibrate it "
-                                       "from a measured removal depth)", unit="m^2/N", range=(0.0, 1e-6))
+    preston_coefficient: float = param(9.5e-12, "Preston coefficient k_p of the part's material with the tool's "
+                                       "abrasive (default: aluminium 6061-T6 under a bonded abrasive, Archard's "
+                                       "law per unit area k_p = K/H: abrasive wear coefficient K = 1e-2, the low "
+                                       "end of 1e-2..1e-1 (Rabinowicz), over the hardness HV 107 = 1.05 GPa "
+                                       "(MatWeb); docs/contact.md. Calibrate it from a measured groove depth)",
+                                       unit="m^2/N", range=(0.0, 1e-6))
     grid_spacing: float = param(2e-4, "spacing of the removal grid on the face (resolve the contact patch: "
                                 "about 1.4 mm in radius at 50 um penetration of the 20 mm ball)", unit="m",
                                 range=(1e-5, 0.05))
