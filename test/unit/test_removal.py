@@ -4,9 +4,12 @@ A ball of radius R pressed with a constant force F on a flat plate (z = 0) and m
 x at the feed v_f:
 - without spindle rotation the removed volume is exactly k_p F v_f T, and the steady cross-section
   across the pass is k_p p0 (pi / 2) (a^2 - y^2) / a (Hertz pressure integrated along the pass);
-- with the spindle turning at w the cross-section is k_p / v_f times the integral along x of
-  p(x, y) |v_f x + w z x r| (computed here with scipy's quad), and at rest the removal rate is
-  k_p F times the pressure-weighted mean speed 3 pi w a / 16;
+- with the spindle turning at w the abrasive slides at |v_f x + w z x r|; the removed volume is
+  k_p F v_bar T with v_bar the pressure-weighted mean of that speed over the patch (a double
+  integral, scipy's dblquad), 3 pi w a / 16 at rest; the cross-section is k_p / v_f times the
+  integral along x of p(x, y) |v| (scipy's quad), and in closed form when the spindle's w r is the
+  whole speed: k_p p0 w / v_f 2 s^2 J(s / a), s^2 = a^2 - y^2,
+  J(k) = ((2 k^2 - 1) E(k) + (1 - k^2) K(k)) / (3 k^2) (complete elliptic integrals);
 - mr-sim (Preston on a grid, a round tool with uniform pressure, rotary speed w r) on one pass
   gives the same map as the grid with ``pressure="uniform"``.
 """
@@ -17,7 +20,8 @@ import math
 
 import numpy as np
 import pytest
-from scipy.integrate import quad
+from scipy.integrate import dblquad, quad
+from scipy.special import ellipe, ellipk
 
 from robot_grinding_sim.core.contact.preston import RemovalGrid, patch_radius
 
@@ -35,14 +39,26 @@ def plate(x0: float, x1: float, y0: float, y1: float, h: float = H, **kw) -> Rem
                        preston_coefficient=KP, **kw)
 
 
-def straight_pass(grid: RemovalGrid, length: float, feed: float, omega: float, dt: float = 1e-3) -> float:
-    """The ball from x = 0 to ``length`` along y = 0 at ``feed``; returns the time taken."""
+def straight_pass(grid: RemovalGrid, length: float, feed: float, omega: float, dt: float = 1e-3,
+                  feed_slides: bool = True) -> float:
+    """The ball from x = 0 to ``length`` along y = 0 at ``feed``, the spindle along z at ``omega``;
+    ``feed_slides=False`` leaves the feed out of the sliding speed. Returns the time taken."""
     n = int(round(length / (feed * dt)))
+    v_feed = np.array([feed if feed_slides else 0.0, 0.0, 0.0])
     for k in range(n):
         x = (k + 0.5) * feed * dt
         grid.accumulate(np.array([x, 0.0, 0.0]), np.array([0.0, 0.0, 1.0]), F, A, np.array([x, 0.0, R - D]),
-                        np.array([0.0, 0.0, omega]), np.array([feed, 0.0, 0.0]), dt)
+                        np.array([0.0, 0.0, omega]), v_feed, dt)
     return n * dt
+
+
+def mean_sliding_speed(feed: float, omega: float) -> float:
+    """The Hertz-pressure-weighted mean over the patch of |v_f x + w z x r| (m/s), by quadrature."""
+    def integrand(r: float, phi: float) -> float:
+        x, y = r * math.cos(phi), r * math.sin(phi)
+        return P0 * math.sqrt(max(1.0 - r * r / (A * A), 0.0)) * math.hypot(feed - omega * y, omega * x) * r
+
+    return dblquad(integrand, 0.0, 2.0 * math.pi, 0.0, A, epsabs=0.0, epsrel=1e-10)[0] / F
 
 
 def section(grid: RemovalGrid, x: float) -> tuple[np.ndarray, np.ndarray]:
@@ -56,9 +72,14 @@ def test_volume_is_kp_times_the_integral_of_force_times_speed() -> None:
     grid = plate(-0.003, 0.013, -0.003, 0.003)
     T = straight_pass(grid, 0.01, 0.01, 0.0)
     assert grid.volume() == pytest.approx(KP * F * 0.01 * T, rel=1e-9)
-    spun = plate(-0.003, 0.013, -0.003, 0.003)
-    straight_pass(spun, 0.01, 0.01, 1047.0)
-    assert spun.volume() == pytest.approx(KP * spun.work, rel=1e-9)  # the work the grid integrated
+    # the spindle turning: the speed varies over the patch; V = k_p F v_bar T, v_bar by quadrature
+    assert mean_sliding_speed(0.0, 1047.0) == pytest.approx(3.0 * math.pi * 1047.0 * A / 16.0, rel=1e-8)
+    for omega in (200.0, 1047.0):
+        spun = plate(-0.003, 0.013, -0.003, 0.003)
+        T = straight_pass(spun, 0.01, 0.01, omega)
+        expected = KP * F * mean_sliding_speed(0.01, omega) * T
+        print(f"w {omega:g} rad/s: volume error {spun.volume() / expected - 1:+.3%}")
+        assert spun.volume() == pytest.approx(expected, rel=0.01)
 
 
 def test_steady_cross_section_matches_the_closed_form_without_rotation() -> None:
@@ -95,6 +116,22 @@ def test_cross_section_with_the_spindle_turning_matches_quadrature(omega: float)
     expected = np.array([ref(float(v)) for v in y])
     err = np.max(np.abs(h - expected)) / expected.max()
     print(f"cross-section error {err:.3%}")
+    assert err < 0.02, err
+
+
+def test_cross_section_with_the_spindle_speed_alone_matches_the_elliptic_closed_form() -> None:
+    omega, feed = 1047.0, 0.01
+    grid = plate(-0.003, 0.013, -0.003, 0.003)
+    straight_pass(grid, 0.01, feed, omega, feed_slides=False)
+    y, h = section(grid, 0.005)
+    s2 = np.clip(A * A - y * y, 0.0, None)
+    m = np.clip(s2 / (A * A), 1e-12, 1.0 - 1e-15)  # k^2 ((1 - k^2) K(k) -> 0 as k -> 1)
+    J = ((2.0 * m - 1.0) * ellipe(m) + (1.0 - m) * ellipk(m)) / (3.0 * m)
+    expected = np.where(s2 > 0, KP * P0 * omega / feed * 2.0 * s2 * J, 0.0)
+    # at the centre line: k_p p0 w 2 a^2 / (3 v_f); the most removed off it (the double hump)
+    assert expected[np.argmin(np.abs(y))] == pytest.approx(KP * P0 * omega * 2.0 * A * A / (3.0 * feed), rel=1e-6)
+    err = np.max(np.abs(h - expected)) / expected.max()
+    print(f"cross-section error (spindle alone, elliptic closed form) {err:.3%}")
     assert err < 0.02, err
 
 
