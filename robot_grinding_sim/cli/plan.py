@@ -147,9 +147,8 @@ def _robot_plan(cell: Any, base_cell: Any, part: Any, faces: list[int] | None, o
     result.coverage, result.coverage_model, result.mesh = passes.coverage, passes.coverage_model, passes.mesh
     if found is not None:
         result.placement = found.as_dict()
-    if result.cell is not None:
-        result.cell = {**result.cell, "passes.generator": cell.passes.generator,
-                       "workpiece.pose": list(result.cell.get("workpiece.pose", cell.workpiece.pose))}
+    # result.cell keeps the cell's own passes.generator (what its schema accepts, so that `grinding simulate
+    # --plan` reads it); parameters.passes.generator says which generator made the passes
     return result
 
 

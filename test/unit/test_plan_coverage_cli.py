@@ -128,3 +128,17 @@ def test_two_knot_link_is_timed_rest_to_rest() -> None:
     # cubic Hermite rest to rest over T: peak speed 1.5 dq / T within the limits
     dq = np.abs(seg.q[-1] - seg.q[0])
     assert np.all(1.5 * dq / (seg.t[-1] - seg.t[0]) <= vmax + 1e-12)
+
+
+def test_geodesic_plan_runs_in_simulate(tmp_path: Path, wrapped_step: Path) -> None:
+    """A geodesic plan with the default robot: the IGES-like wrapped face reaches, the plan records the
+    generator, and `grinding simulate --plan` (which validates the plan's cell) runs it."""
+    out = run("plan", str(wrapped_step), "--max-passes", "1", "--pass-length", "0.01", "--no-optimise",
+              "--out", "plan.json", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    data = json.loads((tmp_path / "plan.json").read_text())
+    assert data["parameters"]["passes"]["generator"] == "geodesic" and data["trajectory"] is not None
+    out = run("simulate", "--plan", "plan.json", "--out", "sim", "--json", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert len(summary["passes"]) == 1 and summary["passes"][0]["mean_n"] > 0
