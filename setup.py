@@ -31,6 +31,7 @@ NODES = [
     "planner_node",
     "grinding_executive",
     "recorder",
+    "description_publisher",
 ]
 
 ROS_WHEELS = [

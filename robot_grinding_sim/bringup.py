@@ -10,7 +10,10 @@ parameter files (``config/<node>.yaml`` in the package's share directory; a miss
 skipped), parameter overrides (applied after the files), remappings, and whether it is optional
 (started only when asked for, e.g. the recorder or RViz). Nodes of other packages
 (``robot_state_publisher``, ``rviz2``) exist only on a ROS install; the pip launcher skips them,
-and it skips, with a warning, a node of this package whose module does not exist yet.
+and it skips, with a warning, a node of this package whose module does not exist yet. A node that
+stands in for another package's node (``description_publisher`` publishes ``/robot_description``
+in place of robot_state_publisher) is started by the pip launcher only; the launch files start the
+original.
 
 Topic names inside nodes are relative; every node runs in the root namespace, so
 ``joint_states`` is ``/joint_states`` and ``~/tool_pose`` is ``/dynamics_node/tool_pose``.
@@ -52,6 +55,8 @@ class NodeSpec:
         parameters: overrides applied after the files (name -> value).
         remappings: (from, to) topic/service remaps.
         optional: started only when asked for (``record``, ``rviz``).
+        stands_in_for: the package whose node this one replaces where that package is not installed
+            (the pip path); ``ros2 launch`` starts that package's node instead of this one.
     """
 
     executable: str
@@ -63,6 +68,7 @@ class NodeSpec:
     parameters: Mapping[str, Any] = field(default_factory=dict)
     remappings: tuple[tuple[str, str], ...] = ()
     optional: str | None = None
+    stands_in_for: str | None = None
 
     @property
     def module(self) -> str | None:
@@ -227,6 +233,15 @@ def graph(
             package="robot_state_publisher",
             parameters=common,
         ),
+        NodeSpec(
+            "description_publisher",
+            "description_publisher",
+            MODES,
+            "/robot_description from the URDF where robot_state_publisher is missing (pip path only)",
+            params_files=_cfg("description_publisher"),
+            parameters=with_urdf,
+            stands_in_for="robot_state_publisher",
+        ),
     ]
     if record is not None:
         nodes.append(
@@ -234,9 +249,9 @@ def graph(
                 "recorder",
                 "recorder",
                 MODES,
-                "records the graph's topics into an MCAP bag",
-                params_files=("config/recorder.yaml",),
-                parameters={**common, "output": str(record)},
+                "records the graph's topics into an MCAP bag (computing /tf where nobody publishes it)",
+                params_files=_cfg("recorder"),
+                parameters={**with_urdf, "output": str(record)},
                 optional="record",
             )
         )
@@ -352,6 +367,8 @@ def launch_actions(mode: str, context: Any) -> list[Any]:
             raise ValueError(f"launch argument discovery_range: expected one of {DISCOVERY_RANGES}, got {discovery!r}")
         actions.append(SetEnvironmentVariable(DISCOVERY_VAR, discovery))
     for s in specs:
+        if s.stands_in_for is not None:
+            continue  # a ROS install has the original (robot_state_publisher)
         if s.package == PACKAGE and not s.module_available():
             # not written yet (see the README): leave it out rather than fail the whole launch
             from launch.actions import LogInfo
@@ -393,6 +410,7 @@ def describe(mode: str, **kwargs: Any) -> list[dict[str, Any]]:
                 "parameters": dict(n.parameters),
                 "remappings": [list(r) for r in n.remappings],
                 "available": n.module_available() if n.package == PACKAGE else None,
+                "stands_in_for": n.stands_in_for,
             }
         )
     return out

@@ -13,10 +13,23 @@ to its last checkpoint. SIGINT / SIGTERM stop it cleanly: the queue is drained a
 with its full summary and metadata. ``grinding record --repair BAG`` fixes a bag cut off in the
 middle of a checkpoint.
 
-Parameters (config/recorder.yaml): topics, all_topics, exclude, output, storage, flush_period,
-discovery_period, qos_depth, max_duration, rosbag2_version.
+TF where nobody publishes it (``computed_tf_rate``, default 100 Hz): the pip path has no
+robot_state_publisher and no tf2_msgs package, so nothing publishes ``/tf``. While no node on the
+graph publishes ``/tf`` and ``/tf`` is recorded, the recorder computes it from ``/joint_states``
+(subscribed for this even when not recorded) with the URDF of ``robot.description_file``
+(:mod:`robot_grinding_sim.core.record.tf_tree`: the moving joints at most ``computed_tf_rate`` Hz of
+the joint states' stamps, stamped like them) and ``/tf_static`` once (the URDF's fixed joints and
+``base_link -> workpiece`` at ``workpiece.pose``), and writes them as tf2_msgs/msg/TFMessage through
+``rosbags``' type store, at the receive time of the joint state they come from. Once a node
+publishes ``/tf`` (robot_state_publisher on a ROS install), that is recorded instead. With
+``/robot_description`` (description_publisher or robot_state_publisher) and the markers in
+``topics``, the bag replays the job in Foxglove with no ROS installed.
 
-Subscribes: the configured topics. Publishes: nothing.
+Parameters (config/recorder.yaml): topics, all_topics, exclude, output, storage, flush_period,
+discovery_period, qos_depth, max_duration, rosbag2_version, computed_tf_rate; ``robot.*`` and
+``workpiece.*`` of config/cell.yaml (for the computed TF).
+
+Subscribes: the configured topics (and ``/joint_states`` for the computed TF). Publishes: nothing.
 """
 
 from __future__ import annotations
@@ -35,11 +48,14 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.record.bag import normalize_topic
 from robot_grinding_sim.core.record.bagwriter import BagWriter, TopicQos
-from robot_grinding_sim.ros.node_base import request_stop, run_node
+from robot_grinding_sim.core.record.tf_tree import TF_STATIC_TOPIC, TF_TOPIC, TF_TYPE, TfStream
+from robot_grinding_sim.ros.node_base import load_robot, request_stop, run_node
 from robot_grinding_sim.ros.parameters import ParameterError, declare_parameters
 from robot_grinding_sim.ros.schemas import DEFAULT_TOPICS, node_specs  # noqa: F401 (DEFAULT_TOPICS re-exported)
 
 PARAMS = node_specs("recorder")
+#: the joint states the computed TF comes from
+JOINT_STATES = "/joint_states"
 
 _STOP = object()
 #: The writer thread drains the queue every this many seconds.
@@ -128,6 +144,9 @@ class RecorderNode(Node):
         except InputError as exc:
             raise ParameterError("output", str(exc), self.get_name()) from None
         self.path = self._bag.path
+        self._tf = self._tf_stream(p)
+        self._tf_on = self._tf is not None  # until a node publishes /tf
+        self._computed = 0
         self._flush_period = float(p["flush_period"])
         self._depth = int(p["qos_depth"])
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -155,6 +174,28 @@ class RecorderNode(Node):
         what = "every topic" if self._all else ", ".join(sorted(self._wanted))
         self.get_logger().info(f"recording {what} into {self.path} ({p['storage']})")
 
+    def _records(self, topic: str) -> bool:
+        """Whether messages of ``topic`` go into the bag (not only: feed the computed TF)."""
+        return topic in self._wanted or (self._all and topic not in self._exclude)
+
+    def _tf_stream(self, p: dict[str, Any]) -> TfStream | None:
+        """The computed TF (module docstring), or None when /tf is not recorded or the rate is 0."""
+        if p["computed_tf_rate"] <= 0.0 or not self._records(TF_TOPIC):
+            return None
+        from robot_grinding_sim.core.errors import GrindingSimError
+        from robot_grinding_sim.core.record.tf_tree import RobotTf, static_pose
+
+        model = load_robot(p, self.get_name())
+        try:
+            X_BP = static_pose(p["workpiece.pose"])
+        except InputError as exc:
+            raise ParameterError("workpiece.pose", str(exc), self.get_name()) from None
+        try:
+            tree = RobotTf(model, Path(model.source).read_text(), [(model.root_link, "workpiece", X_BP)])
+        except (OSError, GrindingSimError) as exc:
+            raise ParameterError("robot.description_file", str(exc), self.get_name()) from None
+        return TfStream(tree, self._bag.typestore, float(p["computed_tf_rate"]))
+
     # -- discovery ------------------------------------------------------------------------------
     def _discover(self) -> None:
         try:
@@ -162,10 +203,13 @@ class RecorderNode(Node):
         except Exception as exc:  # the context is going down
             self.get_logger().debug(f"graph query failed: {exc}")
             return
+        if self._tf_on and any(t == TF_TOPIC for t, _ in graph) and self.count_publishers(TF_TOPIC):
+            self._tf_on = False  # read by the writer thread: it stops computing
+            self.get_logger().info("a node publishes /tf: recording it instead of computing it")
         for topic, types in graph:
             if topic in self._subs or topic in self._skipped:
                 continue
-            if not (topic in self._wanted or (self._all and topic not in self._exclude)):
+            if not (self._records(topic) or (topic == JOINT_STATES and self._tf is not None)):
                 continue
             self._subscribe(topic, types)
 
@@ -211,10 +255,11 @@ class RecorderNode(Node):
             for i in pubs
         ]
         # The topic is registered in the bag before any of its messages can be queued.
-        self._queue.put(("add", topic, msgtype, offered))
-        self._received[topic] = 0
+        if self._records(topic):
+            self._queue.put(("add", topic, msgtype, offered))
+            self._received[topic] = 0
         put = self._queue.put
-        received = self._received
+        received = self._received if self._records(topic) else {topic: 0}
         if self.get_parameter("use_sim_time").value:
             clock = self.get_clock()
 
@@ -270,8 +315,11 @@ class RecorderNode(Node):
                         if not bag.has_topic(topic):
                             bag.add_topic(topic, msgtype, qos=offered)
                     else:
-                        bag.write(*item)
-                        self._written += 1
+                        if item[0] in self._received:
+                            bag.write(*item)
+                            self._written += 1
+                        if item[0] == JOINT_STATES and self._tf_on and self._tf is not None:
+                            self._write_tf(bag, item[1], item[2])
                 except Exception as exc:  # disk full, ...: keep recording what can be recorded
                     self._write_errors += 1
                     if self._write_errors <= 5 or self._write_errors % 1000 == 0:
@@ -283,6 +331,19 @@ class RecorderNode(Node):
                     self.get_logger().error(f"bag checkpoint failed: {exc}")
                 next_flush = time.monotonic() + self._flush_period
         bag.close()
+
+    def _write_tf(self, bag: BagWriter, stamp: int, data: bytes) -> None:
+        """The computed /tf (and /tf_static, once) of one joint state, logged at its receive time."""
+        assert self._tf is not None
+        for topic, cdr in self._tf.add_cdr(data):
+            if topic == TF_STATIC_TOPIC and not self._records(topic):
+                continue
+            if not bag.has_topic(topic):
+                qos = TopicQos(reliable=True, transient_local=topic == TF_STATIC_TOPIC,
+                               depth=1 if topic == TF_STATIC_TOPIC else 100)
+                bag.add_topic(topic, TF_TYPE, qos=[qos])
+            bag.write(topic, stamp, cdr)
+            self._computed += 1
 
     # -- shutdown -------------------------------------------------------------------------------
     def close(self) -> None:
@@ -298,9 +359,10 @@ class RecorderNode(Node):
         self._queue.put(_STOP)
         self._writer.join()
         received = sum(self._received.values())
+        computed = f", {self._computed} computed (/tf, /tf_static from /joint_states)" if self._tf is not None else ""
         print(
             f"[recorder] closed {self.path}: {self._written} messages written, {received} received,"
-            f" {self._write_errors} write errors",
+            f" {self._write_errors} write errors{computed}",
             flush=True,
         )
 

@@ -15,8 +15,11 @@ from robot_grinding_sim.core.config import cell_specs
 from robot_grinding_sim.core.parameters import ParamSpec
 from robot_grinding_sim.core.record.bagwriter import STORAGES
 
-#: What the recorder records by default.
-DEFAULT_TOPICS = ["/joint_states", "/contact/wrench", "/ft_sensor/wrench", "/grinding/progress", "/tf"]
+#: What the recorder records by default: the force comparison's topics and what a 3D viewer needs to
+#: replay the job (robot, TF, part, passes, contacts, removal map).
+DEFAULT_TOPICS = ["/joint_states", "/contact/wrench", "/ft_sensor/wrench", "/grinding/progress", "/tf", "/tf_static",
+                  "/robot_description", "/planner_node/markers", "/collision_node/markers", "/grinding/path",
+                  "/grinding/removal"]
 
 BASE_FRAME = ParamSpec("base_frame", "", "frame of the node's outputs; empty: the URDF's root link", read_only=True)
 
@@ -28,7 +31,8 @@ NODE_GROUPS: dict[str, tuple[str, ...]] = {
     "planner_node": ("robot", "workpiece", "tool", "contact", "servo", "sim", "ft_sensor", "passes", "process",
                      "optimise"),
     "grinding_executive": ("robot", "tool", "process", "execution"),
-    "recorder": (),
+    "recorder": ("robot", "workpiece"),
+    "description_publisher": ("robot",),
 }
 
 _NODE_OWN: dict[str, list[ParamSpec]] = {
@@ -105,7 +109,13 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
                   range=(0.0, None)),
         ParamSpec("rosbag2_version", 8, "rosbag2 metadata version (8: Jazzy and later read it; 9: Kilted).",
                   choices=(8, 9), read_only=True),
+        ParamSpec("computed_tf_rate", 100.0, "While no node publishes /tf (the pip path has no "
+                  "robot_state_publisher) and /tf is recorded: compute /tf from /joint_states with the URDF "
+                  "(robot.description_file) at most this often, Hz of the joint states' stamps, and /tf_static once "
+                  "(fixed joints, base_link -> workpiece at workpiece.pose); 0: never.", range=(0.0, 10000.0),
+                  read_only=True),
     ],
+    "description_publisher": [],
     "planner_node": [
         BASE_FRAME,
         ParamSpec("check_collisions", True, "check the robot's trajectory against the part"),
@@ -117,7 +127,7 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
 
 
 def node_specs(node: str, writable: bool = False) -> list[ParamSpec]:
-    """Every parameter ``node`` declares (its own, then the cell groups it uses); recorder: its own.
+    """Every parameter ``node`` declares (its own, then the cell groups it uses).
 
     ``writable``: the cell's parameters may be changed at run time (a node that reads them anew for
     every request, like planner_node); otherwise they are read-only, read once at start-up.
@@ -141,7 +151,7 @@ def node_yaml(node: str) -> str:
 
     lines = [f"# {node}: its own parameters (the cell's are in config/cell.yaml; every parameter is described",
              f"# by `ros2 param describe /{node} <name>` and `grinding check-config --list`).",
-             "/**:", "  ros__parameters:"]
+             "/**:", "  ros__parameters:" + ("" if own_specs(node) else " {}")]
     for s in own_specs(node):
         text = yaml.safe_dump(s.default, default_flow_style=True, width=1000).strip().removesuffix("...").strip()
         lines.append(f"    {s.name}: {text}  # {s.description}")

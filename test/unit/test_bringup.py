@@ -43,6 +43,7 @@ def test_sim_and_real_graphs_follow_the_design() -> None:
         "planner_node",
         "grinding_executive",
         "robot_state_publisher",
+        "description_publisher",
     }
     assert set(_names(sim)) == shared | {"dynamics_node"}
     assert set(_names(real)) == shared | {"hardware_driver"}
@@ -221,8 +222,13 @@ def test_launch_file_starts_the_bringup_graph(mode: str, monkeypatch: pytest.Mon
     if mode == "real":
         assert {"robot_ip", "ft_sensor_ip"} <= names
     assert all(a.description for a in args), "every launch argument needs a description"
-    # nodes of this package not written yet are logged and left out; all others are launched
-    specs = [s for s in bu.graph(mode) if s.executable not in NOT_WRITTEN]
+    # nodes of this package not written yet are logged and left out; all others are launched, but for
+    # the pip path's stand-ins (a ROS install runs robot_state_publisher, not description_publisher)
+    stand_ins = [s.name for s in bu.graph(mode) if s.stands_in_for is not None]
+    assert stand_ins == ["description_publisher"]
+    assert bu.graph(mode)[_names(bu.graph(mode)).index("description_publisher")].stands_in_for in \
+        {s.package for s in bu.graph(mode)}
+    specs = [s for s in bu.graph(mode) if s.executable not in NOT_WRITTEN and s.stands_in_for is None]
     missing = [s.executable for s in bu.graph(mode) if s.executable in NOT_WRITTEN]
     assert missing == (["hardware_driver"] if mode == "real" else [])
     assert [n.kwargs["name"] for n in nodes] == _names(specs)
