@@ -26,8 +26,9 @@ URDF = Path(__file__).resolve().parents[2] / "urdf" / "ur10e_grinding.urdf"
 VIEWER_TOPICS = {"/tf": "tf2_msgs/msg/TFMessage", "/tf_static": "tf2_msgs/msg/TFMessage",
                  "/robot_description": "std_msgs/msg/String",
                  "/planner_node/markers": "visualization_msgs/msg/MarkerArray",
-                 "/grinding/removal": "visualization_msgs/msg/MarkerArray"}
-LINE_STRIP, TRIANGLE_LIST, DELETEALL = 4, 11, 3
+                 "/grinding/removal": "visualization_msgs/msg/MarkerArray",
+                 "/contact/force_marker": "visualization_msgs/msg/Marker"}
+ARROW, LINE_STRIP, TRIANGLE_LIST, DELETE, DELETEALL = 0, 4, 11, 2, 3
 
 
 @pytest.fixture(scope="module")
@@ -191,3 +192,31 @@ def test_removal_marker_lies_on_the_ground_track(job: dict[str, Any]) -> None:
     gap = np.linalg.norm(hot[:, None, :] - track[None, :, :], axis=2).min(axis=1)
     # within the contact patch (about 1.4 mm at 50 um) and one display cell (1 mm) of a pass
     assert gap.max() < 2.5e-3, gap.max()
+
+
+def test_force_arrow_is_the_contact_wrench_in_base_axes(job: dict[str, Any]) -> None:
+    """/contact/force_marker (Foxglove has no wrench display) = /contact/wrench (frame tcp) turned
+    into base_link by the bag's own TF tree, 1 cm per N, from a point on the ball (radius 20 mm)."""
+    ((_, static),) = job["msgs"]["/tf_static"]
+    edges = {tf["child_frame_id"]: (tf["header"]["frame_id"], matrix(tf["transform"])) for tf in static["transforms"]}
+    tf_at = {ns(m["transforms"][0]["header"]["stamp"]): m for _, m in job["msgs"]["/tf"]}
+    wrench = {ns(m["header"]["stamp"]): m for _, m in job["msgs"]["/contact/wrench"]}
+    arrows = job["msgs"]["/contact/force_marker"]
+    assert [t for t, _ in arrows] == sorted(tf_at)  # one with every /tf
+    shown = worst = 0
+    for t, m in arrows:
+        assert m["ns"] == "force" and m["type"] == ARROW and m["header"]["frame_id"] == "base_link"
+        w = wrench[t]
+        assert w["header"]["frame_id"] == "tcp"
+        f_tcp = np.array([w["wrench"]["force"][k] for k in "xyz"])
+        if m["action"] == DELETE:
+            assert np.linalg.norm(f_tcp) < 1e-6
+            continue
+        shown += 1
+        tree = compose({**edges, **{tf["child_frame_id"]: (tf["header"]["frame_id"], matrix(tf["transform"]))
+                                    for tf in tf_at[t]["transforms"]}}, "base_link")
+        X = tree["tcp"]
+        a, b = (np.array([p["x"], p["y"], p["z"]]) for p in m["points"])
+        worst = max(worst, float(np.abs((b - a) / 0.01 - X[:3, :3] @ f_tcp).max()))
+        assert abs(np.linalg.norm(a - X[:3, 3]) - 0.020) < 2e-4  # on the ball, within the penetration
+    assert shown > 400 and worst < 1e-9, (shown, len(arrows), worst)  # 506 of 747 in contact

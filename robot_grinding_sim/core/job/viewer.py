@@ -11,7 +11,10 @@
   (TRIANGLE_LIST of its tessellation at ``workpiece.deflection``) and one LINE_STRIP per pass, as
   planner_node publishes them, at the first stamp;
 - ``/grinding/removal`` (MarkerArray): the final removal map (Preston, when ``removal.enabled``)
-  as contact_solver_node draws it, at the last stamp.
+  as contact_solver_node draws it, at the last stamp;
+- ``/contact/force_marker`` (visualization_msgs/Marker, frame ``base_link``): the contact force on
+  the tool (``/contact/wrench`` in base axes) as an arrow from the contact point, 1 cm per N, with
+  every ``/tf`` (Foxglove's 3D panel draws no WrenchStamped).
 
 Opened in Foxglove (3D panel: a URDF layer from topic ``/robot_description``, the marker topics
 on), the bag shows the arm grinding the part, the passes, the contact force (``/contact/wrench``,
@@ -27,14 +30,16 @@ import numpy as np
 
 from robot_grinding_sim.core.record.scene_markers import (
     DESCRIPTION_TOPIC,
+    FORCE_MARKER_TOPIC,
     MARKER_ARRAY_TYPE,
+    MARKER_TYPE,
     PLANNER_MARKERS_TOPIC,
     REMOVAL_TOPIC,
     STRING_TYPE,
     SceneMessages,
     triangle_points,
 )
-from robot_grinding_sim.core.record.tf_tree import DEFAULT_TF_RATE, RobotTf, TfStream, add_tf_topics
+from robot_grinding_sim.core.record.tf_tree import DEFAULT_TF_RATE, TF_TOPIC, RobotTf, TfStream, add_tf_topics
 
 #: frame of the part (its pose in the robot's root link: workpiece.pose / the plan's)
 WORKPIECE_FRAME = "workpiece"
@@ -70,9 +75,13 @@ def write_viewer_topics(bag: Any, result: Any, tf_rate: float = DEFAULT_TF_RATE)
 
     add_tf_topics(bag)
     stream = TfStream(RobotTf(model, urdf, [(root, WORKPIECE_FRAME, X_BP)]), bag.typestore, tf_rate)
-    for ns, q in zip(stamps, rec["q"], strict=True):
+    tf_steps = []
+    for step, (ns, q) in enumerate(zip(stamps, rec["q"], strict=True)):
         for topic, data in stream.add(int(ns), q):
             bag.write(topic, int(ns), data)
+            if topic == TF_TOPIC:
+                tf_steps.append(step)
+    write_force_arrows(bag, scene, result, stamps, tf_steps)
 
     mesh = part_mesh(setup.part, setup.cell.workpiece.deflection)
     tris = None if mesh is None else triangle_points(mesh[0], mesh[1], X_BP)
@@ -87,3 +96,20 @@ def write_viewer_topics(bag: Any, result: Any, tf_rate: float = DEFAULT_TF_RATE)
             t1 = int(stamps[-1]) if len(stamps) else 0
             bag.add_topic(REMOVAL_TOPIC, MARKER_ARRAY_TYPE, qos=latched)
             bag.write(REMOVAL_TOPIC, t1, scene.serialize(scene.removal_markers(t1, V, T, depth), MARKER_ARRAY_TYPE))
+
+
+def write_force_arrows(bag: Any, scene: SceneMessages, result: Any, stamps: np.ndarray, steps: list[int]) -> None:
+    """``/contact/force_marker`` at the joint-state ``steps`` (indices into ``stamps``, ns): the
+    contact force of the output sample at that time, from the contact point (tcp + lever)."""
+    rec = result.record
+    model, tcp = result.setup.model, result.setup.cell.tool.tcp_link
+    t_ns = np.round(np.asarray(rec["t"], dtype=float) * 1e9).astype(np.int64)
+    bag.add_topic(FORCE_MARKER_TOPIC, MARKER_TYPE)
+    for step in steps:
+        ns = int(stamps[step])
+        k = int(np.searchsorted(t_ns, ns))
+        if k >= len(t_ns) or t_ns[k] != ns:
+            continue  # no force sample at this stamp (an output period that is not the step)
+        j = int(rec["step_index"][k])
+        point = model.fk(rec["q"][j], tcp)[:3, 3] + rec["lever"][j]
+        bag.write(FORCE_MARKER_TOPIC, ns, scene.serialize(scene.force_arrow(ns, point, rec["force"][k]), MARKER_TYPE))

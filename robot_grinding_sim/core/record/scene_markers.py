@@ -10,7 +10,11 @@ Foxglove (or RViz after ``ros2 bag play``) where no ROS is installed:
 - ``/grinding/removal`` (MarkerArray): the removal map's display mesh, one TRIANGLE_LIST
   vertex-coloured by depth (black at 0 through red and yellow to white at the largest), as
   contact_solver_node publishes it;
-- ``/robot_description`` (std_msgs/String): the URDF text.
+- ``/robot_description`` (std_msgs/String): the URDF text;
+- ``/contact/force_marker`` (visualization_msgs/Marker, ns ``force``): the contact force on the
+  tool as an ARROW from the contact point, :data:`FORCE_ARROW_SCALE` m per N, red as RViz's Wrench
+  display draws ``/contact/wrench`` (Foxglove's 3D panel has no wrench display); a DELETE while
+  there is no contact. The in-process job's bag only: the graph has ``/contact/wrench`` for RViz.
 
 Positions in m, in the frame given (every marker here is in the robot's root link, ``base_link``).
 """
@@ -30,13 +34,18 @@ STRING_TYPE = "std_msgs/msg/String"
 PLANNER_MARKERS_TOPIC = "/planner_node/markers"
 REMOVAL_TOPIC = "/grinding/removal"
 DESCRIPTION_TOPIC = "/robot_description"
+FORCE_MARKER_TOPIC = "/contact/force_marker"
+MARKER_TYPE = "visualization_msgs/msg/Marker"
 
 #: visualization_msgs/Marker type and action constants (the message's own values)
-LINE_STRIP, TRIANGLE_LIST = 4, 11
-ADD, DELETEALL = 0, 3
+ARROW, LINE_STRIP, TRIANGLE_LIST = 0, 4, 11
+ADD, DELETE, DELETEALL = 0, 2, 3
 PART_COLOUR = (0.75, 0.75, 0.78, 1.0)
 PASS_COLOUR = (0.0, 0.0, 1.0, 1.0)
 PASS_WIDTH = 0.001
+FORCE_COLOUR = (0.8, 0.2, 0.2, 1.0)
+#: length of the force arrow per newton, m/N (5 N: 5 cm)
+FORCE_ARROW_SCALE = 0.01
 
 
 def depth_colours(depth: FloatArray) -> FloatArray:
@@ -76,13 +85,14 @@ class SceneMessages:
 
     def marker(self, ns: str, mid: int, kind: int, stamp_ns: int, points: FloatArray | None = None,
                colour: Sequence[float] = (1.0, 1.0, 1.0, 1.0), colours: FloatArray | None = None,
-               scale: float = 1.0, action: int = ADD) -> Any:
+               scale: float | Sequence[float] = 1.0, action: int = ADD) -> Any:
         """One visualization_msgs/Marker: identity pose, ``points`` (K, 3) m (None: none), ``colour`` RGBA or
-        per-point ``colours`` (K, 4), ``scale`` (line width of a LINE_STRIP, 1 for triangles), no
-        lifetime limit."""
+        per-point ``colours`` (K, 4), ``scale`` (line width of a LINE_STRIP, 1 for triangles; x y z
+        for an ARROW: shaft and head diameter, head length, m), no lifetime limit."""
         T = self.types
         P, C = T["geometry_msgs/msg/Point"], T["std_msgs/msg/ColorRGBA"]
         rgba = [float(c) for c in colour]
+        sx, sy, sz = [float(scale)] * 3 if np.ndim(scale) == 0 else [float(v) for v in scale]  # type: ignore[union-attr]
         xyz = np.zeros((0, 3)) if points is None else np.asarray(points, dtype=float).reshape(-1, 3)
         pts = [P(x=float(x), y=float(y), z=float(z)) for x, y, z in xyz]
         cols = [] if colours is None else [C(r=float(r), g=float(g), b=float(b), a=float(a))
@@ -92,7 +102,7 @@ class SceneMessages:
             ns=ns, id=int(mid), type=int(kind), action=int(action),
             pose=T["geometry_msgs/msg/Pose"](position=P(x=0.0, y=0.0, z=0.0),
                                              orientation=T["geometry_msgs/msg/Quaternion"](x=0.0, y=0.0, z=0.0, w=1.0)),
-            scale=T["geometry_msgs/msg/Vector3"](x=float(scale), y=float(scale), z=float(scale)),
+            scale=T["geometry_msgs/msg/Vector3"](x=sx, y=sy, z=sz),
             color=C(r=rgba[0], g=rgba[1], b=rgba[2], a=rgba[3]),
             lifetime=T["builtin_interfaces/msg/Duration"](sec=0, nanosec=0),
             frame_locked=False, points=pts, colors=cols, texture_resource="",
@@ -125,6 +135,16 @@ class SceneMessages:
         pts = np.asarray(vertices, dtype=float)[idx]
         cols = depth_colours(np.asarray(depth, dtype=float))[idx]
         return self.marker_array([self.marker("removal", 0, TRIANGLE_LIST, stamp_ns, pts, colours=cols)])
+
+    def force_arrow(self, stamp_ns: int, point: FloatArray, force: FloatArray) -> Any:
+        """The ``force`` marker: an ARROW from ``point`` (3,) m along ``force`` (3,) N, both in the
+        marker frame; a DELETE for a force below 1 uN."""
+        f = np.asarray(force, dtype=float)
+        if not np.linalg.norm(f) > 1e-6:
+            return self.marker("force", 0, ARROW, stamp_ns, action=DELETE)
+        p = np.asarray(point, dtype=float)
+        return self.marker("force", 0, ARROW, stamp_ns, np.vstack([p, p + FORCE_ARROW_SCALE * f]), FORCE_COLOUR,
+                           scale=(0.002, 0.004, 0.006))
 
     def description(self, urdf: str) -> Any:
         """std_msgs/String holding the URDF text."""

@@ -144,9 +144,10 @@ def tf_message(typestore: Any, transforms: Iterable[Transform], stamp_ns: int) -
     TS, Tr = T["geometry_msgs/msg/TransformStamped"], T["geometry_msgs/msg/Transform"]
     V3, Quat = T["geometry_msgs/msg/Vector3"], T["geometry_msgs/msg/Quaternion"]
     stamp = Time(sec=int(stamp_ns // 1_000_000_000), nanosec=int(stamp_ns % 1_000_000_000))
+    transforms = list(transforms)
+    quats = Rotation.from_matrix(np.array([X[:3, :3] for _, _, X in transforms])).as_quat() if transforms else []
     out = []
-    for parent, child, X in transforms:
-        x, y, z, w = Rotation.from_matrix(X[:3, :3]).as_quat()
+    for (parent, child, X), (x, y, z, w) in zip(transforms, quats, strict=True):
         p = X[:3, 3]
         out.append(TS(header=Header(stamp=stamp, frame_id=parent), child_frame_id=child, transform=Tr(
             translation=V3(x=float(p[0]), y=float(p[1]), z=float(p[2])),
