@@ -345,6 +345,19 @@ def launch_description(mode: str) -> Any:
     )
 
 
+def package_installed(package: str) -> bool:
+    """True if the ament index of this ROS install knows ``package`` (False without ament_index_python)."""
+    try:
+        from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+    except ImportError:
+        return False
+    try:
+        get_package_prefix(package)
+    except PackageNotFoundError:
+        return False
+    return True
+
+
 def launch_actions(mode: str, context: Any) -> list[Any]:
     """launch_ros ``Node`` actions for the graph (called from an ``OpaqueFunction`` in launch/).
 
@@ -366,9 +379,16 @@ def launch_actions(mode: str, context: Any) -> list[Any]:
         if discovery not in DISCOVERY_RANGES:
             raise ValueError(f"launch argument discovery_range: expected one of {DISCOVERY_RANGES}, got {discovery!r}")
         actions.append(SetEnvironmentVariable(DISCOVERY_VAR, discovery))
+    installed = {s.package: package_installed(s.package) for s in specs if s.package != PACKAGE}
     for s in specs:
-        if s.stands_in_for is not None:
-            continue  # a ROS install has the original (robot_state_publisher)
+        if s.stands_in_for is not None and installed.get(s.stands_in_for, True):
+            continue  # the ROS install has the original (robot_state_publisher)
+        if s.package != PACKAGE and not installed[s.package]:
+            # launch would stop at the first missing package and leave the nodes it started running
+            from launch.actions import LogInfo
+
+            actions.append(LogInfo(msg=f"robot_grinding_sim: package {s.package} is not installed; {s.name} skipped"))
+            continue
         if s.package == PACKAGE and not s.module_available():
             # not written yet (see the README): leave it out rather than fail the whole launch
             from launch.actions import LogInfo

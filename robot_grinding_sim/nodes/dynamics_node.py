@@ -23,7 +23,9 @@ Subscribes (relative names; in the root namespace they start with ``/``):
   ``base_link``/``world``/empty: base axes acting at the tip) about that frame's origin. This
   force-only exchange goes unstable for stiff contacts (papers/003); it is kept for comparison.
 
-Lockstep (``lockstep``): once the contact side has answered, a step from sim time t waits until it
+Lockstep (``lockstep``): sim time starts once the contact side has answered (``wait_for_contact``:
+the state at t = 0 is republished every 0.1 s until then, so nothing, e.g. a job started by the
+executive, runs before the contact is computed), and a step from sim time t waits until it
 holds a model (or wrench) computed at a state no older than t - ``exchange_interval``; sim time
 does not run ahead of the contact side, and the result does not depend on wall-clock timing.
 With ``exchange_interval`` 0 every step waits for the model of its own state: the in-process
@@ -140,6 +142,7 @@ class DynamicsNode(Node):
         # contact models (sim time of their state, model or None) and wrenches (apply time, wrench, frame)
         self._models: list[tuple[float, NormalContactModel | None]] = []
         self._heard = -np.inf  # sim time of the newest state the contact side has answered for
+        self._last_first_state = -np.inf  # wall time the start state was last republished (wait_for_contact)
         self._pending: list[tuple[float, int, np.ndarray, str]] = []
         self._contact_t: float | None = None  # when the held contact (model or wrench) was last renewed
 
@@ -240,9 +243,12 @@ class DynamicsNode(Node):
         self._heard = max(self._heard, t_state)
 
     def _waiting(self) -> bool:
-        """Lockstep: the contact side has not answered for a recent enough state yet."""
-        if not self.lockstep or self.coupling == "none" or self._heard == -np.inf:
-            return False  # free running until the contact side first answers
+        """Lockstep: the contact side has not answered for a recent enough state yet (or, with
+        ``wait_for_contact``, not at all)."""
+        if not self.lockstep or self.coupling == "none":
+            return False
+        if self._heard == -np.inf:
+            return bool(self.p["wait_for_contact"])
         return self._heard < self.sim.state.t - self.interval - _EPS
 
     def _contact_model(self) -> NormalContactModel | None:
@@ -315,13 +321,21 @@ class DynamicsNode(Node):
         decim = int(self.get_parameter("joint_state_decimation").value)
         pose_rate = float(self.get_parameter("tool_pose_rate").value)
         done = 0
+        if self._heard == -np.inf and self._waiting() and now - self._last_first_state > 0.1:
+            # nothing computed yet: show the contact side the first state until it answers
+            self._last_first_state = now
+            self._publish_joint_state()
+            self._publish_clock()
         for _ in range(steps):
             if self._waiting():
                 self._carry = 0.0  # waiting for the contact side: no backlog builds up
                 if now - self._wait_warned > 10.0 and now - self._last_progress > 5.0:
                     self._wait_warned = now
-                    self.get_logger().warning(f"waiting for the contact side: sim time {self.sim_now():.3f} s, "
-                                              f"its newest answer is for {self.t_origin + self._heard:.3f} s")
+                    self.get_logger().warning(
+                        f"waiting for the contact side: sim time {self.sim_now():.3f} s, " + (
+                            f"its newest answer is for {self.t_origin + self._heard:.3f} s" if self._heard > -np.inf
+                            else "no answer yet (collision_node and contact_solver_node running? "
+                                 "wait_for_contact:=false runs the arm alone)"))
                 break
             self.step()
             done += 1

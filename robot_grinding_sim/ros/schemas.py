@@ -57,6 +57,9 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
                   "as it is; 'none' ignores contact", choices=("model", "force", "none"), read_only=True),
         ParamSpec("lockstep", True, "sim time waits for the contact side: a step from t needs a contact model "
                   "(or wrench) computed at a state no older than t - exchange_interval", read_only=True),
+        ParamSpec("wait_for_contact", True, "with lockstep, sim time starts only once the contact side has "
+                  "answered (the joint state at t = 0 is republished until then), so a job cannot start before "
+                  "contact is computed; false: the arm runs free until then", read_only=True),
         ParamSpec("exchange_interval", 0.001, "H: the oldest contact model (or wrench) a step may use, s of sim "
                   "time; 0: the model of the step's own state (exactly the in-process job)", range=(0.0, 10.0),
                   read_only=True),

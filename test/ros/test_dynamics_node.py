@@ -48,8 +48,9 @@ def _positions(msg: JointState) -> np.ndarray:
 
 
 def _start(launch_node, probe, **params):
-    # the tool pointing straight down; alone (no contact side), the contact coupling is idle
-    params = {"robot.home": Q0.tolist(), **params}
+    # the tool pointing straight down; alone (no contact side, sim time does not wait for one), the
+    # contact coupling is idle
+    params = {"robot.home": Q0.tolist(), "wait_for_contact": False, **params}
     node = launch_node("dynamics_node", params_file=CONFIG, params=params)
     js = probe.subscribe(JointState, "/joint_states", keep=2000)
     probe.wait_for_messages(js, 1, procs=[node])
@@ -286,3 +287,19 @@ def test_bringup_reports_a_node_that_dies(tmp_path: Path) -> None:
     assert proc.returncode == 1, out[-4000:]
     assert "dynamics_node exited with code 1" in out, out[-4000:]
     assert "parameter 'sim.dt': -5.0 is below the minimum" in out, out[-4000:]
+
+
+def test_sim_time_waits_for_the_contact_side_to_answer(launch_node, probe) -> None:
+    """With lockstep (default) sim time stays at 0, the first state republished, until the contact side
+    answers; an answer for that state ("nothing near" on contact/model) starts it."""
+    node = launch_node("dynamics_node", params_file=CONFIG, params={"robot.home": Q0.tolist()})
+    js = probe.subscribe(JointState, "/joint_states", keep=2000)
+    probe.wait_for(lambda: len(js.messages) >= 5, what="the first state, republished", procs=[node])
+    assert {_stamp(m) for m in js.messages} == {0.0}
+    model = probe.publisher(Float64MultiArray, "/contact/model", procs=[node])
+
+    def running() -> bool:  # answer every state, as the contact side does
+        model.publish(Float64MultiArray(data=[_stamp(js.last)]))
+        return bool(js.messages) and _stamp(js.last) > 0.2
+
+    probe.wait_for(running, what="sim time past 0.2 s", procs=[node])

@@ -136,7 +136,7 @@ class _Ctx:
         self.launch_configurations = values
 
 
-def _fake_launch_modules() -> dict[str, types.ModuleType]:
+def _fake_launch_modules(installed: tuple[str, ...]) -> dict[str, types.ModuleType]:
     launch = types.ModuleType("launch")
     actions = types.ModuleType("launch.actions")
     launch_ros = types.ModuleType("launch_ros")
@@ -174,18 +174,35 @@ def _fake_launch_modules() -> dict[str, types.ModuleType]:
     ros_actions.Node = Node
     launch.actions = actions
     launch_ros.actions = ros_actions
+    ament = types.ModuleType("ament_index_python")
+    packages = types.ModuleType("ament_index_python.packages")
+
+    class PackageNotFoundError(KeyError):
+        pass
+
+    def get_package_prefix(name: str) -> str:
+        if name not in installed:
+            raise PackageNotFoundError(name)
+        return f"/opt/ros/kilted/{name}"
+
+    packages.PackageNotFoundError = PackageNotFoundError
+    packages.get_package_prefix = get_package_prefix
+    ament.packages = packages
     return {
         "launch": launch,
         "launch.actions": actions,
         "launch_ros": launch_ros,
         "launch_ros.actions": ros_actions,
+        "ament_index_python": ament,
+        "ament_index_python.packages": packages,
     }
 
 
 def _run_launch(
-    mode: str, monkeypatch: pytest.MonkeyPatch, **overrides: str
+    mode: str, monkeypatch: pytest.MonkeyPatch, installed: tuple[str, ...] = ("robot_state_publisher", "rviz2"),
+    **overrides: str
 ) -> tuple[list[Any], list[Any], list[str]]:
-    for name, mod in _fake_launch_modules().items():
+    for name, mod in _fake_launch_modules(installed).items():
         monkeypatch.setitem(sys.modules, name, mod)
     spec = importlib.util.spec_from_file_location(f"_launch_{mode}", LAUNCH[mode])
     module = importlib.util.module_from_spec(spec)
@@ -267,6 +284,23 @@ def test_launch_arguments_reach_the_nodes(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert all(n.kwargs["parameters"][-1] == str(extra) for n in nodes)
     with pytest.raises(ValueError, match="rviz"):
         _run_launch("sim", monkeypatch, rviz="maybe")
+
+
+def test_launch_without_robot_state_publisher_or_rviz_starts_the_rest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ROS install without robot_state_publisher / rviz2: they are logged and skipped (launch would
+    otherwise stop at the first missing package and orphan the nodes it had started), and the
+    package's own description publisher stands in for robot_state_publisher."""
+    _, nodes, skipped, _ = _run_launch("sim", monkeypatch, installed=(), rviz="true")
+    names = [n.kwargs["name"] for n in nodes]
+    assert "robot_state_publisher" not in names and "rviz2" not in names
+    assert any("robot_state_publisher is not installed" in m for m in skipped)
+    assert any("rviz2 is not installed" in m for m in skipped)
+    stand_in = [s for s in bu.graph("sim") if s.stands_in_for == "robot_state_publisher"]
+    assert stand_in and all(s.name in names for s in stand_in)
+    _, nodes, _, _ = _run_launch("sim", monkeypatch, rviz="true")
+    names = [n.kwargs["name"] for n in nodes]
+    assert "robot_state_publisher" in names and "rviz2" in names
+    assert not any(s.name in names for s in stand_in)
 
 
 def test_plan_file_and_start_reach_the_executive(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
