@@ -115,7 +115,7 @@ class ContactSolverNode(Node):
         from robot_grinding_sim.core.geometry.tool_contact import tool_sphere_radius
 
         part, faces, X_BP, source = load_workpiece(p, self.model, NODE_NAME)
-        if not hasattr(part, "face"):
+        if getattr(part.face(faces[0]), "is_mesh", False):
             self.get_logger().warning(f"no removal map: {source} is a mesh (it needs a CAD face)")
             return
         try:

@@ -22,7 +22,9 @@ Publishes:
   docs/compare.md) at ``progress_rate`` Hz of ROS time while a job runs, one ``-1`` sample when it
   leaves a pass;
 - ``diagnostics`` (diagnostic_msgs/DiagnosticArray; ``/diagnostics`` in the root namespace): the
-  job's state, pass, tracking error, at ``diagnostics_rate`` and on every change;
+  job's state, pass, tracking error and whether joint states have arrived (``joint_states``:
+  ``received`` or ``none yet``, a warning: ``~/start`` needs them), at ``diagnostics_rate`` and on
+  every change;
 - ``~/state`` (std_msgs/String, latched): ``idle``, ``ready``, ``running``, ``pausing``,
   ``paused``, ``stopping``, ``done``, ``stopped`` or ``failed: <reason>``.
 
@@ -241,7 +243,10 @@ class GrindingExecutive(Node):
                               level=LEVEL.get(state, DiagnosticStatus.OK), message=self._state_text())
         now = self._now()
         idx, arc = job.progress(now) if job is not None else (-1, 0.0)
-        values = {"state": state.value, "plan": self.plan_source, "pass": str(idx), "arc_length_m": f"{arc:.6f}"}
+        values = {"state": state.value, "plan": self.plan_source, "pass": str(idx), "arc_length_m": f"{arc:.6f}",
+                  "joint_states": "received" if self._q is not None else "none yet"}
+        if self._q is None and st.level == DiagnosticStatus.OK:
+            st.level, st.message = DiagnosticStatus.WARN, f"{st.message}; no joint states yet"
         if job is not None:
             values.update(last_tracking_error_rad=f"{job.last_error:.3g}",
                           max_tracking_error_rad=f"{job.max_error:.3g}", duration_s=f"{job.duration:.3f}")

@@ -68,7 +68,16 @@ def start_cell(launch_node, probe, plan_file, wall=False, **executive):
     probe.wait_for_messages(c["js"], 1, procs=[arm])
     probe.wait_for(lambda: c["state"].last is not None and c["state"].last.data == "ready", what="executive ready",
                    procs=[ex])
+    wait_arm_seen(probe, c["diag"], ex)
     return arm, ex, c
+
+
+def wait_arm_seen(probe, diag, ex):
+    """Until the executive's diagnostics say it has joint states (the probe having them says nothing
+    about the executive's own subscription on a busy machine)."""
+    probe.wait_for(lambda: any(kv.key == "joint_states" and kv.value == "received"
+                               for m in diag.messages for s in m.status for kv in s.values),
+                   what="the executive's diagnostics: joint_states received", procs=[ex])
 
 
 def state_is(c, *prefixes):
@@ -182,6 +191,7 @@ def test_a_push_off_the_path_fails_the_job(launch_node, probe, plan_file) -> Non
     js = probe.subscribe(JointState, "/joint_states")
     probe.wait_for_messages(js, 1, procs=[arm])
     probe.wait_for(lambda: state.last is not None and state.last.data == "ready", what="ready", procs=[ex])
+    wait_arm_seen(probe, diag, ex)
     assert call(probe, "start").success
     push = probe.publisher(WrenchStamped, "/contact/wrench")
     w = cv.array_to_wrench_stamped([0.0, 0.0, 50.0, 0.0, 0.0, 0.0], "tcp")
@@ -214,3 +224,23 @@ def test_a_bad_plan_file_stops_the_executive_naming_it(launch_node, probe, tmp_p
     code = ex.wait_exit()
     assert code != 0
     assert "plan_file" in ex.log() and "not a" in ex.log() and "Traceback" not in ex.log()
+
+
+def test_without_an_arm_start_is_refused_and_diagnostics_warn(launch_node, probe, plan_file) -> None:
+    """The executive up with no joint states: ~/start fails naming them, the diagnostics warn; once an
+    arm publishes, the diagnostics say so and the start goes through."""
+    ex = launch_node("grinding_executive", params_file=[CELL, REPO / "config" / "grinding_executive.yaml"],
+                     params={**WALL, "plan_file": str(plan_file)})
+    state = probe.subscribe(String, "/grinding_executive/state", qos=LATCHED)
+    diag = probe.subscribe(DiagnosticArray, "/diagnostics")
+    probe.wait_for(lambda: state.last is not None and state.last.data == "ready", what="ready", procs=[ex])
+    r = call(probe, "start")
+    assert not r.success and "no joint states yet" in r.message
+    probe.wait_for(lambda: any(s.level == s.WARN and "no joint states yet" in s.message
+                               for m in diag.messages for s in m.status), what="diagnostics: warning", procs=[ex])
+    arm = launch_node("dynamics_node", params_file=[CELL, REPO / "config" / "dynamics_node.yaml"],
+                      params={**ARM, "use_sim_time": False, "publish_clock": False})
+    wait_arm_seen(probe, diag, ex)
+    r = call(probe, "start")
+    assert r.success, r.message
+    assert arm.alive and ex.alive
