@@ -212,9 +212,10 @@ def graph(
             "planner_node",
             "planner_node",
             MODES,
-            "passes on the CAD surface -> /grinding/path, /grinding/trajectory",
+            "passes on the CAD surface (or the plan_file's) -> /grinding/path, /grinding/trajectory, markers",
             params_files=_cfg("planner_node"),
-            parameters={**with_urdf, **({"plan_on_start": False} if plan_file else {})},
+            # with a plan file it publishes that plan (the one the executive runs) for RViz and the bag
+            parameters={**with_urdf, **({"plan_file": str(Path(plan_file).resolve())} if plan_file else {})},
         ),
         NodeSpec(
             "grinding_executive",

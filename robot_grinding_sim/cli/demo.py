@@ -24,6 +24,7 @@ import click
 
 from robot_grinding_sim.cli.cell_options import build_cell, common_cell_options
 from robot_grinding_sim.cli.common import json_option
+from robot_grinding_sim.cli.graph_run import graph_dynamics, graph_options, then_through_graph
 from robot_grinding_sim.cli.simulate import run_and_write
 
 #: the quick configuration: passes, their length and spacing (the rest: the cell's defaults)
@@ -46,12 +47,7 @@ def demo_config(**cell_values: Any) -> Any:
 @click.option("--optimise/--no-optimise", default=None, help="Force-target optimisation [default: on].")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Output directory (bag/, force.png, summary.json, plan.json). [default: demo_out]")
-@click.option("--graph", is_flag=True,
-              help="Then run the same plan.json through the ROS 2 node graph (real processes, DDS on loopback) "
-                   "and compare the per-pass force with the in-process run (a few minutes).")
-@click.option("--exchange-interval", type=click.FloatRange(min=0.0, min_open=True), default=None,
-              help="With --graph: H, the contact exchange interval of the graph, s (a multiple of sim.dt) "
-                   "[default: dynamics_node's, 0.001].")
+@graph_options
 @common_cell_options
 @json_option
 def demo(optimise: bool | None, out: str | None, graph: bool, exchange_interval: float | None, as_json: bool,
@@ -63,19 +59,7 @@ def demo(optimise: bool | None, out: str | None, graph: bool, exchange_interval:
     base = demo_config()
     cell = build_cell(options, base.cell)
     out_dir = out or "demo_out"
-    if exchange_interval is not None and not graph:
-        raise click.UsageError("--exchange-interval needs --graph")
-    if graph:
-        from robot_grinding_sim.cli.graph_run import exchange_parameters
-
-        dynamics = exchange_parameters(cell, exchange_interval)  # a bad value fails before the run
+    dynamics = graph_dynamics(cell, graph, exchange_interval)
     summary = run_and_write(dataclasses.replace(base, cell=cell, optimise=optimise), out_dir, as_json,
                             show=not (as_json and graph))
-    if graph:
-        from robot_grinding_sim.cli.graph_run import run_through_graph
-
-        summary["graph_vs_inprocess"] = run_through_graph(Path(out_dir), cell, as_json, dynamics)
-        if as_json:
-            from robot_grinding_sim.cli.common import emit_json
-
-            emit_json(summary)
+    then_through_graph(summary, Path(out_dir), cell, dynamics, as_json)

@@ -48,6 +48,37 @@ def exchange_parameters(cell: Any, interval: float | None) -> dict[str, Any]:
     return {"exchange_interval": float(interval), "joint_state_decimation": int(k)}
 
 
+def graph_options(fn: Any) -> Any:
+    """``--graph`` and ``--exchange-interval``, for ``demo`` and ``simulate``."""
+    fn = click.option("--exchange-interval", type=click.FloatRange(min=0.0, min_open=True), default=None,
+                      help="With --graph: H, the contact exchange interval of the graph, s (a multiple of sim.dt) "
+                           "[default: dynamics_node's, 0.001].")(fn)
+    return click.option("--graph", is_flag=True,
+                        help="Then run the same plan.json through the ROS 2 node graph (real processes, DDS on "
+                             "loopback) and compare the per-pass force with the in-process run (minutes).")(fn)
+
+
+def graph_dynamics(cell: Any, graph: bool, interval: float | None) -> dict[str, Any] | None:
+    """dynamics_node's parameters for ``--graph`` (None without it); a bad ``--exchange-interval``
+    fails here, before minutes of simulation."""
+    if interval is not None and not graph:
+        raise click.UsageError("--exchange-interval needs --graph")
+    return exchange_parameters(cell, interval) if graph else None
+
+
+def then_through_graph(summary: dict[str, Any], out: Path, cell: Any, dynamics: dict[str, Any] | None,
+                       as_json: bool) -> None:
+    """After the in-process run: with ``--graph`` (``dynamics`` not None) run the plan through the
+    graph and add ``graph_vs_inprocess`` to ``summary``; with ``--json`` print the summary then."""
+    if dynamics is None:
+        return
+    summary["graph_vs_inprocess"] = run_through_graph(Path(out), cell, as_json, dynamics)
+    if as_json:
+        from robot_grinding_sim.cli.common import emit_json
+
+        emit_json(summary)
+
+
 def run_through_graph(out: Path, cell: Any, as_json: bool = False,
                       dynamics: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run ``out/plan.json`` through the node graph, record ``out/graph_bag``, compare per pass with

@@ -14,6 +14,7 @@ import click
 
 from robot_grinding_sim.cli.cell_options import build_cell, common_cell_options
 from robot_grinding_sim.cli.common import emit_json, json_option, progress
+from robot_grinding_sim.cli.graph_run import graph_dynamics, graph_options, then_through_graph
 from robot_grinding_sim.core.errors import InputError
 
 
@@ -75,17 +76,21 @@ def print_table(s: dict) -> None:
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Output directory (bag/, force.png, summary.json, plan.json); its bag/ must not exist. "
                    "[default: simulate_out]")
+@graph_options
 @common_cell_options
 @json_option
 def simulate(part_or_cad: str | None, plan_file: str | None, max_passes: int | None, pass_length: float | None,
-             optimise: bool | None, out: str | None, as_json: bool, **options: Any) -> None:
+             optimise: bool | None, out: str | None, graph: bool, exchange_interval: float | None, as_json: bool,
+             **options: Any) -> None:
     """Simulate grinding PART_OR_CAD (built-in part or CAD/mesh file; default: the cell's part):
     passes, arm, contact force.
 
     Plans the passes (or runs --plan), optimises the commanded penetration per pass until the mean
     normal force is within the tolerance of the target, simulates the UR10e with its ball tool
     following the job trajectory with the compliant contact (closed form per step), and writes a
-    bag, force.png, summary.json and the plan that ran (plan.json) under --out.
+    bag, force.png, summary.json and the plan that ran (plan.json) under --out. With --graph the
+    same plan.json then runs through the ROS 2 node graph (graph_bag/, graph_vs_inprocess in
+    summary.json).
     """
     from robot_grinding_sim.core.job.setup import JobConfig
 
@@ -104,4 +109,7 @@ def simulate(part_or_cad: str | None, plan_file: str | None, max_passes: int | N
     cell = build_cell(options, base, extra)
     cfg = JobConfig(cell=cell, plan_file=plan_file, optimise=optimise, max_passes=max_passes,
                     pass_length=pass_length)
-    run_and_write(cfg, out or "simulate_out", as_json)
+    dynamics = graph_dynamics(cell, graph, exchange_interval)
+    out_dir = out or "simulate_out"
+    summary = run_and_write(cfg, out_dir, as_json, show=not (as_json and graph))
+    then_through_graph(summary, Path(out_dir), cell, dynamics, as_json)

@@ -58,7 +58,7 @@ from robot_grinding_sim.core.job.execution import JobExecution, JobState
 from robot_grinding_sim.core.planning import plan_io
 from robot_grinding_sim.ros import conversions as cv
 from robot_grinding_sim.ros.node_base import guarded, load_robot, run_node
-from robot_grinding_sim.ros.parameters import ParameterError, declare_parameters
+from robot_grinding_sim.ros.parameters import declare_parameters
 from robot_grinding_sim.ros.schemas import node_specs
 
 NODE_NAME = "grinding_executive"
@@ -88,13 +88,19 @@ class GrindingExecutive(Node):
         self.pub_progress = self.create_publisher(Float64MultiArray, "grinding/progress", 50)
         self.pub_diag = self.create_publisher(DiagnosticArray, "diagnostics", 10)
         self.pub_state = self.create_publisher(String, "~/state", latched)
+        self.plan_error = ""
+        self._pending: JobExecution | None = None
         if p["plan_file"]:
             try:
-                self._load(plan_io.read_plan(p["plan_file"]), p["plan_file"])
+                self._use(self._prepare(plan_io.read_plan(p["plan_file"]), p["plan_file"]))
             except InputError as exc:
-                raise ParameterError("plan_file", str(exc), NODE_NAME) from None
+                # the node stays up: a fixed file is loaded by setting plan_file again
+                self.plan_error = f"plan_file: {exc}"
+                self.get_logger().error(f"{self.plan_error} (no plan loaded; set plan_file to load one)")
         else:
             self.create_subscription(String, "grinding/plan", guarded(self, "grinding/plan")(self._on_plan), latched)
+        self.add_on_set_parameters_callback(self._check_plan_file)
+        self.add_post_set_parameters_callback(self._plan_file_set)
         self.create_subscription(JointState, "joint_states", guarded(self, "joint_states")(self._on_joints), 50)
         for name, fn in (("start", self._start), ("stop", self._stop), ("pause", self._pause),
                          ("resume", self._resume)):
@@ -107,21 +113,62 @@ class GrindingExecutive(Node):
 
     # -- plan ----------------------------------------------------------------------------------
 
-    def _load(self, data: dict[str, Any], source: str) -> None:
+    def _prepare(self, data: dict[str, Any], source: str) -> tuple[JobExecution, str]:
+        """The job of a read plan.json, and its one-line description (InputError: a bad plan)."""
         plan = plan_io.plan_from_dict(data, source)
-        if plan.trajectory is not None:
-            plan.trajectory = plan_io.trajectory_from_dict(data["trajectory"], self.model)
-        self.job = JobExecution(self.model, plan, self.cell.execution, self.cell.process)
-        self.plan_source = f"plan {source}: {len(plan.passes)} passes, {self.job.duration:.1f} s"
+        if plan.trajectory is None:
+            raise InputError(f"{source}: the plan has no job trajectory (plan it with a robot: grinding plan "
+                             "--robot, or planner_node)")
+        plan.trajectory = plan_io.trajectory_from_dict(data["trajectory"], self.model)
+        job = JobExecution(self.model, plan, self.cell.execution, self.cell.process)
+        return job, f"plan {source}: {len(plan.passes)} passes, {job.duration:.1f} s"
+
+    def _use(self, prepared: tuple[JobExecution, str]) -> None:
+        self.job, self.plan_source = prepared
+        self.plan_error = ""
         self.get_logger().info(f"loaded {self.plan_source}")
 
+    def _busy(self) -> bool:
+        return self.job is not None and self.job.state in (JobState.RUNNING, JobState.PAUSING, JobState.PAUSED,
+                                                           JobState.STOPPING)
+
     def _on_plan(self, msg: String) -> None:
-        if self.job is not None and self.job.state in (JobState.RUNNING, JobState.PAUSING, JobState.PAUSED,
-                                                       JobState.STOPPING):
+        if self._busy():
             self.get_logger().warning("grinding/plan: a new plan arrived while a job runs; it is ignored")
             return
-        self._load(plan_io.parse_plan(msg.data, "grinding/plan"), "grinding/plan")
+        try:
+            self._use(self._prepare(plan_io.parse_plan(msg.data, "grinding/plan"), "grinding/plan"))
+        except InputError as exc:
+            self.plan_error = f"grinding/plan: {exc}"
+            self.get_logger().error(f"{self.plan_error} (the plan is refused"
+                                    f"{'; the loaded plan stays' if self.job is not None else ''})")
         self._state_changed()
+
+    def _check_plan_file(self, params: list[Any]) -> Any:
+        """``ros2 param set ... plan_file``: refused while a job runs or when the file is not a plan
+        (the reason names it); else the job is prepared here and used once the value is set."""
+        from rcl_interfaces.msg import SetParametersResult
+
+        for prm in params:
+            if prm.name != "plan_file":
+                continue
+            if self._busy():
+                return SetParametersResult(successful=False,
+                                           reason=f"plan_file: a job is {self.job.state.value}; stop it first")
+            if not prm.value:
+                return SetParametersResult(successful=False, reason="plan_file: empty (name a plan.json)")
+            try:
+                self._pending = self._prepare(plan_io.read_plan(prm.value), prm.value)
+            except InputError as exc:
+                return SetParametersResult(successful=False, reason=f"plan_file: {exc}")
+        return SetParametersResult(successful=True)
+
+    def _plan_file_set(self, params: list[Any]) -> None:
+        if self._pending is not None and any(prm.name == "plan_file" for prm in params):
+            self._use(self._pending)
+            self._last_pass = -1
+            self._state_changed()
+        self._pending = None
 
     # -- requests ------------------------------------------------------------------------------
 
@@ -155,7 +202,8 @@ class GrindingExecutive(Node):
 
     def _require_job(self) -> JobExecution:
         if self.job is None:
-            raise GrindingSimError("no plan loaded (set plan_file or run planner_node)")
+            why = f": {self.plan_error}" if self.plan_error else " (set plan_file or run planner_node)"
+            raise GrindingSimError(f"no plan loaded{why}")
         return self.job
 
     def _start(self) -> str:
@@ -245,6 +293,10 @@ class GrindingExecutive(Node):
         idx, arc = job.progress(now) if job is not None else (-1, 0.0)
         values = {"state": state.value, "plan": self.plan_source, "pass": str(idx), "arc_length_m": f"{arc:.6f}",
                   "joint_states": "received" if self._q is not None else "none yet"}
+        if self.plan_error:
+            values["plan_error"] = self.plan_error
+            if self.job is None:
+                st.level, st.message = DiagnosticStatus.ERROR, f"no plan: {self.plan_error}"
         if self._q is None and st.level == DiagnosticStatus.OK:
             st.level, st.message = DiagnosticStatus.WARN, f"{st.message}; no joint states yet"
         if job is not None:

@@ -5,11 +5,14 @@ runs: the cell's parameters (config/cell.yaml: workpiece, passes, process, conta
 optimise, ...) in, a plan out (with the optimisation on, the per-pass offsets and the predicted
 mean force come from simulating the job in process).
 
+With ``plan_file`` set it plans nothing: it reads that plan.json (as grinding_executive runs it)
+and publishes it, so that RViz and the recorder show the plan a job runs.
+
 Serves:
-- ``~/plan`` (std_srvs/Trigger): plan again with the current parameters. ``success`` false and
-  the reason in ``message`` when the plan cannot be made (unreadable file, face index out of
-  range, unreachable or colliding waypoint, ...); nothing is published then and the node keeps
-  running. On success ``message`` summarises the plan.
+- ``~/plan`` (std_srvs/Trigger): plan again with the current parameters (or read ``plan_file``
+  again). ``success`` false and the reason in ``message`` when the plan cannot be made (unreadable
+  file, face index out of range, unreachable or colliding waypoint, not a plan.json, ...); nothing
+  is published then and the node keeps running. On success ``message`` summarises the plan.
 
 Publishes (latched: transient-local durability, so late subscribers get the last plan):
 - ``grinding/path`` (nav_msgs/Path, frame ``base_frame``): the TCP poses of every pass waypoint,
@@ -35,12 +38,13 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import Point, PoseStamped
-from nav_msgs.msg import Path
+from nav_msgs.msg import Path as PathMsg
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_msgs.msg import String
@@ -71,7 +75,7 @@ class PlannerNode(Node):
         self.model = load_robot(self.p, NODE_NAME, tip_link=self.p["tool.tcp_link"])
         self.base_frame = self.p["base_frame"] or self.model.root_link
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        self.pub_path = self.create_publisher(Path, "grinding/path", latched)
+        self.pub_path = self.create_publisher(PathMsg, "grinding/path", latched)
         self.pub_traj = self.create_publisher(JointTrajectory, "grinding/trajectory", latched)
         self.pub_markers = self.create_publisher(MarkerArray, "~/markers", latched)
         self.pub_plan = self.create_publisher(String, "grinding/plan", latched)
@@ -87,7 +91,7 @@ class PlannerNode(Node):
         return self.get_parameter(name).value
 
     def _source(self) -> str:
-        return self._value("workpiece.part")
+        return self._value("plan_file") or self._value("workpiece.part")
 
     def _plan_once(self) -> None:
         if self._start_timer is not None:
@@ -113,8 +117,15 @@ class PlannerNode(Node):
         try:
             cell = config_from_mapping({s.name: self._value(s.name) for s in self.specs}, allow_unknown=True)
             check, out = bool(self._value("check_collisions")), self._value("output_file")
+            plan_file = self._value("plan_file")
 
             def compute() -> Any:  # no ROS in here: a stop leaves it behind (see stoppable)
+                if plan_file:
+                    data = plan_io.read_plan(plan_file)
+                    result = plan_io.plan_from_dict(data, plan_file)
+                    if result.trajectory is None:
+                        raise GrindingSimError(f"{plan_file}: the plan has no job trajectory")
+                    return result, Path(plan_file).read_text()  # what the executive runs, as it is
                 result = plan_job(cell, check_collisions=check)
                 if out:
                     plan_io.write_plan(result, out)  # atomic
@@ -132,22 +143,22 @@ class PlannerNode(Node):
             pub.publish(msg)
         self.last_plan = result
         s = result.summary()
-        force = ""
+        force = f"read from {plan_file}; " if plan_file else ""
         if result.force_target is not None:
-            force = "; predicted mean force " + ", ".join(f"{f:.3f}" for f in
+            force += "; predicted mean force " + ", ".join(f"{f:.3f}" for f in
                                                          result.force_target["predicted_mean_force_n"]) + " N"
         return True, (f"{s['passes']} passes, {s['waypoints']} waypoints, trajectory "
                       f"{s.get('trajectory_points', 0)} points / {s.get('trajectory_duration_s', 0.0):.1f} s{force} "
                       f"(planned in {time.perf_counter() - t0:.1f} s)")
 
     # ------------------------------------------------------------------------------------------
-    def _messages(self, result: Any) -> tuple[Path, JointTrajectory, MarkerArray]:
+    def _messages(self, result: Any) -> tuple[PathMsg, JointTrajectory, MarkerArray]:
         from scipy.spatial.transform import Rotation
 
         X = result.workpiece_pose
         R, o = X[:3, :3], X[:3, 3]
         stamp = self.get_clock().now().to_msg()
-        path = Path()
+        path = PathMsg()
         path.header.frame_id, path.header.stamp = self.base_frame, stamp
         for pos, quat in zip(result.tcp_positions, result.tcp_quaternions, strict=True):
             P = pos @ R.T + o
@@ -222,7 +233,7 @@ class PlannerNode(Node):
         from robot_grinding_sim.core.geometry import cad
 
         try:
-            return cad.load_part(self._source(), self._value("workpiece.unit") or None).tessellate(deflection=2e-4)
+            return cad.load_part(result.source, result.unit or None).tessellate(deflection=2e-4)
         except GrindingSimError as exc:
             self.get_logger().warning(f"no part marker: {exc}")
             return None

@@ -15,11 +15,12 @@ from robot_grinding_sim.core.config import cell_specs
 from robot_grinding_sim.core.parameters import ParamSpec
 from robot_grinding_sim.core.record.bagwriter import STORAGES
 
-#: What the recorder records by default: the force comparison's topics and what a 3D viewer needs to
-#: replay the job (robot, TF, part, passes, contacts, removal map).
+#: What the recorder records by default: the force comparison's topics, what a 3D viewer needs to
+#: replay the job (robot, TF, part, passes, contacts, removal map), and the executive's commands and
+#: diagnostics (commanded against measured joints; why a job stopped).
 DEFAULT_TOPICS = ["/joint_states", "/contact/wrench", "/ft_sensor/wrench", "/grinding/progress", "/tf", "/tf_static",
                   "/robot_description", "/planner_node/markers", "/collision_node/markers", "/grinding/path",
-                  "/grinding/removal"]
+                  "/grinding/removal", "/joint_trajectory_controller/joint_trajectory", "/diagnostics"]
 
 BASE_FRAME = ParamSpec("base_frame", "", "frame of the node's outputs; empty: the URDF's root link", read_only=True)
 
@@ -86,7 +87,8 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
     "grinding_executive": [
         BASE_FRAME,
         ParamSpec("plan_file", "", "plan.json to run (with its job trajectory); empty: the planner's latched "
-                  "grinding/plan", read_only=True),
+                  "grinding/plan. Set at run time (not while a job runs) to load another plan; a file that is "
+                  "not a plan is refused with the reason"),
         ParamSpec("autostart", False, "start the job as soon as a plan and a joint state are there"),
         ParamSpec("progress_rate", 100.0, "rate of grinding/progress while a job runs and of the supervision, Hz "
                   "of ROS time", range=(1.0, 10000.0), read_only=True),
@@ -123,6 +125,8 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
         BASE_FRAME,
         ParamSpec("check_collisions", True, "check the robot's trajectory against the part"),
         ParamSpec("plan_on_start", True, "plan once at start-up (else wait for ~/plan)"),
+        ParamSpec("plan_file", "", "publish this plan.json (path, trajectory, markers, grinding/plan) instead of "
+                  "planning; ~/plan reads it again; empty: plan from the cell's parameters"),
         ParamSpec("output_file", "", "write plan.json here after every successful plan; empty: none"),
         ParamSpec("marker_normal_every", 10, "an arrow marker every n-th waypoint", range=(1, 100000)),
     ],

@@ -108,3 +108,45 @@ def test_bad_parameter_stops_the_node_naming_it(launch_node) -> None:
     node = launch_node("planner_node", params_file=CONFIG, params={"passes.stepover": -0.001})
     assert node.wait_exit(timeout=120) == 1
     assert "parameter 'passes.stepover': -0.001 is below the minimum" in node.log()
+
+
+def test_a_plan_file_is_published_as_it_is(launch_node, probe, tmp_path) -> None:
+    """With plan_file the node plans nothing: grinding/plan is the file's text, the trajectory its
+    knots, the pass markers its surface points (read back with ``json``); a file that is not a plan
+    fails ~/plan with the reason and the node stays up."""
+    import json
+
+    from std_msgs.msg import String
+
+    from robot_grinding_sim.core.config import CellConfig
+    from robot_grinding_sim.core.job.plan_job import plan_job
+    from robot_grinding_sim.core.planning import plan_io
+
+    cell = CellConfig().replace(**FAST)
+    f = plan_io.write_plan(plan_job(cell, optimise=False, max_passes=2, pass_length=0.02, check_collisions=False),
+                           tmp_path / "plan.json")
+    doc = json.loads(f.read_text())
+    node = launch_node("planner_node", params_file=CONFIG, params={"plan_file": str(f)})
+    plan = probe.subscribe(String, "/grinding/plan", qos=LATCHED)
+    traj = probe.subscribe(JointTrajectory, "/grinding/trajectory", qos=LATCHED)
+    markers = probe.subscribe(MarkerArray, "/planner_node/markers", qos=LATCHED)
+    for sub in (plan, traj, markers):
+        probe.wait_for_messages(sub, 1, timeout=120, procs=[node])
+    assert plan.last.data == f.read_text()
+    np.testing.assert_allclose([p.positions for p in traj.last.points], doc["trajectory"]["positions"], atol=1e-12)
+    X = np.eye(4)
+    from scipy.spatial.transform import Rotation
+
+    wp = doc["part"]["workpiece_pose"]
+    X[:3, :3], X[:3, 3] = Rotation.from_quat(wp["orientation"]).as_matrix(), wp["position"]
+    passes = [m for m in markers.last.markers if m.ns == "passes"]
+    assert len(passes) == len(doc["passes"]) == 2
+    for m, p in zip(passes, doc["passes"], strict=True):
+        pts = np.array([[q.x, q.y, q.z] for q in m.points])
+        expected = np.array([w["surface_point"] for w in p["waypoints"]]) @ X[:3, :3].T + X[:3, 3]
+        np.testing.assert_allclose(pts, expected, atol=1e-9)
+    assert any(m.ns == "part" and m.type == Marker.TRIANGLE_LIST for m in markers.last.markers)
+    f.write_text('{"schema": "something else"}')
+    res = probe.call(Trigger, "/planner_node/plan", timeout=120, procs=[node])
+    assert not res.success and str(f) in res.message and node.alive
+    assert plan.last.data != f.read_text()  # nothing published

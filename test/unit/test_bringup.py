@@ -311,12 +311,12 @@ def test_plan_file_and_start_reach_the_executive(monkeypatch: pytest.MonkeyPatch
           for n in nodes}
     assert by["grinding_executive"]["plan_file"] == str(plan.resolve())
     assert by["grinding_executive"]["autostart"] is True
-    assert by["planner_node"]["plan_on_start"] is False  # the plan is given: the planner waits for ~/plan
+    assert by["planner_node"]["plan_file"] == str(plan.resolve())  # it shows the plan the executive runs
     _, nodes, _, _ = _run_launch("sim", monkeypatch)
     by = {n.kwargs["name"]: {k: v for p in n.kwargs["parameters"] if isinstance(p, dict) for k, v in p.items()}
           for n in nodes}
     assert "plan_file" not in by["grinding_executive"] and by["grinding_executive"]["autostart"] is False
-    assert "plan_on_start" not in by["planner_node"]
+    assert "plan_file" not in by["planner_node"]
     with pytest.raises(ValueError, match="start"):
         _run_launch("sim", monkeypatch, start="soon")
 
