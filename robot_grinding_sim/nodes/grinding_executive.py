@@ -33,7 +33,8 @@ first knot if it is elsewhere), ``~/pause`` (the speed along the plan ramps to r
 ``~/resume``, ``~/stop`` (ramps to rest and retreats along the surface normal if the tool is at
 the part). A request that does not fit the state fails with the reason.
 
-``autostart``: start as soon as a plan and a joint state are there. A tracking error above
+``autostart``: start as soon as a plan and a joint state are there and the controller subscribes
+to the command topic (``~/start`` refuses to send into a topic nobody listens to). A tracking error above
 ``execution.tracking_error_limit`` or joint states silent for ``execution.joint_states_timeout``
 stop the job (``failed``) with a retreat. Times are ROS time (sim time when ``use_sim_time``).
 """
@@ -206,10 +207,17 @@ class GrindingExecutive(Node):
             raise GrindingSimError(f"no plan loaded{why}")
         return self.job
 
+    def _controller_listening(self) -> bool:
+        # a command published before the controller's subscription has matched is lost (volatile)
+        return self.pub_cmd.get_subscription_count() > 0
+
     def _start(self) -> str:
         job = self._require_job()
         if self._q is None:
             raise GrindingSimError("no joint states yet: is the arm (dynamics_node or the driver) running?")
+        if not self._controller_listening():
+            raise GrindingSimError(f"nobody subscribes to {self.pub_cmd.topic_name}: is the arm's controller "
+                                   "running (remap the topic to it)?")
         self._send(job.start(self._now(), self._q))
         self._last_pass = -1
         return f"started: {self.plan_source}"
@@ -251,7 +259,8 @@ class GrindingExecutive(Node):
         job = self.job
         if job is None:
             return
-        if self.p["autostart"] and job.state is JobState.READY and self._q is not None:
+        if self.p["autostart"] and job.state is JobState.READY and self._q is not None \
+                and self._controller_listening():
             self._send(job.start(self._now(), self._q))
             self._state_changed()
         now = self._now()
@@ -292,7 +301,8 @@ class GrindingExecutive(Node):
         now = self._now()
         idx, arc = job.progress(now) if job is not None else (-1, 0.0)
         values = {"state": state.value, "plan": self.plan_source, "pass": str(idx), "arc_length_m": f"{arc:.6f}",
-                  "joint_states": "received" if self._q is not None else "none yet"}
+                  "joint_states": "received" if self._q is not None else "none yet",
+                  "controller_subscribers": str(self.pub_cmd.get_subscription_count())}
         if self.plan_error:
             values["plan_error"] = self.plan_error
             if self.job is None:

@@ -143,7 +143,7 @@ class PlannerNode(Node):
             pub.publish(msg)
         self.last_plan = result
         s = result.summary()
-        force = f"read from {plan_file}; " if plan_file else ""
+        force = f"; read from {plan_file}" if plan_file else ""
         if result.force_target is not None:
             force += "; predicted mean force " + ", ".join(f"{f:.3f}" for f in
                                                          result.force_target["predicted_mean_force_n"]) + " N"

@@ -89,7 +89,8 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
         ParamSpec("plan_file", "", "plan.json to run (with its job trajectory); empty: the planner's latched "
                   "grinding/plan. Set at run time (not while a job runs) to load another plan; a file that is "
                   "not a plan is refused with the reason"),
-        ParamSpec("autostart", False, "start the job as soon as a plan and a joint state are there"),
+        ParamSpec("autostart", False, "start the job as soon as a plan and a joint state are there and the "
+                  "controller subscribes to the command topic"),
         ParamSpec("progress_rate", 100.0, "rate of grinding/progress while a job runs and of the supervision, Hz "
                   "of ROS time", range=(1.0, 10000.0), read_only=True),
         ParamSpec("diagnostics_rate", 1.0, "rate of /diagnostics, Hz (and on every change of state)",

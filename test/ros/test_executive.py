@@ -73,11 +73,19 @@ def start_cell(launch_node, probe, plan_file, wall=False, **executive):
 
 
 def wait_arm_seen(probe, diag, ex):
-    """Until the executive's diagnostics say it has joint states (the probe having them says nothing
-    about the executive's own subscription on a busy machine)."""
-    probe.wait_for(lambda: any(kv.key == "joint_states" and kv.value == "received"
-                               for m in diag.messages for s in m.status for kv in s.values),
-                   what="the executive's diagnostics: joint_states received", procs=[ex])
+    """Until the executive's diagnostics say it has joint states and the arm's controller subscribes
+    to its commands (the probe seeing the arm says nothing of the executive's own matching on a
+    busy machine)."""
+    def seen() -> bool:
+        for m in diag.messages:
+            for s in m.status:
+                kv = {k.key: k.value for k in s.values}
+                if kv.get("joint_states") == "received" and kv.get("controller_subscribers", "0") != "0":
+                    return True
+        return False
+
+    probe.wait_for(seen, what="the executive's diagnostics: joint states received, a controller subscribed",
+                   procs=[ex])
 
 
 def state_is(c, *prefixes):
@@ -218,8 +226,9 @@ def test_silent_joint_states_fail_the_job(launch_node, probe, plan_file) -> None
 
 
 def test_without_an_arm_start_is_refused_and_diagnostics_warn(launch_node, probe, plan_file) -> None:
-    """The executive up with no joint states: ~/start fails naming them, the diagnostics warn; once an
-    arm publishes, the diagnostics say so and the start goes through."""
+    """The executive up with no joint states: ~/start fails naming them, the diagnostics warn; with
+    joint states but no controller on the command topic it fails naming the topic; once an arm runs,
+    the diagnostics say so and the start goes through."""
     ex = launch_node("grinding_executive", params_file=[CELL, REPO / "config" / "grinding_executive.yaml"],
                      params={**WALL, "plan_file": str(plan_file)})
     state = probe.subscribe(String, "/grinding_executive/state", qos=LATCHED)
@@ -229,6 +238,18 @@ def test_without_an_arm_start_is_refused_and_diagnostics_warn(launch_node, probe
     assert not r.success and "no joint states yet" in r.message
     probe.wait_for(lambda: any(s.level == s.WARN and "no joint states yet" in s.message
                                for m in diag.messages for s in m.status), what="diagnostics: warning", procs=[ex])
+    # joint states but no controller listening: nothing is sent into the void
+    js = probe.publisher(JointState, "/joint_states")
+    home = JointState(name=JOINT_ORDER, position=[0.0, -1.2, 1.9, -2.27, -1.57, 0.0])
+
+    def received() -> bool:
+        js.publish(home)
+        return any(kv.key == "joint_states" and kv.value == "received"
+                   for m in diag.messages for s in m.status for kv in s.values)
+
+    probe.wait_for(received, what="the executive's diagnostics: joint_states received", procs=[ex])
+    r = call(probe, "start")
+    assert not r.success and f"nobody subscribes to {TRAJ_TOPIC}" in r.message
     arm = launch_node("dynamics_node", params_file=[CELL, REPO / "config" / "dynamics_node.yaml"],
                       params={**ARM, "use_sim_time": False, "publish_clock": False})
     wait_arm_seen(probe, diag, ex)

@@ -89,3 +89,63 @@ def test_gap_and_normal_match_the_analytic_surface(kind: str) -> None:
         np.testing.assert_allclose(g.point, R @ p[k] + o, atol=1e-6)
     assert worst_gap < 1e-6 and worst_angle < 0.01, (worst_gap, worst_angle)
     assert worst_gap < 1e-9 and worst_angle < 1e-6  # in fact, to the projector's convergence
+
+
+def test_beside_the_face_the_gap_is_the_distance_to_its_boundary() -> None:
+    """The ball beside the curved panel's B-spline top (beyond its edges, above, level with and below
+    it, 15 to 100 mm out): the surface's closest point is off the face (clamped, or the B-spline
+    carried on past the edge), so the mesh answers: contact exactly where OpenCascade's BRepExtrema
+    distance to the trimmed face is below R, and above the face's highest point the gap is that
+    distance - R within the tessellation's chordal tolerance. (The normal distance to the off-face
+    point once read 11.8 mm of penetration at the arm's home pose, 100 mm from the part.) Over the
+    face the answer stays exact (1 um)."""
+    from OCP.BRepBuilderAPI import BRepBuilderAPI_MakeVertex
+    from OCP.BRepExtrema import BRepExtrema_DistShapeShape
+    from OCP.gp import gp_Pnt
+
+    part = cad.load_part("curved_panel")
+    (top,) = [f.index for f in part.list_faces() if f.type == "bspline" and f.bounds_max[2] > 0.02]
+    deflection = 2e-4
+    scene, exact = workpiece_scene(part, [top], POSE, R_TOOL, deflection)
+    assert exact
+    query = ToolContactQuery(scene)
+    face = part.face(top).shape
+
+    def occ_distance(p_part: np.ndarray) -> float:
+        d = BRepExtrema_DistShapeShape(BRepBuilderAPI_MakeVertex(gp_Pnt(*map(float, p_part))).Vertex(), face)
+        assert d.IsDone()
+        return d.Value()
+
+    rng = np.random.default_rng(7)
+    beside, over = [], []
+    for _ in range(60):
+        side = rng.integers(4)
+        out = rng.uniform(0.015, 0.1)
+        along = rng.uniform(-1.0, 1.0)
+        x, y = [(-0.1 - out, 0.075 * along), (0.1 + out, 0.075 * along), (0.1 * along, -0.075 - out),
+                (0.1 * along, 0.075 + out)][side]
+        beside.append([x, y, rng.uniform(-0.01, 0.04)])
+    for _ in range(20):  # over the face, 1 mm in to 30 mm clear
+        over.append([rng.uniform(-0.09, 0.09), rng.uniform(-0.065, 0.065), 0.0])
+    worst_beside = worst_over = 0.0
+    n_above = 0
+    for p in beside:
+        p = np.array(p)
+        g = query.query(POSE[:3, :3] @ p + POSE[:3, 3])
+        d = occ_distance(p)
+        assert (g.gap > 0.0) == (d > R_TOOL), f"contact wrong at {p} (part frame): gap {g.gap}, distance {d}"
+        if p[2] > 0.021:  # above the face's highest point: outside on the one-sided surface's side
+            worst_beside = max(worst_beside, abs(g.gap + R_TOOL - d))
+            n_above += 1
+    for p in over:
+        p = np.array(p)
+        # height: the surface below plus R - 1 mm .. R + 30 mm along +z
+        s = occ_distance(np.array([p[0], p[1], 0.0]))  # distance up to the surface from z = 0
+        p[2] = s + R_TOOL + rng.uniform(-0.001, 0.03)
+        g = query.query(POSE[:3, :3] @ p + POSE[:3, 3])
+        d = occ_distance(p)
+        worst_over = max(worst_over, abs(g.gap + R_TOOL - d))
+    print(f"beside the face: worst |gap + R - BRepExtrema| {worst_beside * 1e6:.1f} um ({n_above} points); "
+          f"over it {worst_over * 1e9:.2f} nm")
+    assert n_above >= 20 and worst_beside <= deflection
+    assert worst_over <= 1e-6

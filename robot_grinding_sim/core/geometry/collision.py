@@ -13,7 +13,9 @@ sphere - box          analytic (closest point on the box, nearest face inside)  
 sphere - cylinder     analytic (closest point on the finite cylinder)                 yes
 sphere - mesh         closest point on the triangles (static BVH, warm-started from   yes
                       the previous answer) + angle-weighted pseudo-normal sign; or
-                      the object's *exact surface* callback (CAD) when it has one
+                      the object's *exact surface* callback (CAD) when it has one and
+                      its closest point is a foot of the perpendicular (beside the
+                      face: the mesh's closest point, on the face's boundary)
 box/cylinder - mesh   support-point iteration on the same exact closest point: the    yes*
                       primitive's point deepest along the surface normal (a
                       grinding wheel); a wheel side-on to a curved part: the
@@ -90,6 +92,11 @@ from robot_grinding_sim.core.geometry.meshquery import (
     signed_closest_world,
 )
 from robot_grinding_sim.core.geometry.robot_objects import adjacent_pairs, robot_shapes
+
+#: largest tangential offset, m, of the exact surface's closest point from the perpendicular
+#: through the query point for it to be the surface's answer (Gauss-Newton converges to 1e-12 m;
+#: a clamped parameter, beside the face, leaves centimetres)
+FOOT_TOLERANCE = 1e-7
 
 
 def _check_name(name: Any) -> str:
@@ -230,7 +237,10 @@ class CollisionScene:
 
         Args:
             surface: ``f(points (k, 3)) -> (closest (k, 3), normals (k, 3))``, all in the
-                object's frame, normals unit and pointing out of the part; None removes it.
+                object's frame, normals unit and pointing out of the part; it may return a
+                third array ``on_face`` (k,) bool, False where the closest point lies outside
+                the face (its parameters clamped or beyond the face's range): the mesh answers
+                those. None removes it.
             tolerance: Largest distance (m) between mesh and true surface. Default: estimated as
                 twice the largest deviation of the face centroids and vertices from ``surface``.
 
@@ -249,7 +259,7 @@ class CollisionScene:
         if tolerance is None:
             m = obj.mesh
             pts = np.vstack([m.vertices[m.faces].mean(axis=1), m.vertices])
-            closest, _ = self._eval_surface(obj, pts)
+            closest, _, _ = self._eval_surface(obj, pts)
             tol = 2.0 * float(np.linalg.norm(closest - pts, axis=1).max()) + 1e-9
         else:
             tol = float(tolerance)
@@ -263,18 +273,21 @@ class CollisionScene:
         """Largest distance (m) between a mesh object and its exact surface (0 without one)."""
         return self._get(name).surface_tol
 
-    def _eval_surface(self, obj: SceneObject, pts: FloatArray) -> tuple[FloatArray, FloatArray]:
+    def _eval_surface(self, obj: SceneObject, pts: FloatArray) -> tuple[FloatArray, FloatArray, npt.NDArray[np.bool_]]:
+        """(closest points (k, 3), unit normals (k, 3), on_face (k,)) of the object's exact surface."""
         assert obj.surface is not None
         try:
-            p, n = obj.surface(pts)
-            p = np.asarray(p, dtype=np.float64).reshape(pts.shape)
-            n = np.asarray(n, dtype=np.float64).reshape(pts.shape)
+            out = obj.surface(pts)
+            p = np.asarray(out[0], dtype=np.float64).reshape(pts.shape)
+            n = np.asarray(out[1], dtype=np.float64).reshape(pts.shape)
+            on = (np.asarray(out[2], dtype=bool).reshape(len(pts)) if len(out) > 2
+                  else np.ones(len(pts), dtype=bool))
         except Exception as exc:  # a user callback: any failure becomes a clear error
             raise GeometryError(f"exact surface of '{obj.name}' failed: {exc}") from None
         norm = np.linalg.norm(n, axis=1)
         if not (np.isfinite(p).all() and np.isfinite(norm).all() and (norm > 0.0).all()):
             raise GeometryError(f"exact surface of '{obj.name}' returned NaN/inf points or zero normals")
-        return p, n / norm[:, None]
+        return p, n / norm[:, None], on
 
     # ------------------------------------------------------------------------------------------
     # poses and exclusions
@@ -363,9 +376,16 @@ class CollisionScene:
         self._warm[key] = int(tri)
         if b.surface is not None and (need_exact_surface or sd - radius < b.surface_tol):
             R = b.T[:3, :3]
-            ps, ns = self._eval_surface(b, c[None, :])
-            sd = float(ns[0] @ (c - ps[0]))
-            return sd, R @ ps[0] + b.T[:3, 3], R @ ns[0], True
+            ps, ns, on_face = self._eval_surface(b, c[None, :])
+            r = c - ps[0]
+            sd_exact = float(ns[0] @ r)
+            # the surface answers where its closest point is on the face and the foot of the
+            # perpendicular from c; beside the face (parameters clamped, or the surface carried on
+            # past the face's edge) the normal distance means nothing (it can read centimetres of
+            # penetration 10 cm from the part), and the mesh's closest point (on the face's
+            # boundary) is the distance
+            if on_face[0] and math.sqrt(max(float(r @ r) - sd_exact * sd_exact, 0.0)) <= FOOT_TOLERANCE:
+                return sd_exact, R @ ps[0] + b.T[:3, 3], R @ ns[0], True
         if not m.closed and sd <= -radius:
             return None
         return float(sd), p, n, exact

@@ -2,10 +2,12 @@
 
 :class:`FaceProjector` is the callback that ``CollisionScene.set_exact_surface``
 (:mod:`~robot_grinding_sim.core.geometry.collision`) takes: given points (k, 3) in the part frame
-it returns the closest points on the face's surface and the outward unit normals there
-(Gauss-Newton in (u, v), warm-started from the previous answer, so one or two surface evaluations
-per query while the tool moves smoothly). Depth and normal are exact to the tolerance below
-(1e-12 m tangentially), not limited by a tessellation.
+it returns the closest points on the face's surface, the outward unit normals there and whether
+each lies on the face (within its parameter range: beside the face the scene takes the mesh's
+closest point, on the face's boundary, instead) (Gauss-Newton in (u, v), warm-started from the
+previous answer, so one or two surface evaluations per query while the tool moves smoothly).
+Depth and normal are exact to the tolerance below (1e-12 m tangentially), not limited by a
+tessellation.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from robot_grinding_sim.core.geometry.bspline import BSplineEval, bspline_kernel
 from robot_grinding_sim.core.robot.spatial import cross3
 
 FloatArray = NDArray[np.float64]
+
+#: slack of the on-face test in parameter units (the Gauss-Newton answer at an edge lands on it)
+UV_SLACK = 1e-9
 
 
 def _dot3(a: FloatArray, b: FloatArray) -> float:
@@ -126,10 +131,22 @@ class FaceProjector:
         nv = cross3(Su, Sv)
         return S, self._sign * nv / _norm3(nv)
 
-    def __call__(self, points: FloatArray) -> tuple[FloatArray, FloatArray]:
+    def on_face(self, u: float, v: float) -> bool:
+        """(u, v) within the face's parameter range (a periodic parameter always is). The range's
+        box: a face trimmed inside its box (a hole, a slanted edge) counts as the box."""
+        for k, x in enumerate((u, v)):
+            if self.period[k] is None and not self.lo[k] - UV_SLACK <= x <= self.hi[k] + UV_SLACK:
+                return False
+        return True
+
+    def __call__(self, points: FloatArray) -> tuple[FloatArray, FloatArray, NDArray[np.bool_]]:
+        """Closest points (k, 3) and outward normals (k, 3) of ``points`` (k, 3), part frame, m; and
+        on_face (k,): the closest point within the face's parameter range (not beside the face)."""
         pts = np.atleast_2d(np.asarray(points, dtype=float))
         out_p = np.empty_like(pts)
         out_n = np.empty_like(pts)
+        on = np.empty(len(pts), dtype=bool)
         for k, p in enumerate(pts):
             out_p[k], out_n[k] = self._one(p)
-        return out_p, out_n
+            on[k] = self.on_face(float(self.uv[0]), float(self.uv[1]))
+        return out_p, out_n, on
