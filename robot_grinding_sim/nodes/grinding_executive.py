@@ -21,6 +21,10 @@ Publishes:
 - ``grinding/progress`` (std_msgs/Float64MultiArray ``[pass_index, arc_length_m, stamp_s]``,
   docs/compare.md) at ``progress_rate`` Hz of ROS time while a job runs, one ``-1`` sample when it
   leaves a pass;
+- ``grinding/progress_markers`` (visualization_msgs/MarkerArray, latched; for RViz and Foxglove,
+  which cannot draw the array): the part of each pass ground so far (ns ``ground``, green
+  LINE_STRIPs) and the job's state and position (ns ``status``, a TEXT_VIEW_FACING above the
+  passes), at ``marker_rate`` Hz and on every change (core/record/progress_view.py);
 - ``diagnostics`` (diagnostic_msgs/DiagnosticArray; ``/diagnostics`` in the root namespace): the
   job's state, pass, tracking error and whether joint states have arrived (``joint_states``:
   ``received`` or ``none yet``, a warning: ``~/start`` needs them), at ``diagnostics_rate`` and on
@@ -46,17 +50,21 @@ from typing import Any
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import Point
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
+from visualization_msgs.msg import Marker, MarkerArray
 
 from robot_grinding_sim.core.config import config_from_mapping
 from robot_grinding_sim.core.errors import GrindingSimError, InputError
 from robot_grinding_sim.core.job.execution import JobExecution, JobState
 from robot_grinding_sim.core.planning import plan_io
+from robot_grinding_sim.core.record import progress_view as pv
+from robot_grinding_sim.core.record.progress_view import ProgressView, pass_traces, status_anchor
 from robot_grinding_sim.ros import conversions as cv
 from robot_grinding_sim.ros.node_base import guarded, load_robot, run_node
 from robot_grinding_sim.ros.parameters import declare_parameters
@@ -90,7 +98,11 @@ class GrindingExecutive(Node):
         self.pub_diag = self.create_publisher(DiagnosticArray, "diagnostics", 10)
         self.pub_state = self.create_publisher(String, "~/state", latched)
         self.plan_error = ""
-        self._pending: JobExecution | None = None
+        self._pending: tuple[JobExecution, str, Any] | None = None
+        self.view: ProgressView | None = None
+        self._progress = (-1, 0.0)
+        self._markers_at = -1e300
+        self.pub_markers = self.create_publisher(MarkerArray, "grinding/progress_markers", latched)
         if p["plan_file"]:
             try:
                 self._use(self._prepare(plan_io.read_plan(p["plan_file"]), p["plan_file"]))
@@ -122,12 +134,15 @@ class GrindingExecutive(Node):
                              "--robot, or planner_node)")
         plan.trajectory = plan_io.trajectory_from_dict(data["trajectory"], self.model)
         job = JobExecution(self.model, plan, self.cell.execution, self.cell.process)
-        return job, f"plan {source}: {len(plan.passes)} passes, {job.duration:.1f} s"
+        return job, f"plan {source}: {len(plan.passes)} passes, {job.duration:.1f} s", plan
 
-    def _use(self, prepared: tuple[JobExecution, str]) -> None:
-        self.job, self.plan_source = prepared
+    def _use(self, prepared: tuple[JobExecution, str, Any]) -> None:
+        self.job, self.plan_source, plan = prepared
         self.plan_error = ""
+        self._traces, self._anchor = pass_traces(plan), status_anchor(plan)
+        self.view = ProgressView(self._traces)
         self.get_logger().info(f"loaded {self.plan_source}")
+        self._publish_markers()
 
     def _busy(self) -> bool:
         return self.job is not None and self.job.state in (JobState.RUNNING, JobState.PAUSING, JobState.PAUSED,
@@ -220,6 +235,7 @@ class GrindingExecutive(Node):
                                    "running (remap the topic to it)?")
         self._send(job.start(self._now(), self._q))
         self._last_pass = -1
+        self.view = ProgressView(self._traces)
         return f"started: {self.plan_source}"
 
     def _stop(self) -> str:
@@ -262,6 +278,7 @@ class GrindingExecutive(Node):
         if self.p["autostart"] and job.state is JobState.READY and self._q is not None \
                 and self._controller_listening():
             self._send(job.start(self._now(), self._q))
+            self.view = ProgressView(self._traces)
             self._state_changed()
         now = self._now()
         before = job.state
@@ -277,6 +294,46 @@ class GrindingExecutive(Node):
             if idx >= 0 or self._last_pass >= 0:
                 self.pub_progress.publish(Float64MultiArray(data=[float(idx), float(arc), now]))
             self._last_pass = idx
+            self._progress = (idx, arc)
+            if self.view is not None:
+                self.view.update(idx, arc)
+            if now - self._markers_at >= 1.0 / self.p["marker_rate"]:
+                self._publish_markers(now)
+
+    def _publish_markers(self, now: float | None = None) -> None:
+        """grinding/progress_markers (core/record/progress_view.py): the ground part of each pass and
+        the status text."""
+        if self.view is None:
+            return
+        if self.job is not None and self.job.state is JobState.DONE:
+            self.view.finish()
+        self._markers_at = self._now() if now is None else now
+        stamp = self.get_clock().now().to_msg()
+        out = MarkerArray()
+        clear = Marker(action=Marker.DELETEALL)
+        clear.header.frame_id = self.base_frame
+        out.markers.append(clear)
+
+        def marker(ns: str, mid: int, kind: int, colour: tuple[float, ...]) -> Marker:
+            m = Marker(ns=ns, id=mid, type=kind, action=Marker.ADD)
+            m.header.frame_id, m.header.stamp = self.base_frame, stamp
+            m.pose.orientation.w = 1.0
+            m.color.r, m.color.g, m.color.b, m.color.a = colour
+            return m
+
+        for index, pts in self.view.lines():
+            m = marker("ground", index, Marker.LINE_STRIP, pv.GROUND_COLOUR)
+            m.scale.x = pv.GROUND_WIDTH
+            m.points = [Point(x=float(x), y=float(y), z=float(z)) for x, y, z in pts]
+            out.markers.append(m)
+        busy = self._busy()
+        idx, arc = self._progress if busy else (-1, 0.0)
+        m = marker("status", 0, Marker.TEXT_VIEW_FACING, pv.TEXT_COLOUR)
+        m.scale.z = pv.TEXT_HEIGHT
+        m.pose.position = Point(x=float(self._anchor[0]), y=float(self._anchor[1]), z=float(self._anchor[2]))
+        m.text = self.view.text(self._state_text(), idx, arc)
+        out.markers.append(m)
+        self.pub_markers.publish(out)
 
     def _state_text(self) -> str:
         if self.job is None:
@@ -292,6 +349,7 @@ class GrindingExecutive(Node):
             self.pub_state.publish(String(data=text))
             self.get_logger().info(f"job {text}")
             self._diagnostics()
+            self._publish_markers()
 
     def _diagnostics(self) -> None:
         job = self.job

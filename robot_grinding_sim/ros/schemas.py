@@ -14,13 +14,15 @@ import dataclasses
 from robot_grinding_sim.core.config import cell_specs
 from robot_grinding_sim.core.parameters import ParamSpec
 from robot_grinding_sim.core.record.bagwriter import STORAGES
+from robot_grinding_sim.core.record.progress_view import MARKER_RATE
 
 #: What the recorder records by default: the force comparison's topics, what a 3D viewer needs to
 #: replay the job (robot, TF, part, passes, contacts, removal map), and the executive's commands and
 #: diagnostics (commanded against measured joints; why a job stopped).
 DEFAULT_TOPICS = ["/joint_states", "/contact/wrench", "/ft_sensor/wrench", "/grinding/progress", "/tf", "/tf_static",
                   "/robot_description", "/planner_node/markers", "/collision_node/markers", "/grinding/path",
-                  "/grinding/removal", "/joint_trajectory_controller/joint_trajectory", "/diagnostics"]
+                  "/grinding/removal", "/grinding/progress_markers", "/joint_trajectory_controller/joint_trajectory",
+                  "/diagnostics"]
 
 BASE_FRAME = ParamSpec("base_frame", "", "frame of the node's outputs; empty: the URDF's root link", read_only=True)
 
@@ -95,6 +97,8 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
                   "of ROS time", range=(1.0, 10000.0), read_only=True),
         ParamSpec("diagnostics_rate", 1.0, "rate of /diagnostics, Hz (and on every change of state)",
                   range=(0.01, 100.0), read_only=True),
+        ParamSpec("marker_rate", MARKER_RATE, "rate of grinding/progress_markers while a job runs, Hz of ROS time (and "
+                  "on every change of state)", range=(0.1, 100.0), read_only=True),
     ],
     "recorder": [
         ParamSpec("topics", DEFAULT_TOPICS, "Topics to record (absolute names; the leading slash is optional).",

@@ -28,6 +28,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
+from visualization_msgs.msg import Marker, MarkerArray
 
 from robot_grinding_sim.ros import conversions as cv
 
@@ -64,6 +65,7 @@ def start_cell(launch_node, probe, plan_file, wall=False, **executive):
         "state": probe.subscribe(String, "/grinding_executive/state", qos=LATCHED),
         "diag": probe.subscribe(DiagnosticArray, "/diagnostics"),
         "pose": probe.subscribe(PoseStamped, "/dynamics_node/tool_pose", keep=200_000),
+        "markers": probe.subscribe(MarkerArray, "/grinding/progress_markers", qos=LATCHED),
     }
     probe.wait_for_messages(c["js"], 1, procs=[arm])
     probe.wait_for(lambda: c["state"].last is not None and c["state"].last.data == "ready", what="executive ready",
@@ -86,6 +88,27 @@ def wait_arm_seen(probe, diag, ex):
 
     probe.wait_for(seen, what="the executive's diagnostics: joint states received, a controller subscribed",
                    procs=[ex])
+
+
+def surface_points(plan):
+    """Each pass's surface points in the root frame, from plan.json (m)."""
+    from scipy.spatial.transform import Rotation
+
+    wp = plan["part"]["workpiece_pose"]
+    R = Rotation.from_quat(wp["orientation"]).as_matrix()
+    return [np.array([w["surface_point"] for w in p["waypoints"]]) @ R.T + np.array(wp["position"])
+            for p in plan["passes"]]
+
+
+def ground_lines(c):
+    """The ``ground`` LINE_STRIPs of the last progress markers, (k, 3) each."""
+    return [np.array([[p.x, p.y, p.z] for p in m.points]) for m in c["markers"].last.markers
+            if m.ns == "ground" and m.type == Marker.LINE_STRIP]
+
+
+def status_text(c) -> str:
+    m = c["markers"].last
+    return "" if m is None else next((k.text for k in m.markers if k.ns == "status"), "")
 
 
 def state_is(c, *prefixes):
@@ -148,6 +171,11 @@ def test_the_executive_runs_the_plan_on_the_arm_with_pause_and_resume(launch_nod
     assert np.all(np.diff(on[:, 1]) >= -1e-12) and prog[-1, 0] == -1
     probe.wait_for(lambda: any(s.name == "grinding_executive: job" and s.message == "done"
                                for m in c["diag"].messages for s in m.status), what="diagnostics: done", procs=[ex])
+    # the progress markers: the whole pass ground, the status says done
+    probe.wait_for(lambda: status_text(c).startswith("done"), what="progress markers: done", procs=[ex])
+    (line,) = ground_lines(c)
+    np.testing.assert_allclose(line, surface_points(plan)[0], atol=1e-9)
+    assert status_text(c) == "done: 1/1 passes ground"
 
 
 def test_stop_retreats_along_the_normal(launch_node, probe, plan_file) -> None:
@@ -183,6 +211,18 @@ def test_stop_retreats_along_the_normal(launch_node, probe, plan_file) -> None:
     assert np.linalg.norm(out) == pytest.approx(approach, abs=1e-4)
     assert math.degrees(math.acos(min(1.0, out @ n_ref / np.linalg.norm(out)))) < 1.0
     assert c["progress"].last.data[0] == -1
+    # the progress markers: pass 0 ground up to the arc reached (the TCP arc of /grinding/progress
+    # mapped to the plan's surface points here), the status says stopped
+    probe.wait_for(lambda: status_text(c).startswith("stopped"), what="progress markers: stopped", procs=[ex])
+    reached = max(m.data[1] for m in c["progress"].messages if m.data[0] == 0)
+    tcp = np.array([w["tcp"]["position"] for w in plan["passes"][0]["waypoints"]])
+    arc = np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(tcp, axis=0), axis=1))]
+    surf = surface_points(plan)[0]
+    end = np.array([np.interp(reached, arc, surf[:, j]) for j in range(3)])
+    (line,) = ground_lines(c)
+    assert 0.003 < reached < arc[-1]
+    np.testing.assert_allclose(line[-1], end, atol=1e-9)
+    np.testing.assert_allclose(line[:-1], surf[arc <= reached], atol=1e-9)
 
 
 def test_a_push_off_the_path_fails_the_job(launch_node, probe, plan_file) -> None:

@@ -27,8 +27,9 @@ VIEWER_TOPICS = {"/tf": "tf2_msgs/msg/TFMessage", "/tf_static": "tf2_msgs/msg/TF
                  "/robot_description": "std_msgs/msg/String",
                  "/planner_node/markers": "visualization_msgs/msg/MarkerArray",
                  "/grinding/removal": "visualization_msgs/msg/MarkerArray",
+                 "/grinding/progress_markers": "visualization_msgs/msg/MarkerArray",
                  "/contact/force_marker": "visualization_msgs/msg/Marker"}
-ARROW, LINE_STRIP, TRIANGLE_LIST, DELETE, DELETEALL = 0, 4, 11, 2, 3
+ARROW, LINE_STRIP, TEXT_VIEW_FACING, TRIANGLE_LIST, DELETE, DELETEALL = 0, 4, 9, 11, 2, 3
 
 
 @pytest.fixture(scope="module")
@@ -174,6 +175,48 @@ def test_part_and_pass_markers(job: dict[str, Any]) -> None:
     # the tessellation spans the part: its box equals the exact one within the chordal tolerance
     assert np.abs(tri.min(axis=0) - corners.min(axis=0)).max() < 5e-4
     assert np.abs(tri.max(axis=0) - corners.max(axis=0)).max() < 5e-4
+
+
+def test_progress_markers_grow_along_the_passes(job: dict[str, Any]) -> None:
+    """/grinding/progress_markers: at each stamp the ``ground`` lines are the plan's passes (from
+    plan.json) up to the /grinding/progress arc of that time (the TCP arc mapped onto the surface
+    points here); at the end both passes whole and the text says done."""
+    plan = job["plan"]
+    wp = plan["part"]["workpiece_pose"]
+    R, o = Rotation.from_quat(wp["orientation"]).as_matrix(), np.array(wp["position"])
+    surf, arcs = [], []
+    for p in plan["passes"]:
+        surf.append(np.array([w["surface_point"] for w in p["waypoints"]]) @ R.T + o)
+        tcp = np.array([w["tcp"]["position"] for w in p["waypoints"]])
+        arcs.append(np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(tcp, axis=0), axis=1))])
+    progress = [(t, m["data"]) for t, m in job["msgs"]["/grinding/progress"]]
+    frames = job["msgs"]["/grinding/progress_markers"]
+    assert len(frames) > 10
+    partial = 0
+    for t, msg in frames[:-1]:
+        last = [d for tp, d in progress if tp <= t and d[0] >= 0]
+        lines = {m["id"]: np.array([[q["x"], q["y"], q["z"]] for q in m["points"]])
+                 for m in msg["markers"] if m["ns"] == "ground" and m["type"] == LINE_STRIP}
+        if not last:
+            assert not lines
+            continue
+        k, arc = int(last[-1][0]), last[-1][1]
+        assert set(lines) == set(range(k + 1)) or (set(lines) == set(range(k)) and arc < 1e-9)
+        for j in range(k):
+            np.testing.assert_allclose(lines[j], surf[j], atol=1e-12)
+        if k in lines and arc < arcs[k][-1]:
+            partial += 1
+            end = np.array([np.interp(arc, arcs[k], surf[k][:, i]) for i in range(3)])
+            np.testing.assert_allclose(lines[k][-1], end, atol=1e-12)
+            np.testing.assert_allclose(lines[k][:-1], surf[k][arcs[k] <= arc], atol=1e-12)
+        (text,) = [m for m in msg["markers"] if m["ns"] == "status"]
+        assert text["type"] == TEXT_VIEW_FACING and text["text"].startswith("running")
+    assert partial >= 5
+    _, final = frames[-1]
+    lines = [m for m in final["markers"] if m["ns"] == "ground"]
+    assert len(lines) == 2
+    (text,) = [m for m in final["markers"] if m["ns"] == "status"]
+    assert text["text"] == "done: 2/2 passes ground"
 
 
 def test_removal_marker_lies_on_the_ground_track(job: dict[str, Any]) -> None:

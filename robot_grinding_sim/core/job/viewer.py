@@ -10,6 +10,8 @@
 - ``/planner_node/markers`` (visualization_msgs/MarkerArray, frame ``base_link``): the part
   (TRIANGLE_LIST of its tessellation at ``workpiece.deflection``) and one LINE_STRIP per pass, as
   planner_node publishes them, at the first stamp;
+- ``/grinding/progress_markers`` (MarkerArray): the ground part of each pass and the status text,
+  5 Hz of sim time (``marker_rate``), as grinding_executive publishes them;
 - ``/grinding/removal`` (MarkerArray): the final removal map (Preston, when ``removal.enabled``)
   as contact_solver_node draws it, at the last stamp;
 - ``/contact/force_marker`` (visualization_msgs/Marker, frame ``base_link``): the contact force on
@@ -23,17 +25,20 @@ frame ``tcp``) and at the end the removal map.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from robot_grinding_sim.core.record.progress_view import MARKER_RATE
 from robot_grinding_sim.core.record.scene_markers import (
     DESCRIPTION_TOPIC,
     FORCE_MARKER_TOPIC,
     MARKER_ARRAY_TYPE,
     MARKER_TYPE,
     PLANNER_MARKERS_TOPIC,
+    PROGRESS_MARKERS_TOPIC,
     REMOVAL_TOPIC,
     STRING_TYPE,
     SceneMessages,
@@ -89,6 +94,8 @@ def write_viewer_topics(bag: Any, result: Any, tf_rate: float = DEFAULT_TF_RATE)
     bag.add_topic(PLANNER_MARKERS_TOPIC, MARKER_ARRAY_TYPE, qos=latched)
     bag.write(PLANNER_MARKERS_TOPIC, t0, scene.serialize(scene.plan_markers(t0, tris, passes), MARKER_ARRAY_TYPE))
 
+    write_progress_markers(bag, scene, result, latched)
+
     removal = getattr(result, "removal", None)
     if removal is not None:
         V, T, depth = removal[0].display_mesh(REMOVAL_DISPLAY_CELL)
@@ -96,6 +103,33 @@ def write_viewer_topics(bag: Any, result: Any, tf_rate: float = DEFAULT_TF_RATE)
             t1 = int(stamps[-1]) if len(stamps) else 0
             bag.add_topic(REMOVAL_TOPIC, MARKER_ARRAY_TYPE, qos=latched)
             bag.write(REMOVAL_TOPIC, t1, scene.serialize(scene.removal_markers(t1, V, T, depth), MARKER_ARRAY_TYPE))
+
+
+def write_progress_markers(bag: Any, scene: SceneMessages, result: Any, qos: Any,
+                           rate: float = MARKER_RATE) -> None:
+    """``/grinding/progress_markers`` at ``rate`` Hz of sim time from the job's progress samples, and
+    once at the end (every pass ground, ``done``)."""
+    from robot_grinding_sim.core.planning.trajectory import progress_samples
+    from robot_grinding_sim.core.record.progress_view import ProgressView, pass_traces, status_anchor
+
+    plan = result.setup.plan
+    view, anchor = ProgressView(pass_traces(plan)), status_anchor(plan)
+    bag.add_topic(PROGRESS_MARKERS_TOPIC, MARKER_ARRAY_TYPE, qos=qos)
+
+    def put(t: float, text: str) -> None:
+        ns = int(round(t * 1e9))
+        msg = scene.progress_markers(ns, view.lines(), anchor, text)
+        bag.write(PROGRESS_MARKERS_TOPIC, ns, scene.serialize(msg, MARKER_ARRAY_TYPE))
+
+    samples = progress_samples(result.trajectory)
+    last = -math.inf
+    for t, idx, arc in samples:
+        view.update(int(idx), float(arc))
+        if t - last >= 1.0 / rate:
+            put(float(t), view.text("running", int(idx), float(arc)))
+            last = float(t)
+    view.finish()
+    put(float(result.trajectory.times[-1]), view.text("done"))
 
 
 def write_force_arrows(bag: Any, scene: SceneMessages, result: Any, stamps: np.ndarray, steps: list[int]) -> None:

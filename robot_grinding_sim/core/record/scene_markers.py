@@ -10,6 +10,8 @@ Foxglove (or RViz after ``ros2 bag play``) where no ROS is installed:
 - ``/grinding/removal`` (MarkerArray): the removal map's display mesh, one TRIANGLE_LIST
   vertex-coloured by depth (black at 0 through red and yellow to white at the largest), as
   contact_solver_node publishes it;
+- ``/grinding/progress_markers`` (MarkerArray): the ground part of each pass and the status text,
+  as grinding_executive publishes them (:mod:`robot_grinding_sim.core.record.progress_view`);
 - ``/robot_description`` (std_msgs/String): the URDF text;
 - ``/contact/force_marker`` (visualization_msgs/Marker, ns ``force``): the contact force on the
   tool as an ARROW from the contact point, :data:`FORCE_ARROW_SCALE` m per N, red as RViz's Wrench
@@ -33,12 +35,13 @@ MARKER_ARRAY_TYPE = "visualization_msgs/msg/MarkerArray"
 STRING_TYPE = "std_msgs/msg/String"
 PLANNER_MARKERS_TOPIC = "/planner_node/markers"
 REMOVAL_TOPIC = "/grinding/removal"
+PROGRESS_MARKERS_TOPIC = "/grinding/progress_markers"
 DESCRIPTION_TOPIC = "/robot_description"
 FORCE_MARKER_TOPIC = "/contact/force_marker"
 MARKER_TYPE = "visualization_msgs/msg/Marker"
 
 #: visualization_msgs/Marker type and action constants (the message's own values)
-ARROW, LINE_STRIP, TRIANGLE_LIST = 0, 4, 11
+ARROW, LINE_STRIP, TEXT_VIEW_FACING, TRIANGLE_LIST = 0, 4, 9, 11
 ADD, DELETE, DELETEALL = 0, 2, 3
 PART_COLOUR = (0.75, 0.75, 0.78, 1.0)
 PASS_COLOUR = (0.0, 0.0, 1.0, 1.0)
@@ -85,10 +88,12 @@ class SceneMessages:
 
     def marker(self, ns: str, mid: int, kind: int, stamp_ns: int, points: FloatArray | None = None,
                colour: Sequence[float] = (1.0, 1.0, 1.0, 1.0), colours: FloatArray | None = None,
-               scale: float | Sequence[float] = 1.0, action: int = ADD) -> Any:
-        """One visualization_msgs/Marker: identity pose, ``points`` (K, 3) m (None: none), ``colour`` RGBA or
-        per-point ``colours`` (K, 4), ``scale`` (line width of a LINE_STRIP, 1 for triangles; x y z
-        for an ARROW: shaft and head diameter, head length, m), no lifetime limit."""
+               scale: float | Sequence[float] = 1.0, action: int = ADD, text: str = "",
+               position: Sequence[float] = (0.0, 0.0, 0.0)) -> Any:
+        """One visualization_msgs/Marker: pose at ``position`` (m, no rotation), ``points`` (K, 3) m
+        (None: none), ``colour`` RGBA or per-point ``colours`` (K, 4), ``scale`` (line width of a
+        LINE_STRIP, 1 for triangles; x y z for an ARROW: shaft and head diameter, head length, m; z
+        the letter height of a text), ``text`` (TEXT_VIEW_FACING), no lifetime limit."""
         T = self.types
         P, C = T["geometry_msgs/msg/Point"], T["std_msgs/msg/ColorRGBA"]
         rgba = [float(c) for c in colour]
@@ -100,7 +105,8 @@ class SceneMessages:
         return T["visualization_msgs/msg/Marker"](
             header=T["std_msgs/msg/Header"](stamp=self.stamp(stamp_ns), frame_id=self.frame),
             ns=ns, id=int(mid), type=int(kind), action=int(action),
-            pose=T["geometry_msgs/msg/Pose"](position=P(x=0.0, y=0.0, z=0.0),
+            pose=T["geometry_msgs/msg/Pose"](position=P(x=float(position[0]), y=float(position[1]),
+                                                        z=float(position[2])),
                                              orientation=T["geometry_msgs/msg/Quaternion"](x=0.0, y=0.0, z=0.0, w=1.0)),
             scale=T["geometry_msgs/msg/Vector3"](x=sx, y=sy, z=sz),
             color=C(r=rgba[0], g=rgba[1], b=rgba[2], a=rgba[3]),
@@ -109,7 +115,7 @@ class SceneMessages:
             texture=T["sensor_msgs/msg/CompressedImage"](
                 header=T["std_msgs/msg/Header"](stamp=self.stamp(0), frame_id=""), format="",
                 data=np.zeros(0, dtype=np.uint8)),
-            uv_coordinates=[], text="", mesh_resource="",
+            uv_coordinates=[], text=text, mesh_resource="",
             mesh_file=T["visualization_msgs/msg/MeshFile"](filename="", data=np.zeros(0, dtype=np.uint8)),
             mesh_use_embedded_materials=False)
 
@@ -135,6 +141,20 @@ class SceneMessages:
         pts = np.asarray(vertices, dtype=float)[idx]
         cols = depth_colours(np.asarray(depth, dtype=float))[idx]
         return self.marker_array([self.marker("removal", 0, TRIANGLE_LIST, stamp_ns, pts, colours=cols)])
+
+    def progress_markers(self, stamp_ns: int, lines: Sequence[tuple[int, FloatArray]], anchor: FloatArray,
+                         text: str) -> Any:
+        """grinding_executive's ``grinding/progress_markers``
+        (:mod:`~robot_grinding_sim.core.record.progress_view`): a DELETEALL, one ``ground``
+        LINE_STRIP per (pass index, points (k, 3)) and the ``status`` text at ``anchor`` (3,)."""
+        from robot_grinding_sim.core.record import progress_view as pv
+
+        out = [self.marker("", 0, 0, stamp_ns, action=DELETEALL)]
+        for index, pts in lines:
+            out.append(self.marker("ground", index, LINE_STRIP, stamp_ns, pts, pv.GROUND_COLOUR, scale=pv.GROUND_WIDTH))
+        out.append(self.marker("status", 0, TEXT_VIEW_FACING, stamp_ns, colour=pv.TEXT_COLOUR,
+                               scale=(0.0, 0.0, pv.TEXT_HEIGHT), text=text, position=anchor))
+        return self.marker_array(out)
 
     def force_arrow(self, stamp_ns: int, point: FloatArray, force: FloatArray) -> Any:
         """The ``force`` marker: an ARROW from ``point`` (3,) m along ``force`` (3,) N, both in the
