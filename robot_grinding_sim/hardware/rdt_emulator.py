@@ -1,0 +1,380 @@
+"""An ATI Net F/T RDT server on loopback, for tests and ``grinding emulate``.
+
+It speaks the protocol of :mod:`robot_grinding_sim.hardware.netft` (requests of 8 bytes,
+records of 36, big-endian) from a thread with a UDP socket bound to a loopback address:
+
+- start (command 2, ``count`` records, 0 = until stopped): the requester becomes the owner
+  (the last requester wins, as on the sensor) and records stream to it at ``rate_hz``;
+  rdt_sequence restarts at 1 for each request;
+- stop (command 0): streaming stops;
+- bias (command 0x42): the current raw reading (counts) is subtracted from every later record.
+
+Time: the emulator's clock ``t`` runs from ``start()`` (s, monotonic). Samples lie on the grid
+``t_k = k / rate_hz``; a record sent for sample k carries ``ft_sequence = k mod 2**32`` and the
+wrench ``source(t_k)`` (N, N m, sensor frame), so a receiver can tell which instant it got.
+When the thread falls behind by more than ``max_lag`` (the process was descheduled), the skipped
+samples are not sent late in a burst: the grid jumps forward (ft_sequence jumps, rdt_sequence
+does not) and ``late_skips`` counts it.
+
+Faults (:class:`RDTFaults`, each record drawn from a seeded generator, applied in this order):
+- silence (``silence(True)`` or ``t >= silent_after``): the record is not sent; its
+  rdt_sequence is used (the sensor kept sampling), so a receiver sees a gap when it speaks again;
+- drop (``drop_fraction``): the record is not sent, its rdt_sequence is used;
+- corrupt (``corrupt_fraction``): a datagram of the wrong size goes out in its place;
+- reorder (``reorder_fraction``): the record is held and sent right after the next one sent
+  (a swapped pair). A record held when the stream ends is discarded.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import select
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import TracebackType
+
+import numpy as np
+import numpy.typing as npt
+
+from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.hardware.netft import (
+    CMD_BIAS,
+    CMD_START,
+    CMD_STOP,
+    RDT_HEADER,
+    RECORD,
+    REQUEST,
+    REQUEST_SIZE,
+)
+
+__all__ = ["RDTEmulator", "RDTFaults", "WrenchSource"]
+
+#: t (s, emulator clock) -> (6,) wrench [Fx Fy Fz Tx Ty Tz], N and N m, sensor frame
+WrenchSource = Callable[[float], npt.ArrayLike]
+
+_INT32 = (-(1 << 31), (1 << 31) - 1)
+# sizes of the wrong-size datagrams sent for a corrupted record (never 36)
+_BAD_SIZES = (12, 35, 37, 48)
+# longest wait in the thread's loop: how quickly close() is noticed when idle
+_IDLE_POLL_S = 0.05
+
+
+def _fraction(value: float, name: str) -> float:
+    v = float(value)
+    if not math.isfinite(v) or not 0.0 <= v <= 1.0:
+        raise InputError(f"RDTFaults {name} must be in [0, 1], got {value!r}")
+    return v
+
+
+@dataclass(frozen=True)
+class RDTFaults:
+    """Faults the emulator injects (see the module docstring).
+
+    Attributes:
+        drop_fraction: probability that a record is not sent, [0, 1].
+        reorder_fraction: probability that a record is swapped with the next one, [0, 1].
+        corrupt_fraction: probability that a wrong-size datagram replaces a record, [0, 1].
+        silent_after: emulator time after which nothing is sent, s (>= 0), or None.
+    """
+
+    drop_fraction: float = 0.0
+    reorder_fraction: float = 0.0
+    corrupt_fraction: float = 0.0
+    silent_after: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("drop_fraction", "reorder_fraction", "corrupt_fraction"):
+            object.__setattr__(self, name, _fraction(getattr(self, name), name))
+        if self.silent_after is not None:
+            s = float(self.silent_after)
+            if not math.isfinite(s) or s < 0.0:
+                raise InputError(f"RDTFaults silent_after must be >= 0 s (or None), got {self.silent_after!r}")
+            object.__setattr__(self, "silent_after", s)
+
+
+def _zero_source(t: float) -> npt.ArrayLike:
+    return np.zeros(6)
+
+
+class RDTEmulator:
+    """A Net F/T RDT server thread on loopback (see the module docstring).
+
+    Example::
+
+        with RDTEmulator(lambda t: [0, 0, 5.0, 0, 0, 0], rate_hz=1000.0) as emu:
+            client = NetFTClient(*emu.address)
+
+    Args:
+        source: wrench source ``f(t) -> (6,)`` in N and N m (default: zero).
+        rate_hz: record rate while streaming, Hz (0 < rate <= 20000).
+        port: UDP port to bind, 0 for an ephemeral one (see ``address``).
+        counts_per_force: counts per N (> 0).
+        counts_per_torque: counts per N m (> 0).
+        status: the status word sent in every record (uint32; settable later).
+        faults: injected faults (default none; settable later with ``faults = ...``).
+        seed: seed of the fault generator.
+        host: loopback address to bind (the emulator never listens beyond the machine).
+        max_lag: how far behind the grid the thread may fall before skipping ahead, s (> 0).
+
+    Attributes (counters, read any time): sent (valid records sent), dropped, corrupted,
+    reordered (records held and sent late), silenced, late_skips, bad_requests (datagrams that
+    are not 8-byte requests with header 0x1234), send_errors; ``error``: the exception the source
+    raised (streaming stops), else None.
+    """
+
+    def __init__(
+        self,
+        source: WrenchSource | None = None,
+        rate_hz: float = 1000.0,
+        port: int = 0,
+        counts_per_force: float = 1e6,
+        counts_per_torque: float = 1e6,
+        status: int = 0,
+        faults: RDTFaults | None = None,
+        seed: int = 0,
+        host: str = "127.0.0.1",
+        max_lag: float = 0.05,
+    ) -> None:
+        if source is not None and not callable(source):
+            raise InputError(f"RDTEmulator source must be a callable f(t) -> (6,), got {source!r}")
+        self.source: WrenchSource = source if source is not None else _zero_source
+        self.rate_hz = float(rate_hz)
+        if not math.isfinite(self.rate_hz) or not 0.0 < self.rate_hz <= 20000.0:
+            raise InputError(f"RDTEmulator rate_hz must be in (0, 20000] Hz, got {rate_hz!r}")
+        if isinstance(port, bool) or not isinstance(port, (int, np.integer)) or not 0 <= int(port) <= 65535:
+            raise InputError(f"RDTEmulator port must be an integer in 0..65535 (0: ephemeral), got {port!r}")
+        cpf, cpt = float(counts_per_force), float(counts_per_torque)
+        for name, v in (("counts_per_force", cpf), ("counts_per_torque", cpt)):
+            if not math.isfinite(v) or v <= 0.0:
+                raise InputError(f"RDTEmulator {name} must be finite and > 0, got {v!r}")
+        self._scale = np.array([cpf] * 3 + [cpt] * 3)
+        self.counts_per_force, self.counts_per_torque = cpf, cpt
+        self.status = status
+        self.faults = faults if faults is not None else RDTFaults()
+        if not isinstance(self.faults, RDTFaults):
+            raise InputError(f"RDTEmulator faults must be an RDTFaults, got {faults!r}")
+        try:
+            loopback = ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            loopback = False
+        if not loopback:
+            raise InputError(f"RDTEmulator host must be a loopback IPv4 address, got {host!r}")
+        self.max_lag = float(max_lag)
+        if not math.isfinite(self.max_lag) or self.max_lag <= 0.0:
+            raise InputError(f"RDTEmulator max_lag must be > 0 s, got {max_lag!r}")
+        self._rng = np.random.default_rng(seed)
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            self._sock.bind((host, int(port)))
+        except OSError as exc:
+            self._sock.close()
+            raise InputError(f"RDTEmulator cannot bind {host}:{port}: {exc}") from None
+        self._sock.setblocking(False)
+        self.address: tuple[str, int] = self._sock.getsockname()
+        self._lock = threading.Lock()
+        self._requests: list[tuple[int, int, tuple[str, int]]] = []
+        self._closing = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._t0 = 0.0
+        self._silent = False
+        # stream state, touched only by the thread once it runs
+        self._owner: tuple[str, int] | None = None
+        self._streaming = False
+        self._remaining: int | None = None
+        self._seq = 0
+        self._k_next = 0
+        self._held: bytes | None = None
+        self._bias = np.zeros(6, dtype=np.int64)
+        self.sent = self.dropped = self.corrupted = self.reordered = self.silenced = 0
+        self.late_skips = self.bad_requests = self.send_errors = 0
+        self.error: BaseException | None = None
+
+    # ---------------------------------------------------------------------------------------
+    @property
+    def status(self) -> int:
+        """Status word sent in every record (uint32)."""
+        return self._status
+
+    @status.setter
+    def status(self, word: int) -> None:
+        if isinstance(word, bool) or not isinstance(word, (int, np.integer)) or not 0 <= int(word) < (1 << 32):
+            raise InputError(f"RDTEmulator status must be a uint32, got {word!r}")
+        self._status = int(word)
+
+    @property
+    def owner(self) -> tuple[str, int] | None:
+        """(ip, port) records go to: the last start requester, or None before any."""
+        return self._owner
+
+    @property
+    def streaming(self) -> bool:
+        """True while a start request is being served."""
+        return self._streaming
+
+    @property
+    def requests(self) -> list[tuple[int, int, tuple[str, int]]]:
+        """Valid requests received so far, oldest first: (command, count, sender address)."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def bias_counts(self) -> npt.NDArray[np.int64]:
+        """(6,) counts the last bias command took as the zero."""
+        return self._bias.copy()
+
+    def clock(self) -> float:
+        """Emulator time, s since ``start()``."""
+        return time.monotonic() - self._t0
+
+    def silence(self, on: bool = True) -> None:
+        """Fall silent (nothing sent) until ``silence(False)``."""
+        self._silent = bool(on)
+
+    # ---------------------------------------------------------------------------------------
+    def start(self) -> RDTEmulator:
+        """Start the server thread (once); returns self."""
+        if self._thread is not None:
+            raise RuntimeError("RDTEmulator already started")
+        self._t0 = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name=f"rdt-emulator:{self.address[1]}", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Stop the thread and close the socket; closing twice is harmless."""
+        self._closing.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()
+        self._sock.close()
+
+    def __enter__(self) -> RDTEmulator:
+        return self.start() if self._thread is None else self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # ---------------------------------------------------------------------------------------
+    # the thread
+
+    def _run(self) -> None:
+        period = 1.0 / self.rate_hz
+        while not self._closing.is_set():
+            if self._streaming:
+                wait = min(_IDLE_POLL_S, max(0.0, self._k_next * period - self.clock()))
+            else:
+                wait = _IDLE_POLL_S
+            readable, _, _ = select.select([self._sock], [], [], wait)
+            if readable:
+                self._serve_requests()
+            if self._streaming:
+                self._emit_due(period)
+
+    def _serve_requests(self) -> None:
+        while True:
+            try:
+                data, addr = self._sock.recvfrom(2048)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return  # e.g. an ICMP error from an owner that went away: nothing to serve
+            if len(data) != REQUEST_SIZE:
+                self.bad_requests += 1
+                continue
+            header, command, count = REQUEST.unpack(data)
+            if header != RDT_HEADER or command not in (CMD_START, CMD_STOP, CMD_BIAS):
+                self.bad_requests += 1
+                continue
+            if command == CMD_START:
+                self._owner = addr
+                self._seq = 0
+                self._held = None
+                self._remaining = count if count > 0 else None
+                self._k_next = math.ceil(self.clock() * self.rate_hz)
+                self._streaming = True
+            elif command == CMD_STOP:
+                self._streaming = False
+                self._held = None
+            else:
+                raw = self._raw_counts(self.clock())
+                if raw is not None:
+                    self._bias = raw
+            # logged once served, so whoever sees it in ``requests`` sees its effect
+            with self._lock:
+                self._requests.append((command, count, addr))
+
+    def _raw_counts(self, t: float) -> npt.NDArray[np.int64] | None:
+        """The unbiased counts of the source at t, or None (streaming stops) if it fails."""
+        try:
+            w = np.asarray(self.source(t), dtype=np.float64).reshape(6)
+            if not np.isfinite(w).all():
+                raise InputError(f"RDTEmulator source returned non-finite values at t = {t}: {w.tolist()}")
+        except Exception as exc:
+            self.error = exc
+            self._streaming = False
+            return None
+        return np.rint(w * self._scale).astype(np.int64)
+
+    def _emit_due(self, period: float) -> None:
+        now = self.clock()
+        if now - self._k_next * period > self.max_lag:
+            self._k_next = math.ceil(now * self.rate_hz)
+            self.late_skips += 1
+        while self._streaming and self._k_next * period <= now:
+            k = self._k_next
+            self._k_next += 1
+            self._emit(k, k * period)
+            if self._remaining is not None:
+                self._remaining -= 1
+                if self._remaining <= 0:
+                    self._streaming = False
+                    self._held = None
+
+    def _emit(self, k: int, t: float) -> None:
+        raw = self._raw_counts(t)
+        if raw is None:
+            return
+        self._seq = (self._seq + 1) & 0xFFFFFFFF
+        f = self.faults
+        if self._silent or (f.silent_after is not None and t >= f.silent_after):
+            self.silenced += 1
+            return
+        rng = self._rng
+        if f.drop_fraction > 0.0 and rng.random() < f.drop_fraction:
+            self.dropped += 1
+            return
+        if f.corrupt_fraction > 0.0 and rng.random() < f.corrupt_fraction:
+            size = int(_BAD_SIZES[rng.integers(len(_BAD_SIZES))])
+            self.corrupted += 1
+            self._send(bytes(rng.integers(0, 256, size, dtype=np.uint8)))
+            return
+        counts = np.clip(raw - self._bias, *_INT32)
+        packet = RECORD.pack(self._seq, k & 0xFFFFFFFF, self._status, *(int(c) for c in counts))
+        if self._held is None and f.reorder_fraction > 0.0 and rng.random() < f.reorder_fraction:
+            self._held = packet
+            return
+        if self._send(packet):
+            self.sent += 1
+        if self._held is not None:
+            held, self._held = self._held, None
+            if self._send(held):
+                self.sent += 1
+                self.reordered += 1
+
+    def _send(self, packet: bytes) -> bool:
+        if self._owner is None:
+            return False
+        try:
+            self._sock.sendto(packet, self._owner)
+        except BlockingIOError:
+            self.send_errors += 1  # the kernel's send buffer is full: the datagram is lost
+            return False
+        except OSError:
+            self.send_errors += 1
+            return False
+        return True

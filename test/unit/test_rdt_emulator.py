@@ -1,0 +1,318 @@
+"""RDTEmulator against a raw socket client written here, then NetFTClient + RDTEmulator together.
+
+The raw client packs requests and unpacks records with its own struct formats (the ATI RDT
+layout), independent of robot_grinding_sim.hardware.netft. Waits poll a condition with a
+generous deadline; nothing asserts on timing.
+"""
+
+from __future__ import annotations
+
+import math
+import socket
+import struct
+import time
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import pytest
+
+from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.hardware.netft import NetFTClient
+from robot_grinding_sim.hardware.rdt_emulator import RDTEmulator, RDTFaults
+
+WAIT = 10.0
+REQ = struct.Struct("!HHI")
+REC = struct.Struct("!3I6i")
+
+
+def wait_for(cond: Callable[[], bool], what: str, timeout: float = WAIT) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.001)
+
+
+class RawClient:
+    def __init__(self, address: tuple[str, int]) -> None:
+        self.address = address
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.settimeout(WAIT)
+
+    def send(self, command: int, count: int = 0) -> None:
+        self.sock.sendto(REQ.pack(0x1234, command, count), self.address)
+
+    def datagram(self, timeout: float = WAIT) -> bytes:
+        self.sock.settimeout(timeout)
+        return self.sock.recv(4096)
+
+    def record(self) -> tuple[int, ...]:
+        data = self.datagram()
+        assert len(data) == 36
+        return REC.unpack(data)
+
+    def drain(self) -> list[bytes]:
+        out = []
+        self.sock.setblocking(False)
+        try:
+            while True:
+                out.append(self.sock.recv(4096))
+        except BlockingIOError:
+            pass
+        finally:
+            self.sock.setblocking(True)
+        return out
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture()
+def make() -> Iterator[Callable[..., tuple[RDTEmulator, RawClient]]]:
+    made: list[tuple[RDTEmulator, RawClient]] = []
+
+    def _make(*args: object, **kwargs: object) -> tuple[RDTEmulator, RawClient]:
+        emu = RDTEmulator(*args, **kwargs).start()  # type: ignore[arg-type]
+        raw = RawClient(emu.address)
+        made.append((emu, raw))
+        return emu, raw
+
+    yield _make
+    for emu, raw in made:
+        emu.close()
+        raw.close()
+
+
+def _finite_stream(emu: RDTEmulator, raw: RawClient, n: int) -> list[bytes]:
+    """Ask for n records and collect every datagram once the emulator has finished them."""
+    raw.send(2, n)
+    wait_for(lambda: emu.requests and not emu.streaming, "the finite stream to end")
+    return raw.drain()
+
+
+def test_record_layout_is_big_endian(make: Callable) -> None:
+    wrench = [1.5, -2.0, 0.0, 0.25, -0.001, 3.0]
+    emu, raw = make(lambda t: wrench, rate_hz=500.0, counts_per_force=1e6, counts_per_torque=1e3, status=0x80000002)
+    raw.send(2, 3)
+    data = raw.datagram()
+    assert len(data) == 36
+    assert data[0:4] == b"\x00\x00\x00\x01"  # rdt_sequence 1
+    assert data[8:12] == b"\x80\x00\x00\x02"  # status
+    assert data[12:16] == (1_500_000).to_bytes(4, "big")
+    assert data[16:20] == b"\xff\xe1\x7b\x80"  # -2,000,000 in two's complement
+    assert data[24:28] == (250).to_bytes(4, "big")
+    assert data[28:32] == b"\xff\xff\xff\xff"  # -1 count = -0.001 N m at 1000 counts/N m
+    assert int.from_bytes(data[32:36], "big", signed=True) == 3000
+
+
+def test_sequences_count_and_wrench_on_the_sample_grid(make: Callable) -> None:
+    rate = 2000.0
+
+    def src(t: float) -> list[float]:
+        return [math.sin(t), t, -t, 0.5 * t, 0.0, 1.0]
+
+    emu, raw = make(src, rate_hz=rate)
+    recs = [REC.unpack(d) for d in _finite_stream(emu, raw, 200)]
+    assert [r[0] for r in recs] == list(range(1, 201))
+    ft = [r[1] for r in recs]
+    assert all(b > a for a, b in zip(ft, ft[1:], strict=False))
+    for r in recs:  # counts = round(source(ft_sequence / rate) * counts_per_unit)
+        expected = np.rint(np.asarray(src(r[1] / rate)) * 1e6)
+        np.testing.assert_array_equal(r[3:], expected)
+    assert emu.sent == 200
+    assert emu.owner == raw.sock.getsockname()
+
+
+def test_stop_ends_the_stream_and_a_new_start_restarts_the_sequence(make: Callable) -> None:
+    emu, raw = make(rate_hz=1000.0)
+    raw.send(2, 0)
+    first = [raw.record()[0] for _ in range(5)]
+    assert first == [1, 2, 3, 4, 5]
+    raw.send(0)
+    wait_for(lambda: not emu.streaming, "stop")
+    raw.drain()
+    sent = emu.sent
+    raw.send(0x42)  # a request the emulator answers without streaming: proves it read the stop first
+    wait_for(lambda: len(emu.requests) == 3, "the bias request")
+    assert emu.sent == sent and raw.drain() == []
+    raw.send(2, 0)
+    assert raw.record()[0] == 1
+    assert [c for c, _, _ in emu.requests] == [2, 0, 0x42, 2]
+
+
+def test_bias_subtracts_the_reading_at_the_bias(make: Callable) -> None:
+    value = np.array([10.0, -5.0, 2.0, 0.3, -0.2, 0.1])
+    emu, raw = make(lambda t: value, rate_hz=1000.0)
+    raw.send(2, 0)
+    assert raw.record()[3:] == (10_000_000, -5_000_000, 2_000_000, 300_000, -200_000, 100_000)
+    raw.send(0x42)
+    wait_for(lambda: len(emu.requests) == 2, "the bias request")
+    np.testing.assert_array_equal(emu.bias_counts, np.rint(value * 1e6))
+    value[:] = [11.0, -5.0, 2.5, 0.3, -0.2, 0.0]  # the load changes after the bias
+    raw.drain()
+    wait_for(lambda: emu.sent > 0 and raw.record()[3:] == (1_000_000, 0, 500_000, 0, 0, -100_000),
+             "records showing the change since the bias")
+
+
+def test_last_requester_owns_the_stream(make: Callable) -> None:
+    emu, a = make(rate_hz=1000.0)
+    b = RawClient(emu.address)
+    try:
+        a.send(2, 0)
+        a.record()
+        b.send(2, 0)
+        assert b.record()[0] == 1
+        wait_for(lambda: emu.owner == b.sock.getsockname(), "the owner to change")
+        a.drain()  # what was in flight before the switch
+        n0 = emu.sent
+        wait_for(lambda: emu.sent >= n0 + 20, "more records")
+        assert a.drain() == []
+    finally:
+        b.close()
+
+
+def test_drop_leaves_gaps_of_exactly_the_dropped_records(make: Callable) -> None:
+    emu, raw = make(rate_hz=4000.0, faults=RDTFaults(drop_fraction=0.3), seed=3)
+    n = 1000
+    seqs = [REC.unpack(d)[0] for d in _finite_stream(emu, raw, n)]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs) and set(seqs) <= set(range(1, n + 1))
+    assert n - len(seqs) == emu.dropped
+    assert abs(emu.dropped - 0.3 * n) < 5 * math.sqrt(n * 0.3 * 0.7)  # binomial, 5 sigma
+
+
+def test_reorder_swaps_adjacent_pairs_only(make: Callable) -> None:
+    emu, raw = make(rate_hz=4000.0, faults=RDTFaults(reorder_fraction=0.2), seed=5)
+    n = 1000
+    seqs = [REC.unpack(d)[0] for d in _finite_stream(emu, raw, n)]
+    swaps = [i for i in range(len(seqs) - 1) if seqs[i + 1] < seqs[i]]
+    assert len(swaps) == emu.reordered > 0
+    for i in swaps:
+        assert seqs[i] == seqs[i + 1] + 1  # the held record came right after its successor
+    # everything arrived except possibly a record still held when the count ran out
+    assert set(range(1, n)) <= set(seqs) and len(seqs) == emu.sent
+
+
+def test_corrupt_sends_wrong_size_datagrams_in_place_of_records(make: Callable) -> None:
+    emu, raw = make(rate_hz=4000.0, faults=RDTFaults(corrupt_fraction=0.2), seed=7)
+    n = 1000
+    data = _finite_stream(emu, raw, n)
+    bad = [d for d in data if len(d) != 36]
+    good = [REC.unpack(d)[0] for d in data if len(d) == 36]
+    assert len(bad) == emu.corrupted > 0
+    assert len(good) + len(bad) == n
+    assert good == sorted(good) and set(good) <= set(range(1, n + 1))
+
+
+def test_silence_on_demand_and_the_gap_after_it(make: Callable) -> None:
+    emu, raw = make(rate_hz=2000.0)
+    raw.send(2, 0)
+    raw.record()
+    emu.silence(True)
+    wait_for(lambda: emu.silenced >= 5, "records to be withheld")
+    before = [REC.unpack(d)[0] for d in raw.drain()]
+    wait_for(lambda: emu.silenced >= 15, "more records to be withheld")
+    assert raw.drain() == []
+    last = before[-1] if before else 1
+    emu.silence(False)
+    nxt = raw.record()[0]
+    assert nxt - last - 1 >= 15  # the sensor kept counting while silent
+
+
+def test_silent_after_a_time(make: Callable) -> None:
+    rate, after = 2000.0, 0.2
+    emu, raw = make(rate_hz=rate, faults=RDTFaults(silent_after=after))
+    raw.send(2, 0)
+    wait_for(lambda: emu.silenced >= 10, "the emulator to fall silent")
+    recs = [REC.unpack(d) for d in raw.drain()]
+    assert all(r[1] / rate < after for r in recs)
+    assert raw.drain() == []
+
+
+def test_bad_requests_are_ignored(make: Callable) -> None:
+    emu, raw = make(rate_hz=1000.0)
+    raw.sock.sendto(b"\x12\x34\x00\x02", emu.address)  # too short
+    raw.sock.sendto(REQ.pack(0x4321, 2, 0), emu.address)  # wrong header
+    raw.sock.sendto(REQ.pack(0x1234, 7, 0), emu.address)  # unknown command
+    wait_for(lambda: emu.bad_requests == 3, "bad requests to be counted")
+    assert emu.requests == [] and not emu.streaming
+
+
+def test_a_failing_source_stops_the_stream(make: Callable) -> None:
+    def src(t: float) -> list[float]:
+        raise RuntimeError("model blew up")
+
+    emu, raw = make(src, rate_hz=1000.0)
+    raw.send(2, 0)
+    wait_for(lambda: emu.error is not None, "the error")
+    assert isinstance(emu.error, RuntimeError) and not emu.streaming
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "named"),
+    [
+        ({"rate_hz": 0}, "rate_hz"),
+        ({"rate_hz": float("inf")}, "rate_hz"),
+        ({"port": -1}, "port"),
+        ({"counts_per_force": 0}, "counts_per_force"),
+        ({"status": -1}, "status"),
+        ({"status": 1 << 32}, "status"),
+        ({"host": "8.8.8.8"}, "host"),
+        ({"source": 5}, "source"),
+        ({"faults": "none"}, "faults"),
+    ],
+)
+def test_bad_arguments(kwargs: dict, named: str) -> None:
+    with pytest.raises(InputError, match=named):
+        RDTEmulator(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [{"drop_fraction": 1.5}, {"reorder_fraction": -0.1}, {"silent_after": -1.0}])
+def test_bad_faults(kwargs: dict) -> None:
+    with pytest.raises(InputError, match=next(iter(kwargs))):
+        RDTFaults(**kwargs)
+
+
+# ------------------------------------------------------------------------------------------
+# client + emulator
+
+
+def test_client_and_emulator_at_3_khz_lose_nothing() -> None:
+    rate, n = 3000.0, 1500  # ~0.5 s of stream
+
+    def src(t: float) -> list[float]:
+        return [math.cos(5 * t), 2.0, -t, 0.01 * t, 0.0, -0.5]
+
+    with RDTEmulator(src, rate_hz=rate, counts_per_force=1e6, counts_per_torque=1e6) as emu, NetFTClient(
+        *emu.address, counts_per_force=1e6, counts_per_torque=1e6, timeout=WAIT
+    ) as client:
+        client.start(n)
+        samples = [client.read() for _ in range(n)]
+        with pytest.raises(TimeoutError):
+            client.read(timeout=0.2)
+    assert [s.rdt_sequence for s in samples] == list(range(1, n + 1))
+    assert (client.lost, client.out_of_order, client.bad_packets, client.received) == (0, 0, 0, n)
+    assert emu.sent == n
+    err = max(np.abs(s.wrench - np.asarray(src(s.ft_sequence / rate))).max() for s in samples)
+    assert err <= 0.5e-6 + 1e-12  # rounding to a count
+
+
+def test_client_counts_what_the_emulator_injected() -> None:
+    n = 2000
+    faults = RDTFaults(drop_fraction=0.05, corrupt_fraction=0.05)
+    with RDTEmulator(rate_hz=4000.0, faults=faults, seed=11) as emu, NetFTClient(*emu.address, timeout=WAIT) as c:
+        c.start(n)
+        wait_for(lambda: emu.requests and not emu.streaming, "the finite stream to end")
+        seqs = []
+        while True:  # everything is queued in the client's socket by now
+            try:
+                seqs.append(c.read(timeout=0.2).rdt_sequence)
+            except TimeoutError:
+                break
+    missing = n - emu.sent
+    assert missing == emu.dropped + emu.corrupted > 0
+    assert c.bad_packets == emu.corrupted
+    assert c.received == len(seqs) == emu.sent and c.out_of_order == 0
+    # a gap is what the client can see: missing records between its first and last
+    assert c.lost == missing - (seqs[0] - 1) - (n - seqs[-1])
