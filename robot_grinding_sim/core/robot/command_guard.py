@@ -1,0 +1,317 @@
+"""Checks a joint trajectory before it goes to a real arm: joint limits, speeds, TCP box.
+
+A trajectory is knots ``(times (N,), positions (N, n), velocities (N, n) or None)`` for the named
+joints. It passes when, at every knot and between consecutive knots:
+
+- position: ``lower + position_margin <= q <= upper - position_margin`` (URDF limits, rad or m;
+  joints without limits, such as continuous ones, are not checked);
+- joint velocity: ``|qd| <= velocity_factor * velocity_limit`` (URDF), for the given velocities
+  and for the velocity implied between consecutive knots, ``|q[k+1] - q[k]| / (t[k+1] - t[k])``;
+- TCP position: the origin of ``tcp_link`` (forward kinematics) inside the box
+  ``[workspace_min, workspace_max]`` in the model's root frame (``base_link``), m;
+- TCP speed: ``|v_tcp| <= max_tcp_speed`` (m/s), with ``v_tcp = J_v(q) qd`` at knots with
+  velocities, and the straight-line speed between consecutive knots' TCP positions.
+
+The checks see the knots (and the chords between them), not the interpolated path between knots;
+planners here sample the path densely enough that the difference is small compared with the
+margins. With the arm's current configuration ``q_current``, joints the trajectory does not name
+hold their position and the move from ``q_current`` (at t = 0) to the first knot is checked as one
+more segment (a first knot at t = 0 must then be the current configuration, within
+``start_tolerance``).
+
+The result lists one reason per check and joint (or the TCP), at the first knot where it fails,
+with the value, the limit and how many knots or segments fail.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.robot.dynamics import RobotModel
+
+__all__ = ["CommandGuard", "GuardParams", "GuardResult", "Violation"]
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def _vec3(value: Any, name: str) -> FloatArray:
+    try:
+        a = np.array(value, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise InputError(f"GuardParams {name} must be 3 numbers (m), got {value!r}") from None
+    if a.shape != (3,) or not np.isfinite(a).all():
+        raise InputError(f"GuardParams {name} must be 3 finite numbers (m), got {value!r}")
+    return a
+
+
+@dataclass(frozen=True)
+class GuardParams:
+    """Limits of :class:`CommandGuard` (SI).
+
+    Attributes:
+        position_margin: kept from each URDF position limit, rad (or m for prismatic), >= 0.
+        velocity_factor: fraction of each URDF velocity limit allowed, (0, 1].
+        max_tcp_speed: TCP speed allowed, m/s (> 0).
+        workspace_min: (3,) lower corner of the TCP box in the root frame, m.
+        workspace_max: (3,) upper corner, m (each > the lower).
+        tcp_link: the link whose origin is the TCP.
+        start_tolerance: how far (rad or m, per joint) a first knot at t = 0 may be from the
+            current configuration, >= 0.
+    """
+
+    position_margin: float = 0.01
+    velocity_factor: float = 0.9
+    max_tcp_speed: float = 0.25
+    workspace_min: FloatArray = field(default_factory=lambda: np.array([-1.5, -1.5, -0.5]))
+    workspace_max: FloatArray = field(default_factory=lambda: np.array([1.5, 1.5, 1.5]))
+    tcp_link: str = "tcp"
+    start_tolerance: float = 1e-3
+
+    def __post_init__(self) -> None:
+        checks = (
+            ("position_margin", lambda v: v >= 0.0, ">= 0 rad"),
+            ("velocity_factor", lambda v: 0.0 < v <= 1.0, "in (0, 1]"),
+            ("max_tcp_speed", lambda v: v > 0.0, "> 0 m/s"),
+            ("start_tolerance", lambda v: v >= 0.0, ">= 0 rad"),
+        )
+        for name, ok, what in checks:
+            raw = getattr(self, name)
+            try:
+                v = float(raw)
+            except (TypeError, ValueError):
+                v = math.nan
+            if not math.isfinite(v) or not ok(v):
+                raise InputError(f"GuardParams {name} must be {what}, got {raw!r}")
+            object.__setattr__(self, name, v)
+        lo, hi = _vec3(self.workspace_min, "workspace_min"), _vec3(self.workspace_max, "workspace_max")
+        if not (hi > lo).all():
+            raise InputError(f"GuardParams workspace_max {hi.tolist()} must exceed workspace_min {lo.tolist()} "
+                             "on every axis")
+        object.__setattr__(self, "workspace_min", lo)
+        object.__setattr__(self, "workspace_max", hi)
+        if not isinstance(self.tcp_link, str) or not self.tcp_link:
+            raise InputError(f"GuardParams tcp_link must be a link name, got {self.tcp_link!r}")
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One failed check (the first knot where it fails).
+
+    Attributes:
+        check: "position", "velocity", "implied velocity", "start", "workspace", "tcp speed" or
+            "implied tcp speed".
+        subject: the joint name, or "TCP" (with the axis for the workspace, e.g. "TCP z").
+        knot: index of the knot (for a segment, the knot it ends at; -1 is q_current).
+        time: that knot's time, s.
+        value: the offending value (rad, m, rad/s, m/s).
+        limit: the limit it crosses, same unit.
+        count: how many knots (or segments) fail this check for this subject.
+        unit: the unit of value and limit.
+    """
+
+    check: str
+    subject: str
+    knot: int
+    time: float
+    value: float
+    limit: float
+    count: int
+    unit: str
+
+    def __str__(self) -> str:
+        more = f" ({self.count} knots in all)" if self.count > 1 else ""
+        return (f"knot {self.knot} (t = {self.time:.4f} s): {self.subject} {self.check} {self.value:.6g} {self.unit} "
+                f"beyond the limit {self.limit:.6g} {self.unit}{more}")
+
+
+@dataclass(frozen=True)
+class GuardResult:
+    """Outcome of :meth:`CommandGuard.check`: ``ok`` and, if not, why (``reasons``, one string per
+    :class:`Violation`)."""
+
+    ok: bool
+    violations: tuple[Violation, ...] = ()
+
+    @property
+    def reasons(self) -> list[str]:
+        return [str(v) for v in self.violations]
+
+
+class CommandGuard:
+    """Checks joint trajectories against a robot model's limits (see the module docstring).
+
+    Args:
+        model: the arm (joint limits, forward kinematics, Jacobian).
+        params: the guard's limits (default :class:`GuardParams`).
+
+    Raises:
+        InputError: the TCP link is not in the model, or a margin leaves a joint no range.
+    """
+
+    def __init__(self, model: RobotModel, params: GuardParams | None = None) -> None:
+        self.model = model
+        self.params = params if params is not None else GuardParams()
+        p = self.params
+        if p.tcp_link not in model.link_names:
+            raise InputError(f"GuardParams tcp_link {p.tcp_link!r} is not a link of {model.source}")
+        self.lower = model.lower + p.position_margin
+        self.upper = model.upper - p.position_margin
+        narrow = [j for j, lo, hi in zip(model.joint_names, self.lower, self.upper, strict=True) if lo > hi]
+        if narrow:
+            raise InputError(f"GuardParams position_margin {p.position_margin} leaves no range for {narrow}")
+        self.max_velocity = model.velocity_limits * p.velocity_factor
+
+    # ---------------------------------------------------------------------------------------
+    def _inputs(
+        self, joint_names: Sequence[str], times: Any, positions: Any, velocities: Any, q_current: Any
+    ) -> tuple[FloatArray, FloatArray, FloatArray | None, FloatArray | None]:
+        """Validated times (N,), positions and velocities (N, nq) in model joint order, q_current."""
+        m = self.model
+        names = list(joint_names)
+        unknown = [j for j in names if j not in m.joint_names]
+        if unknown:
+            raise InputError(f"trajectory joint_names {unknown} are not joints of {m.source} ({m.joint_names})")
+        if len(set(names)) != len(names):
+            raise InputError(f"trajectory joint_names repeat a joint: {names}")
+        cur = None
+        if q_current is not None:
+            cur = np.array(q_current, dtype=np.float64)
+            if cur.shape != (m.nq,) or not np.isfinite(cur).all():
+                raise InputError(f"q_current must be {m.nq} finite joint positions in the order "
+                                 f"{m.joint_names}, got {q_current!r}")
+        missing = [j for j in m.joint_names if j not in names]
+        if missing and cur is None:
+            raise InputError(f"trajectory does not command joints {missing}: give q_current to hold them")
+        t = np.array(times, dtype=np.float64).reshape(-1)
+        n_knots = t.size
+        if n_knots == 0:
+            raise InputError("trajectory times is empty: no knots to check")
+        if not np.isfinite(t).all() or t[0] < 0.0 or (np.diff(t) <= 0.0).any():
+            raise InputError("trajectory times must be finite, >= 0 and strictly increasing (s)")
+        cols = [m.joint_names.index(j) for j in names]
+
+        def full(arr: Any, what: str, fill: FloatArray | None) -> FloatArray:
+            a = np.array(arr, dtype=np.float64)
+            if a.shape != (n_knots, len(names)):
+                raise InputError(f"trajectory {what} must have shape ({n_knots}, {len(names)}), got {a.shape}")
+            if not np.isfinite(a).all():
+                raise InputError(f"trajectory {what} holds NaN or infinite values")
+            out = np.empty((n_knots, m.nq)) if fill is None else np.tile(fill, (n_knots, 1))
+            out[:, cols] = a
+            return out
+
+        q = full(positions, "positions", cur)
+        qd = None if velocities is None else full(velocities, "velocities", np.zeros(m.nq))
+        return t, q, qd, cur
+
+    def check(
+        self,
+        joint_names: Sequence[str],
+        times: Any,
+        positions: Any,
+        velocities: Any = None,
+        q_current: Any = None,
+    ) -> GuardResult:
+        """Check one trajectory.
+
+        Args:
+            joint_names: (n,) names of the trajectory's columns (any order, a subset if
+                q_current is given).
+            times: (N,) time from the start of each knot, s, strictly increasing.
+            positions: (N, n) rad (or m).
+            velocities: (N, n) rad/s, or None (only the implied velocities are checked).
+            q_current: (nq,) the arm's configuration now, in the model's joint order, or None.
+
+        Returns:
+            GuardResult; ``ok`` False lists every failed check.
+
+        Raises:
+            InputError: malformed input (shapes, NaN, times, unknown or missing joints).
+        """
+        t, q, qd, cur = self._inputs(joint_names, times, positions, velocities, q_current)
+        m, p = self.model, self.params
+        found: list[Violation] = []
+
+        def per_joint(check: str, values: FloatArray, limit: FloatArray, bad: npt.NDArray[np.bool_],
+                      knots: npt.NDArray[np.int64], unit: str) -> None:
+            for j in np.flatnonzero(bad.any(axis=0)):
+                rows = np.flatnonzero(bad[:, j])
+                k = int(rows[0])
+                found.append(Violation(check, m.joint_names[j], int(knots[k]), float(t_of(knots[k])),
+                                       float(values[k, j]), float(limit[k, j]), rows.size, unit))
+
+        def t_of(knot: int) -> float:
+            return 0.0 if knot < 0 else float(t[knot])
+
+        unit = ["m" if kind == "prismatic" else "rad" for kind in m.chain.joint_kinds]
+        ang = unit[0] if len(set(unit)) == 1 else "rad or m"
+        all_knots = np.arange(t.size)
+
+        # positions
+        over, under = q > self.upper, q < self.lower
+        lim = np.where(over, self.upper, self.lower)
+        per_joint("position", q, lim, over | under, all_knots, ang)
+
+        # velocities at the knots
+        vmax = np.broadcast_to(self.max_velocity, q.shape)
+        if qd is not None:
+            per_joint("velocity", qd, np.sign(qd) * vmax, np.abs(qd) > vmax, all_knots, f"{ang}/s")
+
+        # segments: between knots, and from q_current to the first knot
+        seg_q = q if cur is None else np.vstack([cur, q])
+        seg_t = t if cur is None else np.r_[0.0, t]
+        seg_end = all_knots[1:] if cur is None else all_knots
+        if cur is not None and t[0] == 0.0:
+            # a first knot at t = 0 is where the controller starts: it must be where the arm is
+            jump = np.abs(q[0] - cur)
+            bad = (jump > p.start_tolerance)[None, :]
+            per_joint("start", (q[0] - cur)[None, :], np.full((1, m.nq), p.start_tolerance), bad,
+                      np.array([0]), ang)
+            seg_q, seg_t, seg_end = q, t, all_knots[1:]
+        dt = np.diff(seg_t)
+        if dt.size:
+            v_seg = np.diff(seg_q, axis=0) / dt[:, None]
+            vmax_s = np.broadcast_to(self.max_velocity, v_seg.shape)
+            per_joint("implied velocity", v_seg, np.sign(v_seg) * vmax_s, np.abs(v_seg) > vmax_s, seg_end,
+                      f"{ang}/s")
+
+        # TCP: workspace box and speed
+        X = m.fk(q, p.tcp_link)
+        pos = X[:, :3, 3]
+        for axis, name in enumerate("xyz"):
+            hi, lo = pos[:, axis] > p.workspace_max[axis], pos[:, axis] < p.workspace_min[axis]
+            rows = np.flatnonzero(hi | lo)
+            if rows.size:
+                k = int(rows[0])
+                limit = p.workspace_max[axis] if hi[k] else p.workspace_min[axis]
+                found.append(Violation("workspace", f"TCP {name}", k, float(t[k]), float(pos[k, axis]),
+                                       float(limit), rows.size, "m"))
+        if qd is not None:
+            speed = np.array([np.linalg.norm(m.jacobian(q[k], p.tcp_link)[:3] @ qd[k]) for k in range(t.size)])
+            self._tcp_speed(found, "tcp speed", speed, all_knots, t_of)
+        if dt.size:
+            seg_pos = pos if seg_q is q else np.vstack([m.fk(cur, p.tcp_link)[:3, 3], pos])
+            speed = np.linalg.norm(np.diff(seg_pos, axis=0), axis=1) / dt
+            self._tcp_speed(found, "implied tcp speed", speed, seg_end, t_of)
+        return GuardResult(not found, tuple(found))
+
+    def _tcp_speed(self, found: list[Violation], check: str, speed: FloatArray, knots: npt.NDArray[np.int64],
+                   t_of: Any) -> None:
+        rows = np.flatnonzero(speed > self.params.max_tcp_speed)
+        if rows.size:
+            k = int(rows[0])
+            found.append(Violation(check, "TCP", int(knots[k]), t_of(int(knots[k])), float(speed[k]),
+                                   self.params.max_tcp_speed, rows.size, "m/s"))
+
+    def check_trajectory(self, trajectory: Any, q_current: Any = None) -> GuardResult:
+        """:meth:`check` for an object with ``joint_names``, ``times``, ``positions`` and
+        ``velocities`` (e.g. :class:`~robot_grinding_sim.core.planning.trajectory.JointTrajectory`)."""
+        return self.check(trajectory.joint_names, trajectory.times, trajectory.positions,
+                          getattr(trajectory, "velocities", None), q_current)
