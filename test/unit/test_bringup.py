@@ -13,6 +13,7 @@ import json
 import py_compile
 import sys
 import types
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -200,10 +201,16 @@ def _fake_launch_modules(installed: tuple[str, ...]) -> dict[str, types.ModuleTy
 
 def _run_launch(
     mode: str, monkeypatch: pytest.MonkeyPatch, installed: tuple[str, ...] = ("robot_state_publisher", "rviz2"),
-    **overrides: str
+    written: Iterable[str] = NOT_WRITTEN, **overrides: str
 ) -> tuple[list[Any], list[Any], list[str]]:
+    """Run launch/<mode>.launch.py's OpaqueFunction with stand-ins of launch, launch_ros and the
+    ament index (``installed``: the other packages it knows); the nodes of this package named in
+    ``written`` count as written (the real graph refuses to launch without its driver)."""
     for name, mod in _fake_launch_modules(installed).items():
         monkeypatch.setitem(sys.modules, name, mod)
+    available = bu.NodeSpec.module_available
+    monkeypatch.setattr(bu.NodeSpec, "module_available",
+                        lambda self: self.executable in set(written) or available(self))
     spec = importlib.util.spec_from_file_location(f"_launch_{mode}", LAUNCH[mode])
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -239,17 +246,15 @@ def test_launch_file_starts_the_bringup_graph(mode: str, monkeypatch: pytest.Mon
     if mode == "real":
         assert {"robot_ip", "ft_sensor_ip"} <= names
     assert all(a.description for a in args), "every launch argument needs a description"
-    # nodes of this package not written yet are logged and left out; all others are launched, but for
-    # the pip path's stand-ins (a ROS install runs robot_state_publisher, not description_publisher)
+    # every node is launched, but for the pip path's stand-ins (a ROS install runs
+    # robot_state_publisher, not description_publisher)
     stand_ins = [s.name for s in bu.graph(mode) if s.stands_in_for is not None]
     assert stand_ins == ["description_publisher"]
     assert bu.graph(mode)[_names(bu.graph(mode)).index("description_publisher")].stands_in_for in \
         {s.package for s in bu.graph(mode)}
-    specs = [s for s in bu.graph(mode) if s.executable not in NOT_WRITTEN and s.stands_in_for is None]
-    missing = [s.executable for s in bu.graph(mode) if s.executable in NOT_WRITTEN]
-    assert missing == (["hardware_driver"] if mode == "real" else [])
+    specs = [s for s in bu.graph(mode) if s.stands_in_for is None]
     assert [n.kwargs["name"] for n in nodes] == _names(specs)
-    assert len(skipped) == len(missing) and all(m in msg for m, msg in zip(missing, skipped, strict=True))
+    assert skipped == []
     for node, spec in zip(nodes, specs, strict=True):
         kw = node.kwargs
         assert (kw["package"], kw["executable"]) == (spec.package, spec.executable)
@@ -276,14 +281,32 @@ def test_launch_arguments_reach_the_nodes(monkeypatch: pytest.MonkeyPatch, tmp_p
         params_file=str(extra),
     )
     by = {n.kwargs["name"]: n.kwargs for n in nodes}
-    # the driver is not written yet: left out, not launched to fail (its robot_ip reaching the
-    # node's parameters: test_sim_and_real_graphs_follow_the_design)
-    assert "hardware_driver" in NOT_WRITTEN and "hardware_driver" not in by
+    driver = {k: v for p in by["hardware_driver"]["parameters"] if isinstance(p, dict) for k, v in p.items()}
+    assert driver["robot_ip"] == "10.1.2.3"
     assert by["rviz2"]["arguments"] == ["-d", str(bu.package_file(bu.RVIZ_CONFIG))]
     assert "recorder" in by
     assert all(n.kwargs["parameters"][-1] == str(extra) for n in nodes)
     with pytest.raises(ValueError, match="rviz"):
         _run_launch("sim", monkeypatch, rviz="maybe")
+
+
+def test_the_real_graph_without_its_driver_launches_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """real.launch.py and `grinding bringup real` where hardware_driver is not written: an error
+    naming it, no node started (the executive would send the plan to nobody)."""
+    from click.testing import CliRunner
+
+    from robot_grinding_sim.cli import cli as cli_main
+
+    assert "hardware_driver" in NOT_WRITTEN
+    with pytest.raises(RuntimeError, match="the real graph needs hardware_driver"):
+        _run_launch("real", monkeypatch, written=())
+    result = CliRunner().invoke(cli_main, ["bringup", "real", "--domain-id", "77"])
+    assert result.exit_code != 0
+    assert "the real graph needs hardware_driver" in result.output and "nothing started" in result.output
+    assert "starting" not in result.output
+    # the sim graph does not need it
+    _, nodes, skipped, _ = _run_launch("sim", monkeypatch, written=())
+    assert nodes and not skipped
 
 
 def test_launch_without_robot_state_publisher_or_rviz_starts_the_rest(monkeypatch: pytest.MonkeyPatch) -> None:
