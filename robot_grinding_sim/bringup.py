@@ -21,9 +21,12 @@ Topic names inside nodes are relative; every node runs in the root namespace, so
 
 from __future__ import annotations
 
+import atexit
+import functools
 import importlib.util
 import os
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -328,24 +331,6 @@ def graph_from_launch_arguments(mode: str, values: Mapping[str, str]) -> list[No
     )
 
 
-def launch_description(mode: str) -> Any:
-    """The ``LaunchDescription`` of ``launch/<mode>.launch.py``: its arguments and the graph's nodes.
-
-    Imports launch lazily: the pip path never calls this.
-    """
-    from launch.actions import DeclareLaunchArgument, OpaqueFunction
-
-    from launch import LaunchDescription
-
-    arguments = [
-        DeclareLaunchArgument(name, default_value=default, description=description)
-        for name, (default, description) in LAUNCH_ARGUMENTS[mode].items()
-    ]
-    return LaunchDescription(
-        [*arguments, OpaqueFunction(function=lambda context, *a, **k: launch_actions(mode, context))]
-    )
-
-
 def package_installed(package: str) -> bool:
     """True if the ament index of this ROS install knows ``package`` (False without ament_index_python)."""
     try:
@@ -359,65 +344,199 @@ def package_installed(package: str) -> bool:
     return True
 
 
-def launch_actions(mode: str, context: Any) -> list[Any]:
-    """launch_ros ``Node`` actions for the graph (called from an ``OpaqueFunction`` in launch/).
+def _enabling_values(mode: str) -> dict[str, str]:
+    """Launch-argument values under which :func:`graph` returns every node and parameter key it can:
+    every boolean argument true, every argument that is empty by default given (record, plan_file)."""
+    return {
+        name: "true" if default in ("true", "false") else default or f"/{name}"
+        for name, (default, _) in LAUNCH_ARGUMENTS[mode].items()
+    }
 
-    ``context.launch_configurations`` holds the launch arguments' values. Imports launch_ros
-    lazily: the pip path never calls this.
+
+def _launch_substitution(describe: str, perform: Callable[[Mapping[str, str]], str]) -> Any:
+    """A launch ``Substitution`` whose text ``perform`` computes from the launch arguments' values.
+
+    It lets the launch description hold the nodes while their argument-dependent values still
+    come from :func:`graph` (one definition; nothing re-derived here). ``describe`` is what
+    ``ros2 launch -p`` shows for it.
     """
-    from launch_ros.actions import Node
+    from launch import Substitution
 
-    values = dict(getattr(context, "launch_configurations", {}) or {})
-    specs = graph_from_launch_arguments(mode, values)
-    extra = [values["params_file"]] if values.get("params_file") else []
-    actions: list[Any] = []
-    discovery = values.get("discovery_range", LAUNCH_ARGUMENTS[mode]["discovery_range"][0]).strip()
+    class FromLaunchArguments(Substitution):
+        """Text computed from ``context.launch_configurations`` (the launch arguments)."""
+
+        def describe(self) -> str:
+            return describe
+
+        def perform(self, context: Any) -> str:
+            return perform(dict(context.launch_configurations))
+
+    return FromLaunchArguments()
+
+
+def _node_spec(mode: str, values: Mapping[str, str], name: str) -> NodeSpec | None:
+    """The graph's node ``name`` for these launch-argument values (None: not in that graph)."""
+    return next((s for s in graph_from_launch_arguments(mode, values) if s.name == name), None)
+
+
+def _parameter_value(mode: str, name: str, key: str, example: Any) -> Any:
+    """A launch_ros ``ParameterValue`` of ``name``'s override ``key``, evaluated by :func:`graph`.
+
+    ``example`` is the value under :func:`_enabling_values`: its type is the parameter's. A key
+    that the graph sets only for some arguments (plan_file) is left at its configured value
+    otherwise; a parameter dict cannot leave a key out at launch time, so it gets '' there, which
+    is what config/<node>.yaml and the node give it ("empty: ...").
+    """
+    from launch_ros.parameter_descriptions import ParameterValue
+
+    scalar = type(example) if type(example) in (bool, int, float, str) else None
+
+    def perform(values: Mapping[str, str]) -> str:
+        spec = _node_spec(mode, values, name)
+        if spec is None or key not in spec.parameters:
+            if scalar is str:
+                return ""
+            raise RuntimeError(f"robot_grinding_sim: graph() left out {name}'s {key}; no neutral value for it")
+        value = spec.parameters[key]
+        return value if isinstance(value, str) else yaml_value(value)
+
+    return ParameterValue(_launch_substitution(f"graph('{mode}')['{name}'].{key}", perform), value_type=scalar)
+
+
+def _in_graph(mode: str, name: str) -> Any:
+    """An ``IfCondition`` that holds when the launch arguments put node ``name`` in the graph."""
+    from launch.conditions import IfCondition
+
+    def perform(values: Mapping[str, str]) -> str:
+        return "true" if _node_spec(mode, values, name) is not None else "false"
+
+    return IfCondition(_launch_substitution(f"'{name}' in graph('{mode}')", perform))
+
+
+@functools.cache
+def no_params_file() -> str:
+    """A parameter file that sets nothing: the last parameter file of every node when params_file
+    is empty (a launch_ros Node cannot drop a parameter-file entry at launch time, and an empty
+    path would be skipped with a warning on every launch). Written once per process."""
+    fd, path = tempfile.mkstemp(prefix="robot_grinding_sim_no_params_", suffix=".yaml")
+    with os.fdopen(fd, "w") as f:
+        f.write("/**:\n  ros__parameters: {}\n")
+    atexit.register(lambda: Path(path).unlink(missing_ok=True))  # the nodes read it at start-up
+    return path
+
+
+def _check_launch_arguments(mode: str, values: Mapping[str, str], missing_own: Sequence[str]) -> None:
+    """Refuse bad launch arguments before any node starts (the launch description's first action).
+
+    Raises:
+        ValueError: naming the argument (a boolean that is not one, an unknown discovery_range).
+        RuntimeError: real mode without one of this package's nodes (``missing_own``): the
+            executive would send the plan to nobody, so nothing is launched.
+    """
+    graph_from_launch_arguments(mode, values)  # the booleans, named by graph's own conversion
+    discovery = values.get("discovery_range", "").strip()
     if discovery:
-        from launch.actions import SetEnvironmentVariable
-
-        from robot_grinding_sim.ros.environment import DISCOVERY_RANGES, DISCOVERY_VAR
+        from robot_grinding_sim.ros.environment import DISCOVERY_RANGES
 
         if discovery not in DISCOVERY_RANGES:
             raise ValueError(f"launch argument discovery_range: expected one of {DISCOVERY_RANGES}, got {discovery!r}")
-        actions.append(SetEnvironmentVariable(DISCOVERY_VAR, discovery))
+    if mode == "real" and missing_own:
+        raise RuntimeError(f"robot_grinding_sim: the real graph needs {', '.join(missing_own)}, which this "
+                           "installation does not have (not written yet): nothing launched")
+
+
+def launch_description(mode: str) -> Any:
+    """The ``LaunchDescription`` of ``launch/<mode>.launch.py``: its arguments and the graph's nodes.
+
+    The description holds one launch_ros ``Node`` per node :func:`graph` can start in ``mode``, so
+    ``ros2 launch -p`` shows them. What depends on the launch arguments is evaluated at launch time
+    by :func:`graph` itself, through substitutions on the launch configurations: each parameter
+    override, and an ``IfCondition`` for the optional nodes (recorder: ``record:=DIR``, rviz2:
+    ``rviz:=true``). The entities, in order:
+
+    1. the ``DeclareLaunchArgument`` of :data:`LAUNCH_ARGUMENTS`;
+    2. an ``OpaqueFunction`` that only checks the arguments (:func:`_check_launch_arguments`),
+       so a bad value or the real graph without its driver launches nothing;
+    3. ``SetEnvironmentVariable`` of ROS_AUTOMATIC_DISCOVERY_RANGE unless discovery_range is empty,
+       before the first node;
+    4. per node: a ``Node``, or a ``LogInfo`` saying why it is skipped. Other packages' nodes
+       missing from the ament index (robot_state_publisher, rviz2) are skipped, since launch would
+       stop at the first and leave the started ones running; description_publisher stands in for a
+       missing robot_state_publisher. This package's nodes that are not written are skipped in sim
+       (real refuses in step 2). Decided here: the ament index and the modules are known now.
+
+    Parameters of a Node: its config files, the graph's overrides, then the params_file argument's
+    file (:func:`no_params_file` when it is empty). Imports launch lazily: the pip path never calls
+    this.
+    """
+    from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, SetEnvironmentVariable
+    from launch.conditions import IfCondition
+    from launch_ros.actions import Node
+    from launch_ros.parameter_descriptions import ParameterValue
+
+    from launch import LaunchDescription
+    from robot_grinding_sim.ros.environment import DISCOVERY_VAR
+
+    specs = graph_from_launch_arguments(mode, _enabling_values(mode))
+    default_names = {s.name for s in graph_from_launch_arguments(mode, {})}
     installed = {s.package: package_installed(s.package) for s in specs if s.package != PACKAGE}
+    missing_own = [s.executable for s in specs if s.package == PACKAGE and not s.module_available()]
+
+    entities: list[Any] = [
+        DeclareLaunchArgument(name, default_value=default, description=description)
+        for name, (default, description) in LAUNCH_ARGUMENTS[mode].items()
+    ]
+    entities.append(OpaqueFunction(
+        function=lambda context, *_a, **_k: _check_launch_arguments(mode, context.launch_configurations, missing_own)
+    ))
+    entities.append(SetEnvironmentVariable(
+        DISCOVERY_VAR,
+        _launch_substitution("LaunchConfig('discovery_range')", lambda v: v["discovery_range"].strip()),
+        condition=IfCondition(_launch_substitution(
+            "LaunchConfig('discovery_range') != ''", lambda v: "true" if v["discovery_range"].strip() else "false"
+        )),
+    ))
+    extra = _launch_substitution(
+        "LaunchConfig('params_file') or no_params_file()", lambda v: v["params_file"] or no_params_file()
+    )
     for s in specs:
+        # an optional node (recorder, rviz2) starts only when its argument puts it in the graph
+        condition = None if s.name in default_names else _in_graph(mode, s.name)
         if s.stands_in_for is not None and installed.get(s.stands_in_for, True):
             continue  # the ROS install has the original (robot_state_publisher)
         if s.package != PACKAGE and not installed[s.package]:
-            # launch would stop at the first missing package and leave the nodes it started running
-            from launch.actions import LogInfo
-
-            actions.append(LogInfo(msg=f"robot_grinding_sim: package {s.package} is not installed; {s.name} skipped"))
+            entities.append(LogInfo(msg=f"robot_grinding_sim: package {s.package} is not installed; {s.name} skipped",
+                                    condition=condition))
             continue
-        if s.package == PACKAGE and not s.module_available():
-            if mode == "real":  # a real cell without its driver would send the plan to nobody
-                raise RuntimeError(f"robot_grinding_sim: the real graph needs {s.executable}, which this "
-                                   "installation does not have (not written yet): nothing launched")
+        if s.package == PACKAGE and not s.module_available() and mode != "real":
             # not written yet (see the README): leave it out rather than fail the whole launch
-            from launch.actions import LogInfo
-
-            actions.append(LogInfo(msg=f"robot_grinding_sim: node {s.executable} is not available yet; skipped"))
+            entities.append(LogInfo(msg=f"robot_grinding_sim: node {s.executable} is not available yet; skipped",
+                                    condition=condition))
             continue
-        params: list[Any] = [str(p) for p in s.existing_params_files()] + [dict(s.parameters)] + extra
+        # in real mode a missing node of this package stays in the description: step 2 refuses the launch
+        overrides = {k: _parameter_value(mode, s.name, k, v) for k, v in s.parameters.items()}
+        params: list[Any] = [*(str(p) for p in s.existing_params_files()), overrides, extra]
         kwargs: dict[str, Any] = {}
         if s.package == "robot_state_publisher":
-            urdf = values.get("robot_description_file") or str(package_file(URDF_DEFAULT))
-            params.insert(0, {"robot_description": Path(urdf).read_text()})
+            # its URDF is the text of the file, which robot_description_file names (read at launch)
+            urdf = _launch_substitution(
+                "read(LaunchConfig('robot_description_file') or URDF_DEFAULT)",
+                lambda v: Path(v.get("robot_description_file") or package_file(URDF_DEFAULT)).read_text(),
+            )
+            params.insert(0, {"robot_description": ParameterValue(urdf, value_type=str)})
         if s.package == "rviz2":
             kwargs["arguments"] = ["-d", str(package_file(RVIZ_CONFIG))]
-        actions.append(
-            Node(
-                package=s.package,
-                executable=s.executable,
-                name=s.name,
-                parameters=params,
-                remappings=list(s.remappings),
-                output="screen",
-                **kwargs,
-            )
-        )
-    return actions
+        entities.append(Node(
+            package=s.package,
+            executable=s.executable,
+            name=s.name,
+            parameters=params,
+            remappings=list(s.remappings),
+            output="screen",
+            condition=condition,
+            **kwargs,
+        ))
+    return LaunchDescription(entities)
 
 
 def describe(mode: str, **kwargs: Any) -> list[dict[str, Any]]:

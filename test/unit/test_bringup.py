@@ -133,48 +133,110 @@ def test_ros_args() -> None:
 
 
 class _Ctx:
+    """launch.LaunchContext as the substitutions see it: the launch arguments' values."""
+
     def __init__(self, values: dict[str, str]) -> None:
         self.launch_configurations = values
 
 
+def _perform(value: Any, context: _Ctx) -> str:
+    """A str, a substitution, or a list of them, as launch performs it."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)):
+        return "".join(_perform(v, context) for v in value)
+    return value.perform(context)
+
+
+def _coerce(text: str, value_type: type | None) -> Any:
+    """launch.utilities.type_utils.coerce_to_type for the scalar types (what ParameterValue does)."""
+    if value_type is str:
+        return text
+    if value_type is bool:
+        text = {"1": "true", "0": "false"}.get(text, text)
+    out = yaml.safe_load(text) if text else ""
+    if value_type is not None and not isinstance(out, value_type):
+        raise ValueError(f"Cannot convert value {text!r} to {value_type}")
+    return out
+
+
 def _fake_launch_modules(installed: tuple[str, ...]) -> dict[str, types.ModuleType]:
+    """Stand-ins of the launch / launch_ros classes bringup.launch_description uses, and of the
+    ament index (``installed``: the other packages it knows)."""
     launch = types.ModuleType("launch")
     actions = types.ModuleType("launch.actions")
+    conditions = types.ModuleType("launch.conditions")
     launch_ros = types.ModuleType("launch_ros")
     ros_actions = types.ModuleType("launch_ros.actions")
+    ros_params = types.ModuleType("launch_ros.parameter_descriptions")
+
+    class Substitution:  # launch.Substitution: subclasses implement perform(context) -> str
+        def describe(self) -> str:
+            return repr(self)
+
+        def perform(self, context: Any) -> str:
+            raise NotImplementedError
+
+    class Action:  # launch.Action: every action takes a condition
+        def __init__(self, condition: Any = None) -> None:
+            self.condition = condition
 
     class LaunchDescription:
         def __init__(self, entities: list[Any]) -> None:
             self.entities = list(entities)
 
-    class DeclareLaunchArgument:
-        def __init__(self, name: str, default_value: str | None = None, description: str = "") -> None:
+    class DeclareLaunchArgument(Action):
+        def __init__(self, name: str, default_value: str | None = None, description: str = "", **kw: Any) -> None:
+            super().__init__(**kw)
             self.name, self.default_value, self.description = name, default_value, description
 
-    class OpaqueFunction:
-        def __init__(self, function: Any) -> None:
+    class OpaqueFunction(Action):
+        def __init__(self, function: Any, **kw: Any) -> None:
+            super().__init__(**kw)
             self.function = function
 
-    class Node:
-        def __init__(self, **kwargs: Any) -> None:
+    class Node(Action):  # launch_ros.actions.Node: keeps its keyword arguments unevaluated
+        def __init__(self, condition: Any = None, **kwargs: Any) -> None:
+            super().__init__(condition)
             self.kwargs = kwargs
 
-    class LogInfo:
-        def __init__(self, msg: str) -> None:
+    class LogInfo(Action):
+        def __init__(self, msg: Any, **kw: Any) -> None:
+            super().__init__(**kw)
             self.msg = msg
 
-    class SetEnvironmentVariable:  # launch.actions.SetEnvironmentVariable(name, value)
-        def __init__(self, name: str, value: str) -> None:
+    class SetEnvironmentVariable(Action):  # launch.actions.SetEnvironmentVariable(name, value)
+        def __init__(self, name: Any, value: Any, **kw: Any) -> None:
+            super().__init__(**kw)
             self.name, self.value = name, value
 
+    class IfCondition:  # launch.conditions.IfCondition: true/false/1/0, anything else an error
+        def __init__(self, predicate_expression: Any) -> None:
+            self.predicate_expression = predicate_expression
+
+        def evaluate(self, context: Any) -> bool:
+            text = _perform(self.predicate_expression, context).strip().lower()
+            if text not in ("true", "1", "false", "0"):
+                raise ValueError(f"Unknown condition expression {text!r}")
+            return text in ("true", "1")
+
+    class ParameterValue:
+        def __init__(self, value: Any, *, value_type: type | None = None) -> None:
+            self.value, self.value_type = value, value_type
+
     launch.LaunchDescription = LaunchDescription
+    launch.Substitution = Substitution
     actions.DeclareLaunchArgument = DeclareLaunchArgument
     actions.OpaqueFunction = OpaqueFunction
     actions.LogInfo = LogInfo
     actions.SetEnvironmentVariable = SetEnvironmentVariable
+    conditions.IfCondition = IfCondition
     ros_actions.Node = Node
+    ros_params.ParameterValue = ParameterValue
     launch.actions = actions
+    launch.conditions = conditions
     launch_ros.actions = ros_actions
+    launch_ros.parameter_descriptions = ros_params
     ament = types.ModuleType("ament_index_python")
     packages = types.ModuleType("ament_index_python.packages")
 
@@ -192,20 +254,30 @@ def _fake_launch_modules(installed: tuple[str, ...]) -> dict[str, types.ModuleTy
     return {
         "launch": launch,
         "launch.actions": actions,
+        "launch.conditions": conditions,
         "launch_ros": launch_ros,
         "launch_ros.actions": ros_actions,
+        "launch_ros.parameter_descriptions": ros_params,
         "ament_index_python": ament,
         "ament_index_python.packages": packages,
     }
 
 
-def _run_launch(
+def _parameter(value: Any, context: _Ctx) -> Any:
+    """A parameter dict's value as launch_ros evaluates it."""
+    if type(value).__name__ == "ParameterValue":
+        return _coerce(_perform(value.value, context), value.value_type)
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    return _coerce(_perform(value, context), None)  # a bare substitution: yaml rules
+
+
+def _description(
     mode: str, monkeypatch: pytest.MonkeyPatch, installed: tuple[str, ...] = ("robot_state_publisher", "rviz2"),
-    written: Iterable[str] = NOT_WRITTEN, **overrides: str
-) -> tuple[list[Any], list[Any], list[str]]:
-    """Run launch/<mode>.launch.py's OpaqueFunction with stand-ins of launch, launch_ros and the
-    ament index (``installed``: the other packages it knows); the nodes of this package named in
-    ``written`` count as written (the real graph refuses to launch without its driver)."""
+    written: Iterable[str] = NOT_WRITTEN,
+) -> Any:
+    """launch/<mode>.launch.py's LaunchDescription, made with the stand-ins (what ``ros2 launch -p``
+    prints); the nodes of this package named in ``written`` count as written."""
     for name, mod in _fake_launch_modules(installed).items():
         monkeypatch.setitem(sys.modules, name, mod)
     available = bu.NodeSpec.module_available
@@ -214,18 +286,49 @@ def _run_launch(
     spec = importlib.util.spec_from_file_location(f"_launch_{mode}", LAUNCH[mode])
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    ld = module.generate_launch_description()
-    args = [e for e in ld.entities if type(e).__name__ == "DeclareLaunchArgument"]
-    (opaque,) = [e for e in ld.entities if type(e).__name__ == "OpaqueFunction"]
-    values = {a.name: a.default_value for a in args}
-    values.update(overrides)
-    actions = opaque.function(_Ctx(values))
-    skipped = [a.msg for a in actions if type(a).__name__ == "LogInfo"]
-    env = {a.name: a.value for a in actions if type(a).__name__ == "SetEnvironmentVariable"}
-    assert actions.index(next(a for a in actions if type(a).__name__ == "Node")) > max(
-        (i for i, a in enumerate(actions) if type(a).__name__ == "SetEnvironmentVariable"), default=-1
-    ), "the environment must be set before the first node starts"
-    return args, [a for a in actions if type(a).__name__ == "Node"], skipped, env
+    return module.generate_launch_description()
+
+
+def _run_launch(
+    mode: str, monkeypatch: pytest.MonkeyPatch, installed: tuple[str, ...] = ("robot_state_publisher", "rviz2"),
+    written: Iterable[str] = NOT_WRITTEN, **overrides: str
+) -> tuple[list[Any], list[Any], list[str], dict[str, str]]:
+    """Launch launch/<mode>.launch.py's description as ``ros2 launch <file> name:=value...`` would,
+    with stand-ins of launch, launch_ros and the ament index: the arguments take ``overrides`` or
+    their defaults, the entities run in order (conditions, substitutions, parameter values
+    evaluated). Returns the arguments, the started nodes (``kwargs`` evaluated: parameter files as
+    paths, override dicts as values), the LogInfo messages and the environment set."""
+    ld = _description(mode, monkeypatch, installed, written)
+    values: dict[str, str] = dict(overrides)
+    context = _Ctx(values)
+    args, nodes, skipped, env, order = [], [], [], {}, []
+    for entity in ld.entities:
+        kind = type(entity).__name__
+        if entity.condition is not None and not entity.condition.evaluate(context):
+            continue
+        order.append(kind)
+        if kind == "DeclareLaunchArgument":
+            args.append(entity)
+            values.setdefault(entity.name, entity.default_value)
+        elif kind == "OpaqueFunction":
+            assert not entity.function(context), "the OpaqueFunction only checks; the nodes are in the description"
+        elif kind == "SetEnvironmentVariable":
+            env[_perform(entity.name, context)] = _perform(entity.value, context)
+        elif kind == "LogInfo":
+            skipped.append(_perform(entity.msg, context))
+        elif kind == "Node":
+            kw = dict(entity.kwargs)
+            kw["parameters"] = [
+                {k: _parameter(v, context) for k, v in p.items()} if isinstance(p, dict) else _perform(p, context)
+                for p in kw["parameters"]
+            ]
+            nodes.append(types.SimpleNamespace(kwargs=kw))
+        else:
+            raise AssertionError(f"unexpected launch entity {kind}")
+    first_node = order.index("Node") if "Node" in order else len(order)
+    assert "SetEnvironmentVariable" not in order[first_node:], "the environment must be set before the first node"
+    assert order.index("OpaqueFunction") < first_node, "the arguments are checked before any node starts"
+    return args, nodes, skipped, env
 
 
 @pytest.mark.parametrize("mode", ["sim", "real"])
@@ -260,13 +363,40 @@ def test_launch_file_starts_the_bringup_graph(mode: str, monkeypatch: pytest.Mon
         assert (kw["package"], kw["executable"]) == (spec.package, spec.executable)
         assert kw["remappings"] == list(spec.remappings)
         params = kw["parameters"]
-        files = [p for p in params if isinstance(p, str)]
+        # the node's files, then its overrides, then params_file's (empty: a file that sets nothing)
+        assert params[-1] == bu.no_params_file()
+        assert yaml.safe_load(Path(params[-1]).read_text()) == {"/**": {"ros__parameters": {}}}
+        files = [p for p in params[:-1] if isinstance(p, str)]
         assert files == [str(p) for p in spec.existing_params_files()]
+        assert isinstance(params[-2], dict) and params.index(params[-2]) > max(
+            (params.index(f) for f in files), default=-1)
         overrides = {k: v for p in params if isinstance(p, dict) for k, v in p.items()}
         for k, v in spec.parameters.items():
-            assert overrides[k] == v
+            assert overrides[k] == v and type(overrides[k]) is type(v), (spec.name, k)
         if spec.package == "robot_state_publisher":
             assert "<robot" in overrides["robot_description"]
+
+
+@pytest.mark.parametrize("mode", ["sim", "real"])
+def test_launch_description_holds_the_nodes(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What ``ros2 launch -p`` prints: a Node per node the graph can start (the optional ones under a
+    condition), not an OpaqueFunction that makes them at launch time."""
+    every = bu.graph_from_launch_arguments(mode, {"record": "/tmp/bag", "rviz": "true"})
+    ld = _description(mode, monkeypatch)
+    nodes = [e for e in ld.entities if type(e).__name__ == "Node"]
+    assert [n.kwargs["name"] for n in nodes] == [s.name for s in every if s.stands_in_for is None]
+    for node, spec in zip(nodes, [s for s in every if s.stands_in_for is None], strict=True):
+        assert (node.kwargs["package"], node.kwargs["executable"]) == (spec.package, spec.executable)
+        assert node.kwargs["remappings"] == list(spec.remappings)
+    assert {n.kwargs["name"] for n in nodes if n.condition is not None} == {"recorder", "rviz2"}
+    (check,) = [e for e in ld.entities if type(e).__name__ == "OpaqueFunction"]
+    assert not check.function(_Ctx({a.name: a.default_value for a in ld.entities
+                                    if type(a).__name__ == "DeclareLaunchArgument"}))
+    # without robot_state_publisher and rviz2 the description says so, and holds the stand-in
+    ld = _description(mode, monkeypatch, installed=())
+    names = [e.kwargs["name"] for e in ld.entities if type(e).__name__ == "Node"]
+    assert "description_publisher" in names and not {"robot_state_publisher", "rviz2"} & set(names)
+    assert sum(type(e).__name__ == "LogInfo" for e in ld.entities) == 2
 
 
 def test_launch_arguments_reach_the_nodes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -320,6 +450,9 @@ def test_launch_without_robot_state_publisher_or_rviz_starts_the_rest(monkeypatc
     assert any("rviz2 is not installed" in m for m in skipped)
     stand_in = [s for s in bu.graph("sim") if s.stands_in_for == "robot_state_publisher"]
     assert stand_in and all(s.name in names for s in stand_in)
+    _, _, skipped, _ = _run_launch("sim", monkeypatch, installed=())  # rviz not asked for: not mentioned
+    assert skipped == ["robot_grinding_sim: package robot_state_publisher is not installed; "
+                       "robot_state_publisher skipped"]
     _, nodes, _, _ = _run_launch("sim", monkeypatch, rviz="true")
     names = [n.kwargs["name"] for n in nodes]
     assert "robot_state_publisher" in names and "rviz2" in names
@@ -338,8 +471,12 @@ def test_plan_file_and_start_reach_the_executive(monkeypatch: pytest.MonkeyPatch
     _, nodes, _, _ = _run_launch("sim", monkeypatch)
     by = {n.kwargs["name"]: {k: v for p in n.kwargs["parameters"] if isinstance(p, dict) for k, v in p.items()}
           for n in nodes}
-    assert "plan_file" not in by["grinding_executive"] and by["grinding_executive"]["autostart"] is False
-    assert "plan_file" not in by["planner_node"]
+    # no plan_file: the graph leaves it at config/<node>.yaml's '' (a launch dict cannot drop a key)
+    assert by["grinding_executive"]["autostart"] is False
+    for name in ("grinding_executive", "planner_node"):
+        assert by[name]["plan_file"] == ""
+        config = yaml.safe_load(bu.package_file(f"config/{name}.yaml").read_text())
+        assert next(iter(config.values()))["ros__parameters"]["plan_file"] == ""
     with pytest.raises(ValueError, match="start"):
         _run_launch("sim", monkeypatch, start="soon")
 
