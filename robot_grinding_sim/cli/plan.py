@@ -12,6 +12,7 @@ import click
 
 from robot_grinding_sim.cli.cell_options import build_cell, common_cell_options
 from robot_grinding_sim.cli.common import emit_json, json_option
+from robot_grinding_sim.core.config import GENERATORS
 
 
 def _positive(name: str) -> Any:
@@ -62,41 +63,17 @@ def _render_plot(plan: Any, out: io.BytesIO) -> None:
     plt.close(fig)
 
 
-def _with_generator(cell: Any, generator: str | None, options: dict[str, Any]) -> Any:
-    """The cell with the pass generator of the command line: ``--generator``, else the one a
-    ``--params`` file or ``--set`` names, else ``geodesic`` (the one that covers any face)."""
-    import dataclasses
-
-    from robot_grinding_sim.cli.cell_options import parse_sets
-    from robot_grinding_sim.core.config import GENERATORS
-    from robot_grinding_sim.core.parameters import load_params_file
-    from robot_grinding_sim.core.planning.passes import PlannerPassParameters
-
-    if generator is None:
-        named = "passes.generator" in parse_sets(options.get("sets") or ())
-        named = named or any("passes.generator" in load_params_file(f) for f in options.get("params_files") or ())
-        if named:
-            return cell
-        generator = "geodesic"
-    if generator in GENERATORS:
-        passes = dataclasses.replace(cell.passes, generator=generator).validate()
-    else:
-        passes = PlannerPassParameters.of(cell.passes, generator=generator).validate()
-    return dataclasses.replace(cell, passes=passes)
-
-
-def _robot_plan(cell: Any, base_cell: Any, part: Any, faces: list[int] | None, optimise: bool | None,
+def _robot_plan(cell: Any, part: Any, faces: list[int] | None, optimise: bool | None,
                 max_passes: int | None, pass_length: float | None, place: str | None, on_stage: Any,
                 progress: Any) -> Any:
-    """The plan with its job trajectory (``plan_job``). When the pass generator is one the cell's
-    parameter schema does not list (geodesic) or the workpiece pose is searched (``--place auto``),
-    the passes are planned first, the pose chosen, and the job then made on that plan."""
+    """The plan with its job trajectory (``plan_job``). When the workpiece pose is searched
+    (``--place auto``) the passes are planned first, the pose chosen, and the job then made on that
+    plan."""
     import dataclasses
     import tempfile
 
     import numpy as np
 
-    from robot_grinding_sim.core.config import GENERATORS
     from robot_grinding_sim.core.geometry.tool_contact import tool_sphere_radius
     from robot_grinding_sim.core.job.plan_job import plan_job
     from robot_grinding_sim.core.job.run import run_job
@@ -104,7 +81,7 @@ def _robot_plan(cell: Any, base_cell: Any, part: Any, faces: list[int] | None, o
     from robot_grinding_sim.core.planning import placement, plan_io, planner
     from robot_grinding_sim.core.planning.trajectory import build_job_trajectory, reachability
 
-    if cell.passes.generator in GENERATORS and place is None:
+    if place is None:
         return _suggest_on_failure(lambda: plan_job(cell, optimise, max_passes, pass_length, on_stage=on_stage,
                                                     progress=progress), cell, part, faces)
     if on_stage:
@@ -121,12 +98,11 @@ def _robot_plan(cell: Any, base_cell: Any, part: Any, faces: list[int] | None, o
             on_stage("searching the workpiece pose")
         found = placement.search_pose(passes, model, cell)
         passes.workpiece_pose = planner.pose_matrix(found.pose)
-        base_cell = dataclasses.replace(base_cell, workpiece=dataclasses.replace(base_cell.workpiece,
-                                                                                 pose=tuple(found.pose)))
+        cell = dataclasses.replace(cell, workpiece=dataclasses.replace(cell.workpiece, pose=tuple(found.pose)))
     with tempfile.TemporaryDirectory() as tmp:
         path = plan_io.write_plan(passes, f"{tmp}/passes.json")
-        opt = base_cell.optimise.enabled if optimise is None else optimise
-        cfg = JobConfig(cell=base_cell, plan_file=str(path), optimise=opt)
+        opt = cell.optimise.enabled if optimise is None else optimise
+        cfg = JobConfig(cell=cell, plan_file=str(path), optimise=opt)
 
         def job() -> Any:
             setup = setup_job(cfg, on_stage)
@@ -134,21 +110,19 @@ def _robot_plan(cell: Any, base_cell: Any, part: Any, faces: list[int] | None, o
                 return run_job(cfg, setup, on_stage, progress).plan()
             out = setup.plan
             offsets = [0.0] * len(setup.paths.passes)
-            out.trajectory = build_job_trajectory(setup.model, setup.paths, base_cell.process, offsets,
+            out.trajectory = build_job_trajectory(setup.model, setup.paths, cell.process, offsets,
                                                   setup.penetration, setup.q_home)
-            out.offsets, out.cell = offsets, base_cell.values()
+            out.offsets, out.cell = offsets, cell.values()
             out.reachability = reachability(setup.model, out.trajectory)
             mesh = passes.mesh if passes.mesh is not None else part.tessellate(deflection=2e-4)
             out.collision = planner.check_trajectory_collisions(setup.model, out.trajectory, mesh, out.workpiece_pose)
             return out
 
-        result = _suggest_on_failure(job, base_cell, part, faces, passes)
+        result = _suggest_on_failure(job, cell, part, faces, passes)
     result.source, result.unit = passes.source, passes.unit
     result.coverage, result.coverage_model, result.mesh = passes.coverage, passes.coverage_model, passes.mesh
     if found is not None:
         result.placement = found.as_dict()
-    # result.cell keeps the cell's own passes.generator (what its schema accepts, so that `grinding simulate
-    # --plan` reads it); parameters.passes.generator says which generator made the passes
     return result
 
 
@@ -181,11 +155,10 @@ def _coverage_line(report: Any) -> str:
               help="Keep waypoints this far from the face boundary and holes, m. [passes.margin; cell default: 0.005]")
 @click.option("--tool-radius", type=float, default=None, callback=_positive("--tool-radius"),
               help="Radius of the spherical tool, m, without a robot (with one: its URDF's ball). [default: 0.02]")
-@click.option("--generator", type=click.Choice(["geodesic", "raster", "iso"]), default=None,
+@click.option("--generator", type=click.Choice(list(GENERATORS)), default=None,
               help="geodesic: level curves of the geodesic distance from a guide section, even stepover on any "
                    "face (whole cylinders, spheres, wrapped freeform faces); raster: plane slicing of a height "
-                   "field; iso: iso-parametric curves. [default: geodesic, unless --params/--set give "
-                   "passes.generator]")
+                   "field; iso: iso-parametric curves. [passes.generator; cell default: geodesic]")
 @click.option("--iso-direction", type=click.Choice(["u", "v"]), default=None, help="Iso passes run along u or v.")
 @click.option("--order", type=click.Choice(["zigzag", "oneway"]), default=None, help="Pass order. [zigzag]")
 @click.option("--reverse", is_flag=True, default=None, help="Travel the first pass in the opposite direction.")
@@ -226,6 +199,7 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
 
     extra: dict[str, Any] = {}
     for name, value in (("passes.spacing", spacing), ("passes.iso_direction", iso_direction),
+                        ("passes.generator", generator),
                         ("passes.order", order), ("passes.reverse", reverse)):
         if value is not None:
             extra[name] = value
@@ -242,8 +216,7 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
         extra["workpiece.part"] = source
     if robot.lower() not in ("none", "default"):
         extra["robot.description_file"] = robot
-    base_cell = build_cell(options, None, extra)
-    cell = _with_generator(base_cell, generator, options)
+    cell = build_cell(options, None, extra)
     wp = cell.workpiece
     part = cad.load_part(wp.part, wp.unit or None)
     if list_faces:
@@ -274,7 +247,7 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
                 if not as_json and sys.stderr.isatty():
                     click.echo(msg, err=True)
 
-            result = _robot_plan(cell, base_cell, part, faces, optimise, max_passes, pass_length, place,
+            result = _robot_plan(cell, part, faces, optimise, max_passes, pass_length, place,
                                  on_stage, lambda stage, done, total: bar.update(done))
     # render everything first: a failure leaves no file behind
     text = json.dumps(plan_io.plan_to_dict(result), separators=(",", ":"), allow_nan=False)

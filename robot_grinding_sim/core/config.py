@@ -35,7 +35,7 @@ from robot_grinding_sim.core.parameters import (
 
 #: Normal contact laws (contact.model).
 CONTACT_MODELS = ("kelvin_voigt", "hunt_crossley", "lankarani_nikravesh", "flores")
-GENERATORS = ("raster", "iso")
+GENERATORS = ("geodesic", "raster", "iso")
 ORDERS = ("zigzag", "oneway")
 
 
@@ -160,7 +160,9 @@ class PassParameters:
                           range=(0.0, 1.0))
     angle: float = param(0.0, "raster angle about the face normal from the part's x axis", unit="rad",
                          range=(-2.0 * math.pi, 2.0 * math.pi))
-    generator: str = param("raster", "raster (plane slicing) or iso (iso-parametric) passes", choices=GENERATORS)
+    generator: str = param("geodesic", "geodesic (parallel passes a stepover apart measured on the surface, offset "
+                           "from the region's boundary: covers any CAD face; a mesh part gets raster), raster "
+                           "(plane slicing) or iso (iso-parametric) passes", choices=GENERATORS)
     iso_direction: str = param("u", "iso passes run along u or v", choices=("u", "v"))
     order: str = param("zigzag", "pass order: zigzag (every other pass reversed) or oneway", choices=ORDERS)
     reverse: bool = param(False, "travel the first pass in the opposite direction")

@@ -48,7 +48,7 @@ def test_demo_grinds_the_curved_panel_within_5_percent(tmp_path: Path) -> None:
             msgs.setdefault(channel.topic, []).append(store.deserialize_cdr(message.data, schema.name))
     assert set(msgs) == {"/joint_states", "/contact/wrench", "/ft_sensor/wrench", "/grinding/progress",
                          "/dynamics_node/tool_pose", "/robot_description", "/tf", "/tf_static",
-                         "/planner_node/markers", "/grinding/removal",
+                         "/planner_node/markers", "/grinding/removal", "/grinding/progress_markers",
                          "/contact/force_marker"}  # the viewer's: test/unit/test_viewer_bag.py
     assert len(msgs["/joint_states"]) == s["steps"] > 10_000
     assert {k: len(v) for k, v in msgs.items()} == s["bag_counts"]

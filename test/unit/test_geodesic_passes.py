@@ -82,7 +82,7 @@ def test_raster_misses_what_geodesic_covers() -> None:
     for name in ("cylinder", "freeform_wrap"):
         shape, faces = sc.FACES[name]()
         passes = generate_passes(cad.CadPart(shape), faces, PassParameters(stepover=STEP, spacing=SPACING,
-                                                                            margin=MARGIN))
+                                                                            margin=MARGIN, generator="raster"))
         m = sc.measure(shape, faces, [p.points for p in passes], STEP, MARGIN, n=120)
         assert m.coverage < 0.8, f"{name}: raster coverage {m.coverage:.3f}"
 

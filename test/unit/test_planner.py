@@ -249,7 +249,7 @@ def test_raster_across_adjacent_faces() -> None:
     up = [f.index for f in roof.faces if centre_normal(f)[2] > 0.05 and abs(centre_normal(f)[0]) > 0.05]
     assert len(up) == 2
     m = 0.004
-    passes = generate_passes(roof, up, PassParameters(stepover=0.01, spacing=0.002, margin=m))
+    passes = generate_passes(roof, up, PassParameters(stepover=0.01, spacing=0.002, margin=m, generator="raster"))
     for p in passes:
         assert set(np.unique(p.face)) == set(up), "each pass runs over both faces"
         steps = np.linalg.norm(np.diff(p.points, axis=0), axis=1)
@@ -369,6 +369,9 @@ def test_mesh_part_plans_with_a_warning(tmp_path) -> None:
         warnings.simplefilter("always")
         res = planner.plan(str(path), None, PassParameters(stepover=0.01, spacing=0.005), unit="m")
     assert any("approximate" in str(w.message) for w in caught)
+    # the default generator (geodesic) needs CAD faces: raster on a mesh, said in a warning
+    assert any("raster passes (plane slicing) instead" in str(w.message) for w in caught)
+    assert res.pass_params.generator == "raster"
     pts = np.vstack([p.points for p in res.passes])
     np.testing.assert_allclose(pts[:, 2], 0.01, atol=1e-9)
     assert np.abs(pts[:, 0]).max() <= 0.1 - 0.005 + 1e-9

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,8 +52,6 @@ from robot_grinding_sim.core.robot.spatial import cross_rows
 FloatArray = NDArray[np.float64]
 
 GENERATORS, ORDERS = config.GENERATORS, config.ORDERS
-#: every generator the planner has: the cell's choices and the geodesic one
-PLANNER_GENERATORS = tuple(dict.fromkeys(("geodesic", *GENERATORS)))
 
 
 @dataclass
@@ -159,30 +158,9 @@ def seam_edges(face: Any) -> list[Any]:
     return [e for e in face.edges() if closed(e, face.shape)]
 
 
-@dataclass(frozen=True)
-class PlannerPassParameters(PassParameters):
-    """The cell's pass parameters with any of the planner's generators (``geodesic`` too), for a
-    cell whose parameter schema does not list it yet; the same fields and checks otherwise."""
-
-    def validate(self) -> PlannerPassParameters:
-        validate_pass_parameters(self)
-        return self
-
-    @classmethod
-    def of(cls, params: PassParameters, **changes: Any) -> PlannerPassParameters:
-        """A copy of ``params`` with ``changes`` (e.g. ``generator="geodesic"``)."""
-        values = {f.name: getattr(params, f.name) for f in dataclasses.fields(params)}
-        return cls(**{**values, **changes})
-
-
 def validate_pass_parameters(params: PassParameters) -> PassParameters:
-    """Check pass parameters; the planner knows the ``geodesic`` generator besides the cell's choices."""
-    if params.generator in GENERATORS:
-        return PassParameters.validate(params)
-    if params.generator not in PLANNER_GENERATORS:
-        raise InputError(f"parameter 'passes.generator': {params.generator!r} is not one of {PLANNER_GENERATORS}")
-    dataclasses.replace(params, generator=GENERATORS[0]).validate()
-    return params
+    """Check pass parameters (InputError naming the parameter)."""
+    return params.validate()
 
 
 def polyline_distance(points: FloatArray, polyline: FloatArray) -> tuple[FloatArray, NDArray[np.bool_]]:
@@ -217,7 +195,14 @@ class PassGenerator:
 
     def __init__(self, part: Any, indices: list[int], params: PassParameters) -> None:
         self.part = part
-        self.params = validate_pass_parameters(params)
+        params = validate_pass_parameters(params)
+        if params.generator == "geodesic" and part.is_mesh:
+            # the geodesic generator meshes exact CAD faces; a mesh part has none: plane slicing,
+            # said where it happens (the cell's default is geodesic)
+            warnings.warn(f"{getattr(part, 'source', 'the part')}: a mesh has no CAD faces for the geodesic "
+                          "generator; raster passes (plane slicing) instead", stacklevel=2)
+            params = dataclasses.replace(params, generator="raster")
+        self.params = params
         if not indices:
             raise InputError("no face selected")
         self.faces = [part.face(i) for i in indices]

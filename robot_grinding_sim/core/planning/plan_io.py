@@ -264,8 +264,8 @@ def plan_from_dict(data: dict[str, Any], path: str | os.PathLike[str] = "plan.js
     moves, pose, tool, pass parameters; the trajectory, offsets and force target when present)."""
     from scipy.spatial.transform import Rotation
 
+    from robot_grinding_sim.core.config import PassParameters
     from robot_grinding_sim.core.planning.passes import Pass
-    from robot_grinding_sim.core.planning.passes import PlannerPassParameters as PassParameters
     from robot_grinding_sim.core.planning.planner import Move, Plan, ToolParameters
 
     try:
@@ -306,22 +306,12 @@ def plan_from_dict(data: dict[str, Any], path: str | os.PathLike[str] = "plan.js
 
 def cell_of(data: dict[str, Any], path: str | os.PathLike[str] = "plan.json") -> Any:
     """The cell configuration a plan.json was made for (its ``cell`` values), or None."""
-    import dataclasses
-
-    from robot_grinding_sim.core.config import GENERATORS, config_from_mapping
-    from robot_grinding_sim.core.planning.passes import PLANNER_GENERATORS, PlannerPassParameters
+    from robot_grinding_sim.core.config import config_from_mapping
 
     values = data.get("cell")
     if not values:
         return None
-    values = dict(values)
-    generator = values.get("passes.generator")
-    if generator in PLANNER_GENERATORS and generator not in GENERATORS:
-        values.pop("passes.generator")  # a planner generator the cell's schema does not list (geodesic)
     try:
-        cell = config_from_mapping(values)
+        return config_from_mapping(dict(values))
     except InputError as exc:
         raise InputError(f"{path}: cell configuration: {exc}") from None
-    if generator in PLANNER_GENERATORS and generator not in GENERATORS:
-        cell = dataclasses.replace(cell, passes=PlannerPassParameters.of(cell.passes, generator=generator))
-    return cell

@@ -394,7 +394,7 @@ def plan(
     model, report = measure_coverage(gen, passes)
     t2 = time.perf_counter()
     clearance = _Clearance(part) if link_clearance_check else None
-    result = Plan(str(getattr(part, "source", source)), getattr(part, "unit", "m"), face_list, pass_params, tool,
+    result = Plan(str(getattr(part, "source", source)), getattr(part, "unit", "m"), face_list, gen.params, tool,
                   passes, [], [], [], X_BP)
     result.up = gen.up
     result.symmetric_tool = symmetric_tool
