@@ -149,3 +149,18 @@ def test_beside_the_face_the_gap_is_the_distance_to_its_boundary() -> None:
           f"over it {worst_over * 1e9:.2f} nm")
     assert n_above >= 20 and worst_beside <= deflection
     assert worst_over <= 1e-6
+
+
+def test_the_projector_answers_at_a_pole() -> None:
+    """Over and under a sphere's poles (S_u vanishes there) the closest point is the pole and the
+    normal the axis, as the sphere's geometry says: finite, on the face."""
+    from robot_grinding_sim.core.geometry.projector import FaceProjector
+
+    part = cad.CadPart(shapes.make_sphere(0.15), source="sphere")
+    proj = FaceProjector(part.face(_face(part, "sphere")))
+    pts = np.array([[0.0, 0.0, 0.2], [0.0, 0.0, 0.15], [0.0, 0.0, 0.1], [0.0, 0.0, -0.3], [1e-9, 0.0, 0.3]])
+    closest, normals, on_face = proj(pts)
+    assert np.isfinite(closest).all() and np.isfinite(normals).all() and on_face.all()
+    expected_pole = np.array([[0.0, 0.0, 0.15]] * 3 + [[0.0, 0.0, -0.15], [0.0, 0.0, 0.15]])
+    np.testing.assert_allclose(closest, expected_pole, atol=1e-9)
+    np.testing.assert_allclose(normals, np.sign(expected_pole) * [0, 0, 1], atol=1e-6)

@@ -109,6 +109,12 @@ class FaceProjector:
             a11, a12, a22 = _dot3(Su, Su), _dot3(Su, Sv), _dot3(Sv, Sv)
             g1, g2 = _dot3(Su, r), _dot3(Sv, r)
             det = a11 * a22 - a12 * a12
+            if det <= 1e-12 * (a11 + a22) ** 2:
+                # a degenerate parametrisation (a pole: S_u or S_v vanishes there): damped
+                # (Levenberg-Marquardt) step, which leaves the collapsed parameter alone
+                damp = 1e-9 * (a11 + a22) + 1e-300
+                a11, a22 = a11 + damp, a22 + damp
+                det = a11 * a22 - a12 * a12
             du = (a22 * g1 - a12 * g2) / det
             dv = (a11 * g2 - a12 * g1) / det
             # a tangential error e moves the distance by ~e^2/(2 |p - S|) and the normal by e/rho.
@@ -129,8 +135,20 @@ class FaceProjector:
         self._uv_prev = self.uv
         self.uv = np.array([u, v])
         nv = cross3(Su, Sv)
+        if not _norm3(nv) > 1e-9 * (_dot3(Su, Su) + _dot3(Sv, Sv)):
+            nv = self._normal_near(u, v)
         return S, self._sign * nv / _norm3(nv)
 
+    def _normal_near(self, u: float, v: float) -> FloatArray:
+        """S_u x S_v a little way into the face from (u, v): the normal's limit at a pole, where
+        the cross product vanishes."""
+        mid = 0.5 * (self.lo + self.hi)
+        for t in (1e-7, 1e-5, 1e-3):
+            _, Su, Sv = self._eval(u + t * (mid[0] - u), v + t * (mid[1] - v))
+            nv = cross3(Su, Sv)
+            if _norm3(nv) > 1e-9 * (_dot3(Su, Su) + _dot3(Sv, Sv)):
+                return nv
+        return np.array([0.0, 0.0, 1.0]) * self._sign  # a collapsed face: no normal anywhere
     def on_face(self, u: float, v: float) -> bool:
         """(u, v) within the face's parameter range (a periodic parameter always is). The range's
         box: a face trimmed inside its box (a hole, a slanted edge) counts as the box."""

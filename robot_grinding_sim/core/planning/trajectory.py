@@ -328,9 +328,13 @@ def pass_episode(model: Any, g: PassPath, process: ProcessConfig, offset: float,
     need = np.max(np.abs(qdp) / vmax, axis=1)
     if need.max() > 1.0:
         w = int(np.argmax(need))
+        # 90 % of the feed the joint allows, rounded down to two significant digits: a suggestion
+        # that works when tried
+        ok = 0.9 * process.feed / need[w]
+        step = 10.0 ** (math.floor(math.log10(ok)) - 1)
         raise PlanningError(f"pass {g.index}, {g.waypoint(float(arc[w]))}: the feed {process.feed} m/s needs "
                             f"{need[w]:.2f}x a joint's velocity limit; reduce the feed to "
-                            f"{process.feed / need[w]:.4f} m/s or move the workpiece")
+                            f"{math.floor(ok / step) * step:.2g} m/s (process.feed) or move the workpiece")
     segs.append(Segment("pass", g.index, t + t_knots, qp, qdp, arc))
     t += T
     # retreat
