@@ -485,3 +485,52 @@ def test_collision_check_finds_a_link_in_the_part(robot_plan) -> None:
     box.apply_translation(elbow)
     with pytest.raises(PlanningError, match=r"collision: robot link .* pass"):
         planner.check_trajectory_collisions(model, traj, box, np.eye(4))
+
+
+def test_a_link_whose_tool_axis_swings_goes_over_the_part_and_turns_there() -> None:
+    """Two passes on a block, one on its top (tool axis -z) and one on its side (tool axis -x): the
+    tool axis swings 90 deg, so the link rises along "up" to the safe height (the block's top +
+    R + clearance + approach), turns there and comes down with the side pass's orientation: every
+    link point below the safe height keeps the orientation of the pass it is next to. Two passes
+    side by side on the top (no swing, clear): the straight line."""
+    from scipy.spatial.transform import Rotation
+
+    from robot_grinding_sim.core.planning.passes import Pass
+
+    block = cad.CadPart(shapes.make_box((0.2, 0.2, 0.1), (-0.1, -0.1, -0.1)), source="block")
+    tool = planner.ToolParameters()
+    clearance = planner._Clearance(block)
+    up = np.array([0.0, 0.0, 1.0])
+
+    def one(index: int, points: np.ndarray, normal: np.ndarray, travel: np.ndarray) -> tuple:
+        n = len(points)
+        p = Pass(index, index, 0, points, np.tile(normal, (n, 1)), np.tile(travel, (n, 1)),
+                 np.linspace(0.0, float(np.linalg.norm(points[-1] - points[0])), n), np.full((n, 2), np.nan),
+                 np.zeros(n, dtype=np.int64))
+        R = np.column_stack([travel, np.cross(-normal, travel), -normal])  # tool z into the surface
+        return p, points + tool.radius * normal, np.tile(Rotation.from_matrix(R).as_quat(), (n, 1))
+
+    line = np.linspace(-0.05, 0.05, 6)
+    top = one(0, np.column_stack([line, np.zeros(6), np.zeros(6)]), up, np.array([1.0, 0.0, 0.0]))
+    side = one(1, np.column_stack([np.full(6, 0.1), line[::-1], np.full(6, -0.05)]), np.array([1.0, 0.0, 0.0]),
+               np.array([0.0, -1.0, 0.0]))
+    moves = planner.build_moves([top[0], side[0]], [top[1], side[1]], [top[2], side[2]], tool, up, clearance)
+    (link,) = [m for m in moves if m.kind == "link"]
+    safe_h = 0.0 + tool.radius + tool.clearance + tool.approach
+    assert link.positions[:, 2].max() == pytest.approx(safe_h, abs=1e-9)
+    below = link.positions[:, 2] < safe_h - 1e-9
+    first_top = int(np.argmax(~below))
+    q_prev, q_next = top[2][-1], side[2][0]
+    for k in np.flatnonzero(below):  # rising with the top pass's orientation, descending with the side's
+        q = q_prev if k < first_top else q_next
+        assert abs(abs(float(link.quaternions[k] @ q)) - 1.0) < 1e-12, k
+    np.testing.assert_allclose(link.positions[0], top[1][-1] + tool.approach * up, atol=1e-12)
+    np.testing.assert_allclose(link.positions[-1], side[1][0] + tool.approach * np.array([1.0, 0.0, 0.0]),
+                               atol=1e-12)
+    # no swing and clear of the part: straight
+    beside = one(1, np.column_stack([line[::-1], np.full(6, 0.01), np.zeros(6)]), up, np.array([-1.0, 0.0, 0.0]))
+    moves = planner.build_moves([top[0], beside[0]], [top[1], beside[1]], [top[2], beside[2]], tool, up, clearance)
+    (link,) = [m for m in moves if m.kind == "link"]
+    d = link.positions - link.positions[0]
+    chord = link.positions[-1] - link.positions[0]
+    assert np.linalg.norm(np.cross(d, chord), axis=1).max() < 1e-12  # every point on the chord

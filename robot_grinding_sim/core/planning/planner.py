@@ -245,7 +245,10 @@ def build_moves(passes: list[Pass], tcp_pos: list[FloatArray], tcp_quat: list[Fl
 
     Approach and retreat run along the normal at the pass ends over ``tool.approach``. A link
     joins a retreat to the next approach in a straight line when the tool stays ``clearance``
-    off the part along it; otherwise it rises along ``up`` to a safe height above the whole part.
+    off the part along it and its axis turns by less than :data:`DIRECT_LINK_TILT`; otherwise it
+    rises along ``up`` to a safe height above the whole part, turns there, and comes down with the
+    next pass's orientation (a tool axis swinging round near a wrapped part sweeps the tool's head
+    through it even where the ball stays clear).
     """
     moves: list[Move] = []
     step = max(0.25 * tool.clearance, 1e-3)
@@ -259,11 +262,20 @@ def build_moves(passes: list[Pass], tcp_pos: list[FloatArray], tcp_quat: list[Fl
         a_start = pos[0] + tool.approach * p.normals[0]
         r_end = pos[-1] + tool.approach * p.normals[-1]
         if prev_end is not None:
-            link = _link(prev_end[0], a_start, step, tool, up, clearance, safe_h)
+            tilt = _axis_angle(prev_end[1], quat[0])
+            link, top = _link(prev_end[0], a_start, step, tool, up, clearance, safe_h, tilt)
             quats, turn = _turn(prev_end[1], quat[0], turn)
-            link = _resample_polyline(link, max(len(link), len(quats)))
-            if len(quats) != len(link):
-                quats = _turn(prev_end[1], quat[0], -turn, n=len(link))[0]
+            if top is None:
+                link = _resample_polyline(link, max(len(link), len(quats)))
+                if len(quats) != len(link):
+                    quats = _turn(prev_end[1], quat[0], -turn, n=len(link))[0]
+            else:  # rise, turn at the safe height, come down
+                up_leg, top_leg, down_leg = top
+                top_leg = _resample_polyline(top_leg, max(len(top_leg), len(quats)))
+                q_top = _turn(prev_end[1], quat[0], -turn, n=len(top_leg))[0]
+                link = np.vstack([up_leg[:-1], top_leg, down_leg[1:]])
+                quats = np.vstack([np.repeat(prev_end[1][None], len(up_leg) - 1, axis=0), q_top,
+                                   np.repeat(quat[0][None], len(down_leg) - 1, axis=0)])
             moves.append(Move("link", p.index, link, quats))
         moves.append(Move("approach", p.index, np.vstack([a_start, pos[0]]), np.vstack([quat[0], quat[0]])))
         moves.append(Move("pass", p.index, pos, quat))
@@ -304,17 +316,31 @@ def _resample_polyline(pts: FloatArray, n: int) -> FloatArray:
     return np.column_stack([np.interp(t, L, pts[:, k]) for k in range(3)])
 
 
+#: a link whose tool axis turns by this much or more goes over the part, rad (30 deg)
+DIRECT_LINK_TILT = math.radians(30.0)
+
+
+def _axis_angle(q0: FloatArray, q1: FloatArray) -> float:
+    """Angle between the tool z axes of two orientations (xyzw), rad."""
+    z0, z1 = Rotation.from_quat(np.vstack([q0, q1])).as_matrix()[:, :, 2]
+    return float(math.acos(min(1.0, max(-1.0, float(z0 @ z1)))))
+
+
 def _link(a: FloatArray, b: FloatArray, step: float, tool: ToolParameters, up: FloatArray,
-          clearance: _Clearance | None, safe_h: float | None) -> FloatArray:
+          clearance: _Clearance | None, safe_h: float | None, tilt: float = 0.0
+          ) -> tuple[FloatArray, tuple[FloatArray, FloatArray, FloatArray] | None]:
+    """The link's TCP path (k, 3), and (rise, top, descent) legs when it goes over the part (None:
+    the direct line)."""
     direct = _line(a, b, step)
     if clearance is None or safe_h is None:
-        return direct
+        return direct, None
     need = tool.radius + tool.clearance
-    if np.all(clearance.distance(direct) >= need - 1e-9):
-        return direct
+    if tilt < DIRECT_LINK_TILT and np.all(clearance.distance(direct) >= need - 1e-9):
+        return direct, None
     a_up = a + max(0.0, safe_h - a @ up) * up
     b_up = b + max(0.0, safe_h - b @ up) * up
-    return np.vstack([_line(a, a_up, step)[:-1], _line(a_up, b_up, step)[:-1], _line(b_up, b, step)])
+    legs = (_line(a, a_up, step), _line(a_up, b_up, step), _line(b_up, b, step))
+    return np.vstack([legs[0][:-1], legs[1][:-1], legs[2]]), legs
 
 
 def default_face(part: Any) -> int:
