@@ -32,6 +32,7 @@ NODES = [
     "grinding_executive",
     "recorder",
     "description_publisher",
+    "hardware_driver",
 ]
 
 ROS_WHEELS = [

@@ -19,7 +19,8 @@ from pathlib import Path
 
 #: executables whose process installs the early handlers (setup.py's NODES)
 EXECUTABLES = frozenset({"dynamics_node", "collision_node", "contact_solver_node", "planner_node",
-                         "grinding_executive", "recorder", "description_publisher"})
+                         "grinding_executive", "recorder", "description_publisher",
+                         "hardware_driver"})
 #: signals received before run_node installed its own handlers
 RECEIVED: list[int] = []
 

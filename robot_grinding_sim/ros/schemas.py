@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 
+from robot_grinding_sim.bringup import DEFAULT_FT_SENSOR_IP, DEFAULT_ROBOT_IP
 from robot_grinding_sim.core.config import cell_specs
 from robot_grinding_sim.core.parameters import ParamSpec
 from robot_grinding_sim.core.record.bagwriter import STORAGES
 from robot_grinding_sim.core.record.progress_view import MARKER_RATE
+from robot_grinding_sim.core.robot.command_guard import GuardParams
+from robot_grinding_sim.core.robot.safety import SafetyLimits
 
 #: What the recorder records by default: the force comparison's topics, what a 3D viewer needs to
 #: replay the job (robot, TF, part, passes, contacts, removal map), and the executive's commands and
@@ -36,7 +39,12 @@ NODE_GROUPS: dict[str, tuple[str, ...]] = {
     "grinding_executive": ("robot", "tool", "process", "execution"),
     "recorder": ("robot", "workpiece"),
     "description_publisher": ("robot",),
+    # sim: for sim.gravity only (the tool's weight in the F/T compensation)
+    "hardware_driver": ("robot", "tool", "ft_sensor", "sim"),
 }
+
+_GUARD = GuardParams()
+_SAFETY = SafetyLimits()
 
 _NODE_OWN: dict[str, list[ParamSpec]] = {
     "dynamics_node": [
@@ -126,6 +134,53 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
                   read_only=True),
     ],
     "description_publisher": [],
+    "hardware_driver": [
+        BASE_FRAME,
+        ParamSpec("robot_ip", DEFAULT_ROBOT_IP, "address of the robot controller (its ros2_control driver talks to "
+                  "it; here it names the hardware in /diagnostics)", read_only=True),
+        ParamSpec("output_topic", "/scaled_joint_trajectory_controller/joint_trajectory", "where accepted commands "
+                  "and holds go: the arm's joint_trajectory_controller (trajectory_msgs/JointTrajectory)",
+                  read_only=True),
+        ParamSpec("control_rate", 500.0, "the arm controller's rate, Hz: a stop goes out within 2 periods, the "
+                  "hold's time_from_start is one period, and the timeouts are checked at this rate",
+                  range=(1.0, 10000.0), read_only=True),
+        ParamSpec("ft_backend", "netft", "F/T source: 'netft' (ATI Net F/T over UDP RDT at ft_sensor_ip:ft_port) or "
+                  "'topic' (geometry_msgs/WrenchStamped on ft_topic)", choices=("netft", "topic"), read_only=True),
+        ParamSpec("ft_sensor_ip", DEFAULT_FT_SENSOR_IP, "IPv4 address of the Net F/T (ft_backend netft)",
+                  read_only=True),
+        ParamSpec("ft_port", 49152, "UDP port of the Net F/T's RDT interface", range=(1, 65535), read_only=True),
+        ParamSpec("counts_per_force", 1.0e6, "Net F/T counts per N (the sensor's calibration, its web page)",
+                  range=(1e-6, 1e12), read_only=True),
+        ParamSpec("counts_per_torque", 1.0e6, "Net F/T counts per N m (the sensor's calibration)", range=(1e-6, 1e12),
+                  read_only=True),
+        ParamSpec("ft_topic", "/force_torque_sensor_broadcaster/wrench", "raw readings in ft_sensor.frame "
+                  "(geometry_msgs/WrenchStamped; ft_backend topic)", read_only=True),
+        ParamSpec("ft_rate", 1000.0, "rate of the F/T readings (the Net F/T's RDT rate, or the topic's), Hz: the "
+                  "low-pass filter's sample rate", range=(1.0, 20000.0), read_only=True),
+        ParamSpec("max_force", _SAFETY.max_force, "stop when |F| of the compensated wrench exceeds this, N",
+                  range=(1e-3, 1e5), read_only=True),
+        ParamSpec("max_torque", _SAFETY.max_torque, "stop when |T| of the compensated wrench (about the sensor's "
+                  "origin) exceeds this, N m", range=(1e-3, 1e5), read_only=True),
+        ParamSpec("ft_timeout", _SAFETY.ft_timeout, "stop when no F/T reading arrives for longer than this, s",
+                  range=(1e-3, 60.0), read_only=True),
+        ParamSpec("joint_states_timeout", _SAFETY.joint_states_timeout, "stop when no joint state arrives for longer "
+                  "than this, s", range=(1e-3, 60.0), read_only=True),
+        ParamSpec("position_margin", _GUARD.position_margin, "commands keep this far inside the URDF position "
+                  "limits, rad (m for prismatic joints)", range=(0.0, 1.0), read_only=True),
+        ParamSpec("velocity_factor", _GUARD.velocity_factor, "commands keep within this fraction of the URDF velocity "
+                  "limits", range=(0.01, 1.0), read_only=True),
+        ParamSpec("max_tcp_speed", _GUARD.max_tcp_speed, "largest TCP speed of a command, m/s", range=(1e-3, 10.0),
+                  read_only=True),
+        ParamSpec("workspace_min", _GUARD.workspace_min.tolist(), "lower corner of the box the TCP must stay in, "
+                  "base frame, m", length=3, range=(-100.0, 100.0), read_only=True),
+        ParamSpec("workspace_max", _GUARD.workspace_max.tolist(), "upper corner of the TCP box, base frame, m",
+                  length=3, range=(-100.0, 100.0), read_only=True),
+        ParamSpec("start_tolerance", 0.05, "a command's first knot at time 0 may be this far (any joint) from the "
+                  "measured position, rad: the executive stamps commands ahead, so that knot is where its "
+                  "reference will be, not where the arm is", range=(0.0, 3.2), read_only=True),
+        ParamSpec("diagnostics_rate", 1.0, "rate of /diagnostics, Hz (and on every stop, reset and refusal)",
+                  range=(0.01, 100.0), read_only=True),
+    ],
     "planner_node": [
         BASE_FRAME,
         ParamSpec("check_collisions", True, "check the robot's trajectory against the part"),

@@ -1,6 +1,7 @@
 """Every node exits 0, without a traceback, on SIGINT and SIGTERM at any moment after it starts.
 
-Each node executable of setup.py is started as a real process with its parameter files and gets
+Each node executable of setup.py is started as a real process with its parameter files (hardware_driver
+with an RDTEmulator of this process on 127.0.0.1 as its Net F/T) and gets
 20 signals in all (SIGINT and SIGTERM mixed), one or two per run, at random moments in three
 phases, chosen in turn:
 
@@ -190,7 +191,7 @@ def _signals_planned(index: int) -> int:
     return 1 if index % 3 == 0 else 2
 
 
-def _one_run(launch_node: Any, node: str, index: int, tmp: Path) -> Run:
+def _one_run(launch_node: Any, node: str, index: int, tmp: Path, ft_port: int = 0) -> Run:
     rng = random.Random(f"{SEED}-{node}-{index}")
     phase = PHASES[index % len(PHASES)]
     delay = {"start-up": rng.uniform(0.0, 1.0), "ready": rng.uniform(0.0, 0.2), "working": rng.uniform(0.3, 1.5)}[phase]
@@ -201,6 +202,8 @@ def _one_run(launch_node: Any, node: str, index: int, tmp: Path) -> Run:
         run.bag = tmp / f"bag_{index}"
         files = [REPO / "config" / "recorder.yaml"]
         params = {"output": str(run.bag), "topics": ["/joint_states"], "flush_period": 0.5, "discovery_period": 0.2}
+    if node == "hardware_driver":  # its Net F/T: the test's emulator on loopback (never the default address)
+        params = {"ft_sensor_ip": "127.0.0.1", "ft_port": ft_port}
     if node == "dynamics_node" and phase == "working":
         params = {"lockstep": False}  # steps and publishes without waiting for a contact side
     t_start = time.monotonic()
@@ -325,17 +328,24 @@ def joint_states(rclpy_context: Any) -> Any:
 
 def test_every_node_exits_cleanly_on_signals_at_random_moments(launch_node: Any, joint_states: Any,
                                                                tmp_path: Path) -> None:
+    from robot_grinding_sim.hardware.rdt_emulator import RDTEmulator
+
     schedule = _Schedule(NODES)
+    # hardware_driver's F/T sensor (the last driver to ask gets the stream; the others see it fall silent)
+    emulator = RDTEmulator(lambda t: [0.0, 0.0, 5.0, 0.0, 0.0, 0.0], rate_hz=500.0).start()
 
     def worker() -> None:
         while (job := schedule.next()) is not None:
             node, index = job
-            schedule.done(_one_run(launch_node, node, index, tmp_path))
+            schedule.done(_one_run(launch_node, node, index, tmp_path, emulator.address[1]))
 
     t0 = time.monotonic()
-    with ThreadPoolExecutor(max_workers=PARALLEL) as pool:
-        for f in [pool.submit(worker) for _ in range(PARALLEL)]:
-            f.result()
+    try:
+        with ThreadPoolExecutor(max_workers=PARALLEL) as pool:
+            for f in [pool.submit(worker) for _ in range(PARALLEL)]:
+                f.result()
+    finally:
+        emulator.close()
     elapsed = time.monotonic() - t0
     assert joint_states[0] >= 10 * elapsed, f"only {joint_states[0]} joint states in {elapsed:.0f} s"
 

@@ -1,0 +1,450 @@
+"""hardware_driver: the real arm and F/T sensor behind the ros2_control topics, with safety checks.
+
+A thin adapter over :class:`~robot_grinding_sim.core.robot.command_guard.CommandGuard` (limits of a
+command), :class:`~robot_grinding_sim.core.robot.safety.SafetyMonitor` (the latching stop),
+:class:`~robot_grinding_sim.core.contact.ft_processing.FTProcessor` (bias, tool weight, low-pass,
+move to the tcp) and :class:`~robot_grinding_sim.hardware.netft.NetFTClient` (ATI Net F/T RDT).
+
+Robot side (standard ros2_control topics; the robot's own driver runs the controller):
+- subscribes ``joint_trajectory_controller/joint_trajectory`` (relative, remappable; what the
+  executive publishes) and forwards each trajectory as it is to ``output_topic`` (default
+  ``/scaled_joint_trajectory_controller/joint_trajectory``, a UR) once CommandGuard accepts it
+  against the measured position (joint limits with ``position_margin``, ``velocity_factor`` of the
+  velocity limits, ``max_tcp_speed``, the TCP box, ``start_tolerance``). A refused trajectory is
+  logged with its reasons, counted and named on /diagnostics, and not forwarded. A trajectory
+  without points (a controller's "stop here") is forwarded unless stopped.
+- subscribes ``joint_states`` (sensor_msgs/JointState, the robot driver's ``/joint_states``).
+
+F/T side (``ft_backend``):
+- ``netft``: a reader thread streams RDT records from ``ft_sensor_ip`` (an IPv4 address, checked at
+  start-up) : ``ft_port`` with ``counts_per_force`` / ``counts_per_torque``; lost, out-of-order and
+  corrupt (wrong-size) records are counted by the client and skipped; records whose status word
+  has bit 31 set (the sensor reports an error) are counted and not used.
+- ``topic``: ``ft_topic`` (geometry_msgs/WrenchStamped, raw readings in ``ft_sensor.frame``).
+Each reading is processed with the tool's weight at the sensor's orientation (forward kinematics of
+the newest joint state; ``ft_sensor.tool_mass`` / ``tool_com``, or the URDF's inertials below the
+sensor when the mass is negative; gravity ``sim.gravity``), ``ft_sensor.bias`` until ``~/tare``, and
+``ft_sensor.cutoff_hz`` (first-order low-pass at ``ft_rate``). Publishes:
+- ``ft_sensor/wrench`` (WrenchStamped, frame ``ft_sensor.frame``, torque about its origin, as the
+  simulated sensor in contact_solver_node): the compensated, filtered wrench;
+- ``~/wrench_raw`` (same frame): the reading as received;
+- ``~/wrench_tcp`` (frame ``tool.tcp_link``): the compensated wrench moved to the tcp.
+Readings that arrive before any joint state are published raw only (no orientation to compensate).
+
+Safety (core/robot/safety.py): ``|F|`` over ``max_force`` or ``|T|`` over ``max_torque`` (the
+compensated, filtered wrench), F/T silent for longer than ``ft_timeout``, joint states silent for
+longer than ``joint_states_timeout`` (both armed by their first message), or ``~/emergency_stop``
+(std_srvs/SetBool, true) latch a stop: a hold (one point at the measured position, velocities 0,
+time_from_start one period of ``control_rate``, stamp 0: now) goes to ``output_topic`` at once
+(over-force: in the thread that read the sample; silence: the timeouts are checked at
+``control_rate`` and, with netft, by the reader thread as it waits), and every command is refused
+until ``~/reset`` (std_srvs/Trigger), which fails with the reason while a cause persists (a wrench
+still over a limit, a stream still silent). SetBool false does not release a latched stop. Until
+the first joint state and F/T reading commands are refused ("waiting").
+
+``~/tare`` (std_srvs/Trigger): with nothing touching the tool, the mean of the readings of the last
+0.1 s minus the tool's weight becomes the bias.
+
+``diagnostics`` (diagnostic_msgs/DiagnosticArray, ``/diagnostics``): state (ok / waiting / stopped
+with the causes), the F/T client's counters (received, lost, out_of_order, bad_packets,
+status_errors), commands forwarded and refused with the last refusal's reasons, the newest |F| and
+|T|, and ``hold_after_s`` (from the cause of the last stop to its hold's publication), at
+``diagnostics_rate`` and on every stop, reset and refusal.
+
+Exit: SIGINT/SIGTERM at any moment exit 0 (run_node); ``close()`` stops the reader thread, then
+stops the Net F/T's stream and closes the socket.
+"""
+
+from __future__ import annotations
+
+import collections
+import ipaddress
+import sys
+import threading
+import time
+from typing import Any
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import WrenchStamped
+from rclpy.clock import Clock, ClockType
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_srvs.srv import SetBool, Trigger
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from robot_grinding_sim.core.config import config_from_mapping
+from robot_grinding_sim.core.contact.ft_processing import FTProcessor
+from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.job.ft import ft_sensor_model
+from robot_grinding_sim.core.robot.command_guard import CommandGuard, GuardParams
+from robot_grinding_sim.core.robot.safety import SafetyLimits, SafetyMonitor, Trip
+from robot_grinding_sim.ros import conversions as cv
+from robot_grinding_sim.ros import node_base
+from robot_grinding_sim.ros.node_base import guarded, load_robot, run_node
+from robot_grinding_sim.ros.parameters import ParameterError, declare_parameters
+from robot_grinding_sim.ros.schemas import node_specs
+
+NODE_NAME = "hardware_driver"
+#: readings averaged by ~/tare, s
+TARE_WINDOW = 0.1
+#: Net F/T status word: bit 31 set means the sensor reports an error
+STATUS_ERROR = 1 << 31
+
+
+def _ipv4(value: str, name: str) -> str:
+    """``value`` as an IPv4 address; ParameterError naming ``name`` otherwise (no name lookup)."""
+    try:
+        ip = ipaddress.ip_address(value.strip())
+    except ValueError:
+        raise ParameterError(name, f"{value!r} is not an IP address", NODE_NAME) from None
+    if ip.version != 4:
+        raise ParameterError(name, f"{value!r}: the Net F/T speaks IPv4 only", NODE_NAME)
+    if ip.is_multicast or ip.is_unspecified or ip == ipaddress.IPv4Address("255.255.255.255"):
+        raise ParameterError(name, f"{value!r} is not the address of one device", NODE_NAME)
+    return str(ip)
+
+
+class HardwareDriver(Node):
+    """The driver (see the module docstring)."""
+
+    NODE_NAME = NODE_NAME
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(NODE_NAME, **kwargs)
+        p = declare_parameters(self, node_specs(NODE_NAME))
+        self.p = p
+        cell = config_from_mapping(p, allow_unknown=True)
+        self.model = load_robot(p, NODE_NAME, tip_link=cell.tool.tcp_link, links=("tool.tcp_link", "ft_sensor.frame"))
+        m = self.model
+        self.base_frame = p["base_frame"] or m.root_link
+        self.ft_frame, self.tcp_frame = cell.ft_sensor.frame, cell.tool.tcp_link
+        if not p["robot_ip"].strip():
+            raise ParameterError("robot_ip", "empty (the robot controller's address)", NODE_NAME)
+        self.period = 1.0 / p["control_rate"]
+        try:
+            self.guard = CommandGuard(m, GuardParams(
+                position_margin=p["position_margin"], velocity_factor=p["velocity_factor"],
+                max_tcp_speed=p["max_tcp_speed"], workspace_min=p["workspace_min"], workspace_max=p["workspace_max"],
+                tcp_link=self.tcp_frame, start_tolerance=p["start_tolerance"]))
+        except InputError as exc:
+            name = "workspace_max" if "workspace" in str(exc) else "position_margin"
+            raise ParameterError(name, str(exc), NODE_NAME) from None
+        try:
+            sensor = ft_sensor_model(cell, m).params
+            self.proc = FTProcessor(sensor, sample_rate_hz=p["ft_rate"])
+        except InputError as exc:
+            raise ParameterError("ft_sensor.cutoff_hz" if "cutoff" in str(exc) else "ft_sensor.tool_mass", str(exc),
+                                 NODE_NAME) from None
+        self.safety = SafetyMonitor(SafetyLimits(p["max_force"], p["max_torque"], p["ft_timeout"],
+                                                 p["joint_states_timeout"]))
+        self.backend = p["ft_backend"]
+        ft_ip = _ipv4(p["ft_sensor_ip"], "ft_sensor_ip") if self.backend == "netft" else ""
+
+        # shared with the reader thread: the lock orders stops, holds and forwarded commands
+        self._lock = threading.RLock()
+        self._q: np.ndarray | None = None
+        self._R_WS: np.ndarray | None = None
+        self._raw: collections.deque[tuple[float, np.ndarray]] = collections.deque(
+            maxlen=max(1, int(TARE_WINDOW * p["ft_rate"]) + 1))
+        self.forwarded = self.refused = self.status_errors = self.topic_received = 0
+        self.last_refusal = ""
+        self.hold_after: float | None = None
+        self._stop = threading.Event()
+        self._reader: threading.Thread | None = None
+        self.client: Any = None
+
+        self.pub_out = self.create_publisher(JointTrajectory, p["output_topic"], 10)
+        self.pub_wrench = self.create_publisher(WrenchStamped, "ft_sensor/wrench", 100)
+        self.pub_raw = self.create_publisher(WrenchStamped, "~/wrench_raw", 100)
+        self.pub_tcp = self.create_publisher(WrenchStamped, "~/wrench_tcp", 100)
+        self.pub_diag = self.create_publisher(DiagnosticArray, "diagnostics", 10)
+        self.create_subscription(JointState, "joint_states", guarded(self, "joint_states")(self._on_joints), 50)
+        self.create_subscription(JointTrajectory, "joint_trajectory_controller/joint_trajectory",
+                                 guarded(self, "joint_trajectory_controller/joint_trajectory")(self._on_command), 10)
+        self.create_service(Trigger, "~/tare", self._service("tare", self._on_tare))
+        self.create_service(Trigger, "~/reset", self._service("reset", self._on_reset))
+        self.create_service(SetBool, "~/emergency_stop", self._service("emergency_stop", self._on_estop))
+        steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.create_timer(self.period, guarded(self, "supervision")(self._supervise), clock=steady)
+        self.create_timer(1.0 / p["diagnostics_rate"], guarded(self, "diagnostics")(self._diagnostics), clock=steady)
+
+        if self.backend == "netft":
+            from robot_grinding_sim.hardware.netft import NetFTClient
+
+            try:
+                self.client = NetFTClient(ft_ip, p["ft_port"], p["counts_per_force"], p["counts_per_torque"],
+                                          timeout=min(0.05, self.period))
+                self.client.start()
+            except (InputError, OSError) as exc:
+                if self.client is not None:
+                    self.client.close()
+                raise ParameterError("ft_sensor_ip", f"{ft_ip}:{p['ft_port']}: {exc}", NODE_NAME) from None
+            self._reader = threading.Thread(target=self._read_netft, name="netft-reader", daemon=True)
+            self._reader.start()
+            source = f"Net F/T at {ft_ip}:{p['ft_port']}"
+        else:
+            self.create_subscription(WrenchStamped, p["ft_topic"], guarded(self, "ft_topic")(self._on_ft_topic), 100)
+            source = f"topic {self.resolve_topic_name(p['ft_topic'])}"
+        par = self.proc.params
+        self.get_logger().info(
+            f"ready: commands from {self.resolve_topic_name('joint_trajectory_controller/joint_trajectory')} -> "
+            f"{self.pub_out.topic_name} after the guard; F/T from {source} in '{self.ft_frame}' (tool "
+            f"{par.tool_mass:.3f} kg at {np.round(par.tool_com, 4).tolist()} m); stops on |F| > {p['max_force']:g} N, "
+            f"|T| > {p['max_torque']:g} N m, F/T silent > {p['ft_timeout']:g} s, joint states silent > "
+            f"{p['joint_states_timeout']:g} s, ~/emergency_stop; control rate {p['control_rate']:g} Hz; robot "
+            f"{p['robot_ip']}")
+
+    # -- time ----------------------------------------------------------------------------------
+    @staticmethod
+    def _mono() -> float:
+        return time.monotonic()
+
+    def _stamp(self, received: float | None = None) -> Any:
+        """ROS time now, or at monotonic time ``received`` (a reading's arrival)."""
+        now = self.get_clock().now().nanoseconds * 1e-9
+        if received is not None:
+            now -= max(0.0, time.monotonic() - received)
+        return cv.sec_to_time(now)
+
+    def _stopping(self) -> bool:
+        st = node_base._STOPPER
+        return self._stop.is_set() or (st is not None and st.event.is_set())
+
+    # -- robot side ----------------------------------------------------------------------------
+    def _on_joints(self, msg: JointState) -> None:
+        pos = cv.joint_state_to_dict(msg, "position")
+        missing = [j for j in self.model.joint_names if j not in pos]
+        if missing:
+            raise InputError(f"joint_states: missing joints {missing}")
+        q = np.array([pos[j] for j in self.model.joint_names])
+        R = self.model.fk(q, self.ft_frame)[:3, :3]
+        with self._lock:
+            self._q, self._R_WS = q, R
+            self.safety.joint_state(self._mono())
+
+    def _hold(self) -> None:
+        """One point at the measured position, reached in one control period (call under the lock)."""
+        if self._q is None:
+            self.get_logger().error("no joint state yet: no position to hold")
+            return
+        msg = JointTrajectory(joint_names=list(self.model.joint_names))
+        msg.header.frame_id = self.base_frame
+        msg.points.append(JointTrajectoryPoint(positions=self._q.tolist(), velocities=[0.0] * len(self._q),
+                                               time_from_start=cv.sec_to_duration(self.period)))
+        self.pub_out.publish(msg)
+
+    def _tripped(self, trips: list[Trip]) -> None:
+        """New stops: hold at once, then say so (call under the lock)."""
+        if not trips:
+            return
+        self._hold()
+        self.hold_after = self._mono() - min(t.since for t in trips)
+        for t in trips:
+            self.get_logger().error(f"STOP ({t}): holding at the measured position; commands refused until ~/reset")
+        self._diagnostics()
+
+    def _refuse(self, reasons: list[str]) -> None:
+        self.refused += 1
+        self.last_refusal = "; ".join(reasons)
+        self.get_logger().warning(f"command refused, not forwarded: {self.last_refusal}")
+        self._diagnostics()
+
+    def _on_command(self, msg: JointTrajectory) -> None:
+        with self._lock:
+            why, q = self.safety.refusal(), self._q
+        if why is not None:
+            self._refuse([why])
+            return
+        if msg.points:
+            try:
+                names, times, pos, vel, _ = cv.joint_trajectory_to_arrays(msg)
+                result = self.guard.check(names, times, pos, vel, q)
+            except InputError as exc:
+                self._refuse([str(exc)])
+                return
+            if not result.ok:
+                self._refuse(result.reasons)
+                return
+        with self._lock:  # a stop since the check wins: its hold is out already
+            why = self.safety.refusal()
+            if why is None:
+                self.pub_out.publish(msg)
+                self.forwarded += 1
+        if why is not None:
+            self._refuse([why])
+            return
+        self.get_logger().info(f"forwarded: {len(msg.points)} points"
+                               + (f", {cv.time_to_sec(msg.points[-1].time_from_start):.2f} s" if msg.points else
+                                  " (stop)"))
+
+    # -- F/T side ------------------------------------------------------------------------------
+    def _on_reading(self, raw: np.ndarray, received: float) -> None:
+        """One raw reading (6,) in the sensor frame, received at monotonic ``received``."""
+        stamp = self._stamp(received)
+        processed = None
+        with self._lock:
+            self._raw.append((received, raw))
+            if self._R_WS is None:
+                self.safety.ft_alive(received)
+            else:
+                processed = self.proc.process(raw, self._R_WS)
+                self._tripped(self.safety.wrench(received, processed.sensor))
+        self.pub_raw.publish(cv.array_to_wrench_stamped(raw, self.ft_frame, stamp))
+        if processed is not None:
+            self.pub_wrench.publish(cv.array_to_wrench_stamped(processed.sensor, self.ft_frame, stamp))
+            self.pub_tcp.publish(cv.array_to_wrench_stamped(processed.tcp, self.tcp_frame, stamp))
+
+    def _read_netft(self) -> None:
+        client = self.client
+        last_error = ""
+        while not self._stopping():
+            try:
+                sample = client.read()
+            except TimeoutError:
+                self._check()
+                continue
+            except (OSError, RuntimeError) as exc:  # the socket closed under us, or a network error
+                if self._stopping():
+                    return
+                if str(exc) != last_error:
+                    last_error = str(exc)
+                    self.get_logger().error(f"Net F/T: {type(exc).__name__}: {exc}")
+                self._check()
+                time.sleep(self.period)
+                continue
+            if sample.status & STATUS_ERROR:
+                self.status_errors += 1
+                self._check()
+                continue
+            try:
+                self._on_reading(np.array(sample.wrench), sample.received_at)
+            except Exception as exc:  # keep reading; say what it was
+                if str(exc) != last_error:
+                    last_error = str(exc)
+                    self.get_logger().error(f"F/T reading: {type(exc).__name__}: {exc}")
+            self._check()
+
+    def _on_ft_topic(self, msg: WrenchStamped) -> None:
+        if msg.header.frame_id not in ("", self.ft_frame):
+            raise InputError(f"frame_id '{msg.header.frame_id}', expected '{self.ft_frame}' (the sensor frame)")
+        self.topic_received += 1
+        self._on_reading(cv.wrench_to_array(msg), self._mono())
+
+    # -- supervision ---------------------------------------------------------------------------
+    def _check(self) -> None:
+        with self._lock:
+            self._tripped(self.safety.check(self._mono()))
+
+    def _supervise(self) -> None:
+        self._check()
+
+    def _service(self, name: str, fn: Any) -> Any:
+        """A service callback that answers (success false, the error) instead of raising."""
+        def handle(request: Any, response: Any) -> Any:
+            try:
+                return fn(request, response)
+            except Exception as exc:  # keep the node alive; say what it was
+                response.success, response.message = False, f"internal error: {type(exc).__name__}: {exc}"
+                self.get_logger().error(f"~/{name}: {response.message}")
+                return response
+        return handle
+
+    def _on_estop(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
+        with self._lock:
+            if request.data:
+                trips = self.safety.emergency_stop(self._mono())
+                self._tripped(trips)
+                if not trips:
+                    self._hold()  # asked again: hold again
+                response.success, response.message = True, "stopped: holding; commands refused until ~/reset"
+            elif self.safety.latched:
+                response.success = False
+                response.message = "still stopped: a stop is released only by ~/reset"
+            else:
+                response.success, response.message = True, "not stopped"
+        self.get_logger().warning(f"~/emergency_stop {request.data}: {response.message}")
+        return response
+
+    def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        with self._lock:
+            ok, message = self.safety.reset(self._mono())
+            self._diagnostics()
+        response.success, response.message = ok, message
+        if ok:
+            self.get_logger().info(f"~/reset: {message}")
+        else:
+            self.get_logger().warning(f"~/reset: {message}")
+        return response
+
+    def _on_tare(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        now = self._mono()
+        with self._lock:
+            recent = [w for t, w in self._raw if now - t <= TARE_WINDOW]
+            if not recent or self._R_WS is None:
+                response.success = False
+                response.message = ("no F/T reading in the last " f"{TARE_WINDOW:g} s" if not recent
+                                    else "no joint state yet: the tool's weight needs the orientation")
+            else:
+                bias = self.proc.tare(np.array(recent), self._R_WS)
+                response.success = True
+                response.message = f"tared on {len(recent)} readings: bias {np.round(bias, 4).tolist()}"
+        if response.success:
+            self.get_logger().info(f"~/tare: {response.message}")
+        else:
+            self.get_logger().warning(f"~/tare: {response.message}")
+        return response
+
+    def _diagnostics(self) -> None:
+        with self._lock:
+            s = self.safety
+            if s.latched:
+                level, state = DiagnosticStatus.ERROR, "stopped"
+                message = "stopped: " + "; ".join(str(c) for c in s.causes.values()) + " (~/reset)"
+            elif s.waiting():
+                level, state = DiagnosticStatus.WARN, "waiting"
+                message = f"waiting for {' and '.join(s.waiting())}; commands refused"
+            else:
+                level, state, message = DiagnosticStatus.OK, "ok", "forwarding commands"
+            values = {
+                "state": state, "causes": ", ".join(s.causes), "ft_backend": self.backend,
+                "robot_ip": self.p["robot_ip"], "output_topic": self.pub_out.topic_name,
+                "commands_forwarded": str(self.forwarded), "commands_refused": str(self.refused),
+                "last_refusal": self.last_refusal, "force_n": f"{s.last_force:.4g}",
+                "torque_nm": f"{s.last_torque:.4g}",
+                "stops": str(s.trips),
+                "hold_after_s": "" if self.hold_after is None else f"{self.hold_after:.6f}",
+                "control_period_s": f"{self.period:.6g}",
+                "controller_subscribers": str(self.pub_out.get_subscription_count()),
+            }
+            c = self.client
+            if c is not None:
+                values.update(ft_sensor_ip=c.host, ft_received=str(c.received), ft_lost=str(c.lost),
+                              ft_out_of_order=str(c.out_of_order), ft_bad_packets=str(c.bad_packets),
+                              ft_status_errors=str(self.status_errors))
+            else:
+                values.update(ft_topic=self.p["ft_topic"], ft_received=str(self.topic_received))
+            st = DiagnosticStatus(name=f"{self.get_name()}: safety", hardware_id=self.p["robot_ip"], level=level,
+                                  message=message)
+            st.values = [KeyValue(key=k, value=v) for k, v in values.items()]
+            msg = DiagnosticArray(status=[st])
+            msg.header.stamp = self.get_clock().now().to_msg()
+            self.pub_diag.publish(msg)
+
+    # -- shutdown ------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop the reader thread, then the Net F/T's stream, and close its socket."""
+        self._stop.set()
+        if self._reader is not None and self._reader is not threading.current_thread():
+            self._reader.join(timeout=2.0)
+        if self.client is not None:
+            self.client.close()
+
+
+def main(args: list[str] | None = None) -> int:
+    """``ros2 run robot_grinding_sim hardware_driver [--ros-args ...]``."""
+    return run_node(HardwareDriver, args, default_name=NODE_NAME)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

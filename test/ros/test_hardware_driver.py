@@ -1,0 +1,369 @@
+"""hardware_driver as a real process, against an emulated Net F/T and a fake arm, over DDS.
+
+The F/T sensor is an :class:`~robot_grinding_sim.hardware.rdt_emulator.RDTEmulator` in this test
+process on 127.0.0.1 (ephemeral port); the arm is this process too: a thread publishes
+/joint_states at 100 Hz at the cell's home pose, and the probe subscribes to the driver's output
+topic (the UR's ``/scaled_joint_trajectory_controller/joint_trajectory``).
+
+Checked: a trajectory on the executive's topic comes out unchanged; one beyond a joint limit is
+refused (not forwarded, the reason in the log and /diagnostics); the compensated /ft_sensor/wrench
+is the emulator's wrench minus the tool's weight at the arm's orientation, computed here with
+numpy from the ft_sensor parameters and pinocchio's forward kinematics of the URDF; corrupt records
+are counted on /diagnostics and change nothing; ~/tare zeroes it; a silent emulator and an
+over-force stop the arm with a hold, and ~/reset refuses while the cause persists; the emergency
+stop latches until ~/reset; the joint states' silence holds the arm; a bad ft_sensor_ip stops the
+node at start-up naming it; SIGINT ends the driver with 0 and no traceback.
+
+Timing. The requirement (DESIGN.md, issue 10): a stop command within 2 control periods of the
+cause. The driver runs at control_rate 100 Hz here (10 ms periods; its default is 500 Hz). Two
+figures are printed for every stop, in control periods: the driver's own (``hold_after_s`` on
+/diagnostics: from the cause, i.e. the over-limit reading's arrival or the timeout's expiry, to
+the hold's publication) and the one seen here (from the cause, the last reading's stamp + the
+timeout or the over-limit reading's stamp, to the hold's arrival at the probe, so it includes a DDS
+hop and this process's scheduling). The assertion is the requirement with a generous allowance,
+ALLOWANCE = 0.1 s, for 2 cores shared with other jobs (a descheduled process, not the driver's
+logic); it is not a timing benchmark.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import WrenchStamped
+from sensor_msgs.msg import JointState
+from std_srvs.srv import SetBool, Trigger
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from robot_grinding_sim.hardware.rdt_emulator import RDTEmulator, RDTFaults
+from robot_grinding_sim.ros import conversions as cv
+
+pytestmark = pytest.mark.ros
+
+REPO = Path(__file__).resolve().parents[2]
+CELL = REPO / "config" / "cell.yaml"
+URDF = REPO / "urdf" / "ur10e_grinding.urdf"
+IN_TOPIC = "/joint_trajectory_controller/joint_trajectory"
+OUT_TOPIC = "/scaled_joint_trajectory_controller/joint_trajectory"
+JOINTS = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint", "wrist_2_joint",
+          "wrist_3_joint"]
+HOME = np.array(yaml.safe_load(CELL.read_text())["/**"]["ros__parameters"]["robot"]["home"], dtype=float)
+CONTROL_RATE = 100.0
+PERIOD = 1.0 / CONTROL_RATE
+FT_RATE = 500.0
+FT_TIMEOUT = 0.5
+MAX_FORCE = 50.0
+ALLOWANCE = 0.1  # s, scheduling on 2 busy cores (see the module docstring)
+TOOL_MASS = 2.0
+TOOL_COM = np.array([0.01, -0.02, 0.08])
+W0 = np.array([3.0, -1.5, 12.0, 0.2, -0.1, 0.05])  # the emulator's wrench, N and N m
+
+
+def driver_params(port: int, **extra):
+    return {"use_sim_time": False, "ft_backend": "netft", "ft_sensor_ip": "127.0.0.1", "ft_port": port,
+            "control_rate": CONTROL_RATE, "ft_rate": FT_RATE, "ft_timeout": FT_TIMEOUT, "max_force": MAX_FORCE,
+            "joint_states_timeout": 1.0, "diagnostics_rate": 5.0, "ft_sensor.tool_mass": TOOL_MASS,
+            "ft_sensor.tool_com": TOOL_COM.tolist(), **extra}
+
+
+def start_driver(launch_node, port: int, **extra):
+    return launch_node("hardware_driver", params_file=[CELL, REPO / "config" / "hardware_driver.yaml"],
+                       params=driver_params(port, **extra))
+
+
+@pytest.fixture
+def emulator():
+    """The Net F/T on loopback; ``emu.wrench[:]`` sets what it reads."""
+    wrench = W0.copy()
+    emu = RDTEmulator(lambda t: wrench, rate_hz=FT_RATE, counts_per_force=1e6, counts_per_torque=1e6)
+    emu.wrench = wrench
+    with emu:
+        yield emu
+
+
+class FakeArm:
+    """/joint_states at 100 Hz at HOME from a thread of this process (``silent`` pauses it)."""
+
+    def __init__(self, context) -> None:
+        import rclpy
+
+        self.node = rclpy.create_node("fake_arm", context=context)
+        self.pub = self.node.create_publisher(JointState, "/joint_states", 50)
+        self.silent = threading.Event()
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.01):
+            if not self.silent.is_set():
+                msg = cv.arrays_to_joint_state(JOINTS, HOME, np.zeros(6), np.zeros(6))
+                msg.header.stamp = self.node.get_clock().now().to_msg()
+                self.pub.publish(msg)
+
+    def close(self) -> None:
+        self._stop.set()
+        self.thread.join(timeout=10)
+        self.node.destroy_node()
+
+
+@pytest.fixture
+def arm(rclpy_context):
+    a = FakeArm(rclpy_context)
+    yield a
+    a.close()
+
+
+class Timed:
+    """Messages with their arrival time here (wall clock, the ROS clock of every process here)."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[float, object]] = []
+
+    def __call__(self, msg) -> None:
+        self.items.append((time.time(), msg))
+
+    @property
+    def messages(self):
+        return [m for _, m in self.items]
+
+
+def diag_values(diag) -> dict[str, str]:
+    """The newest driver status's key/values (with 'level' and 'message')."""
+    for m in reversed(diag.messages):
+        for s in m.status:
+            if s.name.endswith("hardware_driver: safety"):
+                return {**{k.key: k.value for k in s.values}, "level": int.from_bytes(s.level, "little")
+                        if isinstance(s.level, bytes) else int(s.level), "message": s.message}
+    return {}
+
+
+def wait_state(probe, diag, drv, state: str, what: str = "") -> dict[str, str]:
+    probe.wait_for(lambda: diag_values(diag).get("state") == state, what=what or f"driver state {state}",
+                   procs=[drv])
+    return diag_values(diag)
+
+
+def is_hold(msg) -> bool:
+    return (len(msg.points) == 1 and list(msg.joint_names) == JOINTS
+            and np.allclose(msg.points[0].positions, HOME, atol=1e-12)
+            and np.allclose(msg.points[0].velocities, 0.0)
+            and abs(cv.time_to_sec(msg.points[0].time_from_start) - PERIOD) < 1e-9)
+
+
+def trajectory(offsets, times=(1.0, 2.0), lead: float = 0.5) -> JointTrajectory:
+    """Knots at HOME + each offset (rad), stamped ``lead`` s ahead like the executive's commands."""
+    msg = JointTrajectory(joint_names=JOINTS)
+    msg.header.frame_id = "base_link"
+    msg.header.stamp = cv.sec_to_time(time.time() + lead)
+    for t, off in zip(times, offsets, strict=True):
+        msg.points.append(JointTrajectoryPoint(positions=(HOME + np.asarray(off)).tolist(),
+                                               velocities=[0.0] * 6, time_from_start=cv.sec_to_duration(t)))
+    return msg
+
+
+def expected_compensated(raw: np.ndarray) -> np.ndarray:
+    """``raw`` minus the tool's weight at HOME, in the sensor frame: pinocchio FK of the URDF and numpy."""
+    import pinocchio as pin
+
+    model = pin.buildModelFromUrdf(str(URDF))
+    data = model.createData()
+    q = pin.neutral(model)
+    for name, v in zip(JOINTS, HOME, strict=True):
+        q[model.joints[model.getJointId(name)].idx_q] = v
+    pin.framesForwardKinematics(model, data, q)
+    R_WS = data.oMf[model.getFrameId("ft_sensor")].rotation
+    F = TOOL_MASS * R_WS.T @ np.array([0.0, 0.0, -9.81])
+    return raw - np.r_[F, np.cross(TOOL_COM, F)]
+
+
+def wrench_of(msg: WrenchStamped) -> np.ndarray:
+    return cv.wrench_to_array(msg)
+
+
+def periods(s: float) -> str:
+    return f"{s * 1e3:.1f} ms = {s / PERIOD:.2f} control periods"
+
+
+def stopped_clean(drv) -> None:
+    assert drv.stop() == 0, drv.log()[-3000:]
+    log = drv.log()
+    assert "Traceback" not in log, log[-3000:]
+
+
+# --------------------------------------------------------------------------------------------------
+
+
+def test_commands_are_forwarded_refused_and_stopped(launch_node, probe, emulator, arm) -> None:
+    from robot_grinding_sim.core.robot.dynamics import RobotModel
+
+    out = Timed()
+    probe.node.create_subscription(JointTrajectory, OUT_TOPIC, out, 10)
+    diag = probe.subscribe(DiagnosticArray, "/diagnostics")
+    drv = start_driver(launch_node, emulator.address[1])
+    wait_state(probe, diag, drv, "ok", "the driver has joint states and F/T readings")
+    pub = probe.publisher(JointTrajectory, IN_TOPIC, procs=[drv])
+    probe.wait_for(lambda: drv_subscribes(probe), what="the driver's output matched", procs=[drv])
+
+    # forwarded as it is
+    good = trajectory([[0.02, -0.02, 0.02, 0.0, 0.0, 0.05], [0.04, -0.04, 0.04, 0.0, 0.0, 0.1]])
+    pub.publish(good)
+    probe.wait_for(lambda: out.items, what="the forwarded trajectory", procs=[drv])
+    assert out.messages == [good]
+
+    # beyond the elbow's limit: refused, named, not forwarded
+    upper = RobotModel.from_urdf(str(URDF)).upper[JOINTS.index("elbow_joint")]
+    beyond = trajectory([[0.0, 0.0, 0.0, 0.0, 0.0, 0.0], [0.0, 0.0, upper + 0.05 - HOME[2], 0.0, 0.0, 0.0]],
+                        times=(1.0, 30.0))
+    pub.publish(beyond)
+    probe.wait_for(lambda: diag_values(diag).get("commands_refused") == "1", what="the refusal on /diagnostics",
+                   procs=[drv])
+    reason = diag_values(diag)["last_refusal"]
+    assert "elbow_joint position" in reason and f"{upper - 0.01:.6g} rad" in reason, reason
+    probe.wait_for_log(drv, "command refused, not forwarded: knot 1")
+    pub.publish(good)  # the next one goes through, and nothing came before it
+    probe.wait_for(lambda: len(out.items) == 2, what="the second forwarded trajectory", procs=[drv])
+    assert out.messages == [good, good]
+
+    # the emergency stop: a hold at once, commands refused until ~/reset; SetBool false does not release
+    r = probe.call(SetBool, "/hardware_driver/emergency_stop", SetBool.Request(data=True), procs=[drv])
+    assert r.success, r.message
+    probe.wait_for(lambda: len(out.items) == 3, what="the hold after the emergency stop", procs=[drv])
+    assert is_hold(out.messages[2]), out.messages[2]
+    d = wait_state(probe, diag, drv, "stopped")
+    assert d["causes"] == "emergency stop"
+    pub.publish(good)
+    probe.wait_for(lambda: diag_values(diag).get("commands_refused") == "2", what="refused while stopped",
+                   procs=[drv])
+    assert "emergency stop" in diag_values(diag)["last_refusal"]
+    r = probe.call(SetBool, "/hardware_driver/emergency_stop", SetBool.Request(data=False), procs=[drv])
+    assert not r.success and "only by ~/reset" in r.message
+    r = probe.call(Trigger, "/hardware_driver/reset", procs=[drv])
+    assert r.success and "emergency stop" in r.message, r.message
+    wait_state(probe, diag, drv, "ok")
+    pub.publish(good)
+    probe.wait_for(lambda: len(out.items) == 4, what="forwarded after the reset", procs=[drv])
+    assert out.messages[3] == good
+
+    # the arm's joint states fall silent: hold (at the last measured position)
+    arm.silent.set()
+    t_silent = time.time()
+    probe.wait_for(lambda: len(out.items) == 5, what="the hold after the joint states' silence", procs=[drv])
+    assert is_hold(out.messages[4])
+    d = wait_state(probe, diag, drv, "stopped")
+    assert d["causes"] == "joint states silent"
+    print(f"\njoint states silent -> hold {out.items[4][0] - t_silent:.3f} s after the arm fell silent "
+          f"(timeout 1 s); driver: {periods(float(d['hold_after_s']))}")
+    r = probe.call(Trigger, "/hardware_driver/reset", procs=[drv])
+    assert not r.success and "joint states silent" in r.message
+    arm.silent.clear()
+    probe.wait_for(lambda: probe.call(Trigger, "/hardware_driver/reset", procs=[drv]).success,
+                   what="a reset once the joint states are back", procs=[drv])
+    stopped_clean(drv)
+
+
+def drv_subscribes(probe) -> bool:
+    return probe.node.count_subscribers(IN_TOPIC) >= 1 and probe.node.count_publishers(OUT_TOPIC) >= 1
+
+
+def test_wrench_tare_and_stops_on_silence_and_over_force(launch_node, probe, emulator, arm) -> None:
+    out = Timed()
+    probe.node.create_subscription(JointTrajectory, OUT_TOPIC, out, 10)
+    wrench = Timed()
+    probe.node.create_subscription(WrenchStamped, "/ft_sensor/wrench", wrench, 1000)
+    raw = probe.subscribe(WrenchStamped, "/hardware_driver/wrench_raw", keep=1000)
+    diag = probe.subscribe(DiagnosticArray, "/diagnostics")
+    drv = start_driver(launch_node, emulator.address[1])
+    wait_state(probe, diag, drv, "ok", "the driver has joint states and F/T readings")
+
+    # compensated: the emulator's wrench minus the tool's weight at HOME, in the sensor frame
+    want = expected_compensated(W0)
+    probe.wait_for(lambda: len(wrench.items) >= 50, what="50 compensated wrenches", procs=[drv])
+    got = np.array([wrench_of(m) for m in wrench.messages[-40:]])
+    assert {m.header.frame_id for m in wrench.messages} == {"ft_sensor"}
+    np.testing.assert_allclose(got, np.tile(want, (40, 1)), atol=2e-6)  # counts of 1e-6 N, N m
+    np.testing.assert_allclose(wrench_of(raw.last), W0, atol=1e-6)
+    weight = W0 - want
+    assert abs(np.linalg.norm(weight[:3]) - TOOL_MASS * 9.81) < 1e-9
+    print(f"\ncompensated {np.round(got[-1], 6).tolist()}; tool weight {np.round(weight, 6).tolist()}")
+
+    # corrupt records: counted on /diagnostics, skipped
+    emulator.faults = RDTFaults(corrupt_fraction=0.3)
+    n0 = len(wrench.items)
+    probe.wait_for(lambda: int(diag_values(diag).get("ft_bad_packets", "0")) >= 30,
+                   what="30 corrupt records counted", procs=[drv])
+    emulator.faults = RDTFaults()
+    during = np.array([wrench_of(m) for m in wrench.messages[n0:]])
+    assert len(during) > 30
+    np.testing.assert_allclose(during, np.tile(want, (len(during), 1)), atol=2e-6)
+    d = diag_values(diag)
+    assert d["state"] == "ok" and emulator.corrupted >= int(d["ft_bad_packets"]) >= 30, d
+    print(f"corrupt records: {d['ft_bad_packets']} counted by the driver ({emulator.corrupted} sent)")
+
+    # tare: the reading minus the weight becomes the bias
+    r = probe.call(Trigger, "/hardware_driver/tare", procs=[drv])
+    assert r.success, r.message
+    n0 = len(wrench.items)
+    probe.wait_for(lambda: len(wrench.items) >= n0 + 30, what="wrenches after the tare", procs=[drv])
+    np.testing.assert_allclose(np.array([wrench_of(m) for m in wrench.messages[-10:]]), 0.0, atol=2e-6)
+
+    # the sensor falls silent: hold within 2 control periods of the timeout's expiry
+    emulator.silence(True)
+    probe.wait_for(lambda: out.items, what="the hold after the F/T silence", procs=[drv])
+    t_hold, hold = out.items[0]
+    assert is_hold(hold), hold
+    last = max(cv.time_to_sec(m.header.stamp) for m in wrench.messages)
+    seen = t_hold - (last + FT_TIMEOUT)
+    d = wait_state(probe, diag, drv, "stopped")
+    assert d["causes"] == "F/T silent", d
+    own = float(d["hold_after_s"])
+    print(f"F/T silent -> hold: driver {periods(own)}, seen here {periods(seen)}")
+    assert -PERIOD <= seen and own <= 2 * PERIOD + ALLOWANCE and seen <= 2 * PERIOD + ALLOWANCE
+    r = probe.call(Trigger, "/hardware_driver/reset", procs=[drv])
+    assert not r.success and "F/T silent" in r.message, r.message
+    emulator.silence(False)
+    n0 = len(wrench.items)
+    probe.wait_for(lambda: len(wrench.items) > n0, what="readings again", procs=[drv])
+    r = probe.call(Trigger, "/hardware_driver/reset", procs=[drv])
+    assert r.success, r.message
+    wait_state(probe, diag, drv, "ok")
+
+    # over-force: hold within 2 control periods of the first reading over the limit
+    n_out, n0 = len(out.items), len(wrench.items)
+    emulator.wrench[:] = [0.0, 0.0, 80.0, 0.0, 0.0, 0.0]
+    probe.wait_for(lambda: len(out.items) > n_out, what="the hold after the over-force", procs=[drv])
+    t_hold, hold = out.items[n_out]
+    assert is_hold(hold), hold
+    probe.wait_for(lambda: any(np.linalg.norm(wrench_of(m)[:3]) > MAX_FORCE for m in wrench.messages[n0:]),
+                   what="the over-limit reading", procs=[drv])
+    first = next(m for m in wrench.messages[n0:] if np.linalg.norm(wrench_of(m)[:3]) > MAX_FORCE)
+    seen = t_hold - cv.time_to_sec(first.header.stamp)
+    d = wait_state(probe, diag, drv, "stopped")
+    assert d["causes"] == "over-force", d
+    own = float(d["hold_after_s"])
+    print(f"over-force ({float(d['force_n']):.1f} N > {MAX_FORCE:g} N) -> hold: driver {periods(own)}, "
+          f"seen here {periods(seen)}")
+    assert own <= 2 * PERIOD + ALLOWANCE and seen <= 2 * PERIOD + ALLOWANCE
+    r = probe.call(Trigger, "/hardware_driver/reset", procs=[drv])
+    assert not r.success and "over-force" in r.message, r.message
+    emulator.wrench[:] = W0
+    n0 = len(wrench.items)
+    probe.wait_for(lambda: len(wrench.items) > n0 + 5, what="calm readings again", procs=[drv])
+    r = probe.call(Trigger, "/hardware_driver/reset", procs=[drv])
+    assert r.success, r.message
+    stopped_clean(drv)
+
+
+@pytest.mark.parametrize("bad", ["10.0.0.256", "ft-sensor.local"])
+def test_a_bad_ft_sensor_ip_stops_the_node_naming_it(launch_node, bad: str) -> None:
+    drv = launch_node("hardware_driver", params_file=[CELL, REPO / "config" / "hardware_driver.yaml"],
+                      params={"ft_sensor_ip": bad})
+    assert drv.wait_exit() == 1
+    log = drv.log()
+    assert f"parameter 'ft_sensor_ip': '{bad}' is not an IP address" in log, log[-2000:]
+    assert "Traceback" not in log

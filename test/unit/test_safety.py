@@ -1,0 +1,102 @@
+"""The driver's safety state machine (core/robot/safety.py): latching stops, persisting causes, reset."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.robot.safety import (
+    EMERGENCY_STOP,
+    FT_SILENT,
+    JOINTS_SILENT,
+    OVER_FORCE,
+    OVER_TORQUE,
+    SafetyLimits,
+    SafetyMonitor,
+)
+
+LIMITS = SafetyLimits(max_force=50.0, max_torque=10.0, ft_timeout=0.1, joint_states_timeout=0.2)
+CALM = np.array([1.0, -2.0, 5.0, 0.1, 0.2, -0.3])
+
+
+def ready(t: float = 0.0) -> SafetyMonitor:
+    s = SafetyMonitor(LIMITS)
+    s.joint_state(t)
+    assert s.wrench(t, CALM) == []
+    return s
+
+
+def test_waiting_until_both_streams_speak_refuses_commands_without_latching() -> None:
+    s = SafetyMonitor(LIMITS)
+    assert not s.latched and s.refusal() == "no F/T and no joint states received yet"
+    assert s.check(100.0) == []  # silence counts only once a stream has spoken
+    s.joint_state(0.0)
+    assert s.refusal() == "no F/T received yet"
+    s.ft_alive(0.0)  # a reading not judged (no orientation yet) still shows the sensor speaks
+    assert s.refusal() is None and s.waiting() == []
+
+
+def test_over_force_latches_at_the_reading_and_reset_waits_until_it_is_gone() -> None:
+    s = ready()
+    (trip,) = s.wrench(1.0, [30.0, 0.0, 45.0, 0.0, 0.0, 0.0])  # |F| = 54.08 N
+    assert trip.cause == OVER_FORCE and trip.since == trip.detected == 1.0 and "54.08 N" in trip.message
+    assert s.latched and s.refusal().startswith("stopped (latched until ~/reset): over-force: |F| 54.08 N")
+    assert s.wrench(1.001, [0.0, 0.0, 60.0, 0, 0, 0]) == []  # latched once
+    ok, why = s.reset(1.002)
+    assert not ok and "over-force: the newest |F| 60 N is above 50 N" in why and s.latched
+    s.wrench(1.003, CALM)
+    assert not s.reset(1.004)[0]  # and the joint states have been silent since 0 s
+    s.joint_state(1.004)
+    assert s.reset(1.004) == (True, "reset: cleared over-force") and not s.latched and s.refusal() is None
+    assert s.trips == 1
+
+
+def test_over_torque_is_its_own_cause() -> None:
+    s = ready()
+    trips = s.wrench(0.5, [60.0, 0.0, 0.0, 0.0, 11.0, 0.0])
+    assert [t.cause for t in trips] == [OVER_FORCE, OVER_TORQUE]
+    s.wrench(0.6, [0.0, 0.0, 0.0, 0.0, 10.5, 0.0])
+    s.joint_state(0.6)
+    ok, why = s.reset(0.6)
+    assert not ok and OVER_TORQUE in why and OVER_FORCE not in why
+
+
+def test_silent_streams_trip_from_the_timeout_expiry() -> None:
+    s = ready(0.0)
+    s.joint_state(0.05)
+    assert s.check(0.1) == []
+    (trip,) = s.check(0.1005)  # the F/T's last reading was at 0 s
+    assert trip.cause == FT_SILENT and trip.since == pytest.approx(0.1) and trip.detected == 0.1005
+    assert s.check(0.2) == []  # still silent: latched once
+    (trip,) = s.check(0.2505)
+    assert trip.cause == JOINTS_SILENT and trip.since == pytest.approx(0.25)
+    ok, why = s.reset(0.3)
+    assert not ok and FT_SILENT in why and JOINTS_SILENT in why
+    s.wrench(0.31, CALM)
+    s.joint_state(0.31)
+    ok, why = s.reset(0.32)
+    assert ok and FT_SILENT in why and JOINTS_SILENT in why
+    assert s.check(0.4) == []  # talking again: no trip
+    assert s.check(0.42)[0].cause == FT_SILENT  # and silent again: a new trip
+
+
+def test_emergency_stop_latches_until_reset_and_does_not_persist() -> None:
+    s = ready()
+    (trip,) = s.emergency_stop(2.0)
+    assert trip.cause == EMERGENCY_STOP and s.latched
+    assert s.emergency_stop(2.1) == []
+    s.wrench(2.2, CALM)
+    s.joint_state(2.2)
+    assert s.check(2.25) == [] and s.latched  # nothing clears it but a reset
+    assert s.reset(2.3) == (True, "reset: cleared emergency stop")
+    assert s.reset(2.4) == (True, "nothing to reset (not stopped)")
+
+
+def test_bad_limits_and_wrenches_are_named() -> None:
+    with pytest.raises(InputError, match="max_force must be finite and > 0"):
+        SafetyLimits(max_force=0.0)
+    with pytest.raises(InputError, match="ft_timeout"):
+        SafetyLimits(ft_timeout=float("nan"))
+    with pytest.raises(InputError, match="6 finite numbers"):
+        ready().wrench(0.0, [1.0, 2.0, float("nan"), 0, 0, 0])
