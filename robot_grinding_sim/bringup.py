@@ -38,7 +38,9 @@ MODES = ("sim", "real")
 
 #: Default robot and sensor addresses for ``real`` (placeholders: always pass the real ones).
 DEFAULT_ROBOT_IP = "192.168.56.101"
-DEFAULT_FT_SENSOR_IP = "192.168.56.102"
+#: no default sensor address: a placeholder would send UDP to whatever answers there; the
+#: driver refuses to start with ft_backend netft until it is set
+DEFAULT_FT_SENSOR_IP = ""
 
 RVIZ_CONFIG = "config/grinding.rviz"
 
@@ -296,7 +298,8 @@ LAUNCH_ARGUMENTS: dict[str, dict[str, tuple[str, str]]] = {
         **(
             {
                 "robot_ip": (DEFAULT_ROBOT_IP, "Address of the robot controller (ros2_control driver)."),
-                "ft_sensor_ip": (DEFAULT_FT_SENSOR_IP, "Address of the force-torque sensor (ATI Net F/T)."),
+                "ft_sensor_ip": (DEFAULT_FT_SENSOR_IP, "IPv4 address of the force-torque sensor (ATI Net F/T); "
+                                 "required: hardware_driver refuses to start without it."),
             }
             if mode == "real"
             else {}

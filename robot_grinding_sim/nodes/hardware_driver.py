@@ -94,6 +94,8 @@ STATUS_ERROR = 1 << 31
 
 def _ipv4(value: str, name: str) -> str:
     """``value`` as an IPv4 address; ParameterError naming ``name`` otherwise (no name lookup)."""
+    if not value.strip():
+        raise ParameterError(name, "empty: set the Net F/T's address (or ft_backend: topic)", NODE_NAME)
     try:
         ip = ipaddress.ip_address(value.strip())
     except ValueError:

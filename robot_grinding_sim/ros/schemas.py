@@ -146,7 +146,8 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
                   range=(1.0, 10000.0), read_only=True),
         ParamSpec("ft_backend", "netft", "F/T source: 'netft' (ATI Net F/T over UDP RDT at ft_sensor_ip:ft_port) or "
                   "'topic' (geometry_msgs/WrenchStamped on ft_topic)", choices=("netft", "topic"), read_only=True),
-        ParamSpec("ft_sensor_ip", DEFAULT_FT_SENSOR_IP, "IPv4 address of the Net F/T (ft_backend netft)",
+        ParamSpec("ft_sensor_ip", DEFAULT_FT_SENSOR_IP, "IPv4 address of the Net F/T (ft_backend netft; required "
+                  "there: no default, so that nothing is sent to a guessed address)",
                   read_only=True),
         ParamSpec("ft_port", 49152, "UDP port of the Net F/T's RDT interface", range=(1, 65535), read_only=True),
         ParamSpec("counts_per_force", 1.0e6, "Net F/T counts per N (the sensor's calibration, its web page)",

@@ -359,11 +359,12 @@ def test_wrench_tare_and_stops_on_silence_and_over_force(launch_node, probe, emu
     stopped_clean(drv)
 
 
-@pytest.mark.parametrize("bad", ["10.0.0.256", "ft-sensor.local"])
+@pytest.mark.parametrize("bad", ["10.0.0.256", "ft-sensor.local", ""])
 def test_a_bad_ft_sensor_ip_stops_the_node_naming_it(launch_node, bad: str) -> None:
     drv = launch_node("hardware_driver", params_file=[CELL, REPO / "config" / "hardware_driver.yaml"],
                       params={"ft_sensor_ip": bad})
     assert drv.wait_exit() == 1
     log = drv.log()
-    assert f"parameter 'ft_sensor_ip': '{bad}' is not an IP address" in log, log[-2000:]
+    said = "empty: set the Net F/T's address" if not bad else f"'{bad}' is not an IP address"
+    assert f"parameter 'ft_sensor_ip': {said}" in log, log[-2000:]
     assert "Traceback" not in log

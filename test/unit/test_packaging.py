@@ -60,7 +60,14 @@ def test_console_scripts(wheel: zipfile.ZipFile) -> None:
     cfg.read_string(wheel.read(ep).decode())
     scripts = dict(cfg["console_scripts"])
     assert scripts["grinding"] == "robot_grinding_sim.cli:main"
-    for node in ("dynamics_node", "collision_node", "contact_solver_node", "planner_node", "recorder"):
+    # every node the graph description starts (bringup.graph, both modes) is a ros2 run executable
+    from robot_grinding_sim import bringup
+
+    nodes = {s.executable for mode in ("sim", "real") for s in bringup.graph(mode, record="bag")
+             if s.package == bringup.PACKAGE}
+    assert {"dynamics_node", "collision_node", "contact_solver_node", "planner_node", "recorder",
+            "grinding_executive", "hardware_driver", "description_publisher"} <= nodes
+    for node in nodes:
         assert scripts[node] == f"robot_grinding_sim.nodes.{node}:main"
 
 
