@@ -246,9 +246,10 @@ def build_moves(passes: list[Pass], tcp_pos: list[FloatArray], tcp_quat: list[Fl
     Approach and retreat run along the normal at the pass ends over ``tool.approach``. A link
     joins a retreat to the next approach in a straight line when the tool stays ``clearance``
     off the part along it and its axis turns by less than :data:`DIRECT_LINK_TILT`; otherwise it
-    rises along ``up`` to a safe height above the whole part, turns there, and comes down with the
-    next pass's orientation (a tool axis swinging round near a wrapped part sweeps the tool's head
-    through it even where the ball stays clear).
+    rises along ``up`` to a safe height above the whole part, turns there (first to the tool
+    pointing down, then to the next pass's orientation: never through an upward-pointing tool the
+    arm cannot reach), and comes down with the next pass's orientation (a tool axis swinging round
+    near a wrapped part sweeps the tool's head through it even where the ball stays clear).
     """
     moves: list[Move] = []
     step = max(0.25 * tool.clearance, 1e-3)
@@ -264,15 +265,21 @@ def build_moves(passes: list[Pass], tcp_pos: list[FloatArray], tcp_quat: list[Fl
         if prev_end is not None:
             tilt = _axis_angle(prev_end[1], quat[0])
             link, top = _link(prev_end[0], a_start, step, tool, up, clearance, safe_h, tilt)
-            quats, turn = _turn(prev_end[1], quat[0], turn)
             if top is None:
+                quats, turn = _turn(prev_end[1], quat[0], turn)
                 link = _resample_polyline(link, max(len(link), len(quats)))
                 if len(quats) != len(link):
                     quats = _turn(prev_end[1], quat[0], -turn, n=len(link))[0]
-            else:  # rise, turn at the safe height, come down
+            else:  # rise, turn at the safe height through the tool pointing down, come down
                 up_leg, top_leg, down_leg = top
-                top_leg = _resample_polyline(top_leg, max(len(top_leg), len(quats)))
-                q_top = _turn(prev_end[1], quat[0], -turn, n=len(top_leg))[0]
+                q_down = _pointing(prev_end[1], -up)
+                n_a = max(2, int(math.ceil(_axis_angle(prev_end[1], q_down) / 0.05)) + 1)
+                q_b, turn = _turn(q_down, quat[0], turn)
+                n_top = max(len(top_leg), n_a + len(q_b) - 1)
+                top_leg = _resample_polyline(top_leg, n_top)
+                n_a = max(2, min(n_top - 1, round(n_top * n_a / (n_a + len(q_b)))))
+                q_top = np.vstack([_slerp(prev_end[1], q_down, n_a)[:-1],
+                                   _turn(q_down, quat[0], -turn, n=n_top - n_a + 1)[0]])
                 link = np.vstack([up_leg[:-1], top_leg, down_leg[1:]])
                 quats = np.vstack([np.repeat(prev_end[1][None], len(up_leg) - 1, axis=0), q_top,
                                    np.repeat(quat[0][None], len(down_leg) - 1, axis=0)])
@@ -318,6 +325,18 @@ def _resample_polyline(pts: FloatArray, n: int) -> FloatArray:
 
 #: a link whose tool axis turns by this much or more goes over the part, rad (30 deg)
 DIRECT_LINK_TILT = math.radians(30.0)
+
+
+def _pointing(q: FloatArray, z: FloatArray) -> FloatArray:
+    """The orientation (xyzw) nearest to ``q`` whose tool z axis is ``z`` (unit): ``q`` turned by
+    the smallest rotation that takes its z axis there."""
+    R = Rotation.from_quat(q)
+    z0 = R.as_matrix()[:, 2]
+    axis = np.cross(z0, z)
+    s, c = float(np.linalg.norm(axis)), float(z0 @ z)
+    if s < 1e-12:  # already there, or exactly opposite: about the tool x axis
+        return q if c > 0 else (R * Rotation.from_rotvec([math.pi, 0.0, 0.0])).as_quat()
+    return (Rotation.from_rotvec(axis / s * math.atan2(s, c)) * R).as_quat()
 
 
 def _axis_angle(q0: FloatArray, q1: FloatArray) -> float:
