@@ -1,0 +1,442 @@
+"""Calibration: identify the cell's contact and F/T sensor parameters from a measured pass.
+
+Input: a bag of a short calibration pass (``/ft_sensor/wrench``: the sensor's reading in its frame;
+``/joint_states``; optionally ``/grinding/progress`` to align the bag's clock with the plan's) and
+the plan.json that ran (its job trajectory; :func:`with_orientation_sweep` adds the out-of-contact
+orientations the gravity fit needs). Output: the cell with the identified values
+(``contact.stiffness``, optionally ``contact.cr``, ``ft_sensor.bias``, ``ft_sensor.tool_mass``,
+``ft_sensor.tool_com``) and the fit's figures.
+
+Method (:func:`calibrate`):
+
+1. Sensor orientation ``R_WS`` at every reading from the joint states (FK of ``ft_sensor.frame``).
+   Out of contact (the re-simulated pass keeps the tool at least ``gap`` m off the part), the
+   reading is the tool's weight plus the bias, linear in the unknowns::
+
+       F = m R_WS^T g + b_F,    T = (m c) x (R_WS^T g) + b_T
+
+   solved by linear least squares for m, p = m c, b_F, b_T (c = p / m). The orientations must span
+   at least two directions of gravity in the sensor frame; otherwise the mass and centre of mass
+   are kept and only the bias is fitted (``gravity_identified`` False).
+2. With weight and bias removed, the reading is moved to the tool centre point and the normal
+   force is the force along the tool axis (``-F_z`` in ``tcp``, as :mod:`..record.pass_forces`).
+3. The recorded pass is re-simulated in process (the plan's trajectory from the rest knot before
+   the first pass, the arm, the contact on the exact surface) with candidate parameters, and
+   ``log K`` (and ``c_r`` with ``fit_damping``) are fitted by ``scipy.optimize.least_squares`` to
+   the relative error of simulated vs measured normal force over the pass samples. A position-
+   controlled pass is quasi-static: the damping barely changes the force there, so it is fitted
+   only on request and otherwise kept.
+
+Figures: the mean relative error MRE = mean_i |F_sim,i - F_meas,i| / |F_meas,i| over the pass
+samples, with the starting cell (``mre_before``) and the identified one (``mre_after``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from robot_grinding_sim.core.config import CellConfig
+from robot_grinding_sim.core.errors import InputError
+
+FloatArray = NDArray[np.float64]
+
+FT_TOPIC = "/ft_sensor/wrench"
+JOINT_STATES_TOPIC = "/joint_states"
+
+
+# --------------------------------------------------------------------------------------------------
+# reading the bag
+
+
+def read_joint_states(bag: str | os.PathLike[str], topic: str = JOINT_STATES_TOPIC
+                      ) -> tuple[FloatArray, list[str], FloatArray]:
+    """(t (N,) s header stamps, joint names, positions (N, n) rad) of a bag's joint states."""
+    from robot_grinding_sim.core.record.bag import _connections, _iter_messages, open_bag
+
+    ts: list[float] = []
+    qs: list[FloatArray] = []
+    names: list[str] | None = None
+    with open_bag(bag) as reader:
+        conns = _connections(reader, bag, topic, ("sensor_msgs/msg/JointState",), "joint states")
+        for _t_ns, msg, _ in _iter_messages(reader, conns, bag, topic):
+            n = [str(x) for x in msg.name]
+            if names is None:
+                names = n
+            if n != names:
+                idx = {k: i for i, k in enumerate(n)}
+                if set(names) - set(idx):
+                    raise InputError(f"bag {bag}, {topic}: messages name different joints")
+                pos = np.asarray(msg.position, dtype=float)[[idx[k] for k in names]]
+            else:
+                pos = np.asarray(msg.position, dtype=float)
+            ts.append(msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec)
+            qs.append(pos)
+    if not ts:
+        raise InputError(f"bag {bag}: no messages on {topic}")
+    order = np.argsort(ts, kind="stable")
+    return np.asarray(ts)[order], list(names or []), np.asarray(qs)[order]
+
+
+def positions_at(t_js: FloatArray, q_js: FloatArray, t: FloatArray) -> FloatArray:
+    """Joint positions (K, n) at times ``t`` (linear between joint states, held at the ends)."""
+    return np.stack([np.interp(t, t_js, q_js[:, j]) for j in range(q_js.shape[1])], axis=1)
+
+
+# --------------------------------------------------------------------------------------------------
+# the gravity and bias fit
+
+
+@dataclass(frozen=True)
+class GravityFit:
+    """Result of :func:`fit_gravity_bias`: mass kg, com (3,) m in the sensor frame, bias (6,) N / N m,
+    rms residual (6,) per channel, samples used, whether mass and com were identified, and the
+    angle (rad) spanned by the gravity directions seen in the sensor frame."""
+
+    mass: float
+    com: FloatArray
+    bias: FloatArray
+    rms: FloatArray
+    samples: int
+    gravity_identified: bool
+    spread_rad: float
+
+
+def gravity_spread(u: FloatArray) -> float:
+    """Largest angle (rad) between a gravity direction and their mean, over unit vectors u (K, 3)."""
+    mean = u.mean(axis=0)
+    mean /= max(np.linalg.norm(mean), 1e-12)
+    return float(np.arccos(np.clip(u @ mean, -1.0, 1.0)).max())
+
+
+def fit_gravity_bias(W: FloatArray, R_WS: FloatArray, gravity: FloatArray, mass: float, com: FloatArray,
+                     min_spread: float = math.radians(10.0)) -> GravityFit:
+    """Linear least squares of the out-of-contact readings ``W`` (K, 6) in the sensor frame at the
+    sensor orientations ``R_WS`` (K, 3, 3) for mass, centre of mass and bias (module docstring).
+
+    When the gravity directions in the sensor frame spread less than ``min_spread`` rad, mass and
+    com cannot be told from the bias: ``mass`` and ``com`` (the prior) are kept and only the bias
+    is fitted.
+    """
+    W = np.asarray(W, dtype=float)
+    if len(W) < 10:
+        raise InputError(f"calibration: only {len(W)} F/T readings out of contact; the pass needs a free "
+                         "segment (see with_orientation_sweep)")
+    g = np.asarray(gravity, dtype=float)
+    u = np.einsum("kji,j->ki", R_WS, g)  # R^T g
+    spread = gravity_spread(u / np.linalg.norm(g))
+    if spread >= min_spread:
+        # forces: [u | I] [m, bF];  torques: [-skew(u) | I] [p, bT]
+        A_F = np.concatenate([u[:, :, None], np.broadcast_to(np.eye(3), (len(u), 3, 3))], axis=2).reshape(-1, 4)
+        x_F, *_ = np.linalg.lstsq(A_F, W[:, :3].reshape(-1), rcond=None)
+        skew = np.zeros((len(u), 3, 3))
+        skew[:, 0, 1], skew[:, 0, 2], skew[:, 1, 2] = -u[:, 2], u[:, 1], -u[:, 0]
+        skew[:, 1, 0], skew[:, 2, 0], skew[:, 2, 1] = u[:, 2], -u[:, 1], u[:, 0]
+        A_T = np.concatenate([-skew, np.broadcast_to(np.eye(3), (len(u), 3, 3))], axis=2).reshape(-1, 6)
+        x_T, *_ = np.linalg.lstsq(A_T, W[:, 3:].reshape(-1), rcond=None)
+        m = float(x_F[0])
+        if m <= 0:
+            raise InputError(f"calibration: the fitted tool mass is {m:.4g} kg (<= 0): check the gravity "
+                             "parameter and the joint states")
+        c, bias = x_T[:3] / m, np.r_[x_F[1:], x_T[3:]]
+        identified = True
+    else:
+        m, c = float(mass), np.asarray(com, dtype=float)
+        Fg = m * u
+        bias = (W - np.hstack([Fg, np.cross(c, Fg)])).mean(axis=0)
+        identified = False
+    Fg = m * u
+    res = W - np.hstack([Fg, np.cross(c, Fg)]) - bias
+    return GravityFit(m, c, bias, np.sqrt((res**2).mean(axis=0)), len(W), identified, spread)
+
+
+def normal_force(W: FloatArray, R_WS: FloatArray, gravity: FloatArray, mass: float, com: FloatArray,
+                 bias: FloatArray, X_S_tcp: FloatArray) -> FloatArray:
+    """Normal force (K,) N from readings W (K, 6): weight and bias removed, the force along the tool
+    axis (``-F_z`` in the tcp frame: the tool's z points into the surface)."""
+    u = np.einsum("kji,j->ki", R_WS, np.asarray(gravity, dtype=float))
+    F = np.asarray(W, dtype=float)[:, :3] - mass * u - np.asarray(bias, dtype=float)[:3]
+    z_tcp_in_S = np.asarray(X_S_tcp, dtype=float)[:3, 2]
+    return -(F @ z_tcp_in_S)
+
+
+# --------------------------------------------------------------------------------------------------
+# a calibration plan
+
+
+def with_orientation_sweep(traj: Any, model: Any, lift: float = 0.25, tilt: float = 0.5, move_time: float = 0.8,
+                           hold_time: float = 0.4) -> Any:
+    """The job trajectory with an out-of-contact orientation sweep before it (a calibration plan).
+
+    From the first knot (at rest, above the part) shoulder lift by ``-lift`` rad raises the arm,
+    then the two wrist tilts (joints 4 and 5) by +-``tilt`` rad and the tool turned about its axis
+    at two tilts give the gravity directions :func:`fit_gravity_bias` needs; the arm returns to the
+    first knot and the job follows unchanged (times shifted). Each pose is held ``hold_time`` s;
+    moves take ``move_time`` s (rest to rest). Needs a 6-joint arm.
+    """
+    from robot_grinding_sim.core.planning.trajectory import JointTrajectory
+
+    q0 = np.asarray(traj.positions[0], dtype=float)
+    if q0.size != 6:
+        raise InputError(f"with_orientation_sweep: a 6-joint arm is needed, the plan has {q0.size} joints")
+    lifted = q0 + np.array([0.0, -lift, 0.0, 0.0, 0.0, 0.0])
+    offsets = [(0, 0, 0), (tilt, 0, 0), (-tilt, 0, 0), (0, tilt, 0), (0, -tilt, 0), (tilt, 0, 1.5), (0, tilt, -1.5),
+               (0, 0, 0)]
+    poses = [q0] + [lifted + np.array([0.0, 0.0, 0.0, a, b, c]) for a, b, c in offsets] + [q0]
+    z0 = model.fk(q0, traj.tip_link)[2, 3]
+    for q in poses:
+        if model.fk(q, traj.tip_link)[2, 3] < z0 - 1e-9:
+            raise InputError("with_orientation_sweep: a sweep pose brings the tool below the pass start; "
+                             "use a larger lift or a smaller tilt")
+    times, knots = [0.0], [poses[0]]
+    for q in poses[1:]:
+        times.append(times[-1] + move_time)
+        knots.append(q)
+        if hold_time > 0:
+            times.append(times[-1] + hold_time)
+            knots.append(q)
+    shift = times[-1]
+    n_new = len(times) - 1  # the job's first knot is the sweep's last
+    pos = np.vstack([np.array(knots[:-1]), traj.positions])
+    vel = np.vstack([np.zeros((n_new, q0.size)), traj.velocities])
+    t_all = np.r_[np.array(times[:-1]), np.asarray(traj.times) + shift]
+    arc = None if traj.arc is None else np.r_[np.full(n_new, np.nan), traj.arc]
+    first = traj.segments[0]["pass_index"] if traj.segments else 0
+    segments = [{"kind": "link", "pass_index": int(first), "start": 0, "stop": n_new + 1}]
+    segments += [{**s, "start": s["start"] + n_new, "stop": s["stop"] + n_new} for s in traj.segments]
+    return JointTrajectory(list(traj.joint_names), traj.tip_link, t_all, pos, vel, segments, arc)
+
+
+def calibration_plan(plan_data: dict[str, Any], model: Any, **sweep: Any) -> dict[str, Any]:
+    """A plan.json dict whose job trajectory starts with :func:`with_orientation_sweep`."""
+    from robot_grinding_sim.core.planning.plan_io import trajectory_from_dict, trajectory_to_dict
+
+    if not plan_data.get("trajectory"):
+        raise InputError("calibration plan: the plan has no job trajectory")
+    traj = with_orientation_sweep(trajectory_from_dict(plan_data["trajectory"], model), model, **sweep)
+    return {**plan_data, "trajectory": trajectory_to_dict(traj)}
+
+
+# --------------------------------------------------------------------------------------------------
+# the whole calibration
+
+
+@dataclass
+class Calibration:
+    """Result of :func:`calibrate` (all SI): the identified cell, the fitted values, the figures."""
+
+    cell: CellConfig
+    start_cell: CellConfig
+    gravity: GravityFit
+    stiffness: float
+    cr: float
+    damping_fitted: bool
+    mre_before: float
+    mre_after: float
+    samples: int
+    mean_measured_n: float
+    mean_before_n: float
+    mean_after_n: float
+    simulations: int
+    clock_offset_s: float
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        s, g = self.start_cell, self.gravity
+        return {
+            "identified": {
+                "contact.stiffness": self.stiffness, "contact.cr": self.cr,
+                "ft_sensor.tool_mass": g.mass, "ft_sensor.tool_com": g.com.tolist(),
+                "ft_sensor.bias": g.bias.tolist()},
+            "start": {"contact.stiffness": s.contact.stiffness, "contact.cr": s.contact.cr,
+                      "contact.model": s.contact.model},
+            "damping_fitted": self.damping_fitted,
+            "gravity_identified": g.gravity_identified,
+            "gravity_spread_deg": math.degrees(g.spread_rad),
+            "out_of_contact_samples": g.samples,
+            "gravity_fit_rms": g.rms.tolist(),
+            "pass_samples": self.samples,
+            "mean_measured_normal_force_n": self.mean_measured_n,
+            "mean_predicted_before_n": self.mean_before_n,
+            "mean_predicted_after_n": self.mean_after_n,
+            "mre_before": self.mre_before,
+            "mre_after": self.mre_after,
+            "simulations": self.simulations,
+            "clock_offset_s": self.clock_offset_s,
+            "notes": list(self.notes),
+        }
+
+
+def mean_relative_error(predicted: FloatArray, measured: FloatArray) -> float:
+    """mean |predicted - measured| / |measured| (samples with |measured| > 0)."""
+    p, m = np.asarray(predicted, dtype=float), np.asarray(measured, dtype=float)
+    ok = np.abs(m) > 0
+    return float(np.mean(np.abs(p[ok] - m[ok]) / np.abs(m[ok])))
+
+
+def _sub_trajectory(traj: Any, start: int) -> Any:
+    """The trajectory from knot ``start`` on (a rest knot), its clock restarting at 0."""
+    from robot_grinding_sim.core.planning.trajectory import JointTrajectory
+
+    segs = [{**s, "start": s["start"] - start, "stop": s["stop"] - start} for s in traj.segments
+            if s["start"] >= start]
+    arc = None if traj.arc is None else traj.arc[start:]
+    return JointTrajectory(list(traj.joint_names), traj.tip_link, traj.times[start:] - traj.times[start],
+                           traj.positions[start:], traj.velocities[start:], segs, arc)
+
+
+def _clock_offset(bag: str | os.PathLike[str], traj: Any) -> float:
+    """bag time - plan time, from the first pass's first progress sample (0 without progress)."""
+    from robot_grinding_sim.core.record.bag import has_topic, read_progress
+
+    windows = traj.pass_windows()
+    if not windows or not has_topic(bag, "/grinding/progress"):
+        return 0.0
+    p = read_progress(bag)
+    idx, t0, _ = windows[0]
+    sel = p.pass_index == idx
+    return float(p.t[sel].min() - t0) if sel.any() else 0.0
+
+
+def calibrate(bag: str | os.PathLike[str], plan_file: str | os.PathLike[str], cell: CellConfig | None = None,
+              fit_damping: bool = False, gap: float = 1e-3,
+              on_stage: Callable[[str], None] | None = None) -> Calibration:
+    """Identify stiffness (and c_r), F/T bias, tool mass and centre of mass (module docstring).
+
+    Args:
+        bag: the calibration pass's bag (``/ft_sensor/wrench``, ``/joint_states``).
+        plan_file: the plan.json that ran (with its job trajectory).
+        cell: the starting cell (default: the plan's own); the identified values replace its own.
+        fit_damping: fit c_r too (needs transients in the pass; a quasi-static pass barely shows it).
+        gap: out of contact means the re-simulated tool at least this far (m) from the part.
+
+    Raises:
+        InputError: missing topics, a plan without trajectory, too few samples.
+    """
+    from scipy.optimize import least_squares
+
+    from robot_grinding_sim.core.job.coupled_step import make_contact_law
+    from robot_grinding_sim.core.job.ft import ft_sensor_model
+    from robot_grinding_sim.core.job.run import simulate_trajectory
+    from robot_grinding_sim.core.job.setup import JobConfig, setup_job
+    from robot_grinding_sim.core.planning.plan_io import cell_of, read_plan
+    from robot_grinding_sim.core.record.bag import read_wrench
+
+    def stage(msg: str) -> None:
+        if on_stage:
+            on_stage(msg)
+
+    plan_file = str(plan_file)
+    if cell is None:
+        cell = cell_of(read_plan(plan_file), plan_file) or CellConfig()
+    stage("loading robot, part and plan")
+    setup = setup_job(JobConfig(cell=cell, plan_file=plan_file, optimise=False))
+    planned = setup.planned_trajectory()
+    if planned is None:
+        raise InputError(f"{plan_file}: the plan has no job trajectory to re-simulate")
+    traj = planned[0]
+    model = setup.model
+    windows = traj.pass_windows()
+    if not windows:
+        raise InputError(f"{plan_file}: the plan has no pass")
+
+    stage("reading the bag")
+    w = read_wrench(bag, FT_TOPIC)
+    if w.frame and w.frame != cell.ft_sensor.frame:
+        raise InputError(f"bag {bag}: {FT_TOPIC} is in frame {w.frame!r}, the cell's sensor is "
+                         f"ft_sensor.frame {cell.ft_sensor.frame!r}")
+    t_js, names, q_js = read_joint_states(bag)
+    if names != list(model.joint_names):
+        raise InputError(f"bag {bag}: joint states name {names}, the robot has {list(model.joint_names)}")
+    offset = _clock_offset(bag, traj)
+    t = w.t - offset  # plan time
+    W = np.hstack([w.force, w.torque])
+    q = positions_at(t_js - offset, q_js, t)
+    R_WS = model.fk(q, cell.ft_sensor.frame)[:, :3, :3]
+    g = np.asarray(cell.sim.gravity, dtype=float)
+    ft0 = ft_sensor_model(cell, model).params
+
+    # simulate from the rest knot before the first pass (the approach start)
+    first_seg = next(s for s in traj.segments if s["pass_index"] == windows[0][0] and s["kind"] != "link")
+    k0 = first_seg["start"]
+    t_start = float(traj.times[k0])
+    sub = _sub_trajectory(traj, k0)
+    in_pass = np.zeros(len(t), dtype=bool)
+    for _, a, b in windows:
+        in_pass |= (t >= a) & (t <= b)
+    if in_pass.sum() < 10:
+        raise InputError(f"bag {bag}: only {int(in_pass.sum())} F/T readings inside the plan's passes")
+    n_sims = [0]
+
+    def run(contact_cell: CellConfig) -> dict[str, FloatArray]:
+        n_sims[0] += 1
+        s = dataclasses.replace(setup, cfg=JobConfig(cell=contact_cell, plan_file=plan_file, optimise=False),
+                                law=make_contact_law(contact_cell.contact))
+        rec = simulate_trajectory(s, sub).record
+        return {"t": rec["t"] + t_start, "fn": rec["fn"], "depth": rec["depth"]}
+
+    stage("simulating the pass with the starting cell")
+    rec0 = run(cell)
+    # out of contact: before the simulated approach, or the simulated tool at least `gap` off the part
+    depth_at = np.interp(t, rec0["t"], rec0["depth"], left=-np.inf, right=-np.inf)
+    free = depth_at <= -gap
+    stage("fitting tool weight and bias")
+    gfit = fit_gravity_bias(W[free], R_WS[free], g, ft0.tool_mass, ft0.tool_com)
+    notes = []
+    if not gfit.gravity_identified:
+        notes.append(f"the out-of-contact orientations span {math.degrees(gfit.spread_rad):.1f} deg: tool mass and "
+                     "centre of mass kept, bias only (add an orientation sweep: with_orientation_sweep)")
+    fn_meas = normal_force(W[in_pass], R_WS[in_pass], g, gfit.mass, gfit.com, gfit.bias, ft0.X_S_tcp)
+    t_pass = t[in_pass]
+
+    def predicted(rec: dict[str, FloatArray]) -> FloatArray:
+        return np.interp(t_pass, rec["t"], rec["fn"])
+
+    f_before = predicted(rec0)
+    mre_before = mean_relative_error(f_before, fn_meas)
+    mean_meas = float(fn_meas.mean())
+    if mean_meas <= 0:
+        raise InputError(f"bag {bag}: the measured normal force on the passes is not positive "
+                         f"(mean {mean_meas:.4g} N): no contact?")
+
+    def cell_with(x: FloatArray) -> CellConfig:
+        changes: dict[str, Any] = {"contact.stiffness": float(math.exp(x[0]))}
+        if fit_damping:
+            changes["contact.cr"] = float(np.clip(x[1], 0.01, 1.0))
+        return cell.replace(**changes)
+
+    cache: dict[tuple[float, ...], FloatArray] = {}
+
+    def residuals(x: FloatArray) -> FloatArray:
+        key = tuple(np.round(x, 12))
+        if key not in cache:
+            cache[key] = (predicted(run(cell_with(x))) - fn_meas) / np.maximum(np.abs(fn_meas), 1e-9)
+        return cache[key]
+
+    # start: a series spring (contact and arm) scaled to the measured mean force
+    K0 = cell.contact.stiffness
+    ratio = mean_meas / max(float(f_before.mean()), 1e-9)
+    x0 = [math.log(K0 * ratio)]
+    lo, hi = [math.log(1e-3)], [math.log(1e12)]
+    if fit_damping:
+        x0.append(cell.contact.cr)
+        lo.append(0.01)
+        hi.append(1.0)
+    stage("fitting the contact stiffness" + (" and damping" if fit_damping else ""))
+    sol = least_squares(residuals, np.array(x0), bounds=(lo, hi), diff_step=1e-3, x_scale=1.0,
+                        xtol=1e-6, ftol=1e-8, max_nfev=30)
+    best = cell_with(sol.x)
+    rec1 = run(best)
+    f_after = predicted(rec1)
+    ident = best.replace(**{"ft_sensor.tool_mass": gfit.mass, "ft_sensor.tool_com": gfit.com.tolist(),
+                            "ft_sensor.bias": gfit.bias.tolist()})
+    return Calibration(ident, cell, gfit, best.contact.stiffness, best.contact.cr, fit_damping, mre_before,
+                       mean_relative_error(f_after, fn_meas), int(in_pass.sum()), mean_meas,
+                       float(f_before.mean()), float(f_after.mean()), n_sims[0], offset, notes)
