@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "bringup": "robot_grinding_sim.cli.bringup:bringup",
     "record": "robot_grinding_sim.cli.record:record",
     "check-config": "robot_grinding_sim.cli.check_config:check_config",
+    "calibrate": "robot_grinding_sim.cli.calibrate:calibrate",
 }
 
 
