@@ -23,13 +23,12 @@ from robot_grinding_sim.core.job.calibrate import (
     mean_relative_error,
     normal_force,
     positions_at,
-    read_joint_states,
 )
 from robot_grinding_sim.core.job.ft import ft_sensor_model
 from robot_grinding_sim.core.job.outputs import write_outputs
 from robot_grinding_sim.core.job.run import run_job
 from robot_grinding_sim.core.job.setup import JobConfig, load_robot_model
-from robot_grinding_sim.core.record.bag import read_progress, read_wrench
+from robot_grinding_sim.core.record.bag import read_joint_states, read_progress, read_wrench
 
 K_TRUE = 3.0 * CellConfig().contact.stiffness
 BIAS_TRUE = [0.8, -0.5, 1.2, 0.03, -0.02, 0.01]

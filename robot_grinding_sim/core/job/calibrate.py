@@ -49,40 +49,10 @@ from robot_grinding_sim.core.errors import InputError
 FloatArray = NDArray[np.float64]
 
 FT_TOPIC = "/ft_sensor/wrench"
-JOINT_STATES_TOPIC = "/joint_states"
 
 
 # --------------------------------------------------------------------------------------------------
 # reading the bag
-
-
-def read_joint_states(bag: str | os.PathLike[str], topic: str = JOINT_STATES_TOPIC
-                      ) -> tuple[FloatArray, list[str], FloatArray]:
-    """(t (N,) s header stamps, joint names, positions (N, n) rad) of a bag's joint states."""
-    from robot_grinding_sim.core.record.bag import _connections, _iter_messages, open_bag
-
-    ts: list[float] = []
-    qs: list[FloatArray] = []
-    names: list[str] | None = None
-    with open_bag(bag) as reader:
-        conns = _connections(reader, bag, topic, ("sensor_msgs/msg/JointState",), "joint states")
-        for _t_ns, msg, _ in _iter_messages(reader, conns, bag, topic):
-            n = [str(x) for x in msg.name]
-            if names is None:
-                names = n
-            if n != names:
-                idx = {k: i for i, k in enumerate(n)}
-                if set(names) - set(idx):
-                    raise InputError(f"bag {bag}, {topic}: messages name different joints")
-                pos = np.asarray(msg.position, dtype=float)[[idx[k] for k in names]]
-            else:
-                pos = np.asarray(msg.position, dtype=float)
-            ts.append(msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec)
-            qs.append(pos)
-    if not ts:
-        raise InputError(f"bag {bag}: no messages on {topic}")
-    order = np.argsort(ts, kind="stable")
-    return np.asarray(ts)[order], list(names or []), np.asarray(qs)[order]
 
 
 def positions_at(t_js: FloatArray, q_js: FloatArray, t: FloatArray) -> FloatArray:
@@ -327,7 +297,7 @@ def calibrate(bag: str | os.PathLike[str], plan_file: str | os.PathLike[str], ce
     from robot_grinding_sim.core.job.run import simulate_trajectory
     from robot_grinding_sim.core.job.setup import JobConfig, setup_job
     from robot_grinding_sim.core.planning.plan_io import cell_of, read_plan
-    from robot_grinding_sim.core.record.bag import read_wrench
+    from robot_grinding_sim.core.record.bag import read_joint_states, read_wrench
 
     def stage(msg: str) -> None:
         if on_stage:

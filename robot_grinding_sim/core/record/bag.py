@@ -295,6 +295,33 @@ def read_progress(path: str | os.PathLike[str], topic: str = PROGRESS_TOPIC) -> 
     )
 
 
+def read_joint_states(bag: str | os.PathLike[str], topic: str = "/joint_states"
+                      ) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """(t (N,) s header stamps, joint names, positions (N, n) rad) of a bag's joint states."""
+    ts: list[float] = []
+    qs: list[np.ndarray] = []
+    names: list[str] | None = None
+    with open_bag(bag) as reader:
+        conns = _connections(reader, bag, topic, ("sensor_msgs/msg/JointState",), "joint states")
+        for _t_ns, msg, _ in _iter_messages(reader, conns, bag, topic):
+            n = [str(x) for x in msg.name]
+            if names is None:
+                names = n
+            if n != names:
+                idx = {k: i for i, k in enumerate(n)}
+                if set(names) - set(idx):
+                    raise InputError(f"bag {bag}, {topic}: messages name different joints")
+                pos = np.asarray(msg.position, dtype=float)[[idx[k] for k in names]]
+            else:
+                pos = np.asarray(msg.position, dtype=float)
+            ts.append(msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec)
+            qs.append(pos)
+    if not ts:
+        raise InputError(f"bag {bag}: no messages on {topic}")
+    order = np.argsort(ts, kind="stable")
+    return np.asarray(ts)[order], list(names or []), np.asarray(qs)[order]
+
+
 def has_topic(path: str | os.PathLike[str], topic: str) -> bool:
     """Whether the bag has ``topic`` with at least one message."""
     topic = normalize_topic(topic)
