@@ -210,8 +210,7 @@ class HardwareDriver(Node):
         return cv.sec_to_time(now)
 
     def _stopping(self) -> bool:
-        st = node_base._STOPPER
-        return self._stop.is_set() or (st is not None and st.event.is_set())
+        return self._stop.is_set() or node_base.stop_requested()
 
     # -- robot side ----------------------------------------------------------------------------
     def _on_joints(self, msg: JointState) -> None:

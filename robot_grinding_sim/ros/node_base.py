@@ -109,6 +109,13 @@ def request_stop() -> bool:
     return True
 
 
+def stop_requested() -> bool:
+    """True once SIGINT/SIGTERM (or :func:`request_stop`) asked :func:`run_node` to stop; for
+    threads of a node that must end without waiting for the executor."""
+    st = _STOPPER
+    return st is not None and st.event.is_set()
+
+
 def stoppable(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``fn(*args, **kwargs)`` in a way that a stop does not wait for: for long computations in a callback.
 
