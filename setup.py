@@ -33,6 +33,7 @@ NODES = [
     "recorder",
     "description_publisher",
     "hardware_driver",
+    "netft_emulator",
 ]
 
 ROS_WHEELS = [

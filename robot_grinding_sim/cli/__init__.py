@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "compare": "robot_grinding_sim.cli.compare:compare",
     "report": "robot_grinding_sim.cli.compare:report",
     "bringup": "robot_grinding_sim.cli.bringup:bringup",
+    "emulate": "robot_grinding_sim.cli.emulate:emulate",
     "record": "robot_grinding_sim.cli.record:record",
     "check-config": "robot_grinding_sim.cli.check_config:check_config",
     "calibrate": "robot_grinding_sim.cli.calibrate:calibrate",

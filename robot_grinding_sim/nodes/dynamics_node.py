@@ -51,6 +51,14 @@ elapsed since the last tick allows (the remainder carries over), at most
 ``max_steps_per_update``; if the machine cannot keep up, sim time runs slower than requested (a
 throttled warning says so). /clock is published after each tick's steps. This node never
 follows /clock itself.
+
+Wall-clock stamps (``publish_clock`` false; ``grinding emulate``'s arm): the stamps are sim time
+plus the wall time at start. ``max_lag`` > 0 keeps them with the wall clock, as a real arm's driver
+stamps its joint states: time the node could not simulate (waiting for the contact side, a
+machine that cannot keep up) is skipped once the lag exceeds it: the stamps jump forward (contact
+models stamped before the jump still map to the states they were computed at) and so does the
+reference along the trajectory being followed, which keeps its wall-clock times, so the arm does
+not fall behind its commands (it catches up with the servo's bandwidth: a jolt, not a lag).
 """
 
 from __future__ import annotations
@@ -85,6 +93,8 @@ NODE_NAME = "dynamics_node"
 #: A trajectory whose header.stamp lies further ahead than this (s) is rejected.
 MAX_START_DELAY = 60.0
 _EPS = 1e-9
+#: origins of the stamps kept by max_lag (older ones: stamps of states long answered)
+_ANCHORS_KEPT = 2000
 
 
 class DynamicsNode(Node):
@@ -132,6 +142,10 @@ class DynamicsNode(Node):
         # Sim time: 0 at start when this node owns /clock; otherwise offset to wall time so the
         # stamps are comparable with other nodes' wall clocks.
         self.t_origin = 0.0 if p["publish_clock"] else time.time()
+        # max_lag: the origin moves forward (wall-clock stamps only); (first stamp, origin) of each
+        # origin, so a stamp made before a move still maps to the sim time it was made at
+        self.max_lag = 0.0 if p["publish_clock"] else float(p["max_lag"])
+        self._anchors: list[tuple[float, float]] = [(-np.inf, self.t_origin)]
         self._step_count = 0
         self._carry = 0.0
         self._last_wall: float | None = None
@@ -194,6 +208,33 @@ class DynamicsNode(Node):
     def _stamp(self) -> Any:
         return cv.sec_to_time(self.sim_now())
 
+    def _to_sim(self, stamp: float) -> float:
+        """Sim time of a stamp this node made (a joint state's, echoed by the contact side)."""
+        i = bisect.bisect_right(self._anchors, stamp + _EPS, key=lambda a: a[0]) - 1
+        return stamp - self._anchors[max(i, 0)][1]
+
+    def _catch_up(self) -> None:
+        """max_lag: skip the time not simulated once sim time lags the wall clock by more than max_lag."""
+        if self.max_lag <= 0.0:
+            return
+        wall = time.time()
+        if wall - self.sim_now() <= self.max_lag:
+            return
+        delta = wall - self.sim.state.t - self.t_origin
+        self.t_origin += delta
+        # the commands keep their wall-clock times (as a controller's trajectory does): the
+        # trajectory being followed, and one pending, start delta earlier in sim time
+        sim = self.sim
+        sim.trajectory_start -= delta
+        if sim._next is not None:
+            sim._next = (sim._next[0], sim._next[1] - delta)
+        # skipped, so not simulated later: the next tick's budget starts now
+        self._carry = 0.0
+        if self._last_wall is not None:
+            self._last_wall = time.monotonic()
+        self._anchors.append((wall, self.t_origin))
+        del self._anchors[:-_ANCHORS_KEPT]
+
     # -- commands -----------------------------------------------------------------------------------
     def _on_trajectory(self, msg: JointTrajectory) -> None:
         if not msg.points:
@@ -226,7 +267,7 @@ class DynamicsNode(Node):
     # -- the contact side ---------------------------------------------------------------------------
     def _on_model(self, msg: Float64MultiArray) -> None:
         t_stamp, rom = cv.msg_to_contact_model(msg)
-        t = t_stamp - self.t_origin
+        t = self._to_sim(t_stamp)
         bisect.insort(self._models, (t, rom), key=lambda e: e[0])
         self._heard = max(self._heard, t)
 
@@ -236,7 +277,7 @@ class DynamicsNode(Node):
         if frame not in ("", "world", self.model.root_link) and frame not in self.model.link_names:
             raise InputError(f"unknown frame_id {frame!r}; known frames: {self.model.link_names}")
         stamp = cv.time_to_sec(msg.header.stamp)
-        t_state = self.sim.state.t if stamp == 0.0 else stamp - self.t_origin
+        t_state = self.sim.state.t if stamp == 0.0 else self._to_sim(stamp)
         # computed from the state at t_state: with lockstep it applies to the steps after it
         apply_t = max(t_state + (self.dt if self.lockstep else 0.0), self.sim.state.t)
         bisect.insort(self._pending, (apply_t, len(self._pending), w, frame), key=lambda e: e[0])
@@ -300,6 +341,12 @@ class DynamicsNode(Node):
             self.sim.step(self.dt)
 
     def _update(self) -> None:
+        try:
+            self._advance()
+        finally:
+            self._catch_up()  # after the tick's steps: only the time they could not simulate is skipped
+
+    def _advance(self) -> None:
         now = time.monotonic()
         if self._last_wall is None:
             self._last_wall = now
@@ -333,7 +380,7 @@ class DynamicsNode(Node):
                     self._wait_warned = now
                     self.get_logger().warning(
                         f"waiting for the contact side: sim time {self.sim_now():.3f} s, " + (
-                            f"its newest answer is for {self.t_origin + self._heard:.3f} s" if self._heard > -np.inf
+                            f"its newest answer is for {self._heard:.3f} s of sim time" if self._heard > -np.inf
                             else "no answer yet (collision_node and contact_solver_node running? "
                                  "wait_for_contact:=false runs the arm alone)"))
                 break

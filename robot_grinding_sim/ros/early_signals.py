@@ -20,7 +20,7 @@ from pathlib import Path
 #: executables whose process installs the early handlers (setup.py's NODES)
 EXECUTABLES = frozenset({"dynamics_node", "collision_node", "contact_solver_node", "planner_node",
                          "grinding_executive", "recorder", "description_publisher",
-                         "hardware_driver"})
+                         "hardware_driver", "netft_emulator"})
 #: signals received before run_node installed its own handlers
 RECEIVED: list[int] = []
 

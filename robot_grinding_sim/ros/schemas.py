@@ -41,6 +41,8 @@ NODE_GROUPS: dict[str, tuple[str, ...]] = {
     "description_publisher": ("robot",),
     # sim: for sim.gravity only (the tool's weight in the F/T compensation)
     "hardware_driver": ("robot", "tool", "ft_sensor", "sim"),
+    # grinding emulate's Net F/T: no cell parameters (it serves what the emulated sensor model reads)
+    "netft_emulator": (),
 }
 
 _GUARD = GuardParams()
@@ -76,6 +78,11 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
                   read_only=True),
         ParamSpec("contact_timeout", 0.1, "without lockstep: drop a contact model or wrench not renewed for this "
                   "long, s of sim time; 0: hold forever", range=(0.0, 1e6)),
+        ParamSpec("max_lag", 0.0, "with publish_clock false (wall-clock stamps: an emulated arm, grinding emulate): "
+                  "when sim time falls behind the wall clock by more than this, the time not simulated (waiting for "
+                  "the contact side, a machine that cannot keep up) is skipped and the stamps jump to wall time, as a "
+                  "real arm's driver stamps its joint states; a trajectory being followed then runs that much late; "
+                  "0: never (the stamps fall behind), s", range=(0.0, 3600.0), read_only=True),
     ],
     "collision_node": [
         BASE_FRAME,
@@ -181,6 +188,27 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
                   "reference will be, not where the arm is", range=(0.0, 3.2), read_only=True),
         ParamSpec("diagnostics_rate", 1.0, "rate of /diagnostics, Hz (and on every stop, reset and refusal)",
                   range=(0.01, 100.0), read_only=True),
+    ],
+    "netft_emulator": [
+        ParamSpec("port", 49152, "UDP port of the emulated Net F/T's RDT interface on 127.0.0.1 (the driver's "
+                  "ft_port)", range=(1, 65535), read_only=True),
+        ParamSpec("rate", 1000.0, "RDT record rate while streaming, Hz (the driver's ft_rate)", range=(1.0, 20000.0),
+                  read_only=True),
+        ParamSpec("counts_per_force", 1.0e6, "counts per N of the emulated sensor's calibration (the driver's "
+                  "counts_per_force)", range=(1e-6, 1e12), read_only=True),
+        ParamSpec("counts_per_torque", 1.0e6, "counts per N m of the emulated sensor's calibration (the driver's "
+                  "counts_per_torque)", range=(1e-6, 1e12), read_only=True),
+        ParamSpec("wrench_topic", "ft_sensor/wrench", "the emulated F/T sensor model's readings it serves "
+                  "(geometry_msgs/WrenchStamped, sensor frame; relative: in the node's namespace)", read_only=True),
+        ParamSpec("drop_fraction", 0.0, "fault: probability that a record is not sent", range=(0.0, 1.0),
+                  read_only=True),
+        ParamSpec("reorder_fraction", 0.0, "fault: probability that a record is swapped with the next one",
+                  range=(0.0, 1.0), read_only=True),
+        ParamSpec("corrupt_fraction", 0.0, "fault: probability that a wrong-size datagram replaces a record",
+                  range=(0.0, 1.0), read_only=True),
+        ParamSpec("silent_after", -1.0, "fault: send nothing from this many seconds after start, s; < 0: never",
+                  range=(-1.0, None), read_only=True),
+        ParamSpec("seed", 0, "seed of the fault generator", range=(0, 2**31 - 1), read_only=True),
     ],
     "planner_node": [
         BASE_FRAME,

@@ -1,0 +1,107 @@
+"""netft_emulator: an ATI Net F/T on loopback that reads an emulated cell's F/T sensor topic.
+
+Part of ``grinding emulate`` (robot_grinding_sim/cli/emulate.py): the emulated cell's
+contact_solver_node publishes what its F/T sensor model reads (``ft_sensor/wrench``, in the
+emulated cell's namespace, e.g. ``/emulated/ft_sensor/wrench``: contact wrench + tool weight +
+bias + noise + filter with the cell's *true* parameters); this node serves the newest reading
+through :class:`~robot_grinding_sim.hardware.rdt_emulator.RDTEmulator` (the Net F/T's RDT
+protocol over UDP on 127.0.0.1 at ``port``), so that ``hardware_driver`` with ``ft_backend: netft``
+and ``ft_sensor_ip: 127.0.0.1`` reads it as it reads a real sensor.
+
+Subscribes: ``wrench_topic`` (geometry_msgs/WrenchStamped, N and N m in the sensor frame; default
+the relative ``ft_sensor/wrench``).
+
+Serves (UDP, 127.0.0.1 only; the emulator refuses any other address): RDT records at ``rate`` Hz
+to the last start requester, the newest reading converted to counts with ``counts_per_force`` /
+``counts_per_torque`` (the sensor's calibration: set the driver's to the same values). Until the
+first reading arrives the records carry status bit 31 (the sensor reports an error): the driver
+skips them and keeps refusing commands ("waiting for F/T"), as with a sensor that is not ready.
+Like a real sensor it keeps streaming its last reading when the topic falls silent.
+
+Faults (RDTFaults, passed through): ``drop_fraction``, ``reorder_fraction``, ``corrupt_fraction``
+(each record, seeded by ``seed``), ``silent_after`` (s after start; < 0: never).
+
+Exit: SIGINT/SIGTERM exit 0 (run_node); ``close()`` stops the server thread and closes the socket.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+from geometry_msgs.msg import WrenchStamped
+from rclpy.node import Node
+
+from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.ros import conversions as cv
+from robot_grinding_sim.ros.node_base import guarded, run_node
+from robot_grinding_sim.ros.parameters import ParameterError, declare_parameters
+from robot_grinding_sim.ros.schemas import node_specs
+
+NODE_NAME = "netft_emulator"
+#: Net F/T status word with the error bit set: sent until the first reading arrives
+STATUS_NOT_READY = 1 << 31
+
+
+class NetFTEmulatorNode(Node):
+    """The emulated Net F/T (see the module docstring)."""
+
+    NODE_NAME = NODE_NAME
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(NODE_NAME, **kwargs)
+        p = declare_parameters(self, node_specs(NODE_NAME))
+        self.p = p
+        from robot_grinding_sim.hardware.rdt_emulator import RDTEmulator, RDTFaults
+
+        try:
+            faults = RDTFaults(drop_fraction=p["drop_fraction"], reorder_fraction=p["reorder_fraction"],
+                               corrupt_fraction=p["corrupt_fraction"],
+                               silent_after=None if p["silent_after"] < 0 else p["silent_after"])
+        except InputError as exc:
+            name = next((n for n in ("drop_fraction", "reorder_fraction", "corrupt_fraction", "silent_after")
+                         if n in str(exc)), "drop_fraction")
+            raise ParameterError(name, str(exc), NODE_NAME) from None
+        self._latest = np.zeros(6)
+        self.received = 0
+        try:
+            self.emulator = RDTEmulator(self._source, rate_hz=p["rate"], port=p["port"],
+                                        counts_per_force=p["counts_per_force"],
+                                        counts_per_torque=p["counts_per_torque"], status=STATUS_NOT_READY,
+                                        faults=faults, seed=p["seed"])
+        except InputError as exc:
+            raise ParameterError("port", str(exc), NODE_NAME) from None
+        self.emulator.start()
+        self.create_subscription(WrenchStamped, p["wrench_topic"], guarded(self, "wrench")(self._on_wrench), 100)
+        host, port = self.emulator.address
+        self.get_logger().info(
+            f"ready: Net F/T RDT on {host}:{port} at {p['rate']:g} Hz ({p['counts_per_force']:g} counts/N, "
+            f"{p['counts_per_torque']:g} counts/N m) serving {self.resolve_topic_name(p['wrench_topic'])}; faults: "
+            f"drop {faults.drop_fraction:g}, reorder {faults.reorder_fraction:g}, corrupt "
+            f"{faults.corrupt_fraction:g}, silent after "
+            f"{'never' if faults.silent_after is None else f'{faults.silent_after:g} s'}")
+
+    def _source(self, t: float) -> np.ndarray:
+        return self._latest
+
+    def _on_wrench(self, msg: WrenchStamped) -> None:
+        w = cv.wrench_to_array(msg)  # NaN/inf: an InputError, logged by guarded; the last reading stays
+        self._latest = w  # one reference assignment: the server thread reads it as it is
+        self.received += 1
+        if self.received == 1:
+            self.emulator.status = 0
+            self.get_logger().info("first reading: streaming it (status 0)")
+
+    def close(self) -> None:
+        """Stop the RDT server thread and close its socket."""
+        self.emulator.close()
+
+
+def main(args: list[str] | None = None) -> int:
+    """``ros2 run robot_grinding_sim netft_emulator [--ros-args ...]``."""
+    return run_node(NetFTEmulatorNode, args, default_name=NODE_NAME)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
