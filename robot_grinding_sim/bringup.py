@@ -334,9 +334,10 @@ def emulated_cell(
             params_files=files("dynamics_node"),
             # a real arm's time never stops: no lockstep (the newest contact model, its gap moved with
             # the tool, is held until the next), a backlog of up to 1 s caught up in one tick, and
-            # stamps within 20 ms of the wall clock (max_lag) as a real arm's driver stamps them
+            # stamps within 20 ms of the wall clock (max_lag) as a real arm's driver stamps them;
+            # joint states at 500 Hz, a UR's rate (every node of both graphs reads them)
             parameters={**cell, "publish_clock": False, "lockstep": False, "contact_timeout": 0.0,
-                        "max_steps_per_update": 1000, "max_lag": 0.02},
+                        "max_steps_per_update": 1000, "max_lag": 0.02, "joint_state_decimation": 2},
             remappings=(ns, *arm_topics, ("joint_trajectory_controller/joint_trajectory", controller_topic)),
         ),
         NodeSpec(
