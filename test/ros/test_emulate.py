@@ -21,7 +21,8 @@ Test-only settings (a params file for bringup real), because two graphs of Pytho
 busy cores (while the real graph starts, the emulated arm is starved for tens of ms at a time,
 skips that time (dynamics_node max_lag) and catches up with its servo; joint states arrive late):
 the driver's joint_states_timeout and ft_timeout at 2 s instead of 0.1 s, the executive's
-tracking_error_limit at 0.3 rad instead of 0.05 and its joint_states_timeout at 3 s. Also the
+tracking_error_limit at 0.3 rad instead of 0.05, its joint_states_timeout at 3 s and its
+move_velocity_scale at 0.1 (a skip of 0.1 s on a move at 1 rad/s is a 0.1 rad jump). Also the
 driver's ft_port at the emulated sensor's free port, and removal off in the prediction (start-up
 time), and the F/T at 500 Hz (emulate --ft-rate, the driver's ft_rate), the rate of the arm's
 joint states. The emulated cell is stopped first and the real graph once its recorder has caught
@@ -109,7 +110,7 @@ def test_real_mode_runs_the_job_on_the_emulated_cell(plan_file: Path, tmp_path: 
         f"    ft_port: {port}\n    ft_rate: 500.0\n    joint_states_timeout: 2.0\n    ft_timeout: 2.0\n"
         "contact_solver_node:\n  ros__parameters:\n    removal:\n      enabled: false\n"
         "grinding_executive:\n  ros__parameters:\n    execution:\n      tracking_error_limit: 0.3\n"
-        "      joint_states_timeout: 3.0\n")
+        "      joint_states_timeout: 3.0\n      move_velocity_scale: 0.1\n")
     domain = os.environ["ROS_DOMAIN_ID"]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     emu_log, real_log, bag = tmp_path / "emulate.log", tmp_path / "real.log", tmp_path / "bag"
