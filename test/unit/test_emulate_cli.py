@@ -1,0 +1,46 @@
+"""``grinding emulate``'s graph (robot_grinding_sim.bringup.emulated_cell) and command line, without ROS."""
+
+from __future__ import annotations
+
+import pytest
+
+from robot_grinding_sim import bringup as bu
+from robot_grinding_sim.cli import main
+
+
+def test_the_emulated_cell_shares_only_the_arm_topics() -> None:
+    specs = {s.name: s for s in bu.emulated_cell(overrides={"contact.stiffness": 2e5}, netft={"port": 50000})}
+    assert list(specs) == ["dynamics_node", "collision_node", "contact_solver_node", "netft_emulator"]
+    for s in specs.values():
+        remaps = dict(s.remappings)
+        assert remaps["__ns"] == "/emulated"
+        # nothing but the arm's interface leaves the namespace
+        shared = {"joint_states": "/joint_states"} if s.name != "netft_emulator" else {}
+        if s.name == "dynamics_node":
+            shared["joint_trajectory_controller/joint_trajectory"] = bu.CONTROLLER_TOPIC
+        assert {k: v for k, v in remaps.items() if v.startswith("/") and k != "__ns"} == shared
+        assert s.parameters["use_sim_time"] is False
+        assert s.module_available()
+    arm = specs["dynamics_node"]
+    assert dict(arm.remappings)["joint_trajectory_controller/joint_trajectory"] == bu.CONTROLLER_TOPIC
+    assert arm.parameters["publish_clock"] is False and arm.parameters["max_lag"] > 0
+    for name in ("dynamics_node", "collision_node", "contact_solver_node"):
+        assert specs[name].params_files[-1] == bu.EMULATED_CELL_CONFIG
+        assert specs[name].parameters["contact.stiffness"] == 2e5
+    assert specs["netft_emulator"].parameters["port"] == 50000
+    with pytest.raises(ValueError, match="namespace"):
+        bu.emulated_cell(namespace="emulated")
+
+
+def test_print_and_bad_options(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["emulate", "--print", "--set", "contact.stiffness=3e5", "--servo-bandwidth", "150",
+                 "--port", "50001", "--drop", "0.1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 4
+    assert "-p contact.stiffness:=300000.0" in out[0] and "-p servo.bandwidth:=150.0" in out[0]
+    assert "-r __ns:=/emulated" in out[0] and "-r joint_states:=/joint_states" in out[0]
+    assert "-p port:=50001" in out[3] and "-p drop_fraction:=0.1" in out[3]
+    assert main(["emulate", "--print", "--set", "contact.stifness=3"]) == 2
+    assert "contact.stifness: not a cell parameter" in capsys.readouterr().err
+    assert main(["emulate", "--print", "--servo-bandwidth", "1000"]) == 2  # unstable at sim.dt
+    assert "too long for the servo" in capsys.readouterr().err
