@@ -34,6 +34,7 @@ import os
 import random
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -204,6 +205,10 @@ def _one_run(launch_node: Any, node: str, index: int, tmp: Path, ft_port: int = 
         params = {"output": str(run.bag), "topics": ["/joint_states"], "flush_period": 0.5, "discovery_period": 0.2}
     if node == "hardware_driver":  # its Net F/T: the test's emulator on loopback (never the default address)
         params = {"ft_sensor_ip": "127.0.0.1", "ft_port": ft_port}
+    if node == "netft_emulator":  # runs in parallel: each on a free port of its own (127.0.0.1 only)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            sock.bind(("127.0.0.1", 0))
+            params = {"port": sock.getsockname()[1]}
     if node == "dynamics_node" and phase == "working":
         params = {"lockstep": False}  # steps and publishes without waiting for a contact side
     t_start = time.monotonic()
