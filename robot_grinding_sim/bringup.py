@@ -126,7 +126,7 @@ def yaml_value(v: Any) -> str:
 CELL_CONFIG = "config/cell.yaml"
 
 
-def _cfg(executable: str) -> tuple[str, ...]:
+def config_files(executable: str) -> tuple[str, ...]:
     """A node's parameter files: the cell's, then its own (config/<node>.yaml)."""
     return (CELL_CONFIG, f"config/{executable}.yaml")
 
@@ -178,7 +178,7 @@ def graph(
             "dynamics_node",
             ("sim",),
             "simulated arm: computed-torque control on RNEA dynamics; /joint_states, /clock",
-            params_files=_cfg("dynamics_node"),
+            params_files=config_files("dynamics_node"),
             # it owns sim time, so it must not wait for a /clock itself
             parameters={**with_urdf, "use_sim_time": False, "publish_clock": sim_time},
         ),
@@ -187,7 +187,7 @@ def graph(
             "hardware_driver",
             ("real",),
             "real arm and F/T sensor: forwards commands after safety checks; /ft_sensor/wrench",
-            params_files=_cfg("hardware_driver"),
+            params_files=config_files("hardware_driver"),
             parameters={
                 **common,
                 "robot_ip": robot_ip or DEFAULT_ROBOT_IP,
@@ -199,7 +199,7 @@ def graph(
             "collision_node",
             MODES,
             "python-fcl tool/part contacts on /joint_states -> /contact/points",
-            params_files=_cfg("collision_node"),
+            params_files=config_files("collision_node"),
             parameters=with_urdf,
         ),
         NodeSpec(
@@ -207,7 +207,7 @@ def graph(
             "contact_solver_node",
             MODES,
             "contact force model -> /contact/wrench (and the simulated /ft_sensor/wrench in sim)",
-            params_files=_cfg("contact_solver_node"),
+            params_files=config_files("contact_solver_node"),
             parameters=with_urdf,
             # in real mode the measured /ft_sensor/wrench comes from hardware_driver: the model's
             # sensor output is kept apart as the prediction
@@ -218,7 +218,7 @@ def graph(
             "planner_node",
             MODES,
             "passes on the CAD surface (or the plan_file's) -> /grinding/path, /grinding/trajectory, markers",
-            params_files=_cfg("planner_node"),
+            params_files=config_files("planner_node"),
             # with a plan file it publishes that plan (the one the executive runs) for RViz and the bag
             parameters={**with_urdf, **({"plan_file": str(Path(plan_file).resolve())} if plan_file else {})},
         ),
@@ -227,7 +227,7 @@ def graph(
             "grinding_executive",
             MODES,
             "streams the plan to the arm through the ros2_control topics; ~/start, ~/stop",
-            params_files=_cfg("grinding_executive"),
+            params_files=config_files("grinding_executive"),
             parameters={**with_urdf, "autostart": bool(start),
                         **({"plan_file": str(Path(plan_file).resolve())} if plan_file else {})},
         ),
@@ -244,7 +244,7 @@ def graph(
             "description_publisher",
             MODES,
             "/robot_description from the URDF where robot_state_publisher is missing (pip path only)",
-            params_files=_cfg("description_publisher"),
+            params_files=config_files("description_publisher"),
             parameters=with_urdf,
             stands_in_for="robot_state_publisher",
         ),
@@ -256,7 +256,7 @@ def graph(
                 "recorder",
                 MODES,
                 "records the graph's topics into an MCAP bag (computing /tf where nobody publishes it)",
-                params_files=_cfg("recorder"),
+                params_files=config_files("recorder"),
                 parameters={**with_urdf, "output": str(record)},
                 optional="record",
             )
@@ -274,100 +274,6 @@ def graph(
             )
         )
     return [n for n in nodes if mode in n.modes]
-
-
-#: The emulated cell's true parameters (``grinding emulate``): applied after config/cell.yaml and the
-#: node's own file, so the emulated arm, contact and sensor differ from what real mode's prediction assumes.
-EMULATED_CELL_CONFIG = "config/emulated_cell.yaml"
-#: Namespace of the emulated cell's internals (``grinding emulate``).
-EMULATED_NAMESPACE = "/emulated"
-#: The topic a UR's ros2_control driver reads trajectories on (hardware_driver's output_topic default).
-CONTROLLER_TOPIC = "/scaled_joint_trajectory_controller/joint_trajectory"
-
-
-def emulated_cell(
-    namespace: str = EMULATED_NAMESPACE,
-    controller_topic: str = CONTROLLER_TOPIC,
-    robot_description_file: str | None = None,
-    overrides: Mapping[str, Any] | None = None,
-    netft: Mapping[str, Any] | None = None,
-) -> list[NodeSpec]:
-    """The nodes of ``grinding emulate``: an emulated arm and Net F/T that real mode drives unchanged.
-
-    Everything runs in ``namespace`` on wall time (use_sim_time false, no /clock), so nothing the
-    emulated cell computes meets a topic of the real-mode graph (its /contact/wrench, /contact/model,
-    /contact/points, /ft_sensor/wrench, /clock, markers and node names stay under the namespace).
-    Only the arm's interface is shared, as with a real arm: ``dynamics_node`` reads trajectories on
-    ``controller_topic`` (where hardware_driver forwards them) and publishes ``/joint_states``;
-    the emulated collision_node and contact_solver_node read ``/joint_states`` too. The F/T reading
-    leaves the cell by UDP only: ``netft_emulator`` serves ``<namespace>/ft_sensor/wrench`` (the
-    emulated sensor model) as a Net F/T on 127.0.0.1.
-
-    Args:
-        namespace: absolute namespace of the emulated internals.
-        controller_topic: the trajectory topic the emulated arm follows.
-        robot_description_file: URDF (default the package's).
-        overrides: cell parameters of the emulated cell (name -> value), applied to its arm and contact
-            nodes after config/emulated_cell.yaml (e.g. ``{"contact.stiffness": 3e5}``).
-        netft: netft_emulator's parameters (port, rate, counts, faults).
-    """
-    if not namespace.startswith("/") or namespace == "/":
-        raise ValueError(f"namespace must be absolute and not the root, got {namespace!r}")
-    if not controller_topic.startswith("/"):
-        raise ValueError(f"controller_topic must be absolute, got {controller_topic!r}")
-    urdf = robot_description_file
-    if urdf is None:
-        urdf = str(package_file(URDF_DEFAULT, must_exist=False))
-    cell = {"use_sim_time": False, **({"robot.description_file": urdf} if urdf else {}), **(overrides or {})}
-    ns = ("__ns", namespace)
-    arm_topics = (("joint_states", "/joint_states"),)
-
-    def files(executable: str) -> tuple[str, ...]:
-        return (*_cfg(executable), EMULATED_CELL_CONFIG)
-
-    return [
-        NodeSpec(
-            "dynamics_node",
-            "dynamics_node",
-            MODES,
-            "emulated arm on wall time: follows the controller topic, publishes /joint_states",
-            params_files=files("dynamics_node"),
-            # a real arm's time never stops: no lockstep (the newest contact model, its gap moved with
-            # the tool, is held until the next), a backlog of up to 1 s caught up in one tick, and
-            # stamps within 20 ms of the wall clock (max_lag) as a real arm's driver stamps them;
-            # joint states at 500 Hz, a UR's rate (every node of both graphs reads them)
-            parameters={**cell, "publish_clock": False, "lockstep": False, "contact_timeout": 0.0,
-                        "max_steps_per_update": 1000, "max_lag": 0.02, "joint_state_decimation": 2},
-            remappings=(ns, *arm_topics, ("joint_trajectory_controller/joint_trajectory", controller_topic)),
-        ),
-        NodeSpec(
-            "collision_node",
-            "collision_node",
-            MODES,
-            "emulated cell's contacts on /joint_states",
-            params_files=files("collision_node"),
-            parameters=cell,
-            remappings=(ns, *arm_topics),
-        ),
-        NodeSpec(
-            "contact_solver_node",
-            "contact_solver_node",
-            MODES,
-            "emulated cell's true contact force and F/T sensor model",
-            params_files=files("contact_solver_node"),
-            parameters={**cell, "publish_ft": True, "removal_marker_rate": 0.0},
-            remappings=(ns, *arm_topics),
-        ),
-        NodeSpec(
-            "netft_emulator",
-            "netft_emulator",
-            MODES,
-            "the emulated sensor's readings as an ATI Net F/T (RDT over UDP on 127.0.0.1)",
-            params_files=("config/netft_emulator.yaml",),
-            parameters={"use_sim_time": False, **(netft or {})},
-            remappings=(ns,),
-        ),
-    ]
 
 
 #: Launch arguments of launch/<mode>.launch.py: name -> (default, description). Empty string: unset.

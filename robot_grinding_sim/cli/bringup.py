@@ -17,11 +17,8 @@ skipped; a node of this package whose module does not exist yet is skipped with 
 
 from __future__ import annotations
 
-import collections
 import ipaddress
-import re
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -31,16 +28,7 @@ from typing import Any
 import click
 
 from robot_grinding_sim.cli.common import emit_json, json_option
-
-STOP_TIMEOUT = 15.0
-#: grinding_executive's log line when the job ends (see nodes/grinding_executive.py)
-JOB_END = re.compile(r"\bjob (done|stopped|failed)\b")
-
-
-def _node_command(executable: str) -> list[str]:
-    """Python command that runs a node's ``main()`` (``--ros-args`` appended by the caller)."""
-    code = f"import sys; from robot_grinding_sim.nodes.{executable} import main; sys.exit(main())"
-    return [sys.executable, "-c", code]
+from robot_grinding_sim.cli.processes import Child, node_command, quote, stop_all
 
 
 def _check_address(value: str | None, option: str) -> str | None:
@@ -58,64 +46,6 @@ def _check_address(value: str | None, option: str) -> str | None:
                 f"{value!r} is neither an IP address nor a host name", param_hint=option
             ) from None
     return value
-
-
-class _Child:
-    """A running node: the process, a reader thread printing its output, the last lines."""
-
-    def __init__(self, name: str, cmd: list[str], env: dict[str, str]) -> None:
-        self.name = name
-        self.cmd = cmd
-        self.tail: collections.deque[str] = collections.deque(maxlen=25)
-        self.proc = subprocess.Popen(
-            cmd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,  # our signal handling decides when a node stops
-        )
-        self.reported = False
-        self.job_end: str | None = None
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for raw in self.proc.stdout:
-            line = raw.decode(errors="replace").rstrip("\n")
-            self.tail.append(line)
-            click.echo(f"[{self.name}] {line}")
-            if self.name == "grinding_executive" and self.job_end is None:
-                m = JOB_END.search(line)
-                if m:
-                    self.job_end = m.group(1)
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def join(self) -> None:
-        self._reader.join(timeout=5)
-
-
-def _stop_all(children: list[_Child]) -> None:
-    """SIGINT every live node, then SIGTERM, then SIGKILL those that do not stop."""
-    for sig, wait in ((signal.SIGINT, STOP_TIMEOUT), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
-        live = [c for c in children if c.alive()]
-        if not live:
-            break
-        for c in live:
-            try:
-                c.proc.send_signal(sig)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + wait
-        for c in live:
-            try:
-                c.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
-    for c in children:
-        c.join()
 
 
 @click.command()
@@ -215,7 +145,7 @@ def bringup(
         elif not s.module_available():
             entry["skip"] = f"module {s.module} does not exist in this installation"
         else:
-            entry["command"] = _node_command(s.executable) + s.ros_args(params_files)
+            entry["command"] = node_command(s.executable) + s.ros_args(params_files)
         plan.append(entry)
 
     env = localhost_env(domain_id, discovery_range=discovery_range)
@@ -232,7 +162,7 @@ def bringup(
                 if "skip" in e:
                     click.echo(f"# {e['name']}: skipped: {e['skip']}")
                 else:
-                    click.echo(" ".join(_quote(a) for a in e["command"]))
+                    click.echo(" ".join(quote(a) for a in e["command"]))
         return
 
     to_start = [e for e in plan if "command" in e]
@@ -259,12 +189,12 @@ def bringup(
         stop.set()
 
     old = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    children: list[_Child] = []
+    children: list[Child] = []
     failed: list[str] = []
     job_end: str | None = None
     try:
         for e in to_start:
-            children.append(_Child(e["name"], e["command"], env))
+            children.append(Child(e["name"], e["command"], env))
         t0 = time.monotonic()
         while not stop.is_set():
             if duration is not None and time.monotonic() - t0 >= duration:
@@ -288,7 +218,7 @@ def bringup(
                 break
             stop.wait(0.2)
     finally:
-        _stop_all(children)
+        stop_all(children)
         for sig, handler in old.items():
             signal.signal(sig, handler)
     why = (f"signal {received[0]}" if received else f"job {job_end}" if job_end
@@ -305,12 +235,6 @@ def bringup(
     if until_done and job_end != "done":
         click.echo(f"[bringup] the job did not run to its end ({job_end or why})", err=True)
         sys.exit(2)
-
-
-def _quote(arg: str) -> str:
-    import shlex
-
-    return shlex.quote(arg)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,7 +1,7 @@
 """``grinding emulate``: an emulated cell on loopback that ``grinding bringup real`` drives unchanged.
 
 Starts, as child processes (as ``grinding bringup`` does, with its signal handling), the nodes of
-:func:`robot_grinding_sim.bringup.emulated_cell`:
+:func:`robot_grinding_sim.emulated_cell.emulated_cell`:
 
 - the arm: ``dynamics_node`` on wall time (no /clock), following trajectories on
   ``--controller-topic`` (default ``/scaled_joint_trajectory_controller/joint_trajectory``, where
@@ -33,7 +33,7 @@ from typing import Any
 
 import click
 
-from robot_grinding_sim.cli.bringup import _Child, _node_command, _quote, _stop_all
+from robot_grinding_sim.cli.processes import Child, node_command, quote, stop_all
 
 #: netft_emulator's log line at its first reading (the contact side has answered, so the arm runs)
 READY = "first reading"
@@ -135,7 +135,7 @@ def emulate(
     against it. The emulated cell's true parameters are config/emulated_cell.yaml (contact
     stiffness 3x the prediction's, an F/T bias and noise), then --params-file, then --set.
     """
-    from robot_grinding_sim.bringup import emulated_cell
+    from robot_grinding_sim.emulated_cell import emulated_cell
     from robot_grinding_sim.ros.environment import localhost_env
 
     overrides = _parse_sets(sets)
@@ -153,14 +153,14 @@ def emulate(
         if not s.module_available():
             raise click.ClickException(f"module {s.module} does not exist in this installation")
         extra = params_files if s.executable != "netft_emulator" else ()
-        commands.append((s.name, _node_command(s.executable) + s.ros_args(extra)))
+        commands.append((s.name, node_command(s.executable) + s.ros_args(extra)))
     env = localhost_env(domain_id)  # discovery on loopback only: the emulated cell is this machine
     env.setdefault("ROS_DOMAIN_ID", "0")
     env.setdefault("PYTHONUNBUFFERED", "1")
     env.setdefault("RCUTILS_LOGGING_BUFFERED_STREAM", "0")
     if dry_run:
         for _, cmd in commands:
-            click.echo(" ".join(_quote(a) for a in cmd))
+            click.echo(" ".join(quote(a) for a in cmd))
         return
     click.echo(f"[emulate] starting {', '.join(n for n, _ in commands)} in {namespace} (ROS_DOMAIN_ID="
                f"{env['ROS_DOMAIN_ID']}); arm: {controller_topic} -> /joint_states; Net F/T: 127.0.0.1:{port}")
@@ -173,11 +173,11 @@ def emulate(
         stop.set()
 
     old = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    children: list[_Child] = []
+    children: list[Child] = []
     failed: list[str] = []
     try:
         for name, cmd in commands:
-            children.append(_Child(f"{namespace.strip('/')}/{name}", cmd, env))
+            children.append(Child(f"{namespace.strip('/')}/{name}", cmd, env))
         t0 = time.monotonic()
         netft = children[-1]
         ready = False
@@ -200,7 +200,7 @@ def emulate(
                 break  # a cell with a part missing is no cell: stop it all
             stop.wait(0.2)
     finally:
-        _stop_all(children)
+        stop_all(children)
         for sig, handler in old.items():
             signal.signal(sig, handler)
     why = f"signal {received[0]}" if received else ("a node exited" if failed else "duration reached")

@@ -1,15 +1,15 @@
-"""``grinding emulate``'s graph (robot_grinding_sim.bringup.emulated_cell) and command line, without ROS."""
+"""``grinding emulate``'s graph (robot_grinding_sim.emulated_cell.emulated_cell) and command line, without ROS."""
 
 from __future__ import annotations
 
 import pytest
 
-from robot_grinding_sim import bringup as bu
+from robot_grinding_sim import emulated_cell as ec
 from robot_grinding_sim.cli import main
 
 
 def test_the_emulated_cell_shares_only_the_arm_topics() -> None:
-    specs = {s.name: s for s in bu.emulated_cell(overrides={"contact.stiffness": 2e5}, netft={"port": 50000})}
+    specs = {s.name: s for s in ec.emulated_cell(overrides={"contact.stiffness": 2e5}, netft={"port": 50000})}
     assert list(specs) == ["dynamics_node", "collision_node", "contact_solver_node", "netft_emulator"]
     for s in specs.values():
         remaps = dict(s.remappings)
@@ -17,19 +17,19 @@ def test_the_emulated_cell_shares_only_the_arm_topics() -> None:
         # nothing but the arm's interface leaves the namespace
         shared = {"joint_states": "/joint_states"} if s.name != "netft_emulator" else {}
         if s.name == "dynamics_node":
-            shared["joint_trajectory_controller/joint_trajectory"] = bu.CONTROLLER_TOPIC
+            shared["joint_trajectory_controller/joint_trajectory"] = ec.CONTROLLER_TOPIC
         assert {k: v for k, v in remaps.items() if v.startswith("/") and k != "__ns"} == shared
         assert s.parameters["use_sim_time"] is False
         assert s.module_available()
     arm = specs["dynamics_node"]
-    assert dict(arm.remappings)["joint_trajectory_controller/joint_trajectory"] == bu.CONTROLLER_TOPIC
+    assert dict(arm.remappings)["joint_trajectory_controller/joint_trajectory"] == ec.CONTROLLER_TOPIC
     assert arm.parameters["publish_clock"] is False and arm.parameters["max_lag"] > 0
     for name in ("dynamics_node", "collision_node", "contact_solver_node"):
-        assert specs[name].params_files[-1] == bu.EMULATED_CELL_CONFIG
+        assert specs[name].params_files[-1] == ec.EMULATED_CELL_CONFIG
         assert specs[name].parameters["contact.stiffness"] == 2e5
     assert specs["netft_emulator"].parameters["port"] == 50000
     with pytest.raises(ValueError, match="namespace"):
-        bu.emulated_cell(namespace="emulated")
+        ec.emulated_cell(namespace="emulated")
 
 
 def test_print_and_bad_options(capsys: pytest.CaptureFixture[str]) -> None:

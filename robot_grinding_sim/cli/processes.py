@@ -1,0 +1,91 @@
+"""Nodes as child processes, for ``grinding bringup`` and ``grinding emulate``: start one with its
+output printed line by line prefixed ``[name]`` (the last lines kept for error reports), stop a
+set of them (SIGINT, then SIGTERM, then SIGKILL for a node that does not stop)."""
+
+from __future__ import annotations
+
+import collections
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import click
+
+#: how long a node has to stop after SIGINT, s
+STOP_TIMEOUT = 15.0
+#: grinding_executive's log line when the job ends (see nodes/grinding_executive.py)
+JOB_END = re.compile(r"\bjob (done|stopped|failed)\b")
+
+
+def node_command(executable: str) -> list[str]:
+    """Python command that runs a node's ``main()`` (``--ros-args`` appended by the caller)."""
+    code = f"import sys; from robot_grinding_sim.nodes.{executable} import main; sys.exit(main())"
+    return [sys.executable, "-c", code]
+
+
+class Child:
+    """A running node: the process, a reader thread printing its output, the last lines."""
+
+    def __init__(self, name: str, cmd: list[str], env: dict[str, str]) -> None:
+        self.name = name
+        self.cmd = cmd
+        self.tail: collections.deque[str] = collections.deque(maxlen=25)
+        self.proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,  # our signal handling decides when a node stops
+        )
+        self.reported = False
+        self.job_end: str | None = None
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            line = raw.decode(errors="replace").rstrip("\n")
+            self.tail.append(line)
+            click.echo(f"[{self.name}] {line}")
+            if self.name == "grinding_executive" and self.job_end is None:
+                m = JOB_END.search(line)
+                if m:
+                    self.job_end = m.group(1)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def join(self) -> None:
+        self._reader.join(timeout=5)
+
+
+def stop_all(children: list[Child]) -> None:
+    """SIGINT every live node, then SIGTERM, then SIGKILL those that do not stop."""
+    for sig, wait in ((signal.SIGINT, STOP_TIMEOUT), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        live = [c for c in children if c.alive()]
+        if not live:
+            break
+        for c in live:
+            try:
+                c.proc.send_signal(sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + wait
+        for c in live:
+            try:
+                c.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+    for c in children:
+        c.join()
+
+
+def quote(arg: str) -> str:
+    """``arg`` quoted for a POSIX shell (the commands ``--print`` shows)."""
+    import shlex
+
+    return shlex.quote(arg)
