@@ -30,6 +30,9 @@ import click
 from robot_grinding_sim.cli.common import emit_json, json_option
 from robot_grinding_sim.cli.processes import Child, node_command, quote, stop_all
 
+#: how long the recorder may take to start recording before the other nodes start anyway, s
+RECORDER_READY_TIMEOUT = 120.0
+
 
 def _check_address(value: str | None, option: str) -> str | None:
     if value is None:
@@ -193,8 +196,16 @@ def bringup(
     failed: list[str] = []
     job_end: str | None = None
     try:
-        for e in to_start:
-            children.append(Child(e["name"], e["command"], env))
+        # the recorder first, and recording before the others start: what is published once (the
+        # executive's command trajectory) is in the bag however slow discovery is on a busy machine
+        for e in sorted(to_start, key=lambda e: e["name"] != "recorder"):
+            c = Child(e["name"], e["command"], env)
+            children.append(c)
+            if e["name"] == "recorder":
+                deadline = time.monotonic() + RECORDER_READY_TIMEOUT
+                while (c.alive() and not stop.is_set() and time.monotonic() < deadline
+                       and not any("recording " in line for line in c.tail)):
+                    stop.wait(0.1)
         t0 = time.monotonic()
         while not stop.is_set():
             if duration is not None and time.monotonic() - t0 >= duration:

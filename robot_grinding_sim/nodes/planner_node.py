@@ -45,6 +45,7 @@ import numpy as np
 from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import Point, PoseStamped
 from nav_msgs.msg import Path as PathMsg
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_msgs.msg import String
@@ -83,7 +84,8 @@ class PlannerNode(Node):
         self.last_plan = None
         self._start_timer = None
         if self.p["plan_on_start"]:
-            self._start_timer = self.create_timer(0.1, self._plan_once)
+            # wall clock: on sim time the start-up plan would wait for /clock to move
+            self._start_timer = self.create_timer(0.1, self._plan_once, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(f"ready: ~/plan plans on {self._source()} in frame {self.base_frame}")
 
     # ------------------------------------------------------------------------------------------

@@ -42,6 +42,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
@@ -167,7 +168,10 @@ class RecorderNode(Node):
             self._closed = True
             raise ParameterError("output", f"cannot create {out}: {self._open_error}", self.get_name())
         self._discover()
-        self._timer = self.create_timer(float(p["discovery_period"]), self._discover)
+        # discovery runs on the wall clock: on sim time it would wait while /clock stands still
+        # (a lockstep arm holding t = 0 for its contact side) and miss a job's first messages
+        self._timer = self.create_timer(float(p["discovery_period"]), self._discover,
+                                        clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._stop_timer = None
         if p["max_duration"] > 0.0:
             self._stop_timer = self.create_timer(float(p["max_duration"]), self._on_max_duration)
