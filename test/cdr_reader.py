@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import struct
+from pathlib import Path
 from typing import Any
 
 PRIMITIVES: dict[str, tuple[str, int]] = {
@@ -120,3 +121,21 @@ class CdrReader:
 def decode(schema_name: str, schema_text: str, data: bytes) -> dict[str, Any]:
     """Decode one CDR message with its MCAP schema (name and ``ros2msg`` text)."""
     return CdrReader(parse_schema(schema_name, schema_text), data).decode(schema_name)
+
+
+def read_mcap(bag: Path, topics: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """Every message of ``topics`` in the bag directory's MCAP file, decoded here, by topic."""
+    from mcap.reader import make_reader
+
+    out: dict[str, list[dict[str, Any]]] = {t: [] for t in topics}
+    (f,) = Path(bag).glob("*.mcap")
+    with f.open("rb") as fh:
+        for schema, channel, message in make_reader(fh).iter_messages(topics=topics):
+            out[channel.topic].append(decode(schema.name, schema.data.decode(), message.data))
+    return out
+
+
+def header_stamp(m: dict[str, Any]) -> float:
+    """A decoded message's header stamp, s."""
+    s = m["header"]["stamp"]
+    return s["sec"] + 1e-9 * s["nanosec"]

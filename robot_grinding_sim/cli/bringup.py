@@ -28,7 +28,7 @@ from typing import Any
 import click
 
 from robot_grinding_sim.cli.common import emit_json, json_option
-from robot_grinding_sim.cli.processes import Child, node_command, quote, stop_all
+from robot_grinding_sim.cli.processes import Child, node_command, quote, report_exits, report_unclean, stop_all
 
 #: how long the recorder may take to start recording before the other nodes start anyway, s
 RECORDER_READY_TIMEOUT = 120.0
@@ -210,15 +210,7 @@ def bringup(
         while not stop.is_set():
             if duration is not None and time.monotonic() - t0 >= duration:
                 break
-            for c in children:
-                if not c.alive() and not c.reported:
-                    c.reported = True
-                    c.join()
-                    failed.append(c.name)
-                    tail = "\n".join(f"    {line}" for line in list(c.tail)[-10:])
-                    code = c.proc.returncode
-                    msg = f"[bringup] ERROR: {c.name} exited with code {code}; last output:\n{tail}"
-                    click.echo(msg, err=True)
+            report_exits(children, failed, "bringup")
             if failed and stop_on_exit:
                 break
             if until_done:
@@ -236,11 +228,7 @@ def bringup(
            else ("duration reached" if not failed else "a node exited"))
     click.echo(f"[bringup] stopped {len(children)} node(s) ({why})")
     # a node must stop with exit code 0 when asked; anything else is a defect worth a red exit
-    unclean = [c for c in children if c.name not in failed and c.proc.returncode != 0]
-    for c in unclean:
-        tail = "\n".join(f"    {line}" for line in list(c.tail)[-10:])
-        click.echo(f"[bringup] ERROR: {c.name} stopped with exit code {c.proc.returncode}; last output:\n{tail}",
-                   err=True)
+    unclean = report_unclean(children, failed, "bringup")
     if failed or unclean:
         sys.exit(1)  # (click.exceptions.Exit is swallowed by grinding's standalone_mode=False)
     if until_done and job_end != "done":

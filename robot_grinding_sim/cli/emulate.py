@@ -33,7 +33,7 @@ from typing import Any
 
 import click
 
-from robot_grinding_sim.cli.processes import Child, node_command, quote, stop_all
+from robot_grinding_sim.cli.processes import Child, node_command, quote, report_exits, report_unclean, stop_all
 
 #: netft_emulator's log line at its first reading (the contact side has answered, so the arm runs)
 READY = "first reading"
@@ -188,14 +188,7 @@ def emulate(
                            "its sensor model's readings")
             if duration is not None and time.monotonic() - t0 >= duration:
                 break
-            for c in children:
-                if not c.alive() and not c.reported:
-                    c.reported = True
-                    c.join()
-                    failed.append(c.name)
-                    tail = "\n".join(f"    {line}" for line in list(c.tail)[-10:])
-                    click.echo(f"[emulate] ERROR: {c.name} exited with code {c.proc.returncode}; last output:\n{tail}",
-                               err=True)
+            report_exits(children, failed, "emulate")
             if failed:
                 break  # a cell with a part missing is no cell: stop it all
             stop.wait(0.2)
@@ -205,11 +198,7 @@ def emulate(
             signal.signal(sig, handler)
     why = f"signal {received[0]}" if received else ("a node exited" if failed else "duration reached")
     click.echo(f"[emulate] stopped {len(children)} node(s) ({why})")
-    unclean = [c for c in children if c.name not in failed and c.proc.returncode != 0]
-    for c in unclean:
-        tail = "\n".join(f"    {line}" for line in list(c.tail)[-10:])
-        click.echo(f"[emulate] ERROR: {c.name} stopped with exit code {c.proc.returncode}; last output:\n{tail}",
-                   err=True)
+    unclean = report_unclean(children, failed, "emulate")
     if failed or unclean:
         sys.exit(1)
 

@@ -56,6 +56,10 @@ class Child:
                 if m:
                     self.job_end = m.group(1)
 
+    def last_lines(self, n: int = 10) -> str:
+        """The last ``n`` lines of its output, indented."""
+        return "\n".join(f"    {line}" for line in list(self.tail)[-n:])
+
     def alive(self) -> bool:
         return self.proc.poll() is None
 
@@ -89,3 +93,25 @@ def quote(arg: str) -> str:
     import shlex
 
     return shlex.quote(arg)
+
+
+def report_exits(children: list[Child], failed: list[str], prefix: str) -> None:
+    """Report each node that has exited while it should run (once), with the end of its output;
+    its name goes into ``failed``."""
+    for c in children:
+        if not c.alive() and not c.reported:
+            c.reported = True
+            c.join()
+            failed.append(c.name)
+            click.echo(f"[{prefix}] ERROR: {c.name} exited with code {c.proc.returncode}; last output:\n"
+                       f"{c.last_lines()}", err=True)
+
+
+def report_unclean(children: list[Child], failed: list[str], prefix: str) -> list[Child]:
+    """After :func:`stop_all`: the nodes not already reported that did not stop with exit code 0
+    (each reported with the end of its output)."""
+    unclean = [c for c in children if c.name not in failed and c.proc.returncode != 0]
+    for c in unclean:
+        click.echo(f"[{prefix}] ERROR: {c.name} stopped with exit code {c.proc.returncode}; last output:\n"
+                   f"{c.last_lines()}", err=True)
+    return unclean

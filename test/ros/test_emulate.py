@@ -42,8 +42,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from cdr_reader import decode
-from mcap.reader import make_reader
+from cdr_reader import header_stamp, read_mcap
 
 pytestmark = pytest.mark.ros
 
@@ -62,20 +61,6 @@ def _free_udp_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def _stamp(m: dict[str, Any]) -> float:
-    s = m["header"]["stamp"]
-    return s["sec"] + 1e-9 * s["nanosec"]
-
-
-def _read(bag: Path, topics: list[str]) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = {t: [] for t in topics}
-    (f,) = bag.glob("*.mcap")
-    with f.open("rb") as fh:
-        for schema, channel, message in make_reader(fh).iter_messages(topics=topics):
-            out[channel.topic].append(decode(schema.name, schema.data.decode(), message.data))
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -172,15 +157,15 @@ def test_real_mode_runs_the_job_on_the_emulated_cell(plan_file: Path, tmp_path: 
     during = real_log.read_text().split("job done")[0]
     assert "STOP" not in during, "the driver stopped the arm during the job"
 
-    m = _read(bag, ["/contact/wrench", "/ft_sensor/wrench", "/grinding/progress", "/joint_states"])
+    m = read_mcap(bag, ["/contact/wrench", "/ft_sensor/wrench", "/grinding/progress", "/joint_states"])
     assert len(m["/joint_states"]) > 1000
     # the pass: the dwell at its start (from 0.5 s into it, the force settled) and the feed, from the
     # executive's progress (stamps on the arm's wall-clock time)
     t_pass = [p["data"][2] for p in m["/grinding/progress"] if p["data"][0] == 0]
     assert t_pass, "no progress on pass 0"
     t0, t1 = min(t_pass) - DWELL + 0.5, max(t_pass) - 0.2
-    predicted = np.array([(_stamp(w), -w["wrench"]["force"]["z"]) for w in m["/contact/wrench"]])
-    measured = np.array([(_stamp(w), -w["wrench"]["force"]["z"]) for w in m["/ft_sensor/wrench"]])
+    predicted = np.array([(header_stamp(w), -w["wrench"]["force"]["z"]) for w in m["/contact/wrench"]])
+    measured = np.array([(header_stamp(w), -w["wrench"]["force"]["z"]) for w in m["/ft_sensor/wrench"]])
     assert len(predicted) > 100 and len(measured) > 1000
     # the driver assumes no sensor bias (nobody tared): its offset is what it reads at rest, before
     # the job (the tool's weight is compensated with the same URDF inertials as the emulated sensor's)

@@ -29,8 +29,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from cdr_reader import decode
-from mcap.reader import make_reader
+from cdr_reader import header_stamp, read_mcap
 from scipy.interpolate import CubicHermiteSpline
 from scipy.spatial.transform import Rotation
 
@@ -40,26 +39,12 @@ TARGET = 5.0
 TRAJ_TOPIC = "/joint_trajectory_controller/joint_trajectory"
 
 
-def stamp(m: dict[str, Any]) -> float:
-    s = m["header"]["stamp"]
-    return s["sec"] + 1e-9 * s["nanosec"]
-
-
-def read(bag: Path, topics: list[str]) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = {t: [] for t in topics}
-    (f,) = bag.glob("*.mcap")
-    with f.open("rb") as fh:
-        for schema, channel, message in make_reader(fh).iter_messages(topics=topics):
-            out[channel.topic].append(decode(schema.name, schema.data.decode(), message.data))
-    return out
-
-
 def pass_mean_force(bag: Path) -> float:
     """Mean of -F_z of /contact/wrench (the tool axis, tcp frame) over pass 0's progress window."""
-    m = read(bag, ["/contact/wrench", "/grinding/progress"])
+    m = read_mcap(bag, ["/contact/wrench", "/grinding/progress"])
     t_pass = [p["data"][2] for p in m["/grinding/progress"] if p["data"][0] == 0]
     t0, t1 = min(t_pass), max(t_pass)
-    f = [-w["wrench"]["force"]["z"] for w in m["/contact/wrench"] if t0 <= stamp(w) <= t1]
+    f = [-w["wrench"]["force"]["z"] for w in m["/contact/wrench"] if t0 <= header_stamp(w) <= t1]
     assert len(f) > 100, f"{bag}: {len(f)} wrench samples in pass 0"
     return float(np.mean(f))
 
@@ -87,9 +72,9 @@ def test_one_pass_through_the_graph_holds_the_force_and_follows_the_plan(job: Pa
     assert row["graph_mean_n"] == pytest.approx(f_graph, rel=1e-9)
 
     # the arm follows the executive's command (cubic Hermite between the knots)
-    m = read(job / "graph_bag", ["/joint_states", TRAJ_TOPIC, "/planner_node/markers"])
+    m = read_mcap(job / "graph_bag", ["/joint_states", TRAJ_TOPIC, "/planner_node/markers"])
     (cmd,) = m[TRAJ_TOPIC]  # one command: the job ran to its end
-    t0 = stamp(cmd)
+    t0 = header_stamp(cmd)
     names = cmd["joint_names"]
     T = np.array([p["time_from_start"]["sec"] + 1e-9 * p["time_from_start"]["nanosec"] for p in cmd["points"]])
     P = np.array([p["positions"] for p in cmd["points"]])
@@ -98,7 +83,7 @@ def test_one_pass_through_the_graph_holds_the_force_and_follows_the_plan(job: Pa
     errors, q_last = [], None
     for js in m["/joint_states"]:
         q = np.array([dict(zip(js["name"], js["position"], strict=True))[n] for n in names])
-        t = stamp(js) - t0
+        t = header_stamp(js) - t0
         if 0.0 <= t <= T[-1]:
             errors.append(np.abs(q - spline(t)).max())
         q_last = q
