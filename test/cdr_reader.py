@@ -136,6 +136,7 @@ def read_mcap(bag: Path, topics: list[str]) -> dict[str, list[dict[str, Any]]]:
 
 
 def header_stamp(m: dict[str, Any]) -> float:
-    """A decoded message's header stamp, s."""
+    """A decoded message's header stamp, s (integer nanoseconds times 1e-9, rounded as the package's
+    bag reader rounds them, so a sample stamped at a window's edge falls on the same side in both)."""
     s = m["header"]["stamp"]
-    return s["sec"] + 1e-9 * s["nanosec"]
+    return (int(s["sec"]) * 1_000_000_000 + int(s["nanosec"])) * 1e-9

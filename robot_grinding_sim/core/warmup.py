@@ -56,6 +56,15 @@ def warm_up() -> dict[str, float]:
     face = parts.freeform_face(0.05).face(0)  # B-spline evaluation kernels of the planner
     face.intersect_lines(np.array([[0.0, 0.0, 0.1], [0.01, 0.0, 0.1]]), np.array([0.0, 0.0, 1.0]))
     timings["cad_s"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    from robot_grinding_sim.core.contact.preston import RemovalGrid
+
+    grid = RemovalGrid(np.array([[x, y, 0.0] for x in (-1e-3, 0.0, 1e-3) for y in (-1e-3, 0.0, 1e-3)]),
+                       np.full(9, 1e-6))
+    grid.accumulate(np.zeros(3), np.array([0.0, 0.0, 1.0]), 1.0, 2e-3, np.array([0.0, 0.0, 0.02]), np.zeros(3),
+                    np.array([0.01, 0.0, 0.0]), 1e-3)
+    timings["removal_s"] = time.perf_counter() - t0
     return timings
 
 

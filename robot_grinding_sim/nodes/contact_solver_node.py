@@ -141,8 +141,9 @@ class ContactSolverNode(Node):
             return
         force = self.side.normal_force(rom)
         if force > 0.0:
-            accumulate_state(self.removal, self.model, self.tcp, self.spindle_speed, self.model.fk(q, self.tcp), q, qd,
-                             rom.point, rom.normal, force, patch_radius(self.tool_radius, -rom.gap), t - prev)
+            kin = self.side.kinematics(q, need_minv=False)  # computed for this very state by from_rows
+            accumulate_state(self.removal, self.model, self.tcp, self.spindle_speed, kin.X, q, qd, rom.point,
+                             rom.normal, force, patch_radius(self.tool_radius, -rom.gap), t - prev, J_tcp=kin.J)
 
     def _publish_removal(self) -> None:
         volume = self.removal.volume()

@@ -159,6 +159,8 @@ class DynamicsNode(Node):
         self._last_first_state = -np.inf  # wall time the start state was last republished (wait_for_contact)
         self._pending: list[tuple[float, int, np.ndarray, str]] = []
         self._contact_t: float | None = None  # when the held contact (model or wrench) was last renewed
+        self._stalled = False  # lockstep: the last update stopped to wait for the contact side
+        self._clock_wall = -np.inf  # wall time /clock was last published
 
         self.pub_js = self.create_publisher(JointState, "joint_states", 50)
         self.pub_pose = self.create_publisher(PoseStamped, "~/tool_pose", 10)
@@ -270,6 +272,7 @@ class DynamicsNode(Node):
         t = self._to_sim(t_stamp)
         bisect.insort(self._models, (t, rom), key=lambda e: e[0])
         self._heard = max(self._heard, t)
+        self._resume()
 
     def _on_wrench(self, msg: WrenchStamped) -> None:
         w = cv.wrench_to_array(msg)
@@ -282,6 +285,17 @@ class DynamicsNode(Node):
         apply_t = max(t_state + (self.dt if self.lockstep else 0.0), self.sim.state.t)
         bisect.insort(self._pending, (apply_t, len(self._pending), w, frame), key=lambda e: e[0])
         self._heard = max(self._heard, t_state)
+        self._resume()
+
+    def _resume(self) -> None:
+        """Lockstep: step on at once when the answer the arm waited for arrives (not at the next
+        timer tick: at 1 ms steps a 250 Hz timer alone would cap sim time at a few steps per tick)."""
+        if self._stalled and not self._waiting():
+            self._stalled = False
+            try:
+                self._advance()
+            finally:
+                self._catch_up()
 
     def _waiting(self) -> bool:
         """Lockstep: the contact side has not answered for a recent enough state yet (or, with
@@ -373,9 +387,12 @@ class DynamicsNode(Node):
             self._last_first_state = now
             self._publish_joint_state()
             self._publish_clock()
-        for _ in range(steps):
+        for k in range(steps):
             if self._waiting():
-                self._carry = 0.0  # waiting for the contact side: no backlog builds up
+                # waiting for the contact side: keep a few steps of budget for its answer (it
+                # resumes the loop at once), but no backlog beyond that
+                self._carry = min((steps - k) * self.dt + self._carry, self.interval + 2.0 * self.dt)
+                self._stalled = True
                 if now - self._wait_warned > 10.0 and now - self._last_progress > 5.0:
                     self._wait_warned = now
                     self.get_logger().warning(
@@ -394,11 +411,16 @@ class DynamicsNode(Node):
                 self._publish_pose_and_id()
         if done:
             self._last_progress = now
+            if now - self._clock_wall >= 1.0 / float(self.get_parameter("update_rate").value):
+                # /clock at most at update_rate: every node of the graph listens to it
+                self._publish_clock()
+        elif now - self._clock_wall >= 1.0 / float(self.get_parameter("update_rate").value):
             self._publish_clock()
 
     # -- output -------------------------------------------------------------------------------------
     def _publish_clock(self) -> None:
         if self.pub_clock is not None:
+            self._clock_wall = time.monotonic()
             self.pub_clock.publish(ClockMsg(clock=self._stamp()))
 
     def _publish_joint_state(self) -> None:

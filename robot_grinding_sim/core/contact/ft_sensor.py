@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.robot.spatial import cross3
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -51,12 +52,17 @@ def _vec(value: npt.ArrayLike, n: int, what: str) -> FloatArray:
 
 def _rotation(R: npt.ArrayLike, what: str) -> FloatArray:
     try:
-        M = np.array(R, dtype=np.float64)
+        M = np.asarray(R, dtype=np.float64)
     except (TypeError, ValueError):
         raise InputError(f"{what} must be a 3x3 rotation matrix") from None
     if M.shape != (3, 3) or not np.isfinite(M).all():
         raise InputError(f"{what} must be a finite 3x3 rotation matrix, got shape {M.shape}")
-    if abs(M.T @ M - np.eye(3)).max() > 1e-6 or np.linalg.det(M) < 0:
+    # plain floats: this runs for every sample of the sensor (1 kHz in contact_solver_node)
+    (a, b, c), (d, e, f), (g, h, i) = M.tolist()
+    det = a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g)
+    off = max(abs(a * a + d * d + g * g - 1.0), abs(b * b + e * e + h * h - 1.0), abs(c * c + f * f + i * i - 1.0),
+              abs(a * b + d * e + g * h), abs(a * c + d * f + g * i), abs(b * c + e * f + h * i))
+    if off > 1e-6 or det < 0:
         raise InputError(f"{what} is not a rotation matrix (not orthonormal with det +1)")
     return M
 
@@ -75,7 +81,10 @@ def transform_wrench(wrench_C: npt.ArrayLike, X_SC: npt.ArrayLike) -> FloatArray
     X = np.asarray(X_SC, dtype=np.float64)
     R, p = X[:3, :3], X[:3, 3]
     F = R @ w[:3]
-    return np.r_[F, R @ w[3:] + np.cross(p, F)]
+    out = np.empty(6)
+    out[:3] = F
+    out[3:] = R @ w[3:] + cross3(p, F)
+    return out
 
 
 @dataclass(frozen=True)
@@ -157,7 +166,10 @@ class FTSensorModel:
         R = _rotation(R_WS, "R_WS (sensor orientation)")
         p = self.params
         F = p.tool_mass * (R.T @ p.gravity)
-        return np.r_[F, np.cross(p.tool_com, F)]
+        out = np.empty(6)
+        out[:3] = F
+        out[3:] = cross3(p.tool_com, F)
+        return out
 
     def contact_wrench(self, wrench_tcp: npt.ArrayLike) -> FloatArray:
         """(6,) the contact wrench at the tcp (in tcp frame) moved to the sensor frame."""

@@ -27,6 +27,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 from numpy.typing import NDArray
 from scipy.spatial import cKDTree
 
@@ -101,36 +102,16 @@ class RemovalGrid:
         if force <= 0.0 or dt <= 0.0 or self.kp == 0.0:
             return 0.0
         p = np.asarray(point, dtype=float)
-        n = np.asarray(normal, dtype=float)
-        n = n / np.linalg.norm(n)
         idx = np.asarray(self._tree.query_ball_point(p, patch_radius), dtype=np.int64) if patch_radius > 0 else \
             np.zeros(0, dtype=np.int64)
         if len(idx) == 0:  # patch smaller than the grid: all of it on the nearest node
-            idx = np.array([int(self._tree.query(p)[1])])
-            rho = np.zeros(1)
-        else:
-            r = self.points[idx] - p
-            r -= np.outer(r @ n, n)
-            rho = np.sqrt(np.einsum("ij,ij->i", r, r))
-        a = max(patch_radius, 1e-300)
-        shape_fn = np.sqrt(np.clip(1.0 - (rho / a) ** 2, 0.0, None)) if self.pressure == "hertz" else \
-            np.ones_like(rho)
-        if len(idx) == 1:
-            shape_fn = np.ones(1)
-        weight = shape_fn * self.areas[idx]
-        total = float(weight.sum())
-        if total <= 0.0:  # every node on the rim: spread evenly
-            shape_fn, weight = np.ones_like(rho), self.areas[idx].copy()
-            total = float(weight.sum())
-        pressure = force * shape_fn / total  # sum p_i A_i = F
-        x = self.points[idx] - np.asarray(centre, dtype=float)
-        v = np.asarray(feed_velocity, dtype=float) + np.cross(np.asarray(spindle_rate, dtype=float), x)
-        v -= np.outer(v @ n, n)  # sliding: tangential part
-        speed = np.sqrt(np.einsum("ij,ij->i", v, v))
-        dh = self.kp * pressure * speed * dt
-        self.depth[idx] += dh
-        self.work += float(np.sum(pressure * self.areas[idx] * speed)) * dt
-        return float(np.sum(dh * self.areas[idx]))
+            idx = np.array([int(self._tree.query(p)[1])], dtype=np.int64)
+        volume, work = _patch_removal(self.points, self.areas, self.depth, idx, p, np.asarray(normal, dtype=float),
+                                      float(force), float(patch_radius), np.asarray(centre, dtype=float),
+                                      np.asarray(spindle_rate, dtype=float), np.asarray(feed_velocity, dtype=float),
+                                      float(dt), self.kp, self.pressure == "hertz" and len(idx) > 1)
+        self.work += work
+        return volume
 
     def volume(self) -> float:
         """Removed volume, m^3 (sum of depth x area)."""
@@ -215,3 +196,47 @@ def face_grid(face: object, spacing: float, X: FloatArray | None = None, uv_box:
     grid = RemovalGrid(pts, areas, nrm, (nv, nu), **kwargs)  # type: ignore[arg-type]
     grid.inside = inside
     return grid
+
+
+@njit(cache=True)
+def _patch_removal(points, areas, depth, idx, p, normal, force, a, centre, w, v_feed, dt, kp, hertz):
+    """Add k_p p_i v_i dt to ``depth`` at the nodes ``idx`` (compiled: one step's patch in a few
+    microseconds, which contact_solver_node does at 1 kHz); returns (volume m^3, work F v_bar dt N m)."""
+    k = idx.shape[0]
+    nn = math.sqrt(normal[0] ** 2 + normal[1] ** 2 + normal[2] ** 2)
+    n0, n1, n2 = normal[0] / nn, normal[1] / nn, normal[2] / nn
+    shape_fn = np.ones(k)
+    if hertz:
+        aa = max(a, 1e-300)
+        for j in range(k):
+            i = idx[j]
+            r0, r1, r2 = points[i, 0] - p[0], points[i, 1] - p[1], points[i, 2] - p[2]
+            rn = r0 * n0 + r1 * n1 + r2 * n2
+            r0, r1, r2 = r0 - rn * n0, r1 - rn * n1, r2 - rn * n2
+            u = 1.0 - (r0 * r0 + r1 * r1 + r2 * r2) / (aa * aa)
+            shape_fn[j] = math.sqrt(u) if u > 0.0 else 0.0
+    total = 0.0
+    for j in range(k):
+        total += shape_fn[j] * areas[idx[j]]
+    if total <= 0.0:  # every node on the rim: spread evenly
+        total = 0.0
+        for j in range(k):
+            shape_fn[j] = 1.0
+            total += areas[idx[j]]
+    volume = 0.0
+    work = 0.0
+    for j in range(k):
+        i = idx[j]
+        x0, x1, x2 = points[i, 0] - centre[0], points[i, 1] - centre[1], points[i, 2] - centre[2]
+        v0 = v_feed[0] + w[1] * x2 - w[2] * x1
+        v1 = v_feed[1] + w[2] * x0 - w[0] * x2
+        v2 = v_feed[2] + w[0] * x1 - w[1] * x0
+        vn = v0 * n0 + v1 * n1 + v2 * n2  # sliding: tangential part
+        v0, v1, v2 = v0 - vn * n0, v1 - vn * n1, v2 - vn * n2
+        speed = math.sqrt(v0 * v0 + v1 * v1 + v2 * v2)
+        pressure = force * shape_fn[j] / total  # sum p_i A_i = F
+        dh = kp * pressure * speed * dt
+        depth[i] += dh
+        work += pressure * areas[i] * speed * dt
+        volume += dh * areas[i]
+    return volume, work

@@ -113,12 +113,13 @@ def job_removal(setup: Any, record: dict[str, FloatArray], traj: Any) -> tuple[R
 
 def accumulate_state(grid: RemovalGrid, model: Any, tcp: str, spindle_speed: float, X_tcp: FloatArray,
                      q: FloatArray, qd: FloatArray, point: FloatArray, normal: FloatArray, force: float,
-                     radius: float, dt: float) -> float:
+                     radius: float, dt: float, J_tcp: FloatArray | None = None) -> float:
     """One state's removal over ``dt`` s: the contact at ``point`` / ``normal`` (base_link) with normal
     ``force`` (N) and patch ``radius`` (m); the spindle turning at ``spindle_speed`` (rad/s) about the
-    tcp's z axis (``X_tcp`` (4, 4)), the tool centre moving with the arm at (q, qd). What the job's
-    replay and contact_solver_node both call; returns the volume removed (m^3)."""
-    v_centre = model.jacobian(q, tcp)[:3] @ qd
+    tcp's z axis (``X_tcp`` (4, 4)), the tool centre moving with the arm at (q, qd) (``J_tcp``: the
+    tcp's (6, n) Jacobian at q if the caller has it). What the job's replay and contact_solver_node
+    both call; returns the volume removed (m^3)."""
+    v_centre = (model.jacobian(q, tcp) if J_tcp is None else J_tcp)[:3] @ qd
     return grid.accumulate(point, normal, force, radius, X_tcp[:3, 3], spindle_speed * X_tcp[:3, 2], v_centre, dt)
 
 
