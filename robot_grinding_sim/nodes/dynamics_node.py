@@ -153,6 +153,7 @@ class DynamicsNode(Node):
         self._lag_warned = 0.0
         self._wait_warned = 0.0
         self._last_progress = time.monotonic()
+        self._rate_window: tuple[float, float] | None = None  # (wall, sim time) where the rate check began
         # contact models (sim time of their state, model or None) and wrenches (apply time, wrench, frame)
         self._models: list[tuple[float, NormalContactModel | None]] = []
         self._heard = -np.inf  # sim time of the newest state the contact side has answered for
@@ -411,11 +412,30 @@ class DynamicsNode(Node):
                 self._publish_pose_and_id()
         if done:
             self._last_progress = now
+            self._check_rate(now, rtf)
             if now - self._clock_wall >= 1.0 / float(self.get_parameter("update_rate").value):
                 # /clock at most at update_rate: every node of the graph listens to it
                 self._publish_clock()
         elif now - self._clock_wall >= 1.0 / float(self.get_parameter("update_rate").value):
             self._publish_clock()
+
+    def _check_rate(self, now: float, rtf: float) -> None:
+        """Warn (every ~10 s of wall time) when sim time ran slower than ``real_time_factor`` asks:
+        in lockstep the arm waits for the contact side, so falling behind shows here, not as a
+        backlog of steps."""
+        t = self.sim.state.t
+        if self._rate_window is None or t < self._rate_window[1]:
+            self._rate_window = (now, t)
+            return
+        wall = now - self._rate_window[0]
+        if wall < 10.0:
+            return
+        achieved = (t - self._rate_window[1]) / wall
+        self._rate_window = (now, t)
+        if achieved < 0.95 * rtf and self._step_count > 1000:
+            why = " (lockstep: each step waits for the contact side's model)" if self.lockstep else ""
+            self.get_logger().warning(f"cannot keep up: sim time ran at {achieved:.2f}x real time over the last "
+                                      f"{wall:.0f} s, real_time_factor {rtf:g} asked{why}")
 
     # -- output -------------------------------------------------------------------------------------
     def _publish_clock(self) -> None:
