@@ -136,8 +136,10 @@ class ContactSolverNode(Node):
         from robot_grinding_sim.core.contact.preston import patch_radius
         from robot_grinding_sim.core.job.removal import accumulate_state
 
+        if self._removal_t is not None and 0.0 <= t - self._removal_t < self.p["removal_interval"]:
+            return  # this state is inside the interval the next one taken stands for
         prev, self._removal_t = self._removal_t, t
-        if rom is None or prev is None or not 0.0 < t - prev < 0.1 or rom.gap >= 0.0:
+        if rom is None or prev is None or not 0.0 < t - prev < 0.1 + self.p["removal_interval"] or rom.gap >= 0.0:
             return
         force = self.side.normal_force(rom)
         if force > 0.0:

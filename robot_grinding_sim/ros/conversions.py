@@ -15,6 +15,7 @@ callback logs it as a rejection and runs on.
 from __future__ import annotations
 
 import array
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -401,27 +402,29 @@ def array_to_pointcloud2(
         raise InputError(
             f"point cloud: expected shape (N, {len(fields)}) for fields {list(fields)}, got {pts.shape}"
         )
-    dtype = np.dtype([(f, np.float64 if double else np.float32) for f in fields])
-    rec = np.empty(pts.shape[0], dtype=dtype)
-    for j, f in enumerate(fields):
-        rec[f] = pts[:, j]
+    itemsize = (8 if double else 4) * len(fields)
     msg = PointCloud2()
     msg.header.frame_id = frame_id
     if stamp is not None:
         msg.header.stamp = stamp
     msg.height = 1
     msg.width = int(pts.shape[0])
-    msg.fields = [
-        PointField(name=f, offset=int(dtype.fields[f][1]), datatype=PointField.FLOAT64 if double else
-                   PointField.FLOAT32, count=1)
-        for f in fields
-    ]
+    msg.fields = _point_fields(tuple(fields), double)
     msg.is_bigendian = False
-    msg.point_step = dtype.itemsize
-    msg.row_step = dtype.itemsize * msg.width
-    msg.is_dense = bool(np.all(np.isfinite(pts))) if pts.size else True
-    msg.data = rec.tobytes()
+    msg.point_step = itemsize
+    msg.row_step = itemsize * msg.width
+    msg.is_dense = bool(np.isfinite(pts).all()) if pts.size else True
+    # packed little-endian fields in order: the rows of a C-ordered array are the points
+    msg.data = np.ascontiguousarray(pts, dtype="<f8" if double else "<f4").tobytes()
     return msg
+
+
+@functools.lru_cache(maxsize=16)
+def _point_fields(fields: tuple[str, ...], double: bool) -> list[PointField]:
+    """The PointField list of packed float64 (or float32) ``fields`` (built once: collision_node
+    publishes a cloud per joint state)."""
+    size, kind = (8, PointField.FLOAT64) if double else (4, PointField.FLOAT32)
+    return [PointField(name=f, offset=size * j, datatype=kind, count=1) for j, f in enumerate(fields)]
 
 
 def pointcloud2_to_array(msg: PointCloud2, fields: Sequence[str] = CONTACT_FIELDS) -> np.ndarray:
@@ -431,6 +434,15 @@ def pointcloud2_to_array(msg: PointCloud2, fields: Sequence[str] = CONTACT_FIELD
         InputError: a requested field is missing, the data size does not match width x height x
             point_step, or a field does not fit in a point.
     """
+    n = int(msg.width) * int(msg.height)
+    k = len(fields)
+    if (not msg.is_bigendian and int(msg.point_step) == 8 * k and int(msg.row_step) == 8 * k * int(msg.width)
+            and [(f.name, f.offset, f.datatype) for f in msg.fields]
+            == [(f, 8 * j, PointField.FLOAT64) for j, f in enumerate(fields)]):
+        # the packed float64 layout array_to_pointcloud2 writes: one view of the bytes
+        raw = bytes(msg.data)
+        if len(raw) == 8 * n * k:
+            return np.frombuffer(raw, dtype="<f8").reshape(n, k).astype(float)
     by_name = {f.name: f for f in msg.fields}
     missing = [f for f in fields if f not in by_name]
     if missing:

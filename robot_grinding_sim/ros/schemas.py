@@ -89,8 +89,8 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
         ParamSpec("contact_margin", 0.005, "publish the tool's contact while its gap to the part is below this, m "
                   "(negative depth: a near contact, so the contact side sees it coming)", range=(0.0, 1.0),
                   read_only=True),
-        ParamSpec("min_distance_rate", 50.0, "rate of ~/min_distance in stamp time, Hz; 0: off",
-                  range=(0.0, 10000.0)),
+        ParamSpec("min_distance_rate", 10.0, "rate of ~/min_distance in stamp time, Hz (every arm link against "
+                  "the part); 0: off", range=(0.0, 10000.0)),
         ParamSpec("marker_rate", 10.0, "rate of ~/markers in stamp time, Hz; 0: off", range=(0.0, 1000.0)),
     ],
     "contact_solver_node": [
@@ -100,6 +100,9 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
                   range=(0.0, 100.0), read_only=True),
         ParamSpec("removal_marker_cell", 0.001, "cell of the removal map's display mesh, m", range=(1e-4, 0.1),
                   read_only=True),
+        ParamSpec("removal_interval", 0.005, "the removal map takes one state every removal_interval s of stamp "
+                  "time, its force and sliding speed held over the interval (a display: the job's summary "
+                  "integrates every sample); 0: every state", range=(0.0, 0.1), read_only=True),
     ],
     "grinding_executive": [
         BASE_FRAME,
