@@ -202,8 +202,11 @@ class ContactSolverNode(Node):
         w = np.zeros(6) if rom is None else self.side.wrench(rom)
         if self.removal is not None:
             self._remove(t, q, qd, rom)
-        self.pub_wrench.publish(cv.array_to_wrench_stamped(w, self.tcp, stamp))
-        if self.ft is not None:
+        # the wrench and the F/T reading are outputs (recorder, RViz, the comparison); nobody in the
+        # loop waits for them, so with no one listening they cost nothing
+        if self.pub_wrench.get_subscription_count() > 0:
+            self.pub_wrench.publish(cv.array_to_wrench_stamped(w, self.tcp, stamp))
+        if self.ft is not None and self.pub_ft.get_subscription_count() > 0:
             R_WS = self.model.fk(q, self.ft_frame)[:3, :3]
             self.pub_ft.publish(cv.array_to_wrench_stamped(self.ft.measure(w, R_WS, t), self.ft_frame, stamp))
 
