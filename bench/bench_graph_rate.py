@@ -10,7 +10,7 @@ on standby, description_publisher; with ``--record`` also the recorder), and ove
 - each node's CPU time (user + system, from /proc) per simulated step of ``sim.dt``: the work a
   node does per step, callbacks, serialisation and DDS included. At 1x real time a node whose work
   per step is <= 500 us at 1 ms steps leaves 2x headroom;
-- the "cannot keep up" warnings dynamics_node logged.
+- the "cannot keep up" warnings dynamics_node logged in the window.
 
 Without ``--plan`` it first writes the full default plan (``grinding plan --no-optimise``, all
 passes of curved_panel: longer than any window). Several minutes on 2 cores.
@@ -154,12 +154,14 @@ def main() -> None:
                 raise SystemExit("the job did not start within 300 s:\n" + "".join(lines[-20:]))
             pids = children(proc.pid)
             t_wall0, c0 = time.monotonic(), snapshot(pids)
+            first_line = len(lines)
             while clock.last is None and time.monotonic() - t_wall0 < 30:
                 time.sleep(0.05)
             s0 = clock.last
             done.wait(timeout=args.window)
             t_wall1, c1 = time.monotonic(), snapshot(pids)
             s1 = clock.last
+            window_lines = lines[first_line:]
         finally:
             os.killpg(proc.pid, signal.SIGINT)
             try:
@@ -174,11 +176,12 @@ def main() -> None:
     sim = s1[1] - s0[1]
     steps = max(sim / args.dt, 1.0)
     rows = sorted(((name, (c1[name] - c0[name]) / steps * 1e6) for name in c0), key=lambda r: -r[1])
-    keep_up = sum("cannot keep up" in ln for ln in lines)
+    warnings = [ln.strip() for ln in window_lines if "cannot keep up" in ln]
+    keep_up = len(warnings)
     result = {"wall_s": wall, "simulated_s": sim, "real_time_factor": sim / wall, "dt_s": args.dt,
               "record": args.record, "work_per_step_us": dict(rows),
               "headroom_at_1x": min(args.dt * 1e6 / us for _, us in rows if us > 0),
-              "cannot_keep_up_warnings": keep_up, "load_average": os.getloadavg()[0]}
+              "cannot_keep_up_warnings": warnings, "load_average": os.getloadavg()[0]}
     if args.json:
         print(json.dumps(result, indent=2))
         return
@@ -188,7 +191,9 @@ def main() -> None:
     print(f"{'node':<24} {'CPU us per step':>16} {'headroom at 1x':>15}")
     for name, us in rows:
         print(f"{name:<24} {us:>16.0f} {args.dt * 1e6 / us if us > 0 else float('inf'):>14.1f}x")
-    print(f"'cannot keep up' warnings: {keep_up}")
+    print(f"'cannot keep up' warnings in the window: {keep_up}")
+    for ln in warnings[:5]:
+        print(f"  {ln}")
 
 
 if __name__ == "__main__":

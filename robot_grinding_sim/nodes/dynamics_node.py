@@ -390,9 +390,9 @@ class DynamicsNode(Node):
             self._publish_clock()
         for k in range(steps):
             if self._waiting():
-                # waiting for the contact side: keep a few steps of budget for its answer (it
-                # resumes the loop at once), but no backlog beyond that
-                self._carry = min((steps - k) * self.dt + self._carry, self.interval + 2.0 * self.dt)
+                # waiting for the contact side: keep the budget (its answer resumes the loop at
+                # once and a short wait is caught up), at most one update's worth of steps
+                self._carry = min((steps - k) * self.dt + self._carry, max_steps * self.dt)
                 self._stalled = True
                 if now - self._wait_warned > 10.0 and now - self._last_progress > 5.0:
                     self._wait_warned = now
