@@ -241,6 +241,29 @@ class ExecutionConfig:
                                         "job", unit="s", range=(0.0, 60.0))
 
 
+@dataclass(frozen=True)
+class AdmittanceConfig:
+    """Force control along the surface normal (hardware_driver with force_control; core/robot/admittance.py)."""
+
+    mass: float = param(300.0, "virtual mass M_a of the admittance M_a x'' + D_a x' = F_measured - F_target "
+                        "(x: the correction along the outward normal); its pole D_a/M_a filters the F/T noise; 0: "
+                        "first order", unit="kg", range=(0.0, 1e7))
+    damping: float = param(6.0e4, "virtual damping D_a: with the contact stiffness K in series the force "
+                           "settles with the time constant D_a/K (0.6 s at 1e5 N/m, 0.2 s at 3e5) and the loop "
+                           "stays stable while K/D_a is well below 1.5/(horizon + the arm's lag) (docs/hardware.md)",
+                           unit="N s/m", range=(1.0, 1e9))
+    max_correction: float = param(0.002, "bound of |x|, the correction along the normal", unit="m",
+                                  range=(0.0, 0.05))
+    max_speed: float = param(0.005, "bound of |x'|, the correction's rate (also the rate at which it returns to 0 "
+                             "out of contact)", unit="m/s", range=(1e-6, 0.1))
+    contact_force: float = param(1.0, "off a pass the law runs only while the normal force exceeds this (and "
+                                 "then only lowers the force); below it the correction returns to 0", unit="N",
+                                 range=(0.0, 1e3))
+    horizon: float = param(0.05, "the corrected command streamed each control period is one point this far "
+                           "ahead (the controller blends to it from where its reference is)", unit="s",
+                           range=(1e-3, 1.0))
+
+
 #: The groups of the cell and their parameter prefixes, in file order.
 GROUPS: dict[str, type] = {
     "robot": RobotConfig,
@@ -255,6 +278,7 @@ GROUPS: dict[str, type] = {
     "optimise": OptimiseConfig,
     "removal": RemovalConfig,
     "execution": ExecutionConfig,
+    "admittance": AdmittanceConfig,
 }
 
 
@@ -274,6 +298,7 @@ class CellConfig:
     optimise: OptimiseConfig = dataclasses.field(default_factory=OptimiseConfig)
     removal: RemovalConfig = dataclasses.field(default_factory=RemovalConfig)
     execution: ExecutionConfig = dataclasses.field(default_factory=ExecutionConfig)
+    admittance: AdmittanceConfig = dataclasses.field(default_factory=AdmittanceConfig)
 
     def values(self) -> dict[str, Any]:
         """Every parameter, ``<group>.<field>`` -> value (arrays as lists)."""

@@ -39,8 +39,8 @@ NODE_GROUPS: dict[str, tuple[str, ...]] = {
     "grinding_executive": ("robot", "tool", "process", "execution"),
     "recorder": ("robot", "workpiece"),
     "description_publisher": ("robot",),
-    # sim: for sim.gravity only (the tool's weight in the F/T compensation)
-    "hardware_driver": ("robot", "tool", "ft_sensor", "sim"),
+    # sim: for sim.gravity only (the tool's weight in the F/T compensation); admittance: force_control
+    "hardware_driver": ("robot", "tool", "ft_sensor", "sim", "admittance"),
     # grinding emulate's Net F/T: no cell parameters (it serves what the emulated sensor model reads)
     "netft_emulator": (),
 }
@@ -191,6 +191,11 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
                   "reference will be, not where the arm is", range=(0.0, 3.2), read_only=True),
         ParamSpec("diagnostics_rate", 1.0, "rate of /diagnostics, Hz (and on every stop, reset and refusal)",
                   range=(0.01, 100.0), read_only=True),
+        ParamSpec("force_control", False, "force control along the surface normal (admittance.*): instead of "
+                  "forwarding the executive's trajectories the driver follows them itself and streams, every control "
+                  "period, one point admittance.horizon ahead, corrected along the plan's normal (latched "
+                  "grinding/plan) from the measured force to hold the plan's target force (docs/hardware.md)",
+                  read_only=True),
     ],
     "netft_emulator": [
         ParamSpec("port", 49152, "UDP port of the emulated Net F/T's RDT interface on 127.0.0.1 (the driver's "
