@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "record": "robot_grinding_sim.cli.record:record",
     "check-config": "robot_grinding_sim.cli.check_config:check_config",
     "calibrate": "robot_grinding_sim.cli.calibrate:calibrate",
+    "calibration-plan": "robot_grinding_sim.cli.calibrate:calibration_plan_cmd",
 }
 
 

@@ -1,6 +1,9 @@
 """``grinding calibrate BAG --out cell.yaml``: identify the cell's contact and F/T sensor parameters
 from a measured calibration pass (:mod:`robot_grinding_sim.core.job.calibrate`) and write them as
 a parameter file that ``grinding simulate --params`` and the launch files take.
+
+``grinding calibration-plan [PLAN] --out calib_plan.json``: the plan to measure that pass with (an
+out-of-contact wrist sweep, then the plan's passes; without PLAN one short pass planned here).
 """
 
 from __future__ import annotations
@@ -24,6 +27,70 @@ def _find_plan(bag: str) -> Path:
     raise InputError(f"no plan.json in or beside {bag}: give the plan that ran with --plan")
 
 
+@click.command("calibration-plan")
+@click.argument("plan", required=False, type=click.Path(exists=True, dir_okay=False))
+@click.option("--out", "out", required=True, type=click.Path(dir_okay=False),
+              help="plan.json to write: the wrist sweep out of contact, then the passes.")
+@click.option("--params", "params_files", multiple=True, type=click.Path(dir_okay=False),
+              help="Cell parameter file for the pass planned here (no PLAN); repeatable, later wins.")
+@click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
+              help="Set a cell parameter of the pass planned here (no PLAN), e.g. --set process.dwell=1.")
+@click.option("--pass-length", type=click.FloatRange(min=1e-3), default=0.01, show_default=True,
+              help="Length of the one pass planned here (no PLAN), m.")
+@click.option("--lift", type=click.FloatRange(0.0, 1.5), default=0.25, show_default=True,
+              help="Shoulder lift before the sweep (the tool away from the part), rad.")
+@click.option("--tilt", type=click.FloatRange(0.05, 1.5), default=0.5, show_default=True,
+              help="Wrist tilts of the sweep, +- rad (gravity seen from several directions).")
+@json_option
+def calibration_plan_cmd(plan: str | None, out: str, params_files: tuple[str, ...], sets: tuple[str, ...],
+                         pass_length: float, lift: float, tilt: float, as_json: bool) -> None:
+    """Write a calibration plan: a wrist sweep out of contact, then a short pass in contact.
+
+    Run it on the cell with `grinding bringup real --plan-file OUT --record BAG`, then
+    `grinding calibrate BAG --plan OUT --out cell.yaml`. The sweep (shoulder lifted, both wrist
+    tilts, the tool turned about its axis; about 11 s) shows the tool's weight from several
+    directions, so that tool mass and centre of mass separate from the F/T bias; the pass shows
+    the contact stiffness. Without PLAN: one pass of --pass-length in the middle of the cell's
+    first pass, planned without force optimisation (the pass is a measurement, not a job).
+    """
+    import json
+
+    from robot_grinding_sim.cli.cell_options import build_cell
+    from robot_grinding_sim.core.job.calibrate import calibration_plan
+    from robot_grinding_sim.core.job.setup import load_robot_model
+    from robot_grinding_sim.core.planning.plan_io import atomic_write, cell_of, plan_text, read_plan
+
+    out_path = Path(out)
+    parent = out_path.parent if str(out_path.parent) else Path(".")
+    if not parent.is_dir():
+        raise InputError(f"--out {out}: folder {parent} does not exist")
+    if plan:
+        if params_files or sets:
+            raise InputError("--params/--set apply to the pass planned here: give them to `grinding plan` instead")
+        data = read_plan(plan)
+        cell = cell_of(data, plan)
+        if cell is None:
+            raise InputError(f"{plan}: the plan has no cell to load its robot from")
+    else:
+        from robot_grinding_sim.core.job.plan_job import plan_job
+
+        cell = build_cell({"params_files": params_files, "sets": sets})
+        data = json.loads(plan_text(plan_job(cell, optimise=False, max_passes=1, pass_length=pass_length)))
+    model = load_robot_model(cell.robot.description_file, cell.tool.tcp_link)
+    calib = calibration_plan(data, model, lift=lift, tilt=tilt)
+    atomic_write(out_path, json.dumps(calib, separators=(",", ":"), allow_nan=False))
+    traj = calib["trajectory"]
+    summary = {"out": str(out_path), "from": plan or "planned here", "duration_s": float(traj["times"][-1]),
+               "sweep_s": float(traj["times"][traj["segments"][1]["start"]]) if len(traj["segments"]) > 1 else 0.0,
+               "passes": sorted({int(s["pass_index"]) for s in traj["segments"] if s["kind"] == "pass"})}
+    if as_json:
+        emit_json(summary)
+        return
+    click.echo(f"calibration plan: {summary['sweep_s']:.1f} s wrist sweep out of contact, then passes "
+               f"{summary['passes']} ({summary['duration_s']:.1f} s in all)")
+    click.echo(f"wrote {out_path}")
+
+
 @click.command("calibrate")
 @click.argument("bag", type=click.Path(exists=True))
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False),
@@ -38,14 +105,18 @@ def _find_plan(bag: str) -> Path:
               help="Fit contact.cr too (needs transients; a quasi-static pass barely shows the damping).")
 @click.option("--gap", type=float, default=1e-3, show_default=True,
               help="Out of contact: the re-simulated tool at least this far from the part, m.")
+@click.option("--topic", default=None,
+              help="The raw F/T reading (weight and bias in) [default: /hardware_driver/wrench_raw if the bag has "
+                   "it (real mode: its /ft_sensor/wrench is compensated already), else /ft_sensor/wrench].")
 @json_option
 def calibrate(bag: str, out: str, plan_file: str | None, params_files: tuple[str, ...], sets: tuple[str, ...],
-              fit_damping: bool, gap: float, as_json: bool) -> None:
+              fit_damping: bool, gap: float, topic: str | None, as_json: bool) -> None:
     """Identify contact stiffness (and c_r), F/T bias, tool mass and centre of mass from BAG.
 
-    BAG holds a short calibration pass: /ft_sensor/wrench (the measured reading, sensor frame) and
+    BAG holds a short calibration pass: the raw F/T reading (sensor frame, tool weight and bias in:
+    real mode's /hardware_driver/wrench_raw, or a simulation's /ft_sensor/wrench) and
     /joint_states, with out-of-contact segments at several tool orientations
-    (core.job.calibrate.calibration_plan adds such a sweep to a plan). Bias, mass and centre of mass
+    (`grinding calibration-plan` writes such a plan). Bias, mass and centre of mass
     come from a linear least-squares fit on the out-of-contact readings; the stiffness from
     re-simulating the pass in process and fitting the simulated to the measured normal force.
     Writes the identified cell to --out and prints the mean relative error of predicted vs
@@ -70,7 +141,7 @@ def calibrate(bag: str, out: str, plan_file: str | None, params_files: tuple[str
         if not as_json and sys.stderr.isatty():
             click.echo(msg, err=True)
 
-    result = run_calibration(bag, plan, cell, fit_damping=fit_damping, gap=gap, on_stage=on_stage)
+    result = run_calibration(bag, plan, cell, fit_damping=fit_damping, gap=gap, topic=topic, on_stage=on_stage)
     header = (f"written by grinding calibrate from {bag} (plan {plan})\n"
               f"identified: contact.stiffness, {'contact.cr, ' if fit_damping else ''}ft_sensor.bias, "
               f"ft_sensor.tool_mass, ft_sensor.tool_com\n"
@@ -83,6 +154,7 @@ def calibrate(bag: str, out: str, plan_file: str | None, params_files: tuple[str
         return
     g = result.gravity
     s = result.start_cell
+    click.echo(f"F/T reading: {result.topic}")
     click.echo(f"contact.stiffness   {s.contact.stiffness:.6g} -> {result.stiffness:.6g} N/m"
                + (f"   contact.cr {s.contact.cr:g} -> {result.cr:.4g}" if fit_damping else ""))
     click.echo(f"ft_sensor.tool_mass {g.mass:.4f} kg   tool_com [{', '.join(f'{c:.4f}' for c in g.com)}] m"

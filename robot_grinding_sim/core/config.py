@@ -192,6 +192,9 @@ class ProcessConfig:
                          range=(0.0, 60.0))
     clearance: float = param(0.005, "smallest gap between tool and part on linking moves", unit="m",
                              range=(1e-4, 1.0))
+    max_tcp_speed: float = param(0.25, "largest TCP speed of any move: the planner times links (and checks the "
+                                 "feed) within it, the executive's move to the start keeps to it, and "
+                                 "hardware_driver refuses a command that exceeds it", unit="m/s", range=(1e-3, 10.0))
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,12 @@ the part). A request that does not fit the state fails with the reason.
 ``autostart``: start as soon as a plan and a joint state are there and the controller subscribes
 to the command topic (``~/start`` refuses to send into a topic nobody listens to). A tracking error above
 ``execution.tracking_error_limit`` or joint states silent for ``execution.joint_states_timeout``
-stop the job (``failed``) with a retreat. Times are ROS time (sim time when ``use_sim_time``).
+stop the job (``failed``) with a retreat. So does the arm's side refusing the commands or stopping
+the arm: a node that subscribes to the command topic (hardware_driver in front of a real arm) and
+says on ``/diagnostics`` (a status named ``<its node name>: ...``) that its ``commands_refused``
+count grew since the last command was sent, or reports level ERROR (a safety stop), while a job
+runs. The executive knows nothing of what that node is. Times are ROS time (sim time when
+``use_sim_time``).
 """
 
 from __future__ import annotations
@@ -73,6 +78,11 @@ from robot_grinding_sim.ros.schemas import node_specs
 NODE_NAME = "grinding_executive"
 LEVEL = {JobState.FAILED: DiagnosticStatus.ERROR, JobState.STOPPING: DiagnosticStatus.WARN,
          JobState.STOPPED: DiagnosticStatus.WARN, JobState.IDLE: DiagnosticStatus.WARN}
+
+
+def _level(level: Any) -> int:
+    """A DiagnosticStatus level as an int (rclpy gives bytes)."""
+    return level if isinstance(level, int) else int.from_bytes(level, "little")
 
 
 class GrindingExecutive(Node):
@@ -115,6 +125,11 @@ class GrindingExecutive(Node):
         self.add_on_set_parameters_callback(self._check_plan_file)
         self.add_post_set_parameters_callback(self._plan_file_set)
         self.create_subscription(JointState, "joint_states", guarded(self, "joint_states")(self._on_joints), 50)
+        # the arm side's refusals: commands_refused per status name, now and when the last command went out
+        self._refused: dict[str, int] = {}
+        self._refused_at_send: dict[str, int] = {}
+        self.create_subscription(DiagnosticArray, "diagnostics",
+                                 guarded(self, "diagnostics")(self._on_diagnostics), 50)
         for name, fn in (("start", self._start), ("stop", self._stop), ("pause", self._pause),
                          ("resume", self._resume)):
             self.create_service(Trigger, f"~/{name}", self._service(name, fn))
@@ -198,6 +213,7 @@ class GrindingExecutive(Node):
         msg = cv.arrays_to_joint_trajectory(self.model.joint_names, c.times, c.positions, c.velocities,
                                             frame_id=self.base_frame)
         msg.header.stamp = cv.sec_to_time(sent.stamp)
+        self._refused_at_send = dict(self._refused)
         self.pub_cmd.publish(msg)
         self.get_logger().info(f"sent {c.kind}: {len(c.times)} points, {c.duration:.2f} s from t = {sent.stamp:.3f} s")
 
@@ -268,6 +284,42 @@ class GrindingExecutive(Node):
         stop = self.job.on_joint_state(cv.time_to_sec(msg.header.stamp) or now, q, received=now)
         if stop is not None:
             self.get_logger().error(f"stopping the job: {self.job.reason}")
+            self._send(stop)
+            self._state_changed()
+
+    def _on_diagnostics(self, msg: DiagnosticArray) -> None:
+        """A refusal or an error of a node that takes the commands fails the running job (module docstring)."""
+        controllers: set[str] | None = None
+        for st in msg.status:
+            values = {kv.key: kv.value for kv in st.values}
+            error = _level(st.level) >= _level(DiagnosticStatus.ERROR)
+            if "commands_refused" not in values and not error:
+                continue
+            if controllers is None:  # who takes the commands (the graph, asked once per message)
+                controllers = {i.node_name for i in self.get_subscriptions_info_by_topic(self.pub_cmd.topic_name)}
+            node = st.name.split(":", 1)[0].strip().rsplit("/", 1)[-1]
+            if node not in controllers:
+                continue
+            try:
+                refused = int(values.get("commands_refused", "0"))
+            except ValueError:
+                raise InputError(f"diagnostics: {st.name}: commands_refused {values['commands_refused']!r} is not "
+                                 "a count") from None
+            before = self._refused_at_send.get(st.name)
+            self._refused[st.name] = refused
+            job = self.job
+            if job is None or job.state not in (JobState.RUNNING, JobState.PAUSING, JobState.PAUSED,
+                                                JobState.STOPPING):
+                continue
+            if before is not None and refused > before:
+                what = f"{node} refused the command: {values.get('last_refusal', '') or st.message}"
+            elif error:
+                what = f"{node} reports an error: {st.message}"
+            else:
+                continue
+            self._refused_at_send[st.name] = refused  # said once
+            stop = job.on_controller_fault(self._now(), what)
+            self.get_logger().error(f"{'stopping the job' if stop is not None else 'the job fails'}: {what}")
             self._send(stop)
             self._state_changed()
 

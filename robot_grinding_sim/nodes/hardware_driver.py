@@ -10,7 +10,8 @@ Robot side (standard ros2_control topics; the robot's own driver runs the contro
   executive publishes) and forwards each trajectory as it is to ``output_topic`` (default
   ``/scaled_joint_trajectory_controller/joint_trajectory``, a UR) once CommandGuard accepts it
   against the measured position (joint limits with ``position_margin``, ``velocity_factor`` of the
-  velocity limits, ``max_tcp_speed``, the TCP box, ``start_tolerance``). A refused trajectory is
+  velocity limits, the cell's ``process.max_tcp_speed`` (the planner's and the executive's limit
+  too), the TCP box, ``start_tolerance``). A refused trajectory is
   logged with its reasons, counted and named on /diagnostics, and not forwarded. A trajectory
   without points (a controller's "stop here") is forwarded unless stopped.
 - subscribes ``joint_states`` (sensor_msgs/JointState, the robot driver's ``/joint_states``).
@@ -127,7 +128,8 @@ class HardwareDriver(Node):
         try:
             self.guard = CommandGuard(m, GuardParams(
                 position_margin=p["position_margin"], velocity_factor=p["velocity_factor"],
-                max_tcp_speed=p["max_tcp_speed"], workspace_min=p["workspace_min"], workspace_max=p["workspace_max"],
+                max_tcp_speed=cell.process.max_tcp_speed, workspace_min=p["workspace_min"],
+                workspace_max=p["workspace_max"],
                 tcp_link=self.tcp_frame, start_tolerance=p["start_tolerance"]))
         except InputError as exc:
             name = "workspace_max" if "workspace" in str(exc) else "position_margin"

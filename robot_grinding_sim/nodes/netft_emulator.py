@@ -19,7 +19,9 @@ skips them and keeps refusing commands ("waiting for F/T"), as with a sensor tha
 Like a real sensor it keeps streaming its last reading when the topic falls silent.
 
 Faults (RDTFaults, passed through): ``drop_fraction``, ``reorder_fraction``, ``corrupt_fraction``
-(each record, seeded by ``seed``), ``silent_after`` (s after start; < 0: never).
+(each record, seeded by ``seed``; the three settable at run time, ``ros2 param set``),
+``silent_after`` (s after start; < 0: never). ``~/silence`` (std_srvs/SetBool): true, the sensor
+falls silent at once (no record sent) until false; the answer says how many records were sent.
 
 Exit: SIGINT/SIGTERM exit 0 (run_node); ``close()`` stops the server thread and closes the socket.
 """
@@ -32,6 +34,7 @@ from typing import Any
 import numpy as np
 from geometry_msgs.msg import WrenchStamped
 from rclpy.node import Node
+from std_srvs.srv import SetBool
 
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.ros import conversions as cv
@@ -74,6 +77,8 @@ class NetFTEmulatorNode(Node):
             raise ParameterError("port", str(exc), NODE_NAME) from None
         self.emulator.start()
         self.create_subscription(WrenchStamped, p["wrench_topic"], guarded(self, "wrench")(self._on_wrench), 100)
+        self.create_service(SetBool, "~/silence", self._on_silence)
+        self.add_post_set_parameters_callback(self._faults_set)
         host, port = self.emulator.address
         self.get_logger().info(
             f"ready: Net F/T RDT on {host}:{port} at {p['rate']:g} Hz ({p['counts_per_force']:g} counts/N, "
@@ -92,6 +97,27 @@ class NetFTEmulatorNode(Node):
         if self.received == 1:
             self.emulator.status = 0
             self.get_logger().info("first reading: streaming it (status 0)")
+
+    def _on_silence(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
+        self.emulator.silence(request.data)
+        response.success = True
+        response.message = (f"{'silent' if request.data else 'streaming'} after {self.emulator.sent} records sent "
+                            f"(emulator clock {self.emulator.clock():.6f} s)")
+        self.get_logger().warning(f"~/silence {request.data}: {response.message}")
+        return response
+
+    def _faults_set(self, params: list[Any]) -> None:
+        """``ros2 param set`` of a fault fraction (validated by its range already): the new faults at once."""
+        names = ("drop_fraction", "reorder_fraction", "corrupt_fraction")
+        changed = {prm.name: float(prm.value) for prm in params if prm.name in names}
+        if not changed:
+            return
+        from robot_grinding_sim.hardware.rdt_emulator import RDTFaults
+
+        old = self.emulator.faults
+        self.emulator.faults = RDTFaults(**{n: changed.get(n, getattr(old, n)) for n in names},
+                                         silent_after=old.silent_after)
+        self.get_logger().warning(f"faults now: {', '.join(f'{n} {v:g}' for n, v in changed.items())}")
 
     def close(self) -> None:
         """Stop the RDT server thread and close its socket."""

@@ -21,11 +21,12 @@ from robot_grinding_sim.core.robot.safety import SafetyLimits
 
 #: What the recorder records by default: the force comparison's topics, what a 3D viewer needs to
 #: replay the job (robot, TF, part, passes, contacts, removal map), and the executive's commands and
-#: diagnostics (commanded against measured joints; why a job stopped).
+#: diagnostics (commanded against measured joints; why a job stopped); in real mode the driver's raw
+#: F/T reading too (weight and bias in: what `grinding calibrate` fits).
 DEFAULT_TOPICS = ["/joint_states", "/contact/wrench", "/ft_sensor/wrench", "/grinding/progress", "/tf", "/tf_static",
                   "/robot_description", "/planner_node/markers", "/collision_node/markers", "/grinding/path",
                   "/grinding/removal", "/grinding/progress_markers", "/joint_trajectory_controller/joint_trajectory",
-                  "/diagnostics"]
+                  "/diagnostics", "/hardware_driver/wrench_raw"]
 
 BASE_FRAME = ParamSpec("base_frame", "", "frame of the node's outputs; empty: the URDF's root link", read_only=True)
 
@@ -39,8 +40,9 @@ NODE_GROUPS: dict[str, tuple[str, ...]] = {
     "grinding_executive": ("robot", "tool", "process", "execution"),
     "recorder": ("robot", "workpiece"),
     "description_publisher": ("robot",),
-    # sim: for sim.gravity only (the tool's weight in the F/T compensation); admittance: force_control
-    "hardware_driver": ("robot", "tool", "ft_sensor", "sim", "admittance"),
+    # sim: for sim.gravity only (the tool's weight in the F/T compensation); admittance: force_control;
+    # process: for process.max_tcp_speed only (the guard's limit is the planner's)
+    "hardware_driver": ("robot", "tool", "ft_sensor", "sim", "admittance", "process"),
     # grinding emulate's Net F/T: no cell parameters (it serves what the emulated sensor model reads)
     "netft_emulator": (),
 }
@@ -180,8 +182,6 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
                   "limits, rad (m for prismatic joints)", range=(0.0, 1.0), read_only=True),
         ParamSpec("velocity_factor", _GUARD.velocity_factor, "commands keep within this fraction of the URDF velocity "
                   "limits", range=(0.01, 1.0), read_only=True),
-        ParamSpec("max_tcp_speed", _GUARD.max_tcp_speed, "largest TCP speed of a command, m/s", range=(1e-3, 10.0),
-                  read_only=True),
         ParamSpec("workspace_min", _GUARD.workspace_min.tolist(), "lower corner of the box the TCP must stay in, "
                   "base frame, m", length=3, range=(-100.0, 100.0), read_only=True),
         ParamSpec("workspace_max", _GUARD.workspace_max.tolist(), "upper corner of the TCP box, base frame, m",
@@ -208,12 +208,12 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
                   "counts_per_torque)", range=(1e-6, 1e12), read_only=True),
         ParamSpec("wrench_topic", "ft_sensor/wrench", "the emulated F/T sensor model's readings it serves "
                   "(geometry_msgs/WrenchStamped, sensor frame; relative: in the node's namespace)", read_only=True),
-        ParamSpec("drop_fraction", 0.0, "fault: probability that a record is not sent", range=(0.0, 1.0),
-                  read_only=True),
-        ParamSpec("reorder_fraction", 0.0, "fault: probability that a record is swapped with the next one",
-                  range=(0.0, 1.0), read_only=True),
-        ParamSpec("corrupt_fraction", 0.0, "fault: probability that a wrong-size datagram replaces a record",
-                  range=(0.0, 1.0), read_only=True),
+        ParamSpec("drop_fraction", 0.0, "fault: probability that a record is not sent (settable at run time)",
+                  range=(0.0, 1.0)),
+        ParamSpec("reorder_fraction", 0.0, "fault: probability that a record is swapped with the next one "
+                  "(settable at run time)", range=(0.0, 1.0)),
+        ParamSpec("corrupt_fraction", 0.0, "fault: probability that a wrong-size datagram replaces a record "
+                  "(settable at run time)", range=(0.0, 1.0)),
         ParamSpec("silent_after", -1.0, "fault: send nothing from this many seconds after start, s; < 0: never",
                   range=(-1.0, None), read_only=True),
         ParamSpec("seed", 0, "seed of the fault generator", range=(0, 2**31 - 1), read_only=True),

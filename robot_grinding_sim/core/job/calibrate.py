@@ -1,7 +1,10 @@
 """Calibration: identify the cell's contact and F/T sensor parameters from a measured pass.
 
-Input: a bag of a short calibration pass (``/ft_sensor/wrench``: the sensor's reading in its frame;
-``/joint_states``; optionally ``/grinding/progress`` to align the bag's clock with the plan's) and
+Input: a bag of a short calibration pass (the F/T sensor's raw reading in its frame, tool weight and
+bias included: ``/hardware_driver/wrench_raw`` of real mode when the bag has it, else
+``/ft_sensor/wrench``, which is the raw sensor model's reading in simulation but the driver's
+compensated wrench in real mode; ``/joint_states``; optionally ``/grinding/progress`` to align the
+bag's clock with the plan's) and
 the plan.json that ran (its job trajectory; :func:`with_orientation_sweep` adds the out-of-contact
 orientations the gravity fit needs). Output: the cell with the identified values
 (``contact.stiffness``, optionally ``contact.cr``, ``ft_sensor.bias``, ``ft_sensor.tool_mass``,
@@ -49,6 +52,16 @@ from robot_grinding_sim.core.errors import InputError
 FloatArray = NDArray[np.float64]
 
 FT_TOPIC = "/ft_sensor/wrench"
+#: real mode's raw F/T reading (hardware_driver's ~/wrench_raw): its /ft_sensor/wrench has the tool's
+#: weight and the bias it assumes removed already, and the fit needs them in
+RAW_TOPIC = "/hardware_driver/wrench_raw"
+
+
+def reading_topic(bag: str | os.PathLike[str]) -> str:
+    """The bag's raw F/T reading: :data:`RAW_TOPIC` when recorded (real mode), else :data:`FT_TOPIC`."""
+    from robot_grinding_sim.core.record.bag import has_topic
+
+    return RAW_TOPIC if has_topic(bag, RAW_TOPIC) else FT_TOPIC
 
 
 # --------------------------------------------------------------------------------------------------
@@ -141,21 +154,26 @@ def normal_force(W: FloatArray, R_WS: FloatArray, gravity: FloatArray, mass: flo
 # a calibration plan
 
 
-def with_orientation_sweep(traj: Any, model: Any, lift: float = 0.25, tilt: float = 0.5, move_time: float = 0.8,
-                           hold_time: float = 0.4) -> Any:
+def with_orientation_sweep(traj: Any, model: Any, lift: float = 0.25, tilt: float = 0.5, hold_time: float = 0.4,
+                           velocity_scale: float = 0.3, max_tcp_speed: float | None = None) -> Any:
     """The job trajectory with an out-of-contact orientation sweep before it (a calibration plan).
 
     From the first knot (at rest, above the part) shoulder lift by ``-lift`` rad raises the arm,
     then the two wrist tilts (joints 4 and 5) by +-``tilt`` rad and the tool turned about its axis
     at two tilts give the gravity directions :func:`fit_gravity_bias` needs; the arm returns to the
     first knot and the job follows unchanged (times shifted). Each pose is held ``hold_time`` s;
-    moves take ``move_time`` s (rest to rest). Needs a 6-joint arm.
+    each move is the executive's rest-to-rest joint move (:func:`..execution.speed_limited_move`)
+    within ``velocity_scale`` of the joint limits and the TCP speed limit (default the cell's
+    ``process.max_tcp_speed``), so that the arm's driver accepts it. Needs a 6-joint arm.
     """
-    from robot_grinding_sim.core.planning.trajectory import JointTrajectory
+    from robot_grinding_sim.core.config import ProcessConfig
+    from robot_grinding_sim.core.job.execution import speed_limited_move
+    from robot_grinding_sim.core.planning.trajectory import DEFAULT_ACCELERATION_LIMIT, JointTrajectory
 
     q0 = np.asarray(traj.positions[0], dtype=float)
     if q0.size != 6:
         raise InputError(f"with_orientation_sweep: a 6-joint arm is needed, the plan has {q0.size} joints")
+    v_tcp = ProcessConfig().max_tcp_speed if max_tcp_speed is None else float(max_tcp_speed)
     lifted = q0 + np.array([0.0, -lift, 0.0, 0.0, 0.0, 0.0])
     offsets = [(0, 0, 0), (tilt, 0, 0), (-tilt, 0, 0), (0, tilt, 0), (0, -tilt, 0), (tilt, 0, 1.5), (0, tilt, -1.5),
                (0, 0, 0)]
@@ -165,17 +183,23 @@ def with_orientation_sweep(traj: Any, model: Any, lift: float = 0.25, tilt: floa
         if model.fk(q, traj.tip_link)[2, 3] < z0 - 1e-9:
             raise InputError("with_orientation_sweep: a sweep pose brings the tool below the pass start; "
                              "use a larger lift or a smaller tilt")
-    times, knots = [0.0], [poses[0]]
-    for q in poses[1:]:
-        times.append(times[-1] + move_time)
-        knots.append(q)
-        if hold_time > 0:
+    vmax = np.where(np.isfinite(model.velocity_limits) & (model.velocity_limits > 0), model.velocity_limits, 1.0)
+    amax = np.full(model.nq, DEFAULT_ACCELERATION_LIMIT)
+    times, knots, vels = [0.0], [poses[0]], [np.zeros(6)]
+    for a, b in zip(poses[:-1], poses[1:], strict=True):
+        move = speed_limited_move(model, a, b, vmax, amax, velocity_scale, v_tcp)
+        t0 = times[-1]
+        times += (t0 + move.times[1:]).tolist()
+        knots += list(move.positions[1:])
+        vels += list(move.velocities[1:])
+        if hold_time > 0 and b is not poses[-1]:
             times.append(times[-1] + hold_time)
-            knots.append(q)
+            knots.append(b)
+            vels.append(np.zeros(6))
     shift = times[-1]
     n_new = len(times) - 1  # the job's first knot is the sweep's last
     pos = np.vstack([np.array(knots[:-1]), traj.positions])
-    vel = np.vstack([np.zeros((n_new, q0.size)), traj.velocities])
+    vel = np.vstack([np.array(vels[:-1]), traj.velocities])
     t_all = np.r_[np.array(times[:-1]), np.asarray(traj.times) + shift]
     arc = None if traj.arc is None else np.r_[np.full(n_new, np.nan), traj.arc]
     first = traj.segments[0]["pass_index"] if traj.segments else 0
@@ -185,11 +209,15 @@ def with_orientation_sweep(traj: Any, model: Any, lift: float = 0.25, tilt: floa
 
 
 def calibration_plan(plan_data: dict[str, Any], model: Any, **sweep: Any) -> dict[str, Any]:
-    """A plan.json dict whose job trajectory starts with :func:`with_orientation_sweep`."""
+    """A plan.json dict whose job trajectory starts with :func:`with_orientation_sweep` (its TCP speed
+    limit the plan's cell's ``process.max_tcp_speed`` unless given)."""
     from robot_grinding_sim.core.planning.plan_io import trajectory_from_dict, trajectory_to_dict
 
     if not plan_data.get("trajectory"):
         raise InputError("calibration plan: the plan has no job trajectory")
+    cell = plan_data.get("cell") or {}
+    if "process.max_tcp_speed" in cell:
+        sweep.setdefault("max_tcp_speed", float(cell["process.max_tcp_speed"]))
     traj = with_orientation_sweep(trajectory_from_dict(plan_data["trajectory"], model), model, **sweep)
     return {**plan_data, "trajectory": trajectory_to_dict(traj)}
 
@@ -217,6 +245,7 @@ class Calibration:
     simulations: int
     clock_offset_s: float
     notes: list[str] = field(default_factory=list)
+    topic: str = FT_TOPIC
 
     def summary(self) -> dict[str, Any]:
         s, g = self.start_cell, self.gravity
@@ -240,6 +269,7 @@ class Calibration:
             "mre_after": self.mre_after,
             "simulations": self.simulations,
             "clock_offset_s": self.clock_offset_s,
+            "ft_topic": self.topic,
             "notes": list(self.notes),
         }
 
@@ -276,16 +306,17 @@ def _clock_offset(bag: str | os.PathLike[str], traj: Any) -> float:
 
 
 def calibrate(bag: str | os.PathLike[str], plan_file: str | os.PathLike[str], cell: CellConfig | None = None,
-              fit_damping: bool = False, gap: float = 1e-3,
+              fit_damping: bool = False, gap: float = 1e-3, topic: str | None = None,
               on_stage: Callable[[str], None] | None = None) -> Calibration:
     """Identify stiffness (and c_r), F/T bias, tool mass and centre of mass (module docstring).
 
     Args:
-        bag: the calibration pass's bag (``/ft_sensor/wrench``, ``/joint_states``).
+        bag: the calibration pass's bag (the raw F/T reading, ``/joint_states``).
         plan_file: the plan.json that ran (with its job trajectory).
         cell: the starting cell (default: the plan's own); the identified values replace its own.
         fit_damping: fit c_r too (needs transients in the pass; a quasi-static pass barely shows it).
         gap: out of contact means the re-simulated tool at least this far (m) from the part.
+        topic: the raw F/T reading's topic (default :func:`reading_topic`).
 
     Raises:
         InputError: missing topics, a plan without trajectory, too few samples.
@@ -318,9 +349,10 @@ def calibrate(bag: str | os.PathLike[str], plan_file: str | os.PathLike[str], ce
         raise InputError(f"{plan_file}: the plan has no pass")
 
     stage("reading the bag")
-    w = read_wrench(bag, FT_TOPIC)
+    topic = topic or reading_topic(bag)
+    w = read_wrench(bag, topic)
     if w.frame and w.frame != cell.ft_sensor.frame:
-        raise InputError(f"bag {bag}: {FT_TOPIC} is in frame {w.frame!r}, the cell's sensor is "
+        raise InputError(f"bag {bag}: {topic} is in frame {w.frame!r}, the cell's sensor is "
                          f"ft_sensor.frame {cell.ft_sensor.frame!r}")
     t_js, names, q_js = read_joint_states(bag)
     if names != list(model.joint_names):
@@ -409,4 +441,4 @@ def calibrate(bag: str | os.PathLike[str], plan_file: str | os.PathLike[str], ce
                             "ft_sensor.bias": gfit.bias.tolist()})
     return Calibration(ident, cell, gfit, best.contact.stiffness, best.contact.cr, fit_damping, mre_before,
                        mean_relative_error(f_after, fn_meas), int(in_pass.sum()), mean_meas,
-                       float(f_before.mean()), float(f_after.mean()), n_sims[0], offset, notes)
+                       float(f_before.mean()), float(f_after.mean()), n_sims[0], offset, notes, topic)

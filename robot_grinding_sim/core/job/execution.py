@@ -12,7 +12,9 @@ arm (a ros2_control ``joint_trajectory_controller``, the simulated or the real o
   ``process.approach``;
 - supervision: every measured joint state is compared with the commanded reference at its stamp;
   an error above ``tracking_error_limit``, or joint states silent for ``joint_states_timeout``
-  while running, stop the job with the reason.
+  while running, stop the job with the reason; so does the arm's side saying that it refused a
+  command or stopped the arm (:meth:`JobExecution.on_controller_fault`): a short job's motion may
+  stay within the tracking limit while the arm never moves.
 
 Where the arm is along the plan (the ``/grinding/progress`` layout of docs/compare.md: pass index,
 arc length) comes from the job time each command knot stands for. Times are the clock of the
@@ -34,6 +36,7 @@ from robot_grinding_sim.core.config import ExecutionConfig, ProcessConfig
 from robot_grinding_sim.core.errors import GrindingSimError, InputError
 from robot_grinding_sim.core.planning import commands as cmds
 from robot_grinding_sim.core.planning.trajectory import DEFAULT_ACCELERATION_LIMIT, JointTrajectory, job_paths
+from robot_grinding_sim.core.robot.command_guard import peak_tcp_speed
 
 FloatArray = NDArray[np.float64]
 
@@ -62,6 +65,22 @@ class Sent:
 
     command: cmds.Command
     stamp: float
+
+
+def speed_limited_move(model: Any, q_from: FloatArray, q_to: FloatArray, vmax: FloatArray, amax: FloatArray,
+                       scale: float, max_tcp_speed: float) -> cmds.Command:
+    """:func:`~robot_grinding_sim.core.planning.commands.joint_move` (rest to rest, rad) within ``scale`` of
+    the joint limits ``vmax`` (rad/s) and ``amax`` (rad/s^2), slowed until the TCP (the model's tip)
+    stays under 98 % of ``max_tcp_speed`` (m/s) at its knots and chords: what the arm's driver checks
+    (``process.max_tcp_speed``) and refuses beyond."""
+    limit = 0.98 * max_tcp_speed
+    for _ in range(20):  # the duration grows at least as 1/sqrt(scale): a few rounds
+        move = cmds.joint_move(q_from, q_to, vmax, amax, scale)
+        peak = peak_tcp_speed(model, model.tip_link, move.times, move.positions, move.velocities)
+        if peak <= limit:
+            return move
+        scale *= 0.99 * limit / peak
+    raise GrindingSimError(f"a joint move cannot keep the TCP under {limit:g} m/s")
 
 
 class JobExecution:
@@ -141,7 +160,7 @@ class JobExecution:
         q = np.asarray(q_measured, dtype=float)
         job = cmds.remainder(self.traj, 0.0)
         if np.max(np.abs(q - self.traj.positions[0])) > self.settings.start_tolerance:
-            move = cmds.joint_move(q, self.traj.positions[0], self.vmax, self.amax, self.settings.move_velocity_scale)
+            move = self._joint_move(q, self.traj.positions[0])
             move.job_times[:] = math.nan  # not on the job yet
             move.job_times[-1] = 0.0
             job = move.then(job, kind="start")
@@ -149,6 +168,10 @@ class JobExecution:
         self.max_error = 0.0
         self._last_state_time = None
         return self._send(job, now)
+
+    def _joint_move(self, q_from: FloatArray, q_to: FloatArray) -> cmds.Command:
+        return speed_limited_move(self.model, q_from, q_to, self.vmax, self.amax, self.settings.move_velocity_scale,
+                                  self.process.max_tcp_speed)
 
     def pause(self, now: float) -> Sent:
         """Ramp the speed along the plan to rest, on the path."""
@@ -208,6 +231,19 @@ class JobExecution:
         return nrm[int(np.argmin(np.linalg.norm(pos - p, axis=1)))]
 
     # -- supervision ---------------------------------------------------------------------------
+
+    def on_controller_fault(self, now: float, what: str) -> Sent | None:
+        """The arm's side says it refused a command or stopped the arm (``what``, e.g. a driver's
+        safety stop): the arm will not follow the plan, so a running job fails with that reason
+        (returns the stop command; it may be refused too) and a stop under way ends failed."""
+        if self.state == JobState.STOPPING:
+            self._failed = True
+            if what not in self.reason:
+                self.reason = f"{self.reason}; {what}" if self.reason else what
+            return None
+        if self.state not in (JobState.RUNNING, JobState.PAUSING, JobState.PAUSED):
+            return None
+        return self.stop(now, what, failed=True)
 
     def on_joint_state(self, t: float, q: FloatArray, received: float | None = None) -> Sent | None:
         """A measured state stamped ``t`` (the arm's clock), received at ``received`` (this clock;

@@ -282,6 +282,12 @@ def _limits(model: Any, acceleration_limits: Any) -> tuple[FloatArray, FloatArra
     return np.asarray(vmax, dtype=float), amax
 
 
+def quintic_time(distance: float, duration: float, max_tcp_speed: float) -> float:
+    """``duration`` s, or longer so that a rest-to-rest quintic over ``distance`` m peaks (15/8 d / T)
+    under 98 % of ``max_tcp_speed`` (m/s, the arm driver's limit)."""
+    return max(duration, 1.875 * distance / (0.98 * max_tcp_speed))
+
+
 def pass_episode(model: Any, g: PassPath, process: ProcessConfig, offset: float, penetration: float,
                  t_start: float, q_seed: FloatArray, vmax: FloatArray) -> list[Segment]:
     """Approach (with the engagement), dwell, pass and retreat of one pass from ``t_start``.
@@ -295,9 +301,12 @@ def pass_episode(model: Any, g: PassPath, process: ProcessConfig, offset: float,
     a_top = P[0] + process.approach * n0
     pen0 = offset + penetration
     a_mid = P[0] + (min(process.engage_gap, 0.5 * process.approach) + max(pen0, 0.0)) * n0
-    t_fast = max(process.approach_time - process.engage_time, 0.5 * process.approach_time)
+    t_fast = quintic_time(float(np.linalg.norm(a_mid - a_top)),
+                          max(process.approach_time - process.engage_time, 0.5 * process.approach_time),
+                          process.max_tcp_speed)
+    t_engage = quintic_time(float(np.linalg.norm(P[0] - a_mid)), process.engage_time, process.max_tcp_speed)
     ta, pa, sa, sda = quintic_line(a_top, a_mid, t_fast)
-    tb, pb, sb, sdb = quintic_line(a_mid, P[0], process.engage_time)
+    tb, pb, sb, sdb = quintic_line(a_mid, P[0], t_engage)
     ta = np.r_[ta, t_fast + tb[1:]]
     pa = np.vstack([pa, pb[1:]])
     sa = np.r_[sa, sa[-1] + sb[1:]]
@@ -338,7 +347,8 @@ def pass_episode(model: Any, g: PassPath, process: ProcessConfig, offset: float,
     segs.append(Segment("pass", g.index, t + t_knots, qp, qdp, arc))
     t += T
     # retreat
-    tr, pr, sr, sdr = quintic_line(P[-1], P[-1] + process.approach * n1, process.approach_time)
+    tr, pr, sr, sdr = quintic_line(P[-1], P[-1] + process.approach * n1,
+                                   quintic_time(process.approach, process.approach_time, process.max_tcp_speed))
     qr = solve_ik(model, targets(pr, np.repeat(g.rotations[-1:], len(pr), axis=0)), qp[-1],
                   what=f"pass {g.index} retreat (above its last waypoint)")
     segs.append(Segment("retreat", g.index, t + tr, qr, _joint_velocities(qr, sr, sdr)))
@@ -403,9 +413,11 @@ def path_speed_profile(q: FloatArray, s: FloatArray, vmax: FloatArray, amax: Flo
 
 def link_segment(model: Any, positions: FloatArray, rotations: FloatArray, q_from: FloatArray, t_start: float,
                  next_pass: int, vmax: FloatArray, amax: FloatArray, max_step: float = 0.002,
-                 max_angle: float = 0.05) -> Segment:
+                 max_angle: float = 0.05, max_tcp_speed: float = math.inf) -> Segment:
     """The linking move through TCP poses (positions (M, 3), rotations (M, 3, 3), root frame) from
-    rest at ``q_from`` to rest, timed by the joint limits."""
+    rest at ``q_from`` to rest, timed by the joint limits and ``max_tcp_speed`` (m/s: the path
+    parameter grows at least as fast as the TCP's arc length, so capping its rate caps the TCP's
+    speed between knots, which hardware_driver's guard checks)."""
     P, R = _densify(positions, rotations, max_step, max_angle)
     q = solve_ik(model, targets(P, R), q_from, what=f"link to pass {next_pass}")
     q[0] = q_from
@@ -416,7 +428,8 @@ def link_segment(model: Any, positions: FloatArray, rotations: FloatArray, q_fro
     if len(s) < 2:
         return Segment("link", next_pass, np.array([t_start, t_start + 1e-3]), np.vstack([q_from, q_from]),
                        np.zeros((2, model.nq)))
-    sd = path_speed_profile(q, s, vmax, amax)
+    # 2 % below the limit: the knots' velocities (central differences) may point slightly off the chords
+    sd = path_speed_profile(q, s, vmax, amax, cap=0.98 * max_tcp_speed)
     avg = 0.5 * (sd[1:] + sd[:-1])
     dt = np.empty(len(avg))
     moving = avg > 0
@@ -427,7 +440,7 @@ def link_segment(model: Any, positions: FloatArray, rotations: FloatArray, q_fro
         # rest to rest, the cubic Hermite's peaks 1.5 dq / T and 6 dq / T^2 within the limits
         dq = np.abs(np.diff(q, axis=0))[~moving]
         dt[~moving] = np.maximum(np.max(1.5 * dq / vmax, axis=1), np.sqrt(np.max(6.0 * dq / amax, axis=1)))
-        dt[~moving] = np.maximum(dt[~moving], 1e-3)
+        dt[~moving] = np.maximum(dt[~moving], np.maximum(1.5 * np.diff(s)[~moving] / max_tcp_speed, 1e-3))
     if not np.all(np.isfinite(dt)):
         k = int(np.argmax(~np.isfinite(dt)))
         raise PlanningError(f"link to pass {next_pass}, point {k}: no time law within the joint limits (path speed "
@@ -500,6 +513,9 @@ def build_job_trajectory(model: Any, paths: JobPaths, process: ProcessConfig, of
     if len(offsets) != len(paths.passes):
         raise PlanningError(f"{len(offsets)} offsets for {len(paths.passes)} passes")
     vmax, amax = _limits(model, acceleration_limits)
+    if process.feed > process.max_tcp_speed:
+        raise PlanningError(f"the feed {process.feed:g} m/s (process.feed) exceeds the TCP speed limit "
+                            f"{process.max_tcp_speed:g} m/s (process.max_tcp_speed)")
     segs: list[Segment] = []
     q = None
     for k, g in enumerate(paths.passes):
@@ -512,7 +528,8 @@ def build_job_trajectory(model: Any, paths: JobPaths, process: ProcessConfig, of
             P[0] = model.fk(segs[-1].q[-1])[:3, 3]
             P[-1] = top[0, :3, 3]
             R[-1] = top[0, :3, :3]
-            link = link_segment(model, P, R, segs[-1].q[-1], segs[-1].t1, g.index, vmax, amax)
+            link = link_segment(model, P, R, segs[-1].q[-1], segs[-1].t1, g.index, vmax, amax,
+                                max_tcp_speed=process.max_tcp_speed)
             segs.append(link)
             q = link.q[-1]
         else:

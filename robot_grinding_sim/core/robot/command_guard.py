@@ -36,7 +36,28 @@ import numpy.typing as npt
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.robot.dynamics import RobotModel
 
-__all__ = ["CommandGuard", "GuardParams", "GuardResult", "Violation"]
+__all__ = ["CommandGuard", "GuardParams", "GuardResult", "Violation", "peak_tcp_speed", "tcp_speeds"]
+
+
+def tcp_speeds(model: RobotModel, tcp_link: str, times: FloatArray, q: FloatArray, qd: FloatArray | None = None
+               ) -> tuple[FloatArray | None, FloatArray]:
+    """The TCP speeds the guard checks, m/s: at the knots ``|J_v(q_k) qd_k|`` ((N,), None without
+    velocities) and along the chords between consecutive knots' TCP positions ((N - 1,)); ``times``
+    (N,) s, ``q`` and ``qd`` (N, n) in the model's joint order."""
+    q = np.asarray(q, dtype=float)
+    knots = None
+    if qd is not None:
+        knots = np.array([np.linalg.norm(model.jacobian(q[k], tcp_link)[:3] @ qd[k]) for k in range(len(q))])
+    pos = model.fk(q, tcp_link)[:, :3, 3]
+    chords = np.linalg.norm(np.diff(pos, axis=0), axis=1) / np.diff(np.asarray(times, dtype=float))
+    return knots, chords
+
+
+def peak_tcp_speed(model: RobotModel, tcp_link: str, times: FloatArray, q: FloatArray,
+                   qd: FloatArray | None = None) -> float:
+    """The largest of :func:`tcp_speeds`, m/s (0 for a single knot)."""
+    knots, chords = tcp_speeds(model, tcp_link, times, q, qd)
+    return float(max(np.max(chords, initial=0.0), 0.0 if knots is None else np.max(knots, initial=0.0)))
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -294,12 +315,11 @@ class CommandGuard:
                 found.append(Violation("workspace", f"TCP {name}", k, float(t[k]), float(pos[k, axis]),
                                        float(limit), rows.size, "m"))
         if qd is not None:
-            speed = np.array([np.linalg.norm(m.jacobian(q[k], p.tcp_link)[:3] @ qd[k]) for k in range(t.size)])
-            self._tcp_speed(found, "tcp speed", speed, all_knots, t_of)
+            knot_speed, _ = tcp_speeds(m, p.tcp_link, t, q, qd)
+            self._tcp_speed(found, "tcp speed", knot_speed, all_knots, t_of)
         if dt.size:
-            seg_pos = pos if seg_q is q else np.vstack([m.fk(cur, p.tcp_link)[:3, 3], pos])
-            speed = np.linalg.norm(np.diff(seg_pos, axis=0), axis=1) / dt
-            self._tcp_speed(found, "implied tcp speed", speed, seg_end, t_of)
+            _, chord_speed = tcp_speeds(m, p.tcp_link, seg_t, seg_q)
+            self._tcp_speed(found, "implied tcp speed", chord_speed, seg_end, t_of)
         return GuardResult(not found, tuple(found))
 
     def _tcp_speed(self, found: list[Violation], check: str, speed: FloatArray, knots: npt.NDArray[np.int64],
