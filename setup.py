@@ -98,6 +98,8 @@ setup(
             "coal>=3",
             "mr-sim>=1.0",
         ],
+        # the peers of bench/bench_peers.py (MuJoCo and Drake on the grinding scene)
+        "bench": ["mujoco>=3", "drake>=1.30"],
     },
     zip_safe=True,
     tests_require=["pytest"],

@@ -44,9 +44,19 @@ def progress(total: float | None, description: str, enabled: bool = True) -> Ite
             if self._prog is not None:
                 self._prog.advance(self._task, n)
 
-        def update(self, completed: float) -> None:
-            if self._prog is not None:
-                self._prog.update(self._task, completed=completed)
+        def update(self, completed: float, total: float | None = None, description: str | None = None) -> None:
+            """Set the work done; ``total`` (> 0) once known turns an open-ended bar into one with
+            a percentage and an ETA, and a new total (the next stage) starts the ETA afresh."""
+            if self._prog is None:
+                return
+            kw: dict[str, Any] = {}
+            if description is not None:
+                kw["description"] = description
+            current = next(t.total for t in self._prog.tasks if t.id == self._task)
+            if total is not None and total > 0 and total != current:
+                self._prog.reset(self._task, total=total, completed=completed, **kw)
+                return
+            self._prog.update(self._task, completed=completed, **kw)
 
     if not enabled or not console.is_terminal:
         yield _Handle(None, None)

@@ -34,7 +34,8 @@ def run_and_write(cfg: Any, out: str, as_json: bool, show: bool = True) -> dict:
                 click.echo(msg, err=True)
 
         def on_progress(stage: str, done: float, total: float) -> None:
-            bar.update(done)
+            # the final run knows its simulated duration (an ETA); the optimisation does not
+            bar.update(done, total if total > 0 else None, description=stage)
 
         result = run_job(cfg, on_stage=on_stage, progress=on_progress)
     summary = result.summary()

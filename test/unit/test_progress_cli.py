@@ -1,0 +1,33 @@
+"""A long-running subcommand shows a progress bar with an ETA on stderr.
+
+``grinding simulate`` on a small job (one 10 mm pass of the flat plate, no optimisation) with a
+terminal forced on stderr (rich honours FORCE_COLOR): some rendered bar line must carry a
+percentage, the elapsed time and a numeric time remaining (rich's TimeRemainingColumn shows
+``-:--:--`` while the total is unknown, which a bar without a total shows throughout).
+"""
+
+from __future__ import annotations
+
+import re
+
+from click.testing import CliRunner
+
+from robot_grinding_sim.cli import cli
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+ETA = re.compile(r"(\d+)%\s+\d+:\d\d:\d\d\s+\d+:\d\d:\d\d")  # percentage, elapsed, remaining
+
+
+def test_simulate_shows_a_bar_with_an_eta_on_stderr(tmp_path) -> None:
+    out = tmp_path / "out"
+    res = CliRunner().invoke(cli, ["simulate", "flat_plate", "--max-passes", "1", "--pass-length", "0.01",
+                                   "--no-optimise", "--out", str(out)],
+                             env={"FORCE_COLOR": "1", "COLUMNS": "150"}, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    err = ANSI.sub("", res.stderr)
+    lines = [ln for ln in re.split(r"[\r\n]", err) if ln.startswith("simulating")]
+    assert lines, f"no 'simulating' bar on stderr: {err[-500:]!r}"
+    etas = [m for ln in lines if (m := ETA.search(ln))]
+    assert etas, f"no bar line with an ETA: {lines[-3:]!r}"
+    assert max(int(m.group(1)) for m in etas) == 100
+    assert "simulating" not in ANSI.sub("", res.stdout)  # the bar stays off stdout
