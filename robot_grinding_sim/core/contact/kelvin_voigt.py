@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 from scipy.optimize import brentq
 
 from robot_grinding_sim.core.contact.laws import check_finite, check_nonnegative, check_positive, check_restitution
@@ -101,6 +102,102 @@ def kv_damping_unclamped(cr: float, stiffness: float, mass: float) -> float:
 # --------------------------------------------------------------------------------------------
 
 
+@njit(cache=True)
+def exp_basis(r: float, disc: float, w: float, s1: float, t: float) -> tuple[float, float]:
+    """(e^{rt} C(t), e^{rt} S(t)) of :class:`_ExpForm` for one t >= 0 (compiled: the coupled step's
+    closed form calls it; w = sqrt|disc|, s1 the slow overdamped root)."""
+    if disc < 0.0:
+        e = math.exp(r * t)
+        wt = w * t
+        return e * math.cos(wt), e * math.sin(wt) / w
+    if disc > 0.0:
+        e1 = math.exp(s1 * t)
+        return 0.5 * e1 * (1.0 + math.exp(-2.0 * w * t)), 0.5 * e1 * (-math.expm1(-2.0 * w * t)) / w
+    e = math.exp(r * t)
+    return e, e * t
+
+
+@njit(cache=True)
+def stationary_times(r: float, disc: float, w: float, p: float, q: float, t_max: float,
+                     limit: int = 200_000) -> np.ndarray:
+    """Sorted times in (0, t_max) where d/dt [e^{rt}(P C + Q S)] = 0 (:meth:`_ExpForm.stationary`)."""
+    dp, dq = r * p + q, r * q + disc * p
+    if dp == 0.0 and dq == 0.0:
+        return np.empty(0)
+    if disc < 0.0:
+        # dp cos(wt) + (dq/w) sin(wt) = 0
+        theta0 = math.atan2(-dp, dq / w) % math.pi
+        n = min(int((t_max * w - theta0) / math.pi) + 1, limit)
+        ts = (theta0 + math.pi * np.arange(max(n, 0))) / w
+    elif disc > 0.0:
+        # dp cosh(bt) + dq sinh(bt)/b = 0 -> tanh(bt) = -dp b / dq
+        if dq == 0.0:
+            return np.empty(0)
+        x = -dp * w / dq
+        if not 0.0 < x < 1.0:
+            return np.empty(0)
+        ts = np.array([math.atanh(x) / w])
+    else:
+        if dq == 0.0:
+            return np.empty(0)
+        ts = np.array([-dp / dq])
+    return ts[(ts > 0.0) & (ts < t_max)]
+
+
+@njit(cache=True)
+def form_maximum(r: float, disc: float, w: float, s1: float, c0: float, p: float, q: float,
+                 t_end: float) -> tuple[float, float]:
+    """(max of c0 + e^{rt}(P C + Q S) on [0, t_end], its time): the stationary points and the ends."""
+    ec, es = exp_basis(r, disc, w, s1, 0.0)
+    best, tb = c0 + p * ec + q * es, 0.0
+    for t in stationary_times(r, disc, w, p, q, t_end):
+        ec, es = exp_basis(r, disc, w, s1, t)
+        g = c0 + p * ec + q * es
+        if g > best:
+            best, tb = g, t
+    ec, es = exp_basis(r, disc, w, s1, t_end)
+    g = c0 + p * ec + q * es
+    if g > best:
+        best, tb = g, t_end
+    return best, tb
+
+
+@njit(cache=True)
+def kv_closed_form(stiffness: float, damping: float, mass: float, force: float, d0: float, v0: float
+                   ) -> tuple[float, float, float, float, float, float, float, float]:
+    """(r, disc, w, s1, pd, qd, pv, qv) of :class:`KVSolution`: d - f/K = e^{rt}(pd C + qd S),
+    d' = e^{rt}(pv C + qv S)."""
+    r = -damping / (2.0 * mass)
+    a = stiffness / mass
+    disc = r * r - a
+    w = math.sqrt(abs(disc))
+    s1 = a / (r - w) if disc > 0.0 else r
+    y0 = d0 - force / stiffness
+    return r, disc, w, s1, y0, v0 - r * y0, v0, r * v0 - a * y0
+
+
+@njit(cache=True)
+def kv_state(stiffness: float, damping: float, mass: float, force: float, d0: float, v0: float,
+             t: float) -> tuple[float, float]:
+    """(d, d') at t of the Kelvin-Voigt closed form (:meth:`KVSolution.state` for one t)."""
+    r, disc, w, s1, pd, qd, pv, qv = kv_closed_form(stiffness, damping, mass, force, d0, v0)
+    ec, es = exp_basis(r, disc, w, s1, t)
+    return force / stiffness + pd * ec + qd * es, pv * ec + qv * es
+
+
+@njit(cache=True)
+def kv_stays_in_contact(stiffness: float, damping: float, mass: float, force: float, d0: float, v0: float,
+                        t_end: float) -> bool:
+    """True when the clamped contact force K d + D d' stays >= 0 over [0, t_end] (no separation:
+    :meth:`KVSolution.separation_time` is None and the force at 0 is not negative)."""
+    r, disc, w, s1, pd, qd, pv, qv = kv_closed_form(stiffness, damping, mass, force, d0, v0)
+    c0, p, q = force, stiffness * pd + damping * pv, stiffness * qd + damping * qv
+    if c0 + p < 0.0 or (c0 + p == 0.0 and r * p + q < 0.0):
+        return False
+    gmin, _ = form_maximum(r, disc, w, s1, -c0, -p, -q, t_end)
+    return -gmin >= 0.0
+
+
 class _ExpForm:
     """Functions g(t) = c0 + e^{rt} (P C(t) + Q S(t)) of the damped linear oscillator.
 
@@ -133,17 +230,8 @@ class _ExpForm:
         return e, e * t
 
     def basis_scalar(self, t: float) -> tuple[float, float]:
-        """:meth:`basis` for one float t (math instead of numpy: the engine's hot path)."""
-        if self.disc < 0.0:
-            e = math.exp(self.r * t)
-            wt = self.w * t
-            return e * math.cos(wt), e * math.sin(wt) / self.w
-        if self.disc > 0.0:
-            e1 = math.exp(self.s1 * t)
-            return 0.5 * e1 * (1.0 + math.exp(-2.0 * self.w * t)), \
-                0.5 * e1 * (-math.expm1(-2.0 * self.w * t)) / self.w
-        e = math.exp(self.r * t)
-        return e, e * t
+        """:meth:`basis` for one float t (the compiled :func:`exp_basis`)."""
+        return exp_basis(self.r, self.disc, self.w, self.s1, t)
 
     def value(self, c0: float, p: float, q: float, t: np.ndarray | float) -> np.ndarray | float:
         if isinstance(t, float):
@@ -157,28 +245,8 @@ class _ExpForm:
         return self.r * p + q, self.r * q + self.disc * p
 
     def stationary(self, p: float, q: float, t_max: float, limit: int = 200_000) -> np.ndarray:
-        """Sorted times in (0, t_max) where d/dt [e^{rt}(P C + Q S)] = 0."""
-        dp, dq = self.deriv(p, q)
-        if dp == 0.0 and dq == 0.0:
-            return np.empty(0)
-        if self.disc < 0.0:
-            # dp cos(wt) + (dq/w) sin(wt) = 0
-            theta0 = math.atan2(-dp, dq / self.w) % math.pi
-            n = min(int((t_max * self.w - theta0) / math.pi) + 1, limit)
-            ts = (theta0 + math.pi * np.arange(max(n, 0))) / self.w
-        elif self.disc > 0.0:
-            # dp cosh(bt) + dq sinh(bt)/b = 0 -> tanh(bt) = -dp b / dq
-            if dq == 0.0:
-                return np.empty(0)
-            x = -dp * self.w / dq
-            if not 0.0 < x < 1.0:
-                return np.empty(0)
-            ts = np.array([math.atanh(x) / self.w])
-        else:
-            if dq == 0.0:
-                return np.empty(0)
-            ts = np.array([-dp / dq])
-        return ts[(ts > 0.0) & (ts < t_max)]
+        """Sorted times in (0, t_max) where d/dt [e^{rt}(P C + Q S)] = 0 (:func:`stationary_times`)."""
+        return stationary_times(self.r, self.disc, self.w, float(p), float(q), float(t_max), limit)
 
     def envelope(self, p: float, q: float, t: float) -> float:
         """Upper bound of |e^{rt}(P C + Q S)| at times >= t (underdamped only)."""
@@ -232,15 +300,8 @@ class _ExpForm:
         return None  # pragma: no cover
 
     def maximum(self, c0: float, p: float, q: float, t_end: float) -> tuple[float, float]:
-        """(max of g on [0, t_end], time of it), from the stationary points and the ends."""
-        st = self.stationary(p, q, t_end)
-        if st.size == 0:  # monotone: one of the ends (scalar path, no arrays)
-            g0, g1 = self.value(c0, p, q, 0.0), self.value(c0, p, q, float(t_end))
-            return (float(g0), 0.0) if g0 >= g1 else (float(g1), float(t_end))
-        ts = np.concatenate(([0.0], st, [t_end]))
-        vals = self.value(c0, p, q, ts)
-        i = int(np.argmax(vals))
-        return float(vals[i]), float(ts[i])
+        """(max of g on [0, t_end], time of it), from the stationary points and the ends (:func:`form_maximum`)."""
+        return form_maximum(self.r, self.disc, self.w, self.s1, float(c0), float(p), float(q), float(t_end))
 
 
 @dataclass(frozen=True)
@@ -261,15 +322,12 @@ class KVSolution:
     v0: float
 
     def __post_init__(self) -> None:
-        k, c, m = self.stiffness, self.damping, self.mass
-        r = -c / (2.0 * m)
-        a = k / m
-        form = _ExpForm(r, r * r - a, a)
-        y0 = self.d0 - self.force / k
-        object.__setattr__(self, "_form", form)
+        r, disc, _, _, pd, qd, pv, qv = kv_closed_form(self.stiffness, self.damping, self.mass, self.force,
+                                                      self.d0, self.v0)
+        object.__setattr__(self, "_form", _ExpForm(r, disc, self.stiffness / self.mass))
         # d - f/K = e^{rt}(pd C + qd S); d' = e^{rt}(pv C + qv S)
-        object.__setattr__(self, "_d", (y0, self.v0 - r * y0))
-        object.__setattr__(self, "_v", (self.v0, r * self.v0 - a * y0))
+        object.__setattr__(self, "_d", (pd, qd))
+        object.__setattr__(self, "_v", (pv, qv))
 
     # state ---------------------------------------------------------------------------------
     def state(self, t: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:

@@ -16,9 +16,10 @@ import math
 from typing import Any
 
 import numpy as np
+from numba import njit
 from numpy.typing import NDArray
 
-from robot_grinding_sim.core.geometry.bspline import BSplineEval, bspline_kernel
+from robot_grinding_sim.core.geometry.bspline import BSplineEval, bspline_kernel, bspline_point
 from robot_grinding_sim.core.robot.spatial import cross3
 
 FloatArray = NDArray[np.float64]
@@ -27,12 +28,102 @@ FloatArray = NDArray[np.float64]
 UV_SLACK = 1e-9
 
 
-def _dot3(a: FloatArray, b: FloatArray) -> float:
-    return float(a[0] * b[0] + a[1] * b[1] + a[2] * b[2])
+@njit(cache=True)
+def gn_step(px, py, pz, S, Su, Sv):
+    """One Gauss-Newton step (du, dv) towards the foot of the perpendicular from p on the surface
+    at S, Su, Sv (3,), and whether the step is below 1e-12 m (converged)."""
+    r0, r1, r2 = px - S[0], py - S[1], pz - S[2]
+    a11 = Su[0] * Su[0] + Su[1] * Su[1] + Su[2] * Su[2]
+    a12 = Su[0] * Sv[0] + Su[1] * Sv[1] + Su[2] * Sv[2]
+    a22 = Sv[0] * Sv[0] + Sv[1] * Sv[1] + Sv[2] * Sv[2]
+    g1 = Su[0] * r0 + Su[1] * r1 + Su[2] * r2
+    g2 = Sv[0] * r0 + Sv[1] * r1 + Sv[2] * r2
+    det = a11 * a22 - a12 * a12
+    if det <= 1e-12 * (a11 + a22) ** 2:
+        # a degenerate parametrisation (a pole: S_u or S_v vanishes there): damped
+        # (Levenberg-Marquardt) step, which leaves the collapsed parameter alone
+        damp = 1e-9 * (a11 + a22) + 1e-300
+        a11, a22 = a11 + damp, a22 + damp
+        det = a11 * a22 - a12 * a12
+    du = (a22 * g1 - a12 * g2) / det
+    dv = (a11 * g2 - a12 * g1) / det
+    # a tangential error e moves the distance by ~e^2/(2 |p - S|) and the normal by e/rho.
+    # 1e-12 m: far below the tolerances (1 um, 0.01 deg), and the answer no longer depends
+    # on the seed, so two processes asking from different histories (the in-process job,
+    # collision_node) agree to 1e-12; Gauss-Newton converges quadratically, so this costs
+    # at most one more evaluation than 1e-9 would
+    return du, dv, math.sqrt(max(a11 * du * du + 2 * a12 * du * dv + a22 * dv * dv, 0.0)) < 1e-12
 
 
-def _norm3(a: FloatArray) -> float:
-    return math.sqrt(float(a[0] * a[0] + a[1] * a[1] + a[2] * a[2]))
+@njit(cache=True)
+def normal_ok(Su, Sv):
+    """(S_u x S_v (3-tuple), whether it is long enough to be the normal (not at a pole))."""
+    nx, ny, nz = Su[1] * Sv[2] - Su[2] * Sv[1], Su[2] * Sv[0] - Su[0] * Sv[2], Su[0] * Sv[1] - Su[1] * Sv[0]
+    ok = math.sqrt(nx * nx + ny * ny + nz * nz) > 1e-9 * (Su[0] ** 2 + Su[1] ** 2 + Su[2] ** 2
+                                                          + Sv[0] ** 2 + Sv[1] ** 2 + Sv[2] ** 2)
+    return (nx, ny, nz), ok
+
+
+@njit(cache=True)
+def wrap_period(x, lo, period):
+    """x back into [lo, lo + period) on a periodic parameter (period 0: not periodic)."""
+    return lo + (x - lo) % period if period > 0.0 else x
+
+
+@njit(cache=True)
+def bspline_project(p, st, box, grid_uv, grid_p, tu, tv, pu, pv, hom, sign, out):
+    """:meth:`FaceProjector.__call__` for one point p (3,) on a B-spline face, compiled.
+
+    st (4,): the warm start (u, v, previous u, previous v), updated; box (5, 2): rows lo, hi,
+    extended lo, extended hi and period (0: not periodic) of (u, v); grid_uv (G, 2), grid_p (G, 3)
+    the seeds; tu, tv, pu, pv, hom the B-spline (:class:`BSplineEval`); sign the outward sign.
+    out (7,): closest point (3,), outward unit normal (3,), on_face (1.0 / 0.0)."""
+    work = np.zeros((12, max(pu, pv, 7) + 1))
+    ev = np.empty((3, 3))
+    lo, hi, lo_ext, hi_ext, per = box[0], box[1], box[2], box[3], box[4]
+    u = min(max(2.0 * st[0] - st[2], lo_ext[0]), hi_ext[0])
+    v = min(max(2.0 * st[1] - st[3], lo_ext[1]), hi_ext[1])
+    bspline_point(tu, tv, pu, pv, hom, u, v, work, ev)
+    d2 = (ev[0, 0] - p[0]) ** 2 + (ev[0, 1] - p[1]) ** 2 + (ev[0, 2] - p[2]) ** 2
+    if math.sqrt(d2) > 0.05:  # far from the last answer: seed from a grid
+        best, kb = np.inf, 0
+        for k in range(grid_p.shape[0]):
+            e = (grid_p[k, 0] - p[0]) ** 2 + (grid_p[k, 1] - p[1]) ** 2 + (grid_p[k, 2] - p[2]) ** 2
+            if e < best:
+                best, kb = e, k
+        u, v = grid_uv[kb, 0], grid_uv[kb, 1]
+        bspline_point(tu, tv, pu, pv, hom, u, v, work, ev)
+        st[0], st[1] = u, v
+    for _ in range(50):
+        du, dv, done = gn_step(p[0], p[1], p[2], ev[0], ev[1], ev[2])
+        if done:
+            break
+        u = min(max(u + du, lo_ext[0]), hi_ext[0])
+        v = min(max(v + dv, lo_ext[1]), hi_ext[1])
+        bspline_point(tu, tv, pu, pv, hom, u, v, work, ev)
+    u, v = wrap_period(u, lo[0], per[0]), wrap_period(v, lo[1], per[1])
+    st[2], st[3] = st[0], st[1]
+    st[0], st[1] = u, v
+    for k in range(3):
+        out[k] = ev[0, k]
+    nv, ok = normal_ok(ev[1], ev[2])
+    if not ok:  # S_u x S_v a little way into the face: the normal's limit at a pole
+        mu, mv = 0.5 * (lo[0] + hi[0]), 0.5 * (lo[1] + hi[1])
+        nv = (0.0, 0.0, 1.0)
+        for t in (1e-7, 1e-5, 1e-3):
+            bspline_point(tu, tv, pu, pv, hom, u + t * (mu - u), v + t * (mv - v), work, ev)
+            nt, ok = normal_ok(ev[1], ev[2])
+            if ok:
+                nv = nt
+                break
+    nn = math.sqrt(nv[0] ** 2 + nv[1] ** 2 + nv[2] ** 2)
+    for k in range(3):
+        out[3 + k] = sign * nv[k] / nn
+    on = True
+    for k, x in enumerate((u, v)):
+        if per[k] == 0.0 and not lo[k] - UV_SLACK <= x <= hi[k] + UV_SLACK:
+            on = False
+    out[6] = 1.0 if on else 0.0
 
 
 class FaceProjector:
@@ -40,52 +131,66 @@ class FaceProjector:
 
     Called by the collision scene with points (k, 3) in the part frame; returns the closest points
     on the (untrimmed) surface and the outward unit normals there. Converges to 1e-12 m in a few
-    iterations from the previous answer (the tool moves little between steps).
+    iterations from the previous answer (the tool moves little between steps). A B-spline face
+    runs compiled (:func:`bspline_project`, also called by the compiled coupled step with
+    :meth:`arrays`); other faces run the same steps (:func:`gn_step`) on their own evaluator.
     """
 
     def __init__(self, face: Any) -> None:
         self.face = face
         u0, u1, v0, v1 = face.uv_bounds
-        self.lo = np.array([u0, v0])
-        self.hi = np.array([u1, v1])
-        pad = 0.05 * (self.hi - self.lo)
-        self.lo_ext, self.hi_ext = self.lo - pad, self.hi + pad
-        self.uv = 0.5 * (self.lo + self.hi)
-        self._uv_prev = self.uv
+        # rows: lo, hi, extended lo, extended hi, period (0: none) of (u, v)
+        self.box = np.zeros((5, 2))
+        self.box[0], self.box[1] = (u0, v0), (u1, v1)
+        pad = 0.05 * (self.box[1] - self.box[0])
+        self.box[2], self.box[3] = self.box[0] - pad, self.box[1] + pad
+        mid = 0.5 * (self.box[0] + self.box[1])
+        self.st = np.array([mid[0], mid[1], mid[0], mid[1]])  # warm start: (u, v), the previous (u, v)
         g = 9
         uu, vv = np.meshgrid(np.linspace(u0, u1, g), np.linspace(v0, v1, g), indexing="ij")
-        self._grid_uv = np.column_stack([uu.ravel(), vv.ravel()])
-        self._grid_p = face.derivatives(self._grid_uv[:, 0], self._grid_uv[:, 1]).points
+        self.grid_uv = np.column_stack([uu.ravel(), vv.ravel()])
+        self.grid_p = np.ascontiguousarray(face.derivatives(self.grid_uv[:, 0], self.grid_uv[:, 1]).points)
         # the face's own numba/numpy evaluator (S, Su, Sv) when it has one: ~10x less overhead
         # than CadFace.derivatives per call; the outward sign as CadFace applies it
         self._fast = getattr(face, "surface_eval", None)  # CadFace has one; a mesh face has none
-        self._sign = float(getattr(face, "orientation_sign", 1.0))
+        self.sign = float(getattr(face, "orientation_sign", 1.0))
         self._u, self._v = np.zeros(1), np.zeros(1)
-        self._kernel = None
-        if isinstance(self._fast, BSplineEval):
-            self._kernel = bspline_kernel
+        self.bspline = self._fast if isinstance(self._fast, BSplineEval) else None
+        if self.bspline is not None:
             self._buf = (np.empty((1, 3)), np.empty((1, 3)), np.empty((1, 3)))
-        s = face.derivatives(self._grid_uv[:1, 0], self._grid_uv[:1, 1])
+        s = face.derivatives(self.grid_uv[:1, 0], self.grid_uv[:1, 1])
         if self._fast is not None:  # check the sign convention once against CadFace itself
-            S, Su, Sv = self._fast(self._grid_uv[:1, 0].copy(), self._grid_uv[:1, 1].copy())
-            self._sign = 1.0 if float(cross3(Su[0], Sv[0]) @ s.normals[0]) > 0 else -1.0
+            S, Su, Sv = self._fast(self.grid_uv[:1, 0].copy(), self.grid_uv[:1, 1].copy())
+            self.sign = 1.0 if float(cross3(Su[0], Sv[0]) @ s.normals[0]) > 0 else -1.0
         # angular parameters (cylinders, cones, spheres, tori) wrap at 2 pi: a point across the
         # seam must not be clamped to the bounds
-        self.period = [None, None]
-        mid = 0.5 * (self.lo + self.hi)
         s_mid = self._eval(float(mid[0]), float(mid[1]))[0]
         for k in range(2):
             shifted = mid.copy()
             shifted[k] += 2.0 * math.pi
-            if _norm3(self._eval(float(shifted[0]), float(shifted[1]))[0] - s_mid) < 1e-12:
-                self.period[k] = 2.0 * math.pi
-                self.lo_ext[k], self.hi_ext[k] = -math.inf, math.inf
+            if float(np.linalg.norm(self._eval(float(shifted[0]), float(shifted[1]))[0] - s_mid)) < 1e-12:
+                self.box[4, k] = 2.0 * math.pi
+                self.box[2, k], self.box[3, k] = -math.inf, math.inf
+        self._out = np.empty(7)
+
+    @property
+    def uv(self) -> FloatArray:
+        """The last answer's parameters (2,)."""
+        return self.st[:2].copy()
+
+    def arrays(self) -> tuple:
+        """The compiled projection's arguments after the point (:func:`bspline_project`: st, box,
+        grid_uv, grid_p, tu, tv, pu, pv, hom, sign); None for a face that is not a B-spline."""
+        b = self.bspline
+        if b is None:
+            return None
+        return self.st, self.box, self.grid_uv, self.grid_p, b.tu, b.tv, b.pu, b.pv, b.hom, self.sign
 
     def _eval(self, u: float, v: float) -> tuple[FloatArray, FloatArray, FloatArray]:
-        if self._kernel is not None:  # the B-spline kernel straight into preallocated buffers
+        if self.bspline is not None:  # the B-spline kernel straight into preallocated buffers
             self._u[0], self._v[0] = u, v
-            ev, (S, Su, Sv) = self._fast, self._buf
-            self._kernel(ev.tu, ev.tv, ev.pu, ev.pv, ev.hom, self._u, self._v, S, Su, Sv)
+            ev, (S, Su, Sv) = self.bspline, self._buf
+            bspline_kernel(ev.tu, ev.tv, ev.pu, ev.pv, ev.hom, self._u, self._v, S, Su, Sv)
             return S[0].copy(), Su[0].copy(), Sv[0].copy()
         if self._fast is not None:
             self._u[0], self._v[0] = u, v
@@ -94,66 +199,44 @@ class FaceProjector:
         s = self.face.derivatives(u, v)
         return s.points[0], s.du[0], s.dv[0]
 
-    def _one(self, p: FloatArray) -> tuple[FloatArray, FloatArray]:
-        # seed: the last answer moved on by the last change (the tool moves smoothly between steps)
-        u, v = float(2.0 * self.uv[0] - self._uv_prev[0]), float(2.0 * self.uv[1] - self._uv_prev[1])
-        lo, hi = self.lo_ext, self.hi_ext
-        u, v = min(max(u, lo[0]), hi[0]), min(max(v, lo[1]), hi[1])
+    def _one(self, p: FloatArray) -> None:
+        """:func:`bspline_project`'s steps on a face without a compiled evaluator, into self._out."""
+        st, box = self.st, self.box
+        u = min(max(2.0 * st[0] - st[2], box[2, 0]), box[3, 0])
+        v = min(max(2.0 * st[1] - st[3], box[2, 1]), box[3, 1])
         S, Su, Sv = self._eval(u, v)
-        if _norm3(S - p) > 0.05:  # far from the last answer: seed from a grid
-            u, v = (float(z) for z in self._grid_uv[int(np.argmin(np.sum((self._grid_p - p) ** 2, axis=1)))])
+        if float(np.linalg.norm(S - p)) > 0.05:  # far from the last answer: seed from a grid
+            u, v = (float(z) for z in self.grid_uv[int(np.argmin(np.sum((self.grid_p - p) ** 2, axis=1)))])
             S, Su, Sv = self._eval(u, v)
-            self.uv = np.array([u, v])
+            st[0], st[1] = u, v
         for _ in range(50):
-            r = p - S
-            a11, a12, a22 = _dot3(Su, Su), _dot3(Su, Sv), _dot3(Sv, Sv)
-            g1, g2 = _dot3(Su, r), _dot3(Sv, r)
-            det = a11 * a22 - a12 * a12
-            if det <= 1e-12 * (a11 + a22) ** 2:
-                # a degenerate parametrisation (a pole: S_u or S_v vanishes there): damped
-                # (Levenberg-Marquardt) step, which leaves the collapsed parameter alone
-                damp = 1e-9 * (a11 + a22) + 1e-300
-                a11, a22 = a11 + damp, a22 + damp
-                det = a11 * a22 - a12 * a12
-            du = (a22 * g1 - a12 * g2) / det
-            dv = (a11 * g2 - a12 * g1) / det
-            # a tangential error e moves the distance by ~e^2/(2 |p - S|) and the normal by e/rho.
-            # 1e-12 m: far below the tolerances (1 um, 0.01 deg), and the answer no longer depends
-            # on the seed, so two processes asking from different histories (the in-process job,
-            # collision_node) agree to 1e-12; Gauss-Newton converges quadratically, so this costs
-            # at most one more evaluation than 1e-9 would
-            if math.sqrt(max(a11 * du * du + 2 * a12 * du * dv + a22 * dv * dv, 0.0)) < 1e-12:
+            du, dv, done = gn_step(float(p[0]), float(p[1]), float(p[2]), S, Su, Sv)
+            if done:
                 break
-            u = min(max(u + du, lo[0]), hi[0])
-            v = min(max(v + dv, lo[1]), hi[1])
+            u = min(max(u + du, box[2, 0]), box[3, 0])
+            v = min(max(v + dv, box[2, 1]), box[3, 1])
             S, Su, Sv = self._eval(u, v)
-        # back into the face's parameter range on a periodic surface (so the seed stays in range)
-        if self.period[0] is not None:
-            u = self.lo[0] + (u - self.lo[0]) % self.period[0]
-        if self.period[1] is not None:
-            v = self.lo[1] + (v - self.lo[1]) % self.period[1]
-        self._uv_prev = self.uv
-        self.uv = np.array([u, v])
-        nv = cross3(Su, Sv)
-        if not _norm3(nv) > 1e-9 * (_dot3(Su, Su) + _dot3(Sv, Sv)):
-            nv = self._normal_near(u, v)
-        return S, self._sign * nv / _norm3(nv)
+        u, v = wrap_period(u, box[0, 0], box[4, 0]), wrap_period(v, box[0, 1], box[4, 1])
+        st[2], st[3], st[0], st[1] = st[0], st[1], u, v
+        nv, ok = normal_ok(Su, Sv)
+        if not ok:
+            nv = (0.0, 0.0, 1.0)  # a collapsed face: no normal anywhere
+            mu, mv = 0.5 * (box[0] + box[1])
+            for t in (1e-7, 1e-5, 1e-3):
+                _, Su, Sv = self._eval(u + t * (mu - u), v + t * (mv - v))
+                nt, ok = normal_ok(Su, Sv)
+                if ok:
+                    nv = nt
+                    break
+        n = np.array(nv)
+        self._out[:3], self._out[3:6] = S, self.sign * n / float(np.linalg.norm(n))
+        self._out[6] = 1.0 if self.on_face(u, v) else 0.0
 
-    def _normal_near(self, u: float, v: float) -> FloatArray:
-        """S_u x S_v a little way into the face from (u, v): the normal's limit at a pole, where
-        the cross product vanishes."""
-        mid = 0.5 * (self.lo + self.hi)
-        for t in (1e-7, 1e-5, 1e-3):
-            _, Su, Sv = self._eval(u + t * (mid[0] - u), v + t * (mid[1] - v))
-            nv = cross3(Su, Sv)
-            if _norm3(nv) > 1e-9 * (_dot3(Su, Su) + _dot3(Sv, Sv)):
-                return nv
-        return np.array([0.0, 0.0, 1.0]) * self._sign  # a collapsed face: no normal anywhere
     def on_face(self, u: float, v: float) -> bool:
         """(u, v) within the face's parameter range (a periodic parameter always is). The range's
         box: a face trimmed inside its box (a hole, a slanted edge) counts as the box."""
         for k, x in enumerate((u, v)):
-            if self.period[k] is None and not self.lo[k] - UV_SLACK <= x <= self.hi[k] + UV_SLACK:
+            if self.box[4, k] == 0.0 and not self.box[0, k] - UV_SLACK <= x <= self.box[1, k] + UV_SLACK:
                 return False
         return True
 
@@ -164,7 +247,12 @@ class FaceProjector:
         out_p = np.empty_like(pts)
         out_n = np.empty_like(pts)
         on = np.empty(len(pts), dtype=bool)
+        a = self.arrays()
+        out = self._out
         for k, p in enumerate(pts):
-            out_p[k], out_n[k] = self._one(p)
-            on[k] = self.on_face(float(self.uv[0]), float(self.uv[1]))
+            if a is not None:
+                bspline_project(np.ascontiguousarray(p), *a, out)
+            else:
+                self._one(p)
+            out_p[k], out_n[k], on[k] = out[:3], out[3:6], out[6] > 0.5
         return out_p, out_n, on

@@ -17,18 +17,24 @@ the closest point and that point, in the frame of the scene (the robot's ``base_
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numba import njit
 from numpy.typing import NDArray
 
 from robot_grinding_sim.core.errors import InputError
-from robot_grinding_sim.core.geometry.collision import CollisionScene
-from robot_grinding_sim.core.geometry.projector import FaceProjector
+from robot_grinding_sim.core.geometry.collision import FOOT_TOLERANCE, CollisionScene
+from robot_grinding_sim.core.geometry.meshquery import signed_closest_world
+from robot_grinding_sim.core.geometry.projector import FaceProjector, bspline_project
 
 FloatArray = NDArray[np.float64]
+
+#: the exact surface of each scene :func:`workpiece_scene` made (the compiled query reads it)
+_PROJECTORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 TOOL = "tool"
 WORKPIECE = "workpiece"
@@ -118,11 +124,46 @@ def workpiece_scene(part: Any, faces: Sequence[int], X_BP: FloatArray, tool_radi
         face = part.face(int(faces[0]))
         mesh = face.tessellate(deflection=deflection)
         scene.add_mesh(WORKPIECE, np.asarray(mesh.vertices), np.asarray(mesh.faces), pose=X_BP, closed=False)
-        scene.set_exact_surface(WORKPIECE, FaceProjector(face))
+        proj = FaceProjector(face)
+        scene.set_exact_surface(WORKPIECE, proj)
+        _PROJECTORS[scene] = proj
         return scene, True
     mesh = part.tessellate(deflection=deflection)
     scene.add_mesh(WORKPIECE, np.asarray(mesh.vertices), np.asarray(mesh.faces), pose=X_BP, closed=closed)
     return scene, False
+
+
+@njit(cache=True)
+def ball_contact(c, T, mesh, warm, tiny, radius, closed, proj, out):
+    """The ball tool centred at c (3,) against a CAD face's mesh at pose T (4, 4) with its exact
+    B-spline surface, compiled: :meth:`CollisionScene.distance` of a sphere and a mesh with an exact
+    surface (the mesh's signed closest point; the surface's where it is on the face and the foot of
+    the perpendicular; the mesh's back side behind an open surface).
+
+    mesh: the mesh's ``query_arrays``; warm (1,) int64 the last closest triangle (updated); proj
+    the projector's :meth:`FaceProjector.arrays`. Writes out (6,): outward unit normal, closest
+    point on the part (base frame); returns the gap, m (< 0: penetration)."""
+    buf = np.empty(9)
+    sd, tri = signed_closest_world(c, T, *mesh, warm[0], tiny, buf)
+    warm[0] = tri
+    cl = buf[6:9].copy()
+    pr = np.empty(7)
+    bspline_project(cl, *proj, pr)
+    r0, r1, r2 = cl[0] - pr[0], cl[1] - pr[1], cl[2] - pr[2]
+    sde = pr[3] * r0 + pr[4] * r1 + pr[5] * r2
+    if pr[6] > 0.5 and math.sqrt(max(r0 * r0 + r1 * r1 + r2 * r2 - sde * sde, 0.0)) <= FOOT_TOLERANCE:
+        for i in range(3):
+            out[3 + i] = T[i, 0] * pr[0] + T[i, 1] * pr[1] + T[i, 2] * pr[2] + T[i, 3]
+            out[i] = T[i, 0] * pr[3] + T[i, 1] * pr[4] + T[i, 2] * pr[5]
+        return sde - radius
+    for i in range(6):
+        out[i] = buf[3 + i] if i < 3 else buf[i - 3]
+    if not closed and sd <= -radius:  # behind an open surface: the gap to its back side
+        d = math.sqrt((c[0] - buf[0]) ** 2 + (c[1] - buf[1]) ** 2 + (c[2] - buf[2]) ** 2)
+        for i in range(3):
+            out[i] = (c[i] - buf[i]) / d
+        sd = d
+    return sd - radius
 
 
 class ToolContactQuery:
@@ -141,12 +182,30 @@ class ToolContactQuery:
         self.tool, self.workpiece = tool, workpiece
         self.radius = float(params[0])
         self._pose = np.eye(4)
+        self.compiled = self._compiled_arrays()
+        self._out = np.empty(6)
+
+    def _compiled_arrays(self) -> tuple | None:
+        """The arguments of :func:`ball_contact` after c (pose, mesh, warm, tiny, radius, closed,
+        projector), or None when the part is not one CAD B-spline face (the scene answers)."""
+        proj = _PROJECTORS.get(self.scene)
+        arrays = proj.arrays() if proj is not None else None
+        mesh = self.scene.mesh(self.workpiece)
+        if arrays is None or not mesh.orientable:
+            return None
+        return (self.scene.pose(self.workpiece), mesh.query_arrays, np.array([-1], dtype=np.int64),
+                float(self.scene.tiny), self.radius, bool(mesh.closed), arrays)
 
     def query(self, centre: FloatArray) -> ContactGeometry:
         """Contact geometry of the tool centred at ``centre`` (3,) m."""
         c = np.asarray(centre, dtype=np.float64).reshape(3)
         if not math.isfinite(float(c @ c)):
             raise InputError(f"tool centre {c.tolist()} is not finite")
+        if self.compiled is not None:
+            out = self._out
+            self.compiled[0][:] = self.scene.pose(self.workpiece)  # the workpiece may have moved
+            gap = ball_contact(c, *self.compiled, out)
+            return ContactGeometry(float(gap), out[:3].copy(), out[3:6].copy(), c.copy())
         self._pose[:3, 3] = c
         self.scene.set_pose(self.tool, self._pose)
         dist, p_tool, p_part = self.scene.distance(self.tool, self.workpiece)

@@ -30,6 +30,10 @@ When the model is older than the arm's state (the node graph exchanges every H >
 side moves the gap with the tool: x = x_model + n . (c - c_model) (the surface's tangent plane at
 the model's point), its rate from its own joint velocities.
 
+Both sides run compiled (:mod:`~robot_grinding_sim.core.job.compiled_step`, numba); the classes
+here are their wrappers for the nodes, and the in-process job calls the same kernels a batch of
+steps at a time (:func:`~robot_grinding_sim.core.job.run.simulate`).
+
 Units SI; frames: the robot's root (``base_link``); wrenches [F; T], the torque about the tcp.
 """
 
@@ -46,15 +50,27 @@ from numpy.typing import NDArray
 from robot_grinding_sim.core.config import CONTACT_MODELS, ContactConfig, ServoConfig
 from robot_grinding_sim.core.contact.engine import NormalContactEngine
 from robot_grinding_sim.core.contact.hunt_crossley import HuntCrossley
-from robot_grinding_sim.core.contact.kelvin_voigt import KelvinVoigt
+from robot_grinding_sim.core.contact.kelvin_voigt import KelvinVoigt, kv_zeta_clamped
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.geometry.tool_contact import ContactGeometry, ToolContactQuery
+from robot_grinding_sim.core.job import compiled_step as cs
+from robot_grinding_sim.core.robot import arm_kernels as ak
 from robot_grinding_sim.core.robot.arm_sim import ArmSimulator, ArmState, ComputedTorqueController
 from robot_grinding_sim.core.robot.spatial import cross3
 
 FloatArray = NDArray[np.float64]
 
-_ZERO6 = np.zeros(6)
+
+
+def contact_parameters(cfg: ContactConfig, spindle_speed: float) -> FloatArray:
+    """The contact side's parameters as the compiled kernels take them (compiled_step.CP_*)."""
+    cp = np.zeros(cs.CP_LEN)
+    cp[cs.CP_MODEL] = CONTACT_MODELS.index(cfg.model)
+    cp[cs.CP_K], cp[cs.CP_CR], cp[cs.CP_EXP], cp[cs.CP_VF] = cfg.stiffness, cfg.cr, cfg.exponent, cfg.v_floor
+    cp[cs.CP_DAMPING] = cfg.damping if cfg.model == "kelvin_voigt" and cfg.damping >= 0 else -1.0
+    cp[cs.CP_ZETA] = kv_zeta_clamped(cfg.cr) if cfg.model == "kelvin_voigt" and cfg.damping < 0 else 0.0
+    cp[cs.CP_RATIO], cp[cs.CP_SLIP], cp[cs.CP_SPINDLE] = cfg.force_ratio, cfg.slip_speed, spindle_speed
+    return cp
 
 
 # --------------------------------------------------------------------------------------------------
@@ -154,6 +170,13 @@ class NormalContactModel:
                    float(a[7]), float(a[8]), float(a[9]), n.copy(), a[13:16].copy(), a[16:19].copy(),
                    a[19:22].copy())
 
+    @classmethod
+    def from_kernel(cls, a: FloatArray) -> NormalContactModel:
+        """The model the compiled contact side wrote (a (len(LAYOUT),) array; no checks: it is ours)."""
+        return cls(float(a[0]), CONTACT_MODELS[int(a[1])], float(a[2]), float(a[3]), float(a[4]), float(a[5]),
+                   float(a[6]), float(a[7]), float(a[8]), float(a[9]), a[10:13].copy(), a[13:16].copy(),
+                   a[16:19].copy(), a[19:22].copy())
+
     def law(self) -> KelvinVoigt | HuntCrossley:
         """The law object for this model (Kelvin-Voigt with its damping for this mass)."""
         if self.model == "kelvin_voigt":
@@ -204,9 +227,15 @@ class ContactSide:
         self.spindle_speed = float(spindle_speed)
         self.query = query
         self.kin: Kinematics | None = None
-        self.last_gap = math.inf
-        self._next_check = -math.inf
+        self.cs = np.array([-math.inf, math.inf])  # the next time worth a geometry query, the last gap
+        self.cp = contact_parameters(contact, self.spindle_speed)
+        self.kernel = model.kernel_arrays(tcp_link)
         self._alpha: float | None = None  # Hunt-Crossley: fixed at the start of each contact
+
+    @property
+    def last_gap(self) -> float:
+        """The gap (m) of the last geometry query (inf while queries are put off)."""
+        return float(self.cs[1])
 
     def kinematics(self, q: FloatArray, need_minv: bool = True) -> Kinematics:
         """X, J (and M^-1) of the tcp at ``q``, computed once per configuration."""
@@ -222,50 +251,32 @@ class ContactSide:
         (then the next geometry query is put off until it could)."""
         if self.query is None:
             raise InputError("ContactSide.evaluate needs a contact query (geometry)")
-        if t < self._next_check:
-            self.last_gap = math.inf
+        if t < self.cs[0]:
+            self.cs[1] = math.inf
             return None
         kin = self.kinematics(q, need_minv=False)
         geom = self.query.query(kin.X[:3, 3])
         v_tcp = kin.J[:3] @ qd
-        vn = float(geom.normal @ v_tcp)
-        self.last_gap = geom.gap
-        reach = 2.0 * dt * (abs(vn) + 0.05) + 1e-4
-        if geom.gap > reach:
-            speed = float(np.linalg.norm(v_tcp)) + 0.05  # + margin for the acceleration within a step
-            self._next_check = t + max(0.0, (geom.gap - reach) / (2.0 * speed))
+        self.cs[1] = geom.gap
+        if not cs.reach_check(float(t), float(dt), geom.gap, float(geom.normal @ v_tcp),
+                              math.sqrt(float(v_tcp @ v_tcp)), self.cs):
             self._alpha = None
             return None
-        self._next_check = -math.inf
         return self.from_geometry(t, q, qd, geom)
 
     def from_geometry(self, t: float, q: FloatArray, qd: FloatArray, geom: ContactGeometry) -> NormalContactModel:
         """The model from contact geometry measured at (t, q, qd) (contact_solver_node's entry)."""
-        kin = self.kinematics(q)
-        n = geom.normal
-        X, J = kin.X, kin.J
-        Jn = n @ J[:3]
-        m = 1.0 / float(Jn @ (kin.Minv @ Jn))
+        kin = self.kinematics(q, need_minv=False)
+        jt, jd, bd, ws, _, _ = self.kernel
+        rom = np.empty(len(LAYOUT))
+        q_, qd_ = np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(qd, dtype=float)
+        m = cs.rom_from_geometry(float(t), q_, qd_, float(geom.gap), np.ascontiguousarray(geom.normal, dtype=float),
+                                 np.ascontiguousarray(geom.point, dtype=float), kin.X, kin.J, self.cp, jt, jd, bd,
+                                 ws, rom)
         if not (m > 0.0 and math.isfinite(m)):
-            raise InputError(f"effective mass along the normal {n.tolist()} is {m} kg at q = {np.round(q, 4).tolist()} "
-                             "(the arm cannot move the tool along the normal: singular)")
-        v_tcp = J[:3] @ qd
-        c = X[:3, 3]
-        # the abrasive's velocity at the contact point: the tool centre's, plus the arm's and the
-        # spindle's rotation about it; its tangential part slides on the part
-        omega = J[3:] @ qd + self.spindle_speed * X[:3, 2]
-        v_slide = v_tcp + cross3(omega, geom.point - c)
-        v_slide -= (v_slide @ n) * n
-        sp = math.sqrt(float(v_slide @ v_slide))
-        c_ = self.cfg
-        if c_.force_ratio > 0.0 and sp > 0.0:
-            tangential = -(c_.force_ratio / math.sqrt(sp * sp + c_.slip_speed**2)) * v_slide
-        else:
-            tangential = np.zeros(3)
-        damping = self.law.damping(m) if isinstance(self.law, KelvinVoigt) else 0.0
-        return NormalContactModel(float(t), c_.model, c_.stiffness, damping, c_.cr, c_.exponent, c_.v_floor, m,
-                                  float(geom.gap), float(n @ v_tcp), n.copy(), geom.point.copy(), c.copy(),
-                                  tangential)
+            raise InputError(f"effective mass along the normal {geom.normal.tolist()} is {m} kg at q = "
+                             f"{np.round(q, 4).tolist()} (the arm cannot move the tool along the normal: singular)")
+        return NormalContactModel.from_kernel(rom)
 
     def release(self) -> None:
         """Nothing near the tool: the next contact starts afresh (Hunt-Crossley's alpha)."""
@@ -333,6 +344,8 @@ class StepResult:
         end: (normal force (N), gap (m)) at the step's end from the closed form, or None.
         samples: ``samples(s)`` -> (normal force (k,), gap (k,)) at times s (k,) after t0.
         rom: the contact model used (None for ``"none"``).
+        sv, rom_array: the compiled step's scalars and model (compiled_step.SV_*, LAYOUT order);
+        engine: the engine's samples (t, force, gap) of an event step (empty arrays otherwise).
     """
 
     t0: float
@@ -346,6 +359,9 @@ class StepResult:
     end: tuple[float, float] | None
     samples: Callable[[FloatArray], tuple[FloatArray, FloatArray]]
     rom: NormalContactModel | None
+    sv: FloatArray
+    rom_array: FloatArray
+    engine: tuple[FloatArray, FloatArray, FloatArray]
 
 
 class ArmContactStepper:
@@ -372,12 +388,16 @@ class ArmContactStepper:
         #: period); None: the step's phase boundaries only
         self.sample_dt: float | None = None
         self._laws: dict[tuple, KelvinVoigt | HuntCrossley] = {}
+        self.kernel = model.kernel_arrays(tcp_link)
+        # the trial wrench acts as ArmSimulator.set_wrench(w, "") puts it: on the tip link
+        _, _, _, _, self.wrench_body, self.wrench_X = model.kernel_arrays(model.tip_link)
 
     @property
     def state(self) -> ArmState:
         return self.arm.state
 
-    def _law(self, rom: NormalContactModel) -> KelvinVoigt | HuntCrossley:
+    def law_of(self, rom: NormalContactModel) -> KelvinVoigt | HuntCrossley:
+        """The law object of a contact model (cached per parameter set)."""
         key = (rom.model, rom.stiffness, rom.damping, rom.cr, rom.exponent, rom.v_floor)
         law = self._laws.get(key)
         if law is None:
@@ -389,100 +409,53 @@ class ArmContactStepper:
     def step(self, dt: float, rom: NormalContactModel | None, kin: Kinematics | None = None) -> StepResult:
         """Advance the arm by ``dt`` with the contact ``rom`` (None: no contact near).
 
-        ``kin``: the tcp kinematics at the current configuration if already computed (the very
-        ``state.q`` array), else they are computed here.
+        ``kin``: unused (the compiled step computes the tcp kinematics itself; kept for callers).
         """
-        model, arm = self.model, self.arm
+        arm = self.arm
+        traj, t_traj = arm.active_trajectory()
+        knots, coeffs, last = traj.arrays()
         st = arm.state
-        t0, q0, qd0 = st.t, st.q, st.qd
-        if rom is None:
-            arm.set_wrench(_ZERO6, "")
-            self.f_prev = 0.0
-            arm.step(dt)
-
-            def none(s: FloatArray) -> tuple[FloatArray, FloatArray]:
-                return np.zeros_like(s), np.full_like(s, math.inf)
-
-            return StepResult(t0, dt, "none", 0.0, math.inf, 0.0, math.inf, 0.0, (0.0, math.inf), none, None)
-        if kin is None or kin.q is not q0:
-            kin = Kinematics(q0, model.fk(q0, self.tcp_link), model.jacobian(q0, self.tcp_link))
-        if kin.Minv is None:
-            kin.Minv = np.linalg.inv(model.mass_matrix(q0))
-        n = rom.normal
-        c0 = kin.X[:3, 3]
-        Jn = n @ kin.J[:3]
-        vn0 = float(Jn @ qd0)
-        x0 = rom.gap + float(n @ (c0 - rom.centre))  # the model's gap moved with the tool
-        m = rom.mass
-        b = m * (kin.Minv @ Jn)
-        # trial step with the previous mean force (its contact point relative to the tool centre)
-        f_trial = self.f_prev
-        w = np.zeros(6)
-        if f_trial > 0.0:
-            w[:3] = f_trial * (n + rom.tangential)
-            w[3:] = cross3(rom.point - rom.centre, w[:3])
-        arm.set_wrench(w, "")
-        arm.step(dt)
-        st1 = arm.state
-        Jn1 = n @ model.jacobian(st1.q, self.tcp_link)[:3]
-        vn1_arm = float(Jn1 @ st1.qd)
-        dx_arm = float(0.5 * (Jn + Jn1) @ (st1.q - q0))
-        f_ext = m * ((vn1_arm - vn0) / dt - f_trial / m)  # the arm's own force along +n, N
-        a_n = f_ext / m
-        # free flight over the whole step (the tool stays above the part): exact, no force
-        x_end = x0 + vn0 * dt + 0.5 * a_n * dt * dt
-        x_min = min(x0, x_end)
-        if a_n > 0.0 and 0.0 < -vn0 / a_n < dt:
-            x_min = min(x_min, x0 - vn0 * vn0 / (2.0 * a_n))
-        law = self._law(rom)
-        kind = "free" if x_min > 0.0 else "event"
-        if kind == "event" and isinstance(law, KelvinVoigt) and x0 < 0.0:
-            sol = law.solve(m, -x0, -vn0, -f_ext)
-            if sol.separation_time(dt, clamp=True) is None and float(sol.contact_force(0.0, clamp=False)) >= 0.0:
-                kind = "contact"
-        end: tuple[float, float] | None
-        if kind == "free":
-            x1, v1 = x_end, vn0 + a_n * dt
-            end = (0.0, x1)
-
-            def samples(s: FloatArray) -> tuple[FloatArray, FloatArray]:
-                return np.zeros_like(s), x0 + vn0 * s + 0.5 * a_n * s * s
-        elif kind == "contact":
-            d1, dd1 = (float(z) for z in sol.state(dt))
-            x1, v1 = -d1, -dd1
-            k_c, c_c = law.stiffness, sol.damping
-            end = (k_c * d1 + c_c * dd1, x1)
-
-            def samples(s: FloatArray) -> tuple[FloatArray, FloatArray]:
-                # a few samples per step: the scalar path of the closed form is cheaper than arrays
-                out = np.array([sol.state(si) for si in s.tolist()])
-                return k_c * out[:, 0] + c_c * out[:, 1], -out[:, 0]
-        else:
+        n = st.q.shape[0]
+        cur = np.empty((ak.ST_ROWS, n))
+        cur[ak.Q], cur[ak.QD] = st.q, st.qd
+        out, b, sv = np.empty((ak.ST_ROWS, n)), np.empty(n), np.empty(cs.SV_LEN)
+        a = rom.to_array() if rom is not None else np.zeros(len(LAYOUT))
+        jt, jd, bd, ws, body, X = self.kernel
+        ctrl = arm.controller
+        code = cs.arm_side(st.t, float(dt), cur, rom is not None, a, self.f_prev, knots, coeffs, last, t_traj,
+                           ctrl.arm, ctrl.gravity, arm.gravity, jt, jd, bd, ws, body, X, self.wrench_body,
+                           self.wrench_X, self.project, out, b, sv)
+        et = ef = ex = np.empty(0)
+        if code == -1:
+            assert rom is not None
             self.event_steps += 1
-            eng = NormalContactEngine(law, m, f_ext, x0=x0, v0=vn0, t0=0.0)
+            eng = NormalContactEngine(self.law_of(rom), sv[cs.SV_M], sv[cs.SV_FEXT], x0=sv[cs.SV_X0],
+                                      v0=sv[cs.SV_V0], t0=0.0)
             eng.output_dt = self.sample_dt
             eng.step(dt)
-            x1, v1 = eng.x, eng.v
-            end = None
             res = eng.result()
-            et, ef, ex = res.t, res.force, res.x
+            et, ef, ex = (np.ascontiguousarray(z, dtype=float) for z in (res.t, res.force, res.x))
+            cs.arm_side_finish(float(dt), float(eng.x), float(eng.v), self.project, out, b, sv)
+        elif code == 1:
+            raise InputError(f"arm step: NaN or inf in q {st.q.tolist()} or qd {st.qd.tolist()}")
+        elif code == 2:
+            raise InputError(f"{self.model.source}: mass matrix not positive definite at q={st.q.tolist()}")
+        arm.state = ArmState(st.t + dt, out[ak.Q], out[ak.QD], out[ak.QDD], out[ak.TAU], out[ak.TAU_EXT],
+                             out[ak.Q_REF], out[ak.QD_REF], out[ak.QDD_REF])
+        self.f_prev = float(sv[cs.SV_FORCE])
+        kind = int(sv[cs.SV_KIND])
+        if kind != cs.NONE:
+            self.contact_steps += 1
 
-            def samples(s: FloatArray) -> tuple[FloatArray, FloatArray]:
-                return np.interp(s, et, ef), np.interp(s, et, ex)
+        def samples(s: FloatArray) -> tuple[FloatArray, FloatArray]:
+            s = np.ascontiguousarray(s, dtype=float)
+            fn, xs = np.empty_like(s), np.empty_like(s)
+            cs.step_samples(sv, a, s, fn, xs, et, ef, ex)
+            return fn, xs
 
-        f_mean = max(m * (v1 - vn0) / dt - f_ext, 0.0)
-        if kind == "free" and f_trial == 0.0:
-            # no contact force, none tried: the arm's own step is the motion (exactly what it does
-            # with no contact model at all, so the graph and the in-process job agree off the part)
-            f_mean, x1, v1 = 0.0, x0 + dx_arm, vn1_arm
-        elif self.project:
-            st1.q = st1.q + b * ((x1 - x0) - dx_arm)
-            st1.qd = st1.qd + b * (v1 - vn1_arm)
-        else:
-            st1.qd = st1.qd + b * (f_mean - f_trial) * dt / m
-        self.contact_steps += 1
-        self.f_prev = f_mean
-        return StepResult(t0, dt, kind, f_mean, x0, vn0, x1, v1, end, samples, rom)
+        end = None if kind == cs.EVENT else (float(sv[cs.SV_END_F]), float(sv[cs.SV_END_X]))
+        return StepResult(st.t, dt, cs.KINDS[kind], float(sv[cs.SV_FORCE]), float(sv[cs.SV_X0]), float(sv[cs.SV_V0]),
+                          float(sv[cs.SV_X1]), float(sv[cs.SV_V1]), end, samples, rom, sv, a, (et, ef, ex))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -517,5 +490,6 @@ class CoupledStep:
         res = self.arm.step(self.dt, rom, self.contact.kin)
         if rom is None:
             res.gap0 = self.contact.last_gap  # as far as the last geometry query knew
+            res.sv[cs.SV_GAP0] = res.gap0
         self.steps += 1
         return res

@@ -18,16 +18,21 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from robot_grinding_sim.core.contact.engine import NormalContactEngine
+from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.job import compiled_step as cstep
 from robot_grinding_sim.core.job.coupled_step import (
+    LAYOUT,
     ArmContactStepper,
     ContactSide,
     CoupledStep,
+    NormalContactModel,
     StepResult,
 )
 from robot_grinding_sim.core.job.setup import JobConfig, JobSetup, setup_job
@@ -35,15 +40,16 @@ from robot_grinding_sim.core.planning.trajectory import (
     JointTrajectory,
     build_job_trajectory,
 )
+from robot_grinding_sim.core.robot import arm_kernels as ak
 
 FloatArray = NDArray[np.float64]
 
-_UP = np.array([0.0, 0.0, 1.0])
+#: steps per call of the compiled batch (between progress callbacks)
+BATCH = 2000
 
 
-@dataclass
 class Record:
-    """Samples of a run (lists while running; :meth:`arrays` turns them into arrays).
+    """Samples of a run in preallocated arrays, written by the compiled step (compiled_step.record_step).
 
     Output grid (every ``output_dt``, from the closed form inside steps), (K,): t s, fn normal
     force N, depth m (penetration; negative: gap), step_index (the step each sample belongs to).
@@ -51,59 +57,33 @@ class Record:
     normal force; normal (S, 3); tangential (S, 3) the tangential force per newton of normal force;
     lever (S, 3) contact point minus tool centre, m. :meth:`arrays` adds force (K, 3) (on the tool,
     base_link) and torque (K, 3) (about the tcp, base_link) per output sample.
+
+    Args: output_dt s; n joints; steps the most steps it will hold; t_end s the last output time.
     """
 
-    output_dt: float
-    t: list[float] = field(default_factory=list)
-    fn: list[float] = field(default_factory=list)
-    depth: list[float] = field(default_factory=list)
-    step_index: list[int] = field(default_factory=list)
-    ts: list[float] = field(default_factory=list)
-    q: list[FloatArray] = field(default_factory=list)
-    qd: list[FloatArray] = field(default_factory=list)
-    tau: list[FloatArray] = field(default_factory=list)
-    fn_mean: list[float] = field(default_factory=list)
-    normal: list[FloatArray] = field(default_factory=list)
-    tangential: list[FloatArray] = field(default_factory=list)
-    lever: list[FloatArray] = field(default_factory=list)
-    _next: int = 0  # index of the next output sample on the grid
+    def __init__(self, output_dt: float, n: int, steps: int, t_end: float) -> None:
+        self.output_dt = float(output_dt)
+        S, K = steps + 2, int(math.floor(t_end / output_dt + 1e-9)) + 3
+        self.ix = np.zeros(6, dtype=np.int64)  # compiled_step.IX_*: steps, outputs, next output index, counts
+        self.step_rows = (np.empty(S), np.empty((S, n)), np.empty((S, n)), np.empty((S, n)), np.empty(S),
+                          np.empty((S, 3)), np.empty((S, 3)), np.empty((S, 3)))
+        self.out_rows = (np.empty(K), np.empty(K), np.empty(K), np.empty(K, dtype=np.int64))
 
     def add(self, res: StepResult, state: Any) -> None:
-        """Record one step (``state``: the arm's state after it)."""
-        t0, t1 = res.t0, res.t0 + res.dt
-        h = self.output_dt
-        k1 = int(math.floor(t1 / h + 1e-9))
-        k0 = max(self._next, int(math.floor(t0 / h + 1e-9)) + 1)
-        self._next = max(self._next, k1 + 1)
-        step = len(self.ts)
-        if k1 >= k0:
-            gap_far = res.gap0 if math.isfinite(res.gap0) else 1.0
-            if k1 == k0 and res.end is not None and abs(k1 * h - t1) < 1e-9:
-                fns, xs = np.array([res.end[0]]), np.array([res.end[1]])
-            else:
-                ts = np.arange(k0, k1 + 1) * h
-                fns, xs = res.samples(ts - t0)
-                if res.end is not None and abs(ts[-1] - t1) < 1e-9:  # the step end exactly as the state update
-                    fns[-1], xs[-1] = res.end
-            xs = np.where(np.isfinite(xs), xs, gap_far)
-            self.t.extend((np.arange(k0, k1 + 1) * h).tolist())
-            self.fn.extend(np.maximum(fns, 0.0).tolist())
-            self.depth.extend((-np.asarray(xs)).tolist())
-            self.step_index.extend([step] * (k1 - k0 + 1))
-        rom = res.rom
-        self.ts.append(state.t)
-        self.q.append(state.q)
-        self.qd.append(state.qd)
-        self.tau.append(state.tau)
-        self.fn_mean.append(res.force)
-        self.normal.append(rom.normal if rom is not None else _UP)
-        self.tangential.append(rom.tangential if rom is not None else np.zeros(3))
-        self.lever.append(rom.point - rom.centre if rom is not None else np.zeros(3))
+        """Record one step of the Python wrappers (``state``: the arm's state after it)."""
+        st = np.zeros((3, state.q.shape[0]))
+        st[0], st[1], st[2] = state.q, state.qd, state.tau
+        et, ef, ex = res.engine
+        cstep.record_step(res.t0, res.dt, st, res.sv, res.rom_array, res.rom is not None, self.output_dt, self.ix,
+                          *self.step_rows, *self.out_rows, et, ef, ex)
 
     def arrays(self) -> dict[str, FloatArray]:
-        keys = ("t", "fn", "depth", "ts", "q", "qd", "tau", "fn_mean", "normal", "tangential", "lever")
-        out = {k: np.asarray(getattr(self, k), dtype=float) for k in keys}
-        idx = np.asarray(self.step_index, dtype=int)
+        S, K = int(self.ix[cstep.IX_STEPS]), int(self.ix[cstep.IX_OUT])
+        keys = ("ts", "q", "qd", "tau", "fn_mean", "normal", "tangential", "lever")
+        out = {k: a[:S].copy() for k, a in zip(keys, self.step_rows, strict=True)}
+        for k, a in zip(("t", "fn", "depth"), self.out_rows[:3], strict=True):
+            out[k] = a[:K].copy()
+        idx = self.out_rows[3][:K].copy()
         out["step_index"] = idx
         if len(idx):
             f = out["fn"][:, None] * (out["normal"][idx] + out["tangential"][idx])
@@ -137,18 +117,83 @@ def coupled_step(setup: JobSetup, q0: FloatArray, project: bool = True) -> Coupl
 
 def simulate(setup: JobSetup, reference: Any, q0: FloatArray, t_end: float, project: bool = True,
              on_step: Callable[[float], None] | None = None) -> Run:
-    """Follow ``reference`` (a TrajectoryInterpolator from t = 0) from rest at ``q0`` until ``t_end`` s."""
+    """Follow ``reference`` (a TrajectoryInterpolator from t = 0) from rest at ``q0`` until ``t_end`` s.
+
+    On one CAD B-spline face the steps run compiled a batch at a time (:func:`simulate_compiled`);
+    otherwise (mesh parts: the scene's geometry) step by step through the same kernels' wrappers."""
     step = coupled_step(setup, q0, project)
     step.arm.arm.set_trajectory(reference, 0.0)
-    rec = Record(setup.cell.sim.output_dt)
+    rec = Record(setup.cell.sim.output_dt, len(q0), int(math.ceil(t_end / step.dt + 1e-9)) + 1, t_end)
     wall = time.perf_counter()
-    while step.state.t < t_end - 1e-12:
-        res = step.step()
-        rec.add(res, step.state)
-        if on_step is not None:
-            on_step(step.state.t)
+    if setup.query.compiled is not None:
+        steps = simulate_compiled(step, rec, t_end, on_step)
+    else:
+        while step.state.t < t_end - 1e-12:
+            res = step.step()
+            rec.add(res, step.state)
+            if on_step is not None:
+                on_step(step.state.t)
+        steps = step.steps
     wall = time.perf_counter() - wall
-    return Run(rec.arrays(), step.steps, step.arm.contact_steps, step.arm.event_steps, float(step.state.t), wall)
+    rec_arrays = rec.arrays()
+    contact = int(rec.ix[cstep.IX_CONTACT])
+    return Run(rec_arrays, steps, contact, int(rec.ix[cstep.IX_EVENT]), float(step.state.t), wall)
+
+
+def simulate_compiled(step: CoupledStep, rec: Record, t_end: float, on_step: Callable[[float], None] | None
+                      ) -> int:
+    """The coupled steps from the arm's state to ``t_end`` in compiled batches (compiled_step.run_batch);
+    an event step runs the variable-step engine here and is finished by the same kernel. Leaves the
+    final state in ``step``'s arm; returns the number of steps."""
+    side, arm_side, sim = step.contact, step.arm, step.arm.arm
+    jt, jd, bd, ws, body, X = arm_side.kernel
+    knots, coeffs, last = sim.trajectory.arrays()
+    ctrl = sim.controller
+    n = sim.state.q.shape[0]
+    st = np.zeros((ak.ST_ROWS, n))
+    st[ak.Q], st[ak.QD] = sim.state.q, sim.state.qd
+    cs_state = side.cs
+    fp = np.array([arm_side.f_prev])
+    geo = side.query.compiled
+    out, rom, b, sv = np.empty((ak.ST_ROWS, n)), np.empty(len(LAYOUT)), np.empty(n), np.empty(cstep.SV_LEN)
+    t, dt, h = float(sim.state.t), step.dt, rec.output_dt
+    steps0 = int(rec.ix[cstep.IX_STEPS])
+    while True:
+        code, t = cstep.run_batch(t, dt, t_end, BATCH, st, cs_state, fp, side.cp, geo, knots, coeffs, last, ctrl.arm,
+                                  ctrl.gravity, sim.gravity, jt, jd, bd, ws, body, X, arm_side.wrench_body,
+                                  arm_side.wrench_X, arm_side.project, h, rec.ix, *rec.step_rows, *rec.out_rows,
+                                  out, rom, b, sv)
+        if code == 2:
+            raise InputError(f"effective mass along the normal {rom[10:13].tolist()} is singular at q = "
+                             f"{np.round(st[ak.Q], 4).tolist()} (the arm cannot move the tool along the normal)")
+        if code == 3:
+            raise InputError(f"arm step failed (NaN or a mass matrix not positive definite) at t = {t} s")
+        if code == 1:  # an event step: the engine gives its end state, the kernel finishes it
+            m, f_ext = float(sv[cstep.SV_M]), float(sv[cstep.SV_FEXT])
+            law = arm_side.law_of(NormalContactModel.from_kernel(rom))
+            eng = NormalContactEngine(law, m, f_ext, x0=float(sv[cstep.SV_X0]), v0=float(sv[cstep.SV_V0]), t0=0.0)
+            eng.output_dt = arm_side.sample_dt
+            eng.step(dt)
+            res = eng.result()
+            cstep.arm_side_finish(dt, float(eng.x), float(eng.v), arm_side.project, out, b, sv)
+            fp[0] = sv[cstep.SV_FORCE]
+            cstep.record_step(t, dt, out, sv, rom, True, h, rec.ix, *rec.step_rows, *rec.out_rows,
+                              *(np.ascontiguousarray(z, dtype=float) for z in (res.t, res.force, res.x)))
+            st[:] = out
+            t = t + dt
+        if on_step is not None:
+            on_step(t)
+        if code == 0 and not t < t_end - 1e-12:
+            break
+    arm_side.f_prev = float(fp[0])
+    arm_side.event_steps += int(rec.ix[cstep.IX_EVENT])
+    arm_side.contact_steps += int(rec.ix[cstep.IX_CONTACT])
+    sim.state = type(sim.state)(t, st[ak.Q].copy(), st[ak.QD].copy(), st[ak.QDD].copy(), st[ak.TAU].copy(),
+                                st[ak.TAU_EXT].copy(), st[ak.Q_REF].copy(), st[ak.QD_REF].copy(),
+                                st[ak.QDD_REF].copy())
+    steps = int(rec.ix[cstep.IX_STEPS]) - steps0
+    step.steps += steps
+    return steps
 
 
 def simulate_trajectory(setup: JobSetup, traj: JointTrajectory, on_step: Callable[[float], None] | None = None

@@ -32,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.errors import InputError, ModelError
+from robot_grinding_sim.core.robot import arm_kernels as ak
 
 #: Slack on joint limits when validating commands (rad or m): commands read back from
 #: joint_states round to float32 in some tools.
@@ -286,19 +287,13 @@ class TrajectoryInterpolator:
 
     def sample(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Reference (q, qd, qdd), each (n,), at ``t`` s after the start (clamped to [0, duration])."""
-        if t >= self.duration or self._coeffs.shape[0] == 0:
-            q = self.positions[-1]
-            z = np.zeros_like(q)
-            return q.copy(), z, z.copy()
-        t = max(t, 0.0)
-        s = int(np.searchsorted(self.knots, t, side="right")) - 1
-        s = min(max(s, 0), self._coeffs.shape[0] - 1)
-        tau = t - self.knots[s]
-        c = self._coeffs[s]
-        q = c[0] + tau * (c[1] + tau * (c[2] + tau * (c[3] + tau * (c[4] + tau * c[5]))))
-        qd = c[1] + tau * (2 * c[2] + tau * (3 * c[3] + tau * (4 * c[4] + tau * 5 * c[5])))
-        qdd = 2 * c[2] + tau * (6 * c[3] + tau * (12 * c[4] + tau * 20 * c[5]))
-        return q, qd, qdd
+        out = np.empty((3, self.positions.shape[1]))
+        ak.trajectory_sample(self.knots, self._coeffs, self.positions[-1], float(t), out[0], out[1], out[2])
+        return out[0], out[1], out[2]
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(knots (K,), coefficients (K-1, 6, n), last position (n,)): the compiled kernels' form."""
+        return self.knots, self._coeffs, self.positions[-1]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -336,19 +331,25 @@ class ComputedTorqueController:
             raise InputError(
                 f"gains must be finite and >= 0; got kp={self.kp.tolist()} kd={self.kd.tolist()}"
             )
-        self.gravity = np.asarray(gravity, dtype=float)
+        self.gravity = np.ascontiguousarray(gravity, dtype=float)
         limits = np.asarray(model.effort_limits, dtype=float)
         usable = np.isfinite(limits) & (limits > 0)
         self.effort_limits = np.where(usable, limits, np.inf) if limit_effort else None
+        # gains, effort limits and joint limits as the compiled kernels take them (arm_kernels)
+        self.arm = np.empty((ak.ARM_ROWS, n))
+        self.arm[ak.KP], self.arm[ak.KD] = self.kp, self.kd
+        self.arm[ak.EFFORT] = np.inf if self.effort_limits is None else self.effort_limits
+        self.arm[ak.LOWER], self.arm[ak.UPPER] = model.lower, model.upper
 
     def torque(
         self, q: np.ndarray, qd: np.ndarray, q_ref: np.ndarray, qd_ref: np.ndarray, qdd_ref: np.ndarray
     ) -> np.ndarray:
         """Joint torques (n,), N m."""
-        qdd_cmd = qdd_ref + self.kp * (q_ref - q) + self.kd * (qd_ref - qd)
-        tau = self.model.rnea(q, qd, qdd_cmd, gravity=self.gravity)
-        if self.effort_limits is not None:
-            tau = np.clip(tau, -self.effort_limits, self.effort_limits)
+        jt, jd, bd, ws, _, _ = self.model.kernel_arrays(self.model.tip_link)
+        a = [np.ascontiguousarray(x, dtype=float) for x in (q, qd, q_ref, qd_ref, qdd_ref)]
+        tau = np.empty(self.model.nq)
+        if not ak.computed_torque(*a, self.arm, self.gravity, jt, jd, bd, ws, tau):
+            raise InputError(f"computed torque: NaN or inf in q {a[0].tolist()}, qd {a[1].tolist()} or the reference")
         return tau
 
 
@@ -427,7 +428,7 @@ class ArmSimulator:
                 f"initial positions: expected {n} values ({', '.join(model.joint_names)}), got {q.shape[0]}"
             )
         self.limits.check_positions(q, "initial positions")
-        self.gravity = np.asarray(gravity, dtype=float)
+        self.gravity = np.ascontiguousarray(gravity, dtype=float)
         if self.gravity.shape != (3,) or not np.all(np.isfinite(self.gravity)):
             raise InputError(f"gravity must be a finite 3-vector; got {gravity!r}")
         self.controller = controller or ComputedTorqueController(model, 2500.0, 100.0, gravity=self.gravity)
@@ -449,6 +450,13 @@ class ArmSimulator:
             traj, start = self._next
             return traj.sample(t - start)
         return self.trajectory.sample(t - self.trajectory_start)
+
+    def active_trajectory(self) -> tuple[TrajectoryInterpolator, float]:
+        """(the trajectory followed from now on, its start time, s): a pending one once its start
+        time has come."""
+        if self._next is not None and self.state.t >= self._next[1]:
+            (self.trajectory, self.trajectory_start), self._next = self._next, None
+        return self.trajectory, self.trajectory_start
 
     def set_trajectory(self, traj: TrajectoryInterpolator, start_time: float | None = None) -> None:
         """Follow ``traj`` from sim time ``start_time`` (default now); replaces the current goal.
@@ -535,8 +543,9 @@ class ArmSimulator:
         if not dt > 0 or not math.isfinite(dt):
             raise InputError(f"dt must be a finite positive step in seconds; got {dt}")
         st = self.state
-        if self._next is not None and st.t >= self._next[1]:
-            (self.trajectory, self.trajectory_start), self._next = self._next, None
+        self.active_trajectory()
+        if self.integrator == "semi_implicit_euler":
+            return self._step_compiled(dt, control)
         q_ref, qd_ref, qdd_ref = self.reference(st.t)
         if control:
             tau = self.controller.torque(st.q, st.qd, q_ref, qd_ref, qdd_ref)
@@ -552,10 +561,6 @@ class ArmSimulator:
             q_new = q + dt / 6.0 * (k1q + 2 * k2q + 2 * k3q + k4q)
             qd_new = qd + dt / 6.0 * (k1v + 2 * k2v + 2 * k3v + k4v)
             qdd = a1
-        else:
-            qdd, tau_ext = self._accel(st.q, st.qd, tau)
-            qd_new = st.qd + dt * qdd
-            q_new = st.q + dt * qd_new
         # end stops: clamp and remove the velocity into the stop
         lo, hi = self.limits.lower, self.limits.upper
         below, above = q_new < lo, q_new > hi
@@ -563,6 +568,28 @@ class ArmSimulator:
             q_new = np.clip(q_new, lo, hi)
             qd_new = np.where(below & (qd_new < 0) | above & (qd_new > 0), 0.0, qd_new)
         self.state = ArmState(st.t + dt, q_new, qd_new, qdd, tau, tau_ext, q_ref, qd_ref, qdd_ref)
+        return self.state
+
+    def _step_compiled(self, dt: float, control: bool) -> ArmState:
+        """Semi-implicit Euler: one call of the compiled step (arm_kernels.arm_advance)."""
+        st = self.state
+        n = self.model.nq
+        cur = np.empty((ak.ST_ROWS, n))
+        cur[ak.Q], cur[ak.QD] = st.q, st.qd
+        out = np.empty((ak.ST_ROWS, n))
+        knots, coeffs, last = self.trajectory.arrays()
+        link = self._wrench_link if self._wrench_link is not None else self.model.tip_link
+        jt, jd, bd, ws, wbody, wX = self.model.kernel_arrays(link)
+        ctrl = self.controller
+        code = ak.arm_advance(st.t, dt, cur, knots, coeffs, last, self.trajectory_start, control, ctrl.arm,
+                              ctrl.gravity, self.gravity, jt, jd, bd, ws, wbody, wX, self._wrench, out)
+        if code == 1:
+            raise InputError(f"arm step: NaN or inf in q {st.q.tolist()}, qd {st.qd.tolist()} or the wrench "
+                             f"{self._wrench.tolist()}")
+        if code == 2:
+            raise ModelError(f"{self.model.source}: mass matrix not positive definite at q={st.q.tolist()}")
+        self.state = ArmState(st.t + dt, out[ak.Q], out[ak.QD], out[ak.QDD], out[ak.TAU], out[ak.TAU_EXT],
+                              out[ak.Q_REF], out[ak.QD_REF], out[ak.QDD_REF])
         return self.state
 
     def energy(self) -> float:

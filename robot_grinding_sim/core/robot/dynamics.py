@@ -391,6 +391,12 @@ class RobotModel:
             self._check(code, _NAMES_FD)
         return out
 
+    def kernel_arrays(self, link: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]:
+        """The packed model for compiled callers of :mod:`.kernels` (layout in its header): (jt, jd, bd,
+        the workspace ws, the body ``link`` is fixed to (-1: the root), its pose X (4, 4) in that body)."""
+        k = self._link(link)
+        return self._jt, self._jd, self._bd, self._ws, int(self._link_body[k]), self._link_X[k]
+
     def effective_mass(self, q: Any, link: str | None, point: Any, direction: Any) -> float:
         """Mass the environment feels when pushing ``point`` (moving with ``link``) along ``direction``.
 

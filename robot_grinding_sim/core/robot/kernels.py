@@ -295,7 +295,7 @@ def crba_single(q, jt, jd, bd, ws, out):
 
 
 @njit(cache=True)
-def _cholesky_solve(M, rhs, L, x):
+def cholesky_solve(M, rhs, L, x):
     """Solve M x = rhs for SPD M (n, n) by Cholesky; False if M is not positive definite."""
     n = M.shape[0]
     for j in range(n):
@@ -330,7 +330,7 @@ def fd_sample(q, qd, tau, g, jt, jd, bd, ext_body, ext_off, ext, ws, M, L, h, ze
     rnea_sample(q, qd, zero, g, jt, jd, bd, ext_body, ext_off, ext, ws, h)
     for i in range(q.shape[0]):
         h[i] = tau[i] - h[i]
-    return _cholesky_solve(M, h, L, out)
+    return cholesky_solve(M, h, L, out)
 
 
 @njit(cache=True)
@@ -492,7 +492,7 @@ def effective_mass_kernel(q, body, X, point, nvec, jt, jd, bd, ws):
         return np.inf
     M, L, y = np.empty((n, n)), np.empty((n, n)), np.empty(n)
     crba_sample(q, jt, jd, bd, ws, M)
-    if not _cholesky_solve(M, x, L, y):
+    if not cholesky_solve(M, x, L, y):
         return -2.0
     s = 0.0
     for j in range(n):

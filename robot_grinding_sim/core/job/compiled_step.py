@@ -1,0 +1,336 @@
+"""The coupled arm + contact step compiled (numba): the kernels behind
+:class:`~robot_grinding_sim.core.job.coupled_step.ContactSide`,
+:class:`~robot_grinding_sim.core.job.coupled_step.ArmContactStepper` and the in-process job's
+batch of steps (:func:`run_batch`). The physics is the one the coupled_step module's docstring
+describes; the Python classes there are thin wrappers around these kernels, so the nodes and the
+in-process job run the same code.
+
+Arrays:
+
+- ``rom`` (len(LAYOUT),): the contact model in :data:`~robot_grinding_sim.core.job.coupled_step.LAYOUT`
+  order (what contact_solver_node publishes);
+- ``cp`` (CP_LEN,): the contact side's parameters (law id, K, fixed damping or -1, Kelvin-Voigt
+  damping ratio, c_r, exponent, v_floor, tangential force ratio, slip speed, spindle speed);
+- ``sv`` (SV_LEN,): one step's scalars (kind, mean force, gap/rate at start and end, ...);
+- arm state ``st`` (ST_ROWS, n) and servo ``arm`` (ARM_ROWS, n): :mod:`~robot_grinding_sim.core.robot.arm_kernels`.
+
+A step whose contact needs the variable-step engine (onset, release, the Hunt-Crossley family:
+kind :data:`EVENT`) stops in :func:`arm_side` after the arm's trial step; the caller runs
+:class:`~robot_grinding_sim.core.contact.engine.NormalContactEngine` for the end state (x1, v1)
+and finishes the step with :func:`arm_side_finish`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from robot_grinding_sim.core.contact.kelvin_voigt import kv_state, kv_stays_in_contact
+from robot_grinding_sim.core.geometry.tool_contact import ball_contact
+from robot_grinding_sim.core.robot.arm_kernels import QD, TAU, arm_advance
+from robot_grinding_sim.core.robot.kernels import cholesky_solve, crba_sample, jacobian_kernel, link_pose
+
+# rom fields (coupled_step.LAYOUT)
+R_T, R_MODEL, R_K, R_D, R_CR, R_EXP, R_VF, R_M, R_GAP, R_RATE, R_N, R_P, R_C, R_TAN = (
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 13, 16, 19)
+ROM_LEN = 22
+# contact parameters
+CP_MODEL, CP_K, CP_DAMPING, CP_ZETA, CP_CR, CP_EXP, CP_VF, CP_RATIO, CP_SLIP, CP_SPINDLE = range(10)
+CP_LEN = 10
+# step kinds
+NONE, FREE, CONTACT, EVENT = 0, 1, 2, 3
+KINDS = ("none", "free", "contact", "event")
+# step scalars
+(SV_KIND, SV_FORCE, SV_X0, SV_V0, SV_X1, SV_V1, SV_END_F, SV_END_X, SV_M, SV_FEXT, SV_DX_ARM, SV_VN1_ARM,
+ SV_FTRIAL, SV_GAP0) = range(14)
+SV_LEN = 14
+# batch counters
+IX_STEPS, IX_OUT, IX_NEXT, IX_CONTACT, IX_EVENT, IX_NEXT_CHECK_UNUSED = range(6)
+
+
+@njit(cache=True)
+def tcp_kinematics(q, jt, jd, ws, body, X, T, J):
+    """Pose T (4, 4) and Jacobian J (6, n) [linear; angular] of the tool centre at q."""
+    link_pose(q, body, X, jt, jd, ws, T)
+    jacobian_kernel(q, body, X, np.zeros(3), False, jt, jd, ws, J)
+
+
+@njit(cache=True)
+def normal_row(J, nx, ny, nz):
+    """n^T J[:3] (n,)."""
+    return nx * J[0] + ny * J[1] + nz * J[2]
+
+
+@njit(cache=True)
+def rom_from_geometry(t, q, qd, gap, nrm, pt, T, J, cp, jt, jd, bd, ws, rom):
+    """The contact model at (t, q, qd) from contact geometry (gap m, normal (3,), point (3,)) and the
+    tcp's T, J at q: effective mass along n, tangential force against the abrasive's sliding
+    velocity, Kelvin-Voigt damping for that mass. Writes rom; returns the effective mass (<= 0 or
+    not finite: singular along n)."""
+    n = q.shape[0]
+    Jn = normal_row(J, nrm[0], nrm[1], nrm[2])
+    M, L, y = np.empty((n, n)), np.zeros((n, n)), np.empty(n)
+    crba_sample(q, jt, jd, bd, ws, M)
+    if not cholesky_solve(M, Jn, L, y):
+        return -1.0
+    m = 1.0 / np.dot(Jn, y)
+    if not (m > 0.0 and math.isfinite(m)):
+        return m
+    v = J[:3] @ qd
+    om = J[3:] @ qd
+    for i in range(3):
+        om[i] += cp[CP_SPINDLE] * T[i, 2]
+    # the abrasive's velocity at the contact point: the tool centre's, plus the arm's and the
+    # spindle's rotation about it; its tangential part slides on the part
+    lx, ly, lz = pt[0] - T[0, 3], pt[1] - T[1, 3], pt[2] - T[2, 3]
+    sl = np.array([v[0] + om[1] * lz - om[2] * ly, v[1] + om[2] * lx - om[0] * lz, v[2] + om[0] * ly - om[1] * lx])
+    sn = sl[0] * nrm[0] + sl[1] * nrm[1] + sl[2] * nrm[2]
+    for i in range(3):
+        sl[i] -= sn * nrm[i]
+    sp = math.sqrt(sl[0] * sl[0] + sl[1] * sl[1] + sl[2] * sl[2])
+    ratio = cp[CP_RATIO]
+    k = -(ratio / math.sqrt(sp * sp + cp[CP_SLIP] ** 2)) if ratio > 0.0 and sp > 0.0 else 0.0
+    if cp[CP_MODEL] != 0.0:
+        damping = 0.0
+    elif cp[CP_DAMPING] >= 0.0:
+        damping = cp[CP_DAMPING]
+    else:
+        damping = 2.0 * cp[CP_ZETA] * math.sqrt(cp[CP_K] * m)
+    rom[R_T], rom[R_MODEL], rom[R_K], rom[R_D] = t, cp[CP_MODEL], cp[CP_K], damping
+    rom[R_CR], rom[R_EXP], rom[R_VF], rom[R_M] = cp[CP_CR], cp[CP_EXP], cp[CP_VF], m
+    rom[R_GAP] = gap
+    rom[R_RATE] = nrm[0] * v[0] + nrm[1] * v[1] + nrm[2] * v[2]
+    for i in range(3):
+        rom[R_N + i], rom[R_P + i], rom[R_C + i], rom[R_TAN + i] = nrm[i], pt[i], T[i, 3], k * sl[i]
+    return m
+
+
+@njit(cache=True)
+def reach_check(t, dt, gap, vn, speed, cs):
+    """Whether the tool can reach the part within the next step (gap m, normal speed vn and speed
+    m/s); if not, cs[0] (the next time worth a geometry query) is put off until it could."""
+    reach = 2.0 * dt * (abs(vn) + 0.05) + 1e-4
+    if gap > reach:
+        sp = speed + 0.05  # + margin for the acceleration within a step
+        cs[0] = t + max(0.0, (gap - reach) / (2.0 * sp))
+        return False
+    cs[0] = -np.inf
+    return True
+
+
+@njit(cache=True)
+def arm_side(t, dt, st, have_rom, rom, f_prev, knots, coeffs, last, t_traj, arm, g_ctrl, g, jt, jd, bd, ws,
+             body, X, wbody, wX, project, out, b, sv):
+    """The arm side of one step (coupled_step module docstring) from state st (ST_ROWS, n) at t
+    into out: trial step under f_prev, free acceleration along n, free flight or the
+    Kelvin-Voigt closed form, projection along b = m M^-1 J^T n (b (n,) written). Returns the
+    arm's code (0 ok) or -1 for an :data:`EVENT` step waiting for :func:`arm_side_finish`."""
+    n = st.shape[1]
+    w = np.zeros(6)
+    for k in range(SV_LEN):
+        sv[k] = 0.0
+    sv[SV_FTRIAL] = f_prev if have_rom else 0.0
+    if not have_rom:
+        code = arm_advance(t, dt, st, knots, coeffs, last, t_traj, True, arm, g_ctrl, g, jt, jd, bd, ws,
+                           wbody, wX, w, out)
+        sv[SV_KIND], sv[SV_X0], sv[SV_X1], sv[SV_END_X] = NONE, np.inf, np.inf, np.inf
+        return code
+    q0, qd0 = st[0], st[QD]
+    T, J = np.empty((4, 4)), np.empty((6, n))
+    tcp_kinematics(q0, jt, jd, ws, body, X, T, J)
+    nx, ny, nz = rom[R_N], rom[R_N + 1], rom[R_N + 2]
+    Jn = normal_row(J, nx, ny, nz)
+    vn0 = np.dot(Jn, qd0)
+    x0 = rom[R_GAP] + nx * (T[0, 3] - rom[R_C]) + ny * (T[1, 3] - rom[R_C + 1]) + nz * (T[2, 3] - rom[R_C + 2])
+    m = rom[R_M]
+    M, L = np.empty((n, n)), np.zeros((n, n))
+    crba_sample(q0, jt, jd, bd, ws, M)
+    if not cholesky_solve(M, Jn, L, b):
+        return 2
+    for j in range(n):
+        b[j] *= m
+    # trial step with the previous mean force (its contact point relative to the tool centre)
+    f_trial = f_prev
+    if f_trial > 0.0:
+        for i in range(3):
+            w[i] = f_trial * (rom[R_N + i] + rom[R_TAN + i])
+        lx, ly, lz = rom[R_P] - rom[R_C], rom[R_P + 1] - rom[R_C + 1], rom[R_P + 2] - rom[R_C + 2]
+        w[3], w[4], w[5] = ly * w[2] - lz * w[1], lz * w[0] - lx * w[2], lx * w[1] - ly * w[0]
+    code = arm_advance(t, dt, st, knots, coeffs, last, t_traj, True, arm, g_ctrl, g, jt, jd, bd, ws, wbody, wX,
+                       w, out)
+    if code != 0:
+        return code
+    jacobian_kernel(out[0], body, X, np.zeros(3), False, jt, jd, ws, J)
+    Jn1 = normal_row(J, nx, ny, nz)
+    vn1_arm = np.dot(Jn1, out[QD])
+    dx_arm = 0.5 * np.dot(Jn + Jn1, out[0] - q0)
+    f_ext = m * ((vn1_arm - vn0) / dt - f_trial / m)  # the arm's own force along +n, N
+    a_n = f_ext / m
+    # free flight over the whole step (the tool stays above the part): exact, no force
+    x_end = x0 + vn0 * dt + 0.5 * a_n * dt * dt
+    x_min = min(x0, x_end)
+    if a_n > 0.0 and 0.0 < -vn0 / a_n < dt:
+        x_min = min(x_min, x0 - vn0 * vn0 / (2.0 * a_n))
+    kind = FREE if x_min > 0.0 else EVENT
+    K, D = rom[R_K], rom[R_D]
+    if kind == EVENT and rom[R_MODEL] == 0.0 and x0 < 0.0 and kv_stays_in_contact(K, D, m, -f_ext, -x0, -vn0, dt):
+        kind = CONTACT
+    sv[SV_KIND], sv[SV_X0], sv[SV_V0], sv[SV_M], sv[SV_FEXT] = kind, x0, vn0, m, f_ext
+    sv[SV_DX_ARM], sv[SV_VN1_ARM] = dx_arm, vn1_arm
+    if kind == FREE:
+        sv[SV_END_F], sv[SV_END_X] = 0.0, x_end
+        arm_side_finish(dt, x_end, vn0 + a_n * dt, project, out, b, sv)
+    elif kind == CONTACT:
+        d1, dd1 = kv_state(K, D, m, -f_ext, -x0, -vn0, dt)
+        sv[SV_END_F], sv[SV_END_X] = K * d1 + D * dd1, -d1
+        arm_side_finish(dt, -d1, -dd1, project, out, b, sv)
+    else:
+        sv[SV_END_F], sv[SV_END_X] = np.nan, np.nan
+        return -1
+    return 0
+
+
+@njit(cache=True)
+def arm_side_finish(dt, x1, v1, project, out, b, sv):
+    """The step's end: mean force m (v1 - v0) / dt - f_ext and the arm's normal coordinate set to
+    the contact's end state (x1, v1) along b (or, with ``project`` off, the mean force applied)."""
+    m, vn0, f_ext, f_trial = sv[SV_M], sv[SV_V0], sv[SV_FEXT], sv[SV_FTRIAL]
+    x0, dx_arm, vn1_arm = sv[SV_X0], sv[SV_DX_ARM], sv[SV_VN1_ARM]
+    f_mean = max(m * (v1 - vn0) / dt - f_ext, 0.0)
+    if sv[SV_KIND] == FREE and f_trial == 0.0:
+        # no contact force, none tried: the arm's own step is the motion (exactly what it does
+        # with no contact model at all, so the graph and the in-process job agree off the part)
+        f_mean, x1, v1 = 0.0, x0 + dx_arm, vn1_arm
+    elif project:
+        dq, dv = (x1 - x0) - dx_arm, v1 - vn1_arm
+        for j in range(b.shape[0]):
+            out[0, j] += b[j] * dq
+            out[QD, j] += b[j] * dv
+    else:
+        for j in range(b.shape[0]):
+            out[QD, j] += b[j] * (f_mean - f_trial) * dt / m
+    sv[SV_FORCE], sv[SV_X1], sv[SV_V1] = f_mean, x1, v1
+
+
+@njit(cache=True)
+def step_samples(sv, rom, s, fn, xs, et, ef, ex):
+    """Normal force (N) and gap (m) at times s (k,) after the step's start, from the step's own
+    solution (free flight, the closed form, or the engine's samples et, ef, ex for an event)."""
+    kind = sv[SV_KIND]
+    x0, vn0 = sv[SV_X0], sv[SV_V0]
+    for i in range(s.shape[0]):
+        if kind == NONE:
+            fn[i], xs[i] = 0.0, np.inf
+        elif kind == FREE:
+            fn[i], xs[i] = 0.0, x0 + vn0 * s[i] + 0.5 * (sv[SV_FEXT] / sv[SV_M]) * s[i] * s[i]
+        elif kind == CONTACT:
+            K, D = rom[R_K], rom[R_D]
+            d, dd = kv_state(K, D, sv[SV_M], -sv[SV_FEXT], -x0, -vn0, s[i])
+            fn[i], xs[i] = K * d + D * dd, -d
+        else:
+            fn[i], xs[i] = np.interp(s[i], et, ef), np.interp(s[i], et, ex)
+
+
+@njit(cache=True)
+def record_step(t0, dt, st1, sv, rom, have_rom, h, ix, rts, rq, rqd, rtau, rfn, rnrm, rtan, rlev,
+                ot, ofn, odepth, oidx, et, ef, ex):
+    """Record one step: its end state and contact (row ix[IX_STEPS]) and the output samples on the
+    grid k h (s) that fall in (t0, t0 + dt], from the step's solution (:func:`step_samples`)."""
+    t1 = t0 + dt
+    k1 = int(math.floor(t1 / h + 1e-9))
+    k0 = max(ix[IX_NEXT], int(math.floor(t0 / h + 1e-9)) + 1)
+    ix[IX_NEXT] = max(ix[IX_NEXT], k1 + 1)
+    step = ix[IX_STEPS]
+    if k1 >= k0:
+        gap0 = sv[SV_GAP0] if sv[SV_KIND] == NONE else sv[SV_X0]
+        gap_far = gap0 if math.isfinite(gap0) else 1.0
+        cnt = k1 - k0 + 1
+        fn, xs = np.empty(cnt), np.empty(cnt)
+        has_end = sv[SV_KIND] != EVENT
+        if cnt == 1 and has_end and abs(k1 * h - t1) < 1e-9:
+            fn[0], xs[0] = sv[SV_END_F], sv[SV_END_X]
+        else:
+            s = np.arange(k0, k1 + 1) * h - t0
+            step_samples(sv, rom, s, fn, xs, et, ef, ex)
+            if has_end and abs(k1 * h - t1) < 1e-9:  # the step end exactly as the state update
+                fn[cnt - 1], xs[cnt - 1] = sv[SV_END_F], sv[SV_END_X]
+        o = ix[IX_OUT]
+        for i in range(cnt):
+            ot[o + i] = (k0 + i) * h
+            ofn[o + i] = max(fn[i], 0.0)
+            odepth[o + i] = -(xs[i] if math.isfinite(xs[i]) else gap_far)
+            oidx[o + i] = step
+        ix[IX_OUT] = o + cnt
+    rts[step] = t1
+    rq[step] = st1[0]
+    rqd[step] = st1[QD]
+    rtau[step] = st1[TAU]
+    rfn[step] = sv[SV_FORCE]
+    for i in range(3):
+        rnrm[step, i] = rom[R_N + i] if have_rom else (1.0 if i == 2 else 0.0)
+        rtan[step, i] = rom[R_TAN + i] if have_rom else 0.0
+        rlev[step, i] = rom[R_P + i] - rom[R_C + i] if have_rom else 0.0
+    ix[IX_STEPS] = step + 1
+    if sv[SV_KIND] != NONE:
+        ix[IX_CONTACT] += 1
+    if sv[SV_KIND] == EVENT:
+        ix[IX_EVENT] += 1
+
+
+@njit(cache=True)
+def contact_side(t, dt, st, cs, cp, geo, jt, jd, bd, ws, body, X, rom):
+    """The contact side at the arm's state: the compiled ball query on the CAD face (geo: the
+    arguments of :func:`ball_contact` after the centre), the reach check, the model into rom.
+    Returns 1 with a model, 0 without (the tool cannot reach the part within the step), -1 if the
+    effective mass is singular. cs (2,): next time worth a query, the last gap (m)."""
+    if t < cs[0]:
+        cs[1] = np.inf
+        return 0
+    n = st.shape[1]
+    q, qd = st[0], st[QD]
+    T, J = np.empty((4, 4)), np.empty((6, n))
+    tcp_kinematics(q, jt, jd, ws, body, X, T, J)
+    c = T[:3, 3].copy()
+    g = np.empty(6)
+    gap = ball_contact(c, *geo, g)
+    cs[1] = gap
+    v = J[:3] @ qd
+    vn = g[0] * v[0] + g[1] * v[1] + g[2] * v[2]
+    if not reach_check(t, dt, gap, vn, math.sqrt(np.dot(v, v)), cs):
+        return 0
+    m = rom_from_geometry(t, q, qd, gap, g[:3], g[3:], T, J, cp, jt, jd, bd, ws, rom)
+    return 1 if (m > 0.0 and math.isfinite(m)) else -1
+
+
+@njit(cache=True)
+def run_batch(t, dt, t_end, max_steps, st, cs, fp, cp, geo, knots, coeffs, last, arm, g_ctrl, g, jt, jd, bd, ws,
+              body, X, wbody, wX, project, h, ix, rts, rq, rqd, rtau, rfn, rnrm, rtan, rlev, ot, ofn, odepth, oidx,
+              out, rom, b, sv):
+    """Steps of ``dt`` from state st at t until t_end, ``max_steps`` steps or an event step.
+
+    fp (1,): the previous step's mean force (the trial force), updated. Each completed step is
+    recorded (:func:`record_step`) and becomes st. Returns (code, t): code 0 at t_end or after
+    max_steps, 1 for an event step (st still the step's start; out, rom, b, sv the pending step
+    for :func:`arm_side_finish`), 2 for a singular effective mass, 3 for a failed arm step."""
+    empty = np.empty(0)
+    for _ in range(max_steps):
+        if not t < t_end - 1e-12:
+            return 0, t
+        have = contact_side(t, dt, st, cs, cp, geo, jt, jd, bd, ws, body, X, rom)
+        if have < 0:
+            return 2, t
+        code = arm_side(t, dt, st, have == 1, rom, fp[0], knots, coeffs, last, 0.0, arm, g_ctrl, g, jt, jd, bd,
+                        ws, body, X, wbody, wX, project, out, b, sv)
+        if code == -1:
+            return 1, t
+        if code != 0:
+            return 3, t
+        sv[SV_GAP0] = cs[1]
+        fp[0] = sv[SV_FORCE]
+        record_step(t, dt, out, sv, rom, have == 1, h, ix, rts, rq, rqd, rtau, rfn, rnrm, rtan, rlev, ot, ofn,
+                    odepth, oidx, empty, empty, empty)
+        st[:] = out
+        t = t + dt
+    return 0, t

@@ -1,0 +1,134 @@
+"""numba kernels of the simulated arm: the reference trajectory, computed-torque servo and one step of
+forward dynamics (semi-implicit Euler, end stops) on flat arrays.
+
+:class:`~robot_grinding_sim.core.robot.arm_sim.TrajectoryInterpolator`,
+:class:`~robot_grinding_sim.core.robot.arm_sim.ComputedTorqueController` and
+:class:`~robot_grinding_sim.core.robot.arm_sim.ArmSimulator` are their Python wrappers, and the
+compiled coupled step (:mod:`robot_grinding_sim.core.job.compiled_step`) calls them directly: one
+implementation of the arm for the nodes and the in-process job.
+
+The arm's state travels as one array ``st`` (ST_ROWS, n): rows :data:`Q`, :data:`QD`, :data:`QDD`,
+:data:`TAU` (motor torque over the step), :data:`TAU_EXT` (J^T w), :data:`Q_REF`, :data:`QD_REF`,
+:data:`QDD_REF`. Servo and limits travel as ``arm`` (ARM_ROWS, n): rows kp (1/s^2), kd (1/s),
+effort limit (N m; inf: not clipped), lower, upper (rad). Units SI, frames the model's root.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from robot_grinding_sim.core.robot.kernels import fd_sample, jacobian_kernel, rnea_sample
+
+Q, QD, QDD, TAU, TAU_EXT, Q_REF, QD_REF, QDD_REF = range(8)
+ST_ROWS = 8
+KP, KD, EFFORT, LOWER, UPPER = range(5)
+ARM_ROWS = 5
+
+
+@njit(cache=True)
+def trajectory_sample(knots, coeffs, last, t, q, qd, qdd):
+    """Reference at ``t`` s of a piecewise polynomial: knots (K,), coeffs (K-1, 6, n) in each
+    segment's local time, last (n,) the final position (held at rest after the last knot, and
+    for K = 1); writes q, qd, qdd (n,)."""
+    n = last.shape[0]
+    nseg = coeffs.shape[0]
+    if nseg == 0 or t >= knots[knots.shape[0] - 1]:
+        for j in range(n):
+            q[j] = last[j]
+            qd[j] = 0.0
+            qdd[j] = 0.0
+        return
+    if t < 0.0:
+        t = 0.0
+    s = np.searchsorted(knots, t, side="right") - 1
+    s = min(max(s, 0), nseg - 1)
+    tau = t - knots[s]
+    for j in range(n):
+        c0, c1, c2 = coeffs[s, 0, j], coeffs[s, 1, j], coeffs[s, 2, j]
+        c3, c4, c5 = coeffs[s, 3, j], coeffs[s, 4, j], coeffs[s, 5, j]
+        q[j] = c0 + tau * (c1 + tau * (c2 + tau * (c3 + tau * (c4 + tau * c5))))
+        qd[j] = c1 + tau * (2 * c2 + tau * (3 * c3 + tau * (4 * c4 + tau * 5 * c5)))
+        qdd[j] = 2 * c2 + tau * (6 * c3 + tau * (12 * c4 + tau * 20 * c5))
+
+
+@njit(cache=True)
+def finite(a):
+    """True if the array holds no NaN or inf."""
+    for x in a.flat:
+        if not np.isfinite(x):
+            return False
+    return True
+
+
+@njit(cache=True)
+def computed_torque(q, qd, q_ref, qd_ref, qdd_ref, arm, g, jt, jd, bd, ws, tau):
+    """tau = rnea(q, qd, qdd_ref + Kp (q_ref - q) + Kd (qd_ref - qd)) clipped to +- the effort limits.
+    Returns False for a non-finite input."""
+    n = q.shape[0]
+    if not (finite(q) and finite(qd) and finite(q_ref) and finite(qd_ref) and finite(qdd_ref)):
+        return False
+    cmd = np.empty(n)
+    for j in range(n):
+        cmd[j] = qdd_ref[j] + arm[KP, j] * (q_ref[j] - q[j]) + arm[KD, j] * (qd_ref[j] - qd[j])
+    rnea_sample(q, qd, cmd, g, jt, jd, bd, np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 6)), ws, tau)
+    for j in range(n):
+        lim = arm[EFFORT, j]
+        tau[j] = min(max(tau[j], -lim), lim)
+    return True
+
+
+@njit(cache=True)
+def arm_advance(t, dt, st, knots, coeffs, last, t_traj, control, arm, g_ctrl, g, jt, jd, bd, ws, wbody, wX, w, out):
+    """One step of ``dt`` of the servo-controlled arm from state ``st`` at sim time t into ``out``
+    (both (ST_ROWS, n)): the reference at t - t_traj, computed torque (held over the step; zero
+    without ``control``; g_ctrl (3,) the gravity it compensates), the held wrench w (6,) (root
+    axes, about the origin of the link at pose wX in body wbody), forward dynamics under g (3,),
+    semi-implicit Euler, end stops (clamp, and the velocity into the stop removed). Returns 0, 1
+    for a non-finite state or wrench, 2 if M is not positive definite."""
+    n = st.shape[1]
+    q, qd = st[Q], st[QD]
+    if not (finite(q) and finite(qd) and finite(w)):
+        return 1
+    trajectory_sample(knots, coeffs, last, t - t_traj, out[Q_REF], out[QD_REF], out[QDD_REF])
+    tau = out[TAU]
+    if control:
+        if not computed_torque(q, qd, out[Q_REF], out[QD_REF], out[QDD_REF], arm, g_ctrl, jt, jd, bd, ws, tau):
+            return 1
+    else:
+        tau[:] = 0.0
+    text = out[TAU_EXT]
+    text[:] = 0.0
+    nz = False
+    for k in range(6):
+        nz = nz or w[k] != 0.0
+    if nz and wbody >= 0:
+        J = np.empty((6, n))
+        jacobian_kernel(q, wbody, wX, np.zeros(3), False, jt, jd, ws, J)
+        for j in range(n):
+            s = 0.0
+            for r in range(6):
+                s += J[r, j] * w[r]
+            text[j] = s
+    tot = np.empty(n)
+    for j in range(n):
+        tot[j] = tau[j] + text[j]
+    M, L, h, zero = np.empty((n, n)), np.zeros((n, n)), np.empty(n), np.zeros(n)
+    qdd = out[QDD]
+    if not fd_sample(q, qd, tot, g, jt, jd, bd, np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 6)), ws,
+                     M, L, h, zero, qdd):
+        return 2
+    for j in range(n):
+        v = qd[j] + dt * qdd[j]
+        x = q[j] + dt * v
+        if x < arm[LOWER, j]:
+            x = arm[LOWER, j]
+            if v < 0.0:
+                v = 0.0
+        elif x > arm[UPPER, j]:
+            x = arm[UPPER, j]
+            if v > 0.0:
+                v = 0.0
+        out[Q, j] = x
+        out[QD, j] = v
+    return 0
