@@ -43,6 +43,20 @@ until ``~/reset`` (std_srvs/Trigger), which fails with the reason while a cause 
 still over a limit, a stream still silent). SetBool false does not release a latched stop. Until
 the first joint state and F/T reading commands are refused ("waiting").
 
+Force control (``force_control`` true; ``admittance.*``, core/job/force_control.py,
+docs/hardware.md): an accepted trajectory is not forwarded but followed by the driver as the
+controller would (from its stamp, replacing the one in force); every control period the driver
+samples it ``admittance.horizon`` ahead, corrects the TCP along the surface normal by the admittance
+``M_a x'' + D_a x' = F_n - F_target`` (``F_n``: the compensated force's component along the normal,
+the mean of the readings since the last period; the normal: the plan's pass path point nearest the
+reference's TCP; the target: the plan's), checks the point with the guard (a refused point is not
+sent, counted and logged) and streams it to ``output_topic`` as a one-point trajectory (stamp 0,
+``time_from_start`` the horizon). The plan is the latched ``grinding/plan`` (planner_node publishes
+the plan the executive runs, its plan_file's with ``--plan-file``); ``grinding/progress`` says when
+the job is on a pass. Without a plan the trajectory is streamed uncorrected. A stop clears what is
+followed. ``~/admittance`` (std_msgs/Float64MultiArray ``[stamp_s, pass_index, normal_force_n,
+target_n, correction_m, correction_rate_m_s, active, limited]``) each streamed period.
+
 ``~/tare`` (std_srvs/Trigger): with nothing touching the tool, the mean of the readings of the last
 0.1 s minus the tool's weight becomes the bias.
 
@@ -70,13 +84,16 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import WrenchStamped
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robot_grinding_sim.core.config import config_from_mapping
 from robot_grinding_sim.core.contact.ft_processing import FTProcessor
 from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.job.force_control import NormalForceControl, plan_normals
 from robot_grinding_sim.core.job.ft import ft_sensor_model
 from robot_grinding_sim.core.robot.command_guard import CommandGuard, GuardParams
 from robot_grinding_sim.core.robot.safety import SafetyLimits, SafetyMonitor, Trip
@@ -91,6 +108,8 @@ NODE_NAME = "hardware_driver"
 TARE_WINDOW = 0.1
 #: Net F/T status word: bit 31 set means the sensor reports an error
 STATUS_ERROR = 1 << 31
+#: at most one log line per this many seconds about refused streamed points
+STREAM_LOG_PERIOD = 1.0
 
 
 def _ipv4(value: str, name: str) -> str:
@@ -157,6 +176,17 @@ class HardwareDriver(Node):
         self._stop = threading.Event()
         self._reader: threading.Thread | None = None
         self.client: Any = None
+        self.fc: NormalForceControl | None = None
+        if p["force_control"]:
+            try:
+                self.fc = NormalForceControl(m, cell.admittance)
+            except InputError as exc:
+                raise ParameterError("admittance.damping" if "damping" in str(exc) else "admittance.max_speed",
+                                     str(exc), NODE_NAME) from None
+        self._f_sum, self._f_count, self._f_mean = np.zeros(3), 0, None  # contact force in the base frame, N
+        self.streamed = self.stream_refused = 0
+        self._stream_logged = -np.inf
+        self.plan_note = "no plan yet (grinding/plan): streaming uncorrected"
 
         self.pub_out = self.create_publisher(JointTrajectory, p["output_topic"], 10)
         self.pub_wrench = self.create_publisher(WrenchStamped, "ft_sensor/wrench", 100)
@@ -172,6 +202,16 @@ class HardwareDriver(Node):
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(self.period, guarded(self, "supervision")(self._supervise), clock=steady)
         self.create_timer(1.0 / p["diagnostics_rate"], guarded(self, "diagnostics")(self._diagnostics), clock=steady)
+        if self.fc is not None:
+            # the plan reader imports OpenCascade (seconds): at start-up, not while the arm runs
+            import robot_grinding_sim.core.planning.planner  # noqa: F401
+
+            latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+            self.create_subscription(String, "grinding/plan", guarded(self, "grinding/plan")(self._on_plan), latched)
+            self.create_subscription(Float64MultiArray, "grinding/progress",
+                                     guarded(self, "grinding/progress")(self._on_progress), 50)
+            self.pub_adm = self.create_publisher(Float64MultiArray, "~/admittance", 100)
+            self.create_timer(self.period, guarded(self, "force control")(self._stream), clock=steady)
 
         if self.backend == "netft":
             from robot_grinding_sim.hardware.netft import NetFTClient
@@ -197,7 +237,11 @@ class HardwareDriver(Node):
             f"{par.tool_mass:.3f} kg at {np.round(par.tool_com, 4).tolist()} m); stops on |F| > {p['max_force']:g} N, "
             f"|T| > {p['max_torque']:g} N m, F/T silent > {p['ft_timeout']:g} s, joint states silent > "
             f"{p['joint_states_timeout']:g} s, ~/emergency_stop; control rate {p['control_rate']:g} Hz; robot "
-            f"{p['robot_ip']}")
+            f"{p['robot_ip']}" + ("" if self.fc is None else
+                                 f"; FORCE CONTROL along the normal (admittance M {cell.admittance.mass:g} kg, "
+                                 f"D {cell.admittance.damping:g} N s/m, |x| <= {cell.admittance.max_correction:g} m, "
+                                 f"|x'| <= {cell.admittance.max_speed:g} m/s, horizon {cell.admittance.horizon:g} s): "
+                                 "trajectories are followed and streamed corrected"))
 
     # -- time ----------------------------------------------------------------------------------
     @staticmethod
@@ -210,6 +254,10 @@ class HardwareDriver(Node):
         if received is not None:
             now -= max(0.0, time.monotonic() - received)
         return cv.sec_to_time(now)
+
+    def _now(self) -> float:
+        """ROS time, s (the clock that stamps the executive's commands)."""
+        return self.get_clock().now().nanoseconds * 1e-9
 
     def _stopping(self) -> bool:
         return self._stop.is_set() or node_base.stop_requested()
@@ -242,6 +290,8 @@ class HardwareDriver(Node):
         if not trips:
             return
         self._hold()
+        if self.fc is not None:
+            self.fc.stop()
         self.hold_after = self._mono() - min(t.since for t in trips)
         for t in trips:
             self.get_logger().error(f"STOP ({t}): holding at the measured position; commands refused until ~/reset")
@@ -269,17 +319,84 @@ class HardwareDriver(Node):
             if not result.ok:
                 self._refuse(result.reasons)
                 return
+        followed = self.fc is not None and bool(msg.points)
         with self._lock:  # a stop since the check wins: its hold is out already
             why = self.safety.refusal()
-            if why is None:
+            if why is None and followed:
+                try:
+                    self.fc.command(self._now(), cv.time_to_sec(msg.header.stamp), names, times, pos, vel)
+                except InputError as exc:
+                    why = str(exc)
+            elif why is None:
+                if self.fc is not None:
+                    self.fc.stop()  # the controller stops where its reference is: nothing to follow
                 self.pub_out.publish(msg)
+            if why is None:
                 self.forwarded += 1
         if why is not None:
             self._refuse([why])
             return
-        self.get_logger().info(f"forwarded: {len(msg.points)} points"
+        self.get_logger().info(("following (force control): " if followed else "forwarded: ")
+                               + f"{len(msg.points)} points"
                                + (f", {cv.time_to_sec(msg.points[-1].time_from_start):.2f} s" if msg.points else
                                   " (stop)"))
+
+    # -- force control -------------------------------------------------------------------------
+    def _on_plan(self, msg: String) -> None:
+        # parsed off the executor: a big plan takes longer than the joint states' timeout
+        threading.Thread(target=self._take_plan, args=(msg.data,), name="plan-parser", daemon=True).start()
+
+    def _take_plan(self, text: str) -> None:
+        from robot_grinding_sim.core.planning import plan_io
+
+        try:
+            passes, target = plan_normals(plan_io.parse_plan(text, "grinding/plan"), self.fc.params, "grinding/plan")
+        except Exception as exc:  # the node stays up; the previous plan (if any) stays
+            self.plan_note = f"grinding/plan refused: {exc}"
+            self.get_logger().error(self.plan_note)
+            return
+        with self._lock:
+            self.plan_note = f"plan: {self.fc.use_plan(passes, target)}"
+        self.get_logger().info(f"force control: {self.plan_note}")
+
+    def _on_progress(self, msg: Float64MultiArray) -> None:
+        if len(msg.data) < 1:
+            raise InputError("grinding/progress: empty (expected [pass_index, arc_length_m, stamp_s])")
+        with self._lock:
+            self.fc.progress(self._now(), int(msg.data[0]))
+
+    def _stream(self) -> None:
+        """One control period of force control: the corrected point, guarded, to the controller."""
+        with self._lock:
+            if self.safety.refusal() is not None:
+                return
+            if self._f_count:
+                self._f_mean, self._f_sum, self._f_count = self._f_sum / self._f_count, np.zeros(3), 0
+            now, q = self._now(), self._q
+            point = self.fc.update(now, self._f_mean)
+            if point is None or q is None:
+                return
+            names = list(self.model.joint_names)
+            ahead = point.time - now
+            result = self.guard.check(names, [ahead], point.positions[None], point.velocities[None], q)
+            if result.ok:
+                msg = JointTrajectory(joint_names=names)
+                msg.header.frame_id = self.base_frame
+                msg.points.append(JointTrajectoryPoint(positions=point.positions.tolist(),
+                                                       velocities=point.velocities.tolist(),
+                                                       time_from_start=cv.sec_to_duration(ahead)))
+                self.pub_out.publish(msg)
+                self.streamed += 1
+            else:
+                self.stream_refused += 1
+                self.last_refusal = "streamed point: " + "; ".join(result.reasons)
+        st = point.state
+        self.pub_adm.publish(Float64MultiArray(data=[now, float(point.pass_index), point.force, point.target, st.x,
+                                                     st.v, float(st.active), float(st.limited)]))
+        if not result.ok and time.monotonic() - self._stream_logged > STREAM_LOG_PERIOD:
+            self._stream_logged = time.monotonic()
+            self.get_logger().warning(f"corrected point refused, not sent ({self.stream_refused} so far): "
+                                      f"{self.last_refusal}")
 
     # -- F/T side ------------------------------------------------------------------------------
     def _on_reading(self, raw: np.ndarray, received: float) -> None:
@@ -292,6 +409,8 @@ class HardwareDriver(Node):
                 self.safety.ft_alive(received)
             else:
                 processed = self.proc.process(raw, self._R_WS)
+                self._f_sum += self._R_WS @ processed.sensor[:3]  # the force is the same at the tcp
+                self._f_count += 1
                 self._tripped(self.safety.wrench(received, processed.sensor))
         self.pub_raw.publish(cv.array_to_wrench_stamped(raw, self.ft_frame, stamp))
         if processed is not None:
@@ -419,7 +538,13 @@ class HardwareDriver(Node):
                 "hold_after_s": "" if self.hold_after is None else f"{self.hold_after:.6f}",
                 "control_period_s": f"{self.period:.6g}",
                 "controller_subscribers": str(self.pub_out.get_subscription_count()),
+                "force_control": "on" if self.fc is not None else "off",
             }
+            if self.fc is not None:
+                a = self.fc.admittance
+                values.update(force_control_plan=self.plan_note, correction_m=f"{a.x:.4g}",
+                              max_correction_seen_m=f"{self.fc.max_correction_seen:.4g}",
+                              points_streamed=str(self.streamed), points_refused=str(self.stream_refused))
             c = self.client
             if c is not None:
                 values.update(ft_sensor_ip=c.host, ft_received=str(c.received), ft_lost=str(c.lost),

@@ -137,6 +137,32 @@ class StreamPoint:
     normal: FloatArray
 
 
+def plan_normals(data: dict[str, Any], params: AdmittanceConfig, source: str = "plan"
+                 ) -> tuple[dict[int, tuple[FloatArray, FloatArray]], float]:
+    """A read plan.json's pass paths in the root frame (pass index -> (positions (N, 3) m, outward
+    normals (N, 3))) and its target force (N).
+
+    Raises:
+        InputError: a malformed plan, one without a target force (neither
+            ``force_target.target_force_n`` nor its cell's ``process.target_force``), or a target at
+            or below ``admittance.contact_force`` (off a pass the law would switch on and off around it).
+    """
+    from robot_grinding_sim.core.planning import plan_io
+    from robot_grinding_sim.core.planning.trajectory import job_paths
+
+    plan = plan_io.plan_from_dict(data, source)
+    ft = data.get("force_target") or {}
+    cell = data.get("cell") or {}
+    target = ft.get("target_force_n", cell.get("process.target_force"))
+    if not isinstance(target, (int, float)) or isinstance(target, bool) or not math.isfinite(target):
+        raise InputError(f"{source}: no target force (neither force_target.target_force_n nor the cell's "
+                         "process.target_force)")
+    if target <= params.contact_force:
+        raise InputError(f"{source}: target force {target:g} N is not above admittance.contact_force "
+                         f"{params.contact_force:g} N")
+    return {g.index: (g.positions, g.normals) for g in job_paths(plan).passes}, float(target)
+
+
 class NormalForceControl:
     """The driver's force control (see the module docstring).
 
@@ -158,26 +184,11 @@ class NormalForceControl:
 
     # -- inputs --------------------------------------------------------------------------------
     def set_plan(self, data: dict[str, Any], source: str = "plan") -> str:
-        """Take a read plan.json (its pass paths' normals and its target force); returns a summary.
+        """Take a read plan.json (:func:`plan_normals`); returns a summary. InputError: see there."""
+        return self.use_plan(*plan_normals(data, self.params, source))
 
-        Raises:
-            InputError: a malformed plan, one without a target force, or a target at or below
-                ``admittance.contact_force`` (off a pass the law would switch on and off around it).
-        """
-        from robot_grinding_sim.core.planning import plan_io
-        from robot_grinding_sim.core.planning.trajectory import job_paths
-
-        plan = plan_io.plan_from_dict(data, source)
-        ft = data.get("force_target") or {}
-        cell = data.get("cell") or {}
-        target = ft.get("target_force_n", cell.get("process.target_force"))
-        if not isinstance(target, (int, float)) or isinstance(target, bool) or not math.isfinite(target):
-            raise InputError(f"{source}: no target force (neither force_target.target_force_n nor the cell's "
-                             "process.target_force)")
-        if target <= self.params.contact_force:
-            raise InputError(f"{source}: target force {target:g} N is not above admittance.contact_force "
-                             f"{self.params.contact_force:g} N")
-        passes = {g.index: (g.positions, g.normals) for g in job_paths(plan).passes}
+    def use_plan(self, passes: dict[int, tuple[FloatArray, FloatArray]], target: float) -> str:
+        """Take :func:`plan_normals`' result (parsed elsewhere, e.g. off the control thread)."""
         self.passes, self.target = passes, float(target)
         return f"{len(passes)} passes, target {self.target:g} N"
 
