@@ -41,9 +41,12 @@ def _find_plan(bag: str) -> Path:
               help="Shoulder lift before the sweep (the tool away from the part), rad.")
 @click.option("--tilt", type=click.FloatRange(0.05, 1.5), default=0.5, show_default=True,
               help="Wrist tilts of the sweep, +- rad (gravity seen from several directions).")
+@click.option("--velocity-scale", type=click.FloatRange(0.01, 1.0), default=0.3, show_default=True,
+              help="The sweep's moves keep every joint within this fraction of its velocity limit (and the TCP "
+                   "within process.max_tcp_speed).")
 @json_option
 def calibration_plan_cmd(plan: str | None, out: str, params_files: tuple[str, ...], sets: tuple[str, ...],
-                         pass_length: float, lift: float, tilt: float, as_json: bool) -> None:
+                         pass_length: float, lift: float, tilt: float, velocity_scale: float, as_json: bool) -> None:
     """Write a calibration plan: a wrist sweep out of contact, then a short pass in contact.
 
     Run it on the cell with `grinding bringup real --plan-file OUT --record BAG`, then
@@ -77,7 +80,7 @@ def calibration_plan_cmd(plan: str | None, out: str, params_files: tuple[str, ..
         cell = build_cell({"params_files": params_files, "sets": sets})
         data = json.loads(plan_text(plan_job(cell, optimise=False, max_passes=1, pass_length=pass_length)))
     model = load_robot_model(cell.robot.description_file, cell.tool.tcp_link)
-    calib = calibration_plan(data, model, lift=lift, tilt=tilt)
+    calib = calibration_plan(data, model, lift=lift, tilt=tilt, velocity_scale=velocity_scale)
     atomic_write(out_path, json.dumps(calib, separators=(",", ":"), allow_nan=False))
     traj = calib["trajectory"]
     summary = {"out": str(out_path), "from": plan or "planned here", "duration_s": float(traj["times"][-1]),

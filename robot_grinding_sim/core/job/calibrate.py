@@ -27,8 +27,12 @@ Method (:func:`calibrate`):
    the first pass, the arm, the contact on the exact surface) with candidate parameters, and
    ``log K`` (and ``c_r`` with ``fit_damping``) are fitted by ``scipy.optimize.least_squares`` to
    the relative error of simulated vs measured normal force over the pass samples. A position-
-   controlled pass is quasi-static: the damping barely changes the force there, so it is fitted
-   only on request and otherwise kept.
+   controlled pass is quasi-static: the depth barely changes, so the damping force ``D d'`` is
+   nearly zero there and c_r is not identifiable from the pass: it is kept unless ``fit_damping``,
+   which adds the samples of the engagement and the dwell (the simulated tool in contact before
+   its pass: the depth grows at the engagement's speed, then settles) to the fit. That needs an
+   engagement fast enough for ``D d'`` to matter against the force's noise (e.g. a calibration plan
+   with a short ``process.engage_time``).
 
 Figures: the mean relative error MRE = mean_i |F_sim,i - F_meas,i| / |F_meas,i| over the pass
 samples, with the starting cell (``mre_before``) and the identified one (``mre_after``).
@@ -395,13 +399,17 @@ def calibrate(bag: str | os.PathLike[str], plan_file: str | os.PathLike[str], ce
     if not gfit.gravity_identified:
         notes.append(f"the out-of-contact orientations span {math.degrees(gfit.spread_rad):.1f} deg: tool mass and "
                      "centre of mass kept, bias only (add an orientation sweep: with_orientation_sweep)")
-    fn_meas = normal_force(W[in_pass], R_WS[in_pass], g, gfit.mass, gfit.com, gfit.bias, ft0.X_S_tcp)
-    t_pass = t[in_pass]
+    # the samples fitted: the passes; with fit_damping also the engagement and the dwell (the simulated
+    # tool in contact before its pass), where the depth changes and the damping shows
+    in_fit = in_pass | (fit_damping & (depth_at > 0))
+    fn_fit = normal_force(W[in_fit], R_WS[in_fit], g, gfit.mass, gfit.com, gfit.bias, ft0.X_S_tcp)
+    t_fit, on_pass = t[in_fit], in_pass[in_fit]
+    fn_meas = fn_fit[on_pass]
 
     def predicted(rec: dict[str, FloatArray]) -> FloatArray:
-        return np.interp(t_pass, rec["t"], rec["fn"])
+        return np.interp(t_fit, rec["t"], rec["fn"])
 
-    f_before = predicted(rec0)
+    f_before = predicted(rec0)[on_pass]
     mre_before = mean_relative_error(f_before, fn_meas)
     mean_meas = float(fn_meas.mean())
     if mean_meas <= 0:
@@ -415,11 +423,13 @@ def calibrate(bag: str | os.PathLike[str], plan_file: str | os.PathLike[str], ce
         return cell.replace(**changes)
 
     cache: dict[tuple[float, ...], FloatArray] = {}
+    # relative errors; near the contact's onset (fit_damping) relative to a fifth of the pass's force
+    scale = np.maximum(np.abs(fn_fit), 0.2 * mean_meas)
 
     def residuals(x: FloatArray) -> FloatArray:
         key = tuple(np.round(x, 12))
         if key not in cache:
-            cache[key] = (predicted(run(cell_with(x))) - fn_meas) / np.maximum(np.abs(fn_meas), 1e-9)
+            cache[key] = (predicted(run(cell_with(x))) - fn_fit) / scale
         return cache[key]
 
     # start: a series spring (contact and arm) scaled to the measured mean force
@@ -436,7 +446,7 @@ def calibrate(bag: str | os.PathLike[str], plan_file: str | os.PathLike[str], ce
                         xtol=1e-6, ftol=1e-8, max_nfev=30)
     best = cell_with(sol.x)
     rec1 = run(best)
-    f_after = predicted(rec1)
+    f_after = predicted(rec1)[on_pass]
     ident = best.replace(**{"ft_sensor.tool_mass": gfit.mass, "ft_sensor.tool_com": gfit.com.tolist(),
                             "ft_sensor.bias": gfit.bias.tolist()})
     return Calibration(ident, cell, gfit, best.contact.stiffness, best.contact.cr, fit_damping, mre_before,
