@@ -143,7 +143,9 @@ def _suggest_on_failure(job: Any, cell: Any, part: Any, faces: list[int] | None,
 def _coverage_line(report: Any) -> str:
     return (f"coverage {report.coverage * 100:.2f} % of {report.area * 1e6:.0f} mm^2 (upward, inside the margin; "
             f"within {report.as_dict()['radius_stepovers']:g} stepover of a pass), uncovered "
-            f"{report.uncovered_area * 1e6:.1f} mm^2, worst gap {report.worst_gap * 1e3:.2f} mm")
+            f"{report.uncovered_area * 1e6:.1f} mm^2, worst gap {report.worst_gap * 1e3:.2f} mm"
+            + (f"; {report.unreachable_area * 1e6:.0f} mm^2 the ball cannot touch without cutting into the part "
+               f"({report.tool_reach['dropped_waypoints']} waypoints left out)" if report.unreachable_area > 0 else ""))
 
 
 @click.command("plan")

@@ -142,3 +142,43 @@ def test_geodesic_plan_runs_in_simulate(tmp_path: Path, wrapped_step: Path) -> N
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout)
     assert len(summary["passes"]) == 1 and summary["passes"][0]["mean_n"] > 0
+
+
+def test_link_changes_the_arm_configuration_in_joint_space() -> None:
+    """links.py: the pose's IK branches are distinct solutions of it (checked by yourdfpy's FK, not the
+    planner's), and a bridged link rises and descends on the planned TCP path with the planned
+    orientations, changing configuration in joint steps of at most 0.05 rad at the top."""
+    import yourdfpy
+
+    from robot_grinding_sim.core.planning import links
+    from robot_grinding_sim.core.resources import default_urdf
+    from robot_grinding_sim.core.robot.ik import load_robot
+
+    model = load_robot("default")
+    urdf = yourdfpy.URDF.load(str(default_urdf()), load_meshes=False)
+
+    def fk(q: np.ndarray) -> np.ndarray:
+        urdf.update_cfg(dict(zip(model.joint_names, q, strict=True)))
+        return urdf.get_transform("tcp", "base_link")
+
+    q_a = np.array([0.0, -1.2, 1.9, -2.27, -1.57, 0.0])
+    X_a = fk(q_a)
+    X_b = X_a.copy()
+    X_b[:3, 3] += [0.0, 0.1, 0.0]
+    X_b[:3, :3] = X_a[:3, :3] @ np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])  # turned about z
+    branches = links.ik_branches(model, X_b, [q_a])
+    assert len(branches) >= 2
+    for q in branches:
+        assert np.linalg.norm(fk(q)[:3, 3] - X_b[:3, 3]) < 1e-5
+    q_b = branches[-1]
+    # rise 5 cm with X_a's orientation, over to above X_b, down with X_b's
+    up = np.array([0.0, 0.0, 0.05])
+    P = np.vstack([X_a[:3, 3] + s * up for s in np.linspace(0, 1, 6)]
+                  + [X_b[:3, 3] + s * up for s in np.linspace(1, 0, 6)])
+    R = np.stack([X_a[:3, :3]] * 6 + [X_b[:3, :3]] * 6)
+    q, tcp = links.bridged_path(model, P, R, q_a, q_b, "link to pass 1")
+    assert np.allclose(q[0], q_a) and np.allclose(q[-1], q_b)
+    for k in (0, 5, -6, -1):
+        assert np.linalg.norm(fk(q[k])[:3, 3] - P[k]) < 1e-6
+    assert len(q) > 12 and np.max(np.abs(np.diff(q[5:-5], axis=0))) <= links.JOINT_STEP + 1e-9
+    assert np.allclose(tcp[3], fk(q[3])[:3, 3], atol=1e-9)

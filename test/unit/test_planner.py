@@ -534,3 +534,56 @@ def test_a_link_whose_tool_axis_swings_goes_over_the_part_and_turns_there() -> N
     d = link.positions - link.positions[0]
     chord = link.positions[-1] - link.positions[0]
     assert np.linalg.norm(np.cross(d, chord), axis=1).max() < 1e-12  # every point on the chord
+
+
+# --------------------------------------------------------------------------------------------------
+# the ball's reach: no waypoint where the ball would cut into the part elsewhere
+
+
+def _occ_distance_to_shape(shape, points: np.ndarray) -> np.ndarray:
+    """OpenCascade's exact distance from points (outside the solid) to the shape (BRepExtrema)."""
+    out = []
+    for p in points:
+        v = occ_adapter.occ("BRepBuilderAPI").BRepBuilderAPI_MakeVertex(occ_adapter.occ("gp").gp_Pnt(*p)).Vertex()
+        d = occ_adapter.occ("BRepExtrema").BRepExtrema_DistShapeShape(v, shape)
+        assert d.IsDone()
+        out.append(d.Value())
+    return np.array(out)
+
+
+def test_floor_next_to_a_wall_is_ground_only_where_the_ball_fits() -> None:
+    """A floor (z 10 mm, y 0..50 mm) next to a wall (y 50..60 mm, 40 mm high), ball r 20 mm: the ball
+    touching the floor at y > 30 mm cuts into the wall. Kept waypoints: the ball's centre is at least
+    r - 0.25 mm from the part by OpenCascade's exact distance; the floor beyond y = 30 mm is reported
+    as unreachable (15 of the 40 mm inside the 5 mm margin) and coverage is measured on the rest."""
+    shape = shapes.cut(shapes.make_box((0.08, 0.06, 0.04)), shapes.make_box((0.1, 0.06, 0.05), (-0.01, -0.01, 0.01)))
+    part = cad.CadPart(shape)
+    floor = next(f.index for f in part.faces if f.type == "plane" and abs(f.bounds[0][2] - 0.01) < 1e-9
+                 and abs(f.bounds[1][2] - 0.01) < 1e-9)
+    tool = planner.ToolParameters(radius=0.02)
+    result = planner.plan(part, [floor], PassParameters(stepover=0.005, spacing=0.002, margin=0.005), tool)
+    pts = np.vstack([p.points for p in result.passes])
+    nrm = np.vstack([p.normals for p in result.passes])
+    assert pts[:, 1].max() <= 0.030 + 2.5e-4 + 1e-6 and pts[:, 1].max() > 0.025
+    centres = pts + tool.radius * nrm
+    assert _occ_distance_to_shape(shape, centres[_sample(len(centres), 60)]).min() >= tool.radius - 2.5e-4
+    cov = result.coverage
+    # the share of the floor inside the margin (y 5..45 mm) beyond y = 30 mm: 15 / 40
+    assert cov.unreachable_area / (cov.unreachable_area + cov.area) == pytest.approx(15.0 / 40.0, rel=0.1)
+    assert cov.coverage >= 0.98 and cov.tool_reach["dropped_waypoints"] > 0
+
+
+def test_a_channel_narrower_than_the_ball_is_refused() -> None:
+    """A concave channel r 15 mm cannot be touched by a r 20 mm ball anywhere; r 30 mm loses nothing."""
+    for r, fits in ((0.015, False), (0.03, True)):
+        block = shapes.make_box((0.08, 0.07, 0.04))
+        shape = shapes.cut(block, shapes.make_cylinder(r, 0.12, (-0.02, 0.035, 0.04), axis=(1.0, 0.0, 0.0)))
+        part = cad.CadPart(shape)
+        face = next(f.index for f in part.faces if f.type == "cylinder")
+        params = PassParameters(stepover=0.004, margin=0.003)
+        if fits:
+            result = planner.plan(part, [face], params, planner.ToolParameters(radius=0.02))
+            assert result.coverage.unreachable_area == 0.0 and result.coverage.tool_reach["dropped_waypoints"] == 0
+        else:
+            with pytest.raises(PlanningError, match="cannot touch them anywhere without cutting into the part"):
+                planner.plan(part, [face], params, planner.ToolParameters(radius=0.02))

@@ -74,10 +74,14 @@ class CoverageReport:
     uncovered_area: float
     worst_gap: float
     uncovered: FloatArray
+    unreachable_area: float = 0.0  # m^2 of the region the ball cannot touch without cutting in (gouge.py)
+    tool_reach: dict[str, Any] | None = None  # the waypoints taken out for that (gouge.drop_gouging)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"coverage": self.coverage, "area_m2": self.area, "uncovered_area_m2": self.uncovered_area,
-                "worst_gap_m": self.worst_gap, "radius_stepovers": COVER_RADIUS}
+        out = {"coverage": self.coverage, "area_m2": self.area, "uncovered_area_m2": self.uncovered_area,
+               "worst_gap_m": self.worst_gap, "radius_stepovers": COVER_RADIUS,
+               "unreachable_area_m2": self.unreachable_area}
+        return out if self.tool_reach is None else {**out, "tool_reach": self.tool_reach}
 
 
 class GeodesicPasses:
@@ -106,8 +110,14 @@ class GeodesicPasses:
         self.distance = self._distance() if distance else np.zeros(self.mesh.n)
 
     def measure(self, polylines: list[FloatArray]) -> CoverageReport:
-        """The planner's own coverage of the region by pass polylines (list of (N, 3) m)."""
-        return mesh_coverage(self.mesh, self.region, polylines, self.p.stepover)[0]
+        """The planner's own coverage of the region by pass polylines (list of (N, 3) m), on the part
+        of it the tool reaches when ``reach`` ((n,) bool, gouge.py) is set."""
+        reach = getattr(self, "reach", None)
+        if reach is None:
+            return mesh_coverage(self.mesh, self.region, polylines, self.p.stepover)[0]
+        report = mesh_coverage(self.mesh, self.region & reach, polylines, self.p.stepover)[0]
+        report.unreachable_area = float(self.mesh.area[self.region & ~reach].sum())
+        return report
 
     # -- region and distance field ----------------------------------------------------------------
     def _region(self) -> NDArray[np.bool_]:

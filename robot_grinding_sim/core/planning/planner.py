@@ -32,6 +32,7 @@ from scipy.spatial.transform import Rotation, Slerp
 from robot_grinding_sim.core import config
 from robot_grinding_sim.core.errors import InputError, PlanningError
 from robot_grinding_sim.core.geometry import cad, mesh_part
+from robot_grinding_sim.core.planning.links import escape_leg, line_points
 from robot_grinding_sim.core.planning.passes import Pass, PassParameters, validate_pass_parameters
 
 FloatArray = NDArray[np.float64]
@@ -208,12 +209,6 @@ def tcp_frames(points: FloatArray, normals: FloatArray, tangents: FloatArray, to
     return positions, R
 
 
-def _line(a: FloatArray, b: FloatArray, step: float) -> FloatArray:
-    n = max(2, int(math.ceil(np.linalg.norm(b - a) / step)) + 1)
-    s = np.linspace(0.0, 1.0, n)[:, None]
-    return a + s * (b - a)
-
-
 def _slerp(q0: FloatArray, q1: FloatArray, n: int) -> FloatArray:
     rots = Rotation.from_quat(np.vstack([q0, q1]))
     return Slerp([0.0, 1.0], rots)(np.linspace(0.0, 1.0, n)).as_quat()
@@ -256,7 +251,7 @@ def build_moves(passes: list[Pass], tcp_pos: list[FloatArray], tcp_quat: list[Fl
     safe_h = None
     if clearance is not None:
         safe_h = float(np.max(clearance.vertices @ up)) + tool.radius + tool.clearance + tool.approach
-    prev_end: tuple[FloatArray, FloatArray] | None = None
+    prev_end: tuple[FloatArray, FloatArray, FloatArray] | None = None
     turn = 1.0  # direction of the last half-turn about the tool axis (zig-zag): alternate, never wind up
     for k, p in enumerate(passes):
         pos, quat = tcp_pos[k], tcp_quat[k]
@@ -264,7 +259,8 @@ def build_moves(passes: list[Pass], tcp_pos: list[FloatArray], tcp_quat: list[Fl
         r_end = pos[-1] + tool.approach * p.normals[-1]
         if prev_end is not None:
             tilt = _axis_angle(prev_end[1], quat[0])
-            link, top = _link(prev_end[0], a_start, step, tool, up, clearance, safe_h, tilt)
+            link, top = _link(prev_end[0], a_start, step, tool, up, clearance, safe_h, tilt,
+                              np.vstack([prev_end[2], p.normals[0]]))
             if top is None:
                 quats, turn = _turn(prev_end[1], quat[0], turn)
                 link = _resample_polyline(link, max(len(link), len(quats)))
@@ -287,7 +283,7 @@ def build_moves(passes: list[Pass], tcp_pos: list[FloatArray], tcp_quat: list[Fl
         moves.append(Move("approach", p.index, np.vstack([a_start, pos[0]]), np.vstack([quat[0], quat[0]])))
         moves.append(Move("pass", p.index, pos, quat))
         moves.append(Move("retreat", p.index, np.vstack([pos[-1], r_end]), np.vstack([quat[-1], quat[-1]])))
-        prev_end = (r_end, quat[-1])
+        prev_end = (r_end, quat[-1], p.normals[-1])
     return moves
 
 
@@ -346,19 +342,19 @@ def _axis_angle(q0: FloatArray, q1: FloatArray) -> float:
 
 
 def _link(a: FloatArray, b: FloatArray, step: float, tool: ToolParameters, up: FloatArray,
-          clearance: _Clearance | None, safe_h: float | None, tilt: float = 0.0
+          clearance: _Clearance | None, safe_h: float | None, tilt: float = 0.0, out: Any = None
           ) -> tuple[FloatArray, tuple[FloatArray, FloatArray, FloatArray] | None]:
     """The link's TCP path (k, 3), and (rise, top, descent) legs when it goes over the part (None:
-    the direct line)."""
-    direct = _line(a, b, step)
+    the direct line); ``out``: the normals at a and b, (2, 3), the way out if straight up is not clear."""
+    direct = line_points(a, b, step)
     if clearance is None or safe_h is None:
         return direct, None
     need = tool.radius + tool.clearance
     if tilt < DIRECT_LINK_TILT and np.all(clearance.distance(direct) >= need - 1e-9):
         return direct, None
-    a_up = a + max(0.0, safe_h - a @ up) * up
-    b_up = b + max(0.0, safe_h - b @ up) * up
-    legs = (_line(a, a_up, step), _line(a_up, b_up, step), _line(b_up, b, step))
+    rise = escape_leg(a, out[0], up, safe_h, clearance.distance, need, step)
+    down = escape_leg(b, out[1], up, safe_h, clearance.distance, need, step)[::-1]
+    legs = (rise, line_points(rise[-1], down[0], step), down)
     return np.vstack([legs[0][:-1], legs[1][:-1], legs[2]]), legs
 
 
@@ -420,6 +416,8 @@ def plan(
     """
     import time
 
+    from robot_grinding_sim.core.planning.gouge import tool_coverage
+
     t0 = time.perf_counter()
     pass_params = validate_pass_parameters(pass_params or PassParameters())
     tool = (tool or ToolParameters()).validate()
@@ -435,10 +433,9 @@ def plan(
     from robot_grinding_sim.core.planning.passes import PassGenerator
 
     gen = PassGenerator(part, face_list, pass_params)
-    passes = gen.generate()
-    model, report = measure_coverage(gen, passes)
-    t2 = time.perf_counter()
     clearance = _Clearance(part) if link_clearance_check else None
+    passes, model, report = tool_coverage(gen, gen.generate(), clearance.prepared if clearance else None, tool.radius)
+    t2 = time.perf_counter()
     result = Plan(str(getattr(part, "source", source)), getattr(part, "unit", "m"), face_list, gen.params, tool,
                   passes, [], [], [], X_BP)
     result.up = gen.up
@@ -452,23 +449,6 @@ def plan(
         robot_stage(result, part, robot, process, q_home, check_collisions, clearance)
         result.timings["robot_s"] = time.perf_counter() - t3
     return result
-
-
-def measure_coverage(gen: Any, passes: list[Pass]) -> tuple[Any, Any]:
-    """(coverage model, coverage report) of ``passes`` on the generator's faces; (None, None) on meshes.
-
-    The geodesic generator brings both; for the others the faces are meshed to measure."""
-    from robot_grinding_sim.core.planning.geodesic import coverage_model
-
-    if gen.coverage_model is not None:
-        return gen.coverage_model, gen.coverage
-    try:
-        model = coverage_model(gen)
-    except PlanningError:
-        return None, None
-    if model is None:
-        return None, None
-    return model, model.measure([p.points for p in passes])
 
 
 def _poses_and_moves(result: Plan, clearance: Any) -> None:

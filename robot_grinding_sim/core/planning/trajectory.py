@@ -413,13 +413,18 @@ def path_speed_profile(q: FloatArray, s: FloatArray, vmax: FloatArray, amax: Flo
 
 def link_segment(model: Any, positions: FloatArray, rotations: FloatArray, q_from: FloatArray, t_start: float,
                  next_pass: int, vmax: FloatArray, amax: FloatArray, max_step: float = 0.002,
-                 max_angle: float = 0.05, max_tcp_speed: float = math.inf) -> Segment:
+                 max_angle: float = 0.05, max_tcp_speed: float = math.inf, joint_path: FloatArray | None = None
+                 ) -> Segment:
     """The linking move through TCP poses (positions (M, 3), rotations (M, 3, 3), root frame) from
     rest at ``q_from`` to rest, timed by the joint limits and ``max_tcp_speed`` (m/s: the path
     parameter grows at least as fast as the TCP's arc length, so capping its rate caps the TCP's
-    speed between knots, which hardware_driver's guard checks)."""
-    P, R = _densify(positions, rotations, max_step, max_angle)
-    q = solve_ik(model, targets(P, R), q_from, what=f"link to pass {next_pass}")
+    speed between knots, which hardware_driver's guard checks). ``joint_path``: the joint knots
+    (M, n) of the TCP positions, when already made (:func:`~.links.bridged_path`)."""
+    if joint_path is not None:
+        P, q = np.asarray(positions, dtype=float), np.array(joint_path, dtype=float)
+    else:
+        P, R = _densify(positions, rotations, max_step, max_angle)
+        q = solve_ik(model, targets(P, R), q_from, what=f"link to pass {next_pass}")
     q[0] = q_from
     s = np.r_[0.0, np.cumsum(np.maximum(np.max(np.abs(np.diff(q, axis=0)) / vmax, axis=1),
                                         np.linalg.norm(np.diff(P, axis=0), axis=1)))]
@@ -512,6 +517,8 @@ def build_job_trajectory(model: Any, paths: JobPaths, process: ProcessConfig, of
     """
     if len(offsets) != len(paths.passes):
         raise PlanningError(f"{len(offsets)} offsets for {len(paths.passes)} passes")
+    from robot_grinding_sim.core.planning.links import reconfigured_episode
+
     vmax, amax = _limits(model, acceleration_limits)
     if process.feed > process.max_tcp_speed:
         raise PlanningError(f"the feed {process.feed:g} m/s (process.feed) exceeds the TCP speed limit "
@@ -528,14 +535,17 @@ def build_job_trajectory(model: Any, paths: JobPaths, process: ProcessConfig, of
             P[0] = model.fk(segs[-1].q[-1])[:3, 3]
             P[-1] = top[0, :3, 3]
             R[-1] = top[0, :3, :3]
-            link = link_segment(model, P, R, segs[-1].q[-1], segs[-1].t1, g.index, vmax, amax,
-                                max_tcp_speed=process.max_tcp_speed)
-            segs.append(link)
-            q = link.q[-1]
-        else:
-            q = first_configuration(model, top[0], q_home, f"pass {g.index} approach, point 0")
-        ep = pass_episode(model, g, process, offsets[k], penetration, segs[-1].t1 if segs else 0.0, q, vmax)
-        segs.extend(ep)
+            try:
+                link = link_segment(model, P, R, segs[-1].q[-1], segs[-1].t1, g.index, vmax, amax,
+                                    max_tcp_speed=process.max_tcp_speed)
+                ep = pass_episode(model, g, process, offsets[k], penetration, link.t1, link.q[-1], vmax)
+                segs.extend([link, *ep])
+            except PlanningError as exc:  # a singularity on the way: another configuration of the arm
+                segs.extend(reconfigured_episode(model, (P, R), segs[-1].q[-1], segs[-1].t1, g, process,
+                                                 offsets[k], penetration, vmax, amax, exc))
+            continue
+        q = first_configuration(model, top[0], q_home, f"pass {g.index} approach, point 0")
+        segs.extend(pass_episode(model, g, process, offsets[k], penetration, 0.0, q, vmax))
     return join_segments(model, segs)
 
 

@@ -1,0 +1,157 @@
+"""Changing the arm's configuration between passes, where following the link's TCP path cannot work.
+
+A 6-axis arm reaches most TCP poses in several configurations (shoulder, elbow and wrist
+branches). Seeding each IK knot from the one before keeps the arm in the configuration it started
+in, and that fails where the path comes to one of the arm's singular poses: on a face that wraps
+all the way round, some tool axes lie horizontal and parallel to a UR's shoulder axis (the wrist
+singularity, wrist 2 at 0 or pi), where the damped-least-squares IK stops short of the pose, or a
+pass through the neighbourhood needs many times a wrist's velocity limit.
+
+:func:`reconfigured_episode` is the way out the planner takes then: it lists the arm's
+configurations at the next pass's first pose (:func:`ik_branches`, best conditioned first), keeps
+the first one from which the pass episode (approach, pass at the feed, retreat) works, and joins
+it to the previous pass by a link that rises along the planned path with the last orientation,
+moves in joint space at the top (:func:`bridged_path`), and comes down along the planned path with
+the next pass's orientation. The job's collision check then covers the joint-space part like any
+other sample of the trajectory.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from robot_grinding_sim.core.errors import PlanningError
+
+FloatArray = NDArray[np.float64]
+
+#: largest joint step between knots of the joint-space part of a link, rad
+JOINT_STEP = 0.05
+#: two IK solutions closer than this in every joint (after wrapping) are one configuration, rad
+SAME_BRANCH = 0.1
+
+
+def ik_branches(model: Any, pose: FloatArray, seeds: list[FloatArray], random_seeds: int = 24) -> list[FloatArray]:
+    """Distinct IK solutions (each (n,) rad, within the joint limits) of the TCP pose (4, 4) in the
+    root frame, from ``seeds``, the solver's seeds for a UR and random ones; best conditioned first
+    (solutions at least 0.3 rad from every limit before the others, then by manipulability)."""
+    from robot_grinding_sim.core.robot.ik import UR_SEEDS, IKSolver
+
+    solver = IKSolver(model)
+    rng = np.random.default_rng(0)
+    trial = [np.asarray(s, dtype=float) for s in seeds]
+    if model.nq == 6:
+        trial += [np.array(s) for s in UR_SEEDS]
+    trial += [rng.uniform(np.maximum(solver.lower, -math.pi), np.minimum(solver.upper, math.pi))
+              for _ in range(random_seeds)]
+    found: list[tuple[tuple[bool, float], FloatArray]] = []
+    for s in trial:
+        q, ok, _, _ = solver.solve(pose, s)
+        if not ok:
+            continue
+        # the same pose with every joint nearest its range's middle: farthest from +-2 pi limits
+        mid = 0.5 * (solver.lower + solver.upper)
+        wrapped = q - 2.0 * math.pi * np.round((q - mid) / (2.0 * math.pi))
+        q = np.where((wrapped >= solver.lower) & (wrapped <= solver.upper), wrapped, q)
+        if any(np.max(np.abs(q - other)) < SAME_BRANCH for _, other in found):
+            continue
+        margin = float(np.min(np.minimum(q - solver.lower, solver.upper - q)))
+        found.append(((margin >= 0.3, solver.manipulability(q)), q))
+    found.sort(key=lambda item: item[0], reverse=True)
+    return [q for _, q in found]
+
+
+def _same_rotation(R: FloatArray, R0: FloatArray) -> NDArray[np.bool_]:
+    """(M,) True where the rotations R (M, 3, 3) equal R0 (3, 3) within 1e-6 rad."""
+    c = 0.5 * (np.einsum("kij,ij->k", R, R0) - 1.0)
+    return np.arccos(np.clip(c, -1.0, 1.0)) < 1e-6
+
+
+def bridged_path(model: Any, positions: FloatArray, rotations: FloatArray, q_from: FloatArray, q_to: FloatArray,
+                 what: str) -> tuple[FloatArray, FloatArray]:
+    """A link's joint path (K, n) and its TCP positions (K, 3) from ``q_from`` to ``q_to`` through
+    the planned TCP poses (positions (M, 3), rotations (M, 3, 3), root frame): IK forward along the
+    leading poses that keep the first orientation (the rise), backward from ``q_to`` along the
+    trailing poses that keep the last one (the descent), and joint-space interpolation between them
+    in steps of at most :data:`JOINT_STEP` (where the planned link turns the tool at its top)."""
+    from robot_grinding_sim.core.planning.trajectory import solve_ik, targets
+
+    lead = _same_rotation(rotations, rotations[0])
+    trail = _same_rotation(rotations, rotations[-1])
+    i_rise = int(np.argmin(lead)) - 1 if not lead.all() else len(rotations) - 1
+    i_down = len(rotations) - int(np.argmin(trail[::-1])) if not trail.all() else 0
+    if i_down <= i_rise:  # one orientation all along: split at the highest pose (z of the root frame)
+        i_rise = i_down = int(np.argmax(positions[:, 2]))
+    T = targets(positions, rotations)
+    q_rise = solve_ik(model, T[: i_rise + 1], q_from, what=f"{what} (rising)")
+    q_rise[0] = q_from
+    q_down = solve_ik(model, T[i_down:][::-1], q_to, what=f"{what} (descending)")[::-1]
+    q_down[-1] = q_to
+    dq = q_down[0] - q_rise[-1]
+    n = max(1, int(math.ceil(float(np.max(np.abs(dq))) / JOINT_STEP)))
+    s = np.linspace(0.0, 1.0, n + 1)[1:-1, None]
+    q = np.vstack([q_rise, q_rise[-1] + s * dq, q_down])
+    return q, np.array([model.fk(qk)[:3, 3] for qk in q])
+
+
+def line_points(a: FloatArray, b: FloatArray, step: float) -> FloatArray:
+    """Points (k, 3) from a to b (3,) inclusive, at most ``step`` m apart (at least 2)."""
+    n = max(2, int(math.ceil(np.linalg.norm(b - a) / step)) + 1)
+    s = np.linspace(0.0, 1.0, n)[:, None]
+    return a + s * (b - a)
+
+
+def escape_leg(a: FloatArray, out: FloatArray, up: FloatArray, height: float, distance: Any, need: float,
+               step: float, reach: float = 0.2) -> FloatArray:
+    """The TCP path (k, 3) from ``a`` up to ``height`` along ``up`` (part frame, m) that keeps the
+    ball ``need`` m off the part (``distance``: points (k, 3) -> (k,) m), or at least no nearer than
+    at ``a``: straight up where that is clear, else first out along ``out`` (the pass end's normal)
+    in 5 mm steps (up to ``reach`` m) until the way up from there is clear; straight up if none is."""
+    floor = min(need, float(distance(a[None])[0])) - 1e-9
+    for d in np.arange(0.0, reach + 1e-9, 0.005):
+        b = a + d * out
+        top = b + max(0.0, height - float(b @ up)) * up
+        path = line_points(a, top, step)
+        if d > 0:
+            path = np.vstack([line_points(a, b, step)[:-1], line_points(b, top, step)])
+        if np.all(distance(path[1:]) >= floor):
+            return path
+    return line_points(a, a + max(0.0, height - float(a @ up)) * up, step)
+
+
+def reconfigured_episode(model: Any, link_poses: tuple[FloatArray, FloatArray], q_from: FloatArray, t_start: float,
+                         g: Any, process: Any, offset: float, penetration: float, vmax: FloatArray,
+                         amax: FloatArray, failure: PlanningError) -> list[Any]:
+    """The link to pass ``g`` and its episode (approach, dwell, pass, retreat: a list of
+    :class:`~robot_grinding_sim.core.planning.trajectory.Segment`) from another configuration of the
+    arm at the pass's first pose, when following the link's TCP path from ``q_from`` failed with
+    ``failure``. Raises ``failure``, with the number of configurations tried, when none works."""
+    from robot_grinding_sim.core.planning.trajectory import link_segment, pass_episode, solve_ik
+
+    P, R = link_poses
+    top = np.eye(4)
+    top[:3, :3], top[:3, 3] = R[-1], P[-1]
+    branches = ik_branches(model, top, [q_from])
+    errors = []
+    for q_to in branches:
+        try:
+            q_to = solve_ik(model, top[None], q_to, what=f"pass {g.index} approach")[0]
+            episode = pass_episode(model, g, process, offset, penetration, 0.0, q_to, vmax)
+            q, tcp = bridged_path(model, P, R, q_from, q_to, f"link to pass {g.index}")
+            link = link_segment(model, tcp, np.repeat(R[:1], len(tcp), axis=0), q_from, t_start, g.index, vmax,
+                                amax, joint_path=q, max_tcp_speed=process.max_tcp_speed)
+        except PlanningError as exc:
+            errors.append(str(exc))
+            continue
+        for seg in episode:
+            seg.t = seg.t + link.t1
+        return [link, *episode]
+    first = f" (the best: {errors[0]})" if errors else ""
+    raise PlanningError(f"{failure}; none of the arm's {len(branches)} configurations at pass {g.index}'s first pose "
+                        f"works either{first}; change the workpiece pose (grinding plan --place auto)") from None
+
+
+__all__ = ["bridged_path", "escape_leg", "line_points", "ik_branches", "reconfigured_episode"]
