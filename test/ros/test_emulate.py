@@ -17,32 +17,21 @@ prediction runs on the emulated arm's /joint_states), so a Kelvin-Voigt contact 
 3x the elastic force (the damping term, sqrt(3)x, is small while the depth is steady). Both
 commands exit 0 on SIGINT.
 
-Test-only settings (a params file for bringup real), because two graphs of Python nodes share two
-busy cores (while the real graph starts, the emulated arm is starved for tens of ms at a time,
-skips that time (dynamics_node max_lag) and catches up with its servo; joint states arrive late):
-the driver's joint_states_timeout and ft_timeout at 2 s instead of 0.1 s, the executive's
-tracking_error_limit at 0.3 rad instead of 0.05, its joint_states_timeout at 3 s and its
-move_velocity_scale at 0.1 (a skip of 0.1 s on a move at 1 rad/s is a 0.1 rad jump). Also the
-driver's ft_port at the emulated sensor's free port, and removal off in the prediction (start-up
-time), and the F/T at 500 Hz (emulate --ft-rate, the driver's ft_rate), the rate of the arm's
-joint states. The emulated cell is stopped first and the real graph once its recorder has caught
-up (it records seconds behind on busy cores). The plan dwells 3 s at the pass start (the force settles before the feed).
+Test-only settings for two Python graphs on two busy cores: test/emulated_session.py (real_params).
+The emulated cell is stopped first and the real graph once its recorder has caught up (it records
+seconds behind on busy cores). The plan dwells 3 s at the pass start (the force settles before the
+feed).
 """
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from cdr_reader import header_stamp, read_mcap
+from emulated_session import EmulatedSession, real_params
 
 pytestmark = pytest.mark.ros
 
@@ -50,17 +39,6 @@ pytestmark = pytest.mark.ros
 STIFFNESS_RATIO = 3.0
 #: the plan's dwell at the pass start, s
 DWELL = 3.0
-
-
-def _grinding() -> list[str]:
-    script = Path(sys.executable).with_name("grinding")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "robot_grinding_sim.cli"]
-
-
-def _free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -75,84 +53,16 @@ def plan_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _wait(what: str, pred: Any, timeout: float, logs: list[Path], procs: list[subprocess.Popen[bytes]]) -> None:
-    deadline = time.monotonic() + timeout
-    while not pred():
-        dead = [p for p in procs if p.poll() is not None]
-        if time.monotonic() > deadline or dead:
-            tails = "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}" for p in logs if p.exists())
-            pytest.fail(f"{'a process exited' if dead else 'timed out'} waiting for {what}\n{tails}")
-        time.sleep(0.2)
-
-
 def test_real_mode_runs_the_job_on_the_emulated_cell(plan_file: Path, tmp_path: Path, probe: Any) -> None:
-    from std_srvs.srv import Trigger
-
-    port = _free_udp_port()
-    params = tmp_path / "real.yaml"
-    params.write_text(
-        "hardware_driver:\n  ros__parameters:\n"
-        f"    ft_port: {port}\n    ft_rate: 500.0\n    joint_states_timeout: 2.0\n    ft_timeout: 2.0\n"
-        "contact_solver_node:\n  ros__parameters:\n    removal:\n      enabled: false\n"
-        "grinding_executive:\n  ros__parameters:\n    execution:\n      tracking_error_limit: 0.3\n"
-        "      joint_states_timeout: 3.0\n      move_velocity_scale: 0.1\n")
-    domain = os.environ["ROS_DOMAIN_ID"]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    emu_log, real_log, bag = tmp_path / "emulate.log", tmp_path / "real.log", tmp_path / "bag"
-    procs: list[subprocess.Popen[bytes]] = []
-
-    def has(log: Path, *texts: str) -> bool:
-        text = log.read_text(errors="replace") if log.exists() else ""
-        return all(t in text for t in texts)
-
-    try:
-        with emu_log.open("wb") as fh:
-            emu = subprocess.Popen([*_grinding(), "emulate", "--domain-id", domain, "--port", str(port),
-                                    "--ft-rate", "500"], stdout=fh,
-                                   stderr=subprocess.STDOUT, start_new_session=True, env=env)
-        procs.append(emu)
-        # the real graph starts once the arm runs and its Net F/T streams
-        _wait("the emulated cell", lambda: has(emu_log, "cell ready"), 600, [emu_log], procs)
-        with real_log.open("wb") as fh:
-            real = subprocess.Popen(
-                [*_grinding(), "bringup", "real", "--domain-id", domain, "--robot-ip", "127.0.0.1", "--ft-sensor-ip",
-                 "127.0.0.1", "--plan-file", str(plan_file), "--record", str(bag), "--params-file", str(params)],
-                stdout=fh, stderr=subprocess.STDOUT, start_new_session=True, env=env)
-        procs.append(real)
-        # the job starts once the prediction runs (its collision_node loads the CAD part; the
-        # executive's autostart would not wait for it) and the recorder records
-        _wait("the real graph", lambda: has(real_log, "[collision_node] [INFO]", "[contact_solver_node] [INFO]",
-                                            "job ready", "[recorder] [INFO]", "recording /"), 900,
-              [emu_log, real_log], procs)
-
-        def started() -> bool:
-            r = probe.call(Trigger, "/grinding_executive/start", timeout=120)
-            assert r.success or "no joint states yet" in r.message or "nobody subscribes" in r.message, r.message
-            return r.success
-
-        probe.wait_for(started, timeout=300, what="the job started")
-        _wait("the job's end", lambda: has(real_log, "job done") or has(real_log, "job failed")
-              or has(real_log, "job stopped"), 900, [emu_log, real_log], procs)
-        # the cell first (its streams end), then the real graph once the recorder has caught up with
-        # them: on two busy cores it records seconds behind, and what it has not taken when it stops
-        # is lost. Caught up: the bag's checkpoints stop growing (only /diagnostics at 1 Hz is left).
-        os.killpg(emu.pid, signal.SIGINT)
-        emu.wait(timeout=120)
-        sizes: list[int] = []
-
-        def recorder_idle() -> bool:
-            sizes.append(sum(f.stat().st_size for f in bag.glob("*")))
-            return len(sizes) > 10 and sizes[-1] - sizes[-11] < 20_000  # under 10 kB/s over 2 s
-
-        _wait("the recorder to catch up", recorder_idle, 600, [emu_log, real_log], [real])
-    finally:
-        for p in procs:  # SIGINT, as Ctrl-C in each terminal
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGINT)
-        codes = [p.wait(timeout=120) for p in procs]
-    logs = emu_log.read_text(errors="replace") + real_log.read_text(errors="replace")
-    assert codes == [0, 0], logs[-6000:]
-    assert "Traceback" not in logs
+    bag = tmp_path / "bag"
+    with EmulatedSession(tmp_path) as session:
+        session.start_cell()
+        session.start_real(plan_file, [real_params(tmp_path / "real.yaml", session.port)], bag)
+        session.start_job(probe)
+        session.wait_job_end()
+        session.stop_cell_then_recorder(bag)
+    session.assert_clean()
+    real_log = session.real_log
     assert "job done" in real_log.read_text()
     during = real_log.read_text().split("job done")[0]
     assert "STOP" not in during, "the driver stopped the arm during the job"
