@@ -26,7 +26,7 @@ from robot_grinding_sim.core.job.coupled_step import (
     ContactSide,
     NormalContactModel,
 )
-from robot_grinding_sim.core.job.run import coupled_step
+from robot_grinding_sim.core.job.run import coupled_step, simulate
 from robot_grinding_sim.core.job.setup import JobConfig, setup_job
 from robot_grinding_sim.core.planning.trajectory import episode_trajectory
 
@@ -118,3 +118,26 @@ def test_contact_model_layout_round_trip_and_bad_arrays(panel) -> None:
     assert side.from_rows(0.0, q, np.zeros_like(q), np.zeros((0, 7))) is None
     with pytest.raises(InputError, match="unit vector"):
         side.from_rows(0.0, q, np.zeros_like(q), np.array([[0, 0, 0, 0, 0, 2.0, 1e-5]]))
+
+
+def test_a_plane_runs_compiled_as_the_wrappers_step() -> None:
+    """On the flat plate (a plane face) the in-process job runs the compiled batch; the step-by-step
+    wrappers (ContactSide, ArmContactStepper) on the scene's own geometry give the same run."""
+    cell = CellConfig().replace(**{"workpiece.part": "flat_plate", "passes.stepover": 0.05})
+    setup = setup_job(JobConfig(cell=cell, max_passes=1, pass_length=0.01, optimise=False))
+    assert setup.query.compiled is not None
+    g = setup.paths.passes[0]
+    traj = episode_trajectory(setup.model, g, cell.process, 0.0, setup.penetration, setup.q_home)
+    t_end = float(traj.times[next(s for s in traj.segments if s["kind"] == "pass")["start"]]) + 0.2
+    ref = traj.interpolator(setup.model)
+    fast = simulate(setup, ref, traj.positions[0], t_end)
+    compiled, setup.query.compiled = setup.query.compiled, None
+    try:
+        slow = simulate(setup, ref, traj.positions[0], t_end)
+    finally:
+        setup.query.compiled = compiled
+    a, b = fast.record, slow.record
+    assert fast.steps == slow.steps and fast.event_steps == slow.event_steps
+    assert a["fn"].max() > 4.0, "the comparison must cover the contact"
+    np.testing.assert_allclose(a["fn"], b["fn"], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(a["q"], b["q"], rtol=0, atol=1e-12)

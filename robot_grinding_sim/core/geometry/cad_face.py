@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from robot_grinding_sim.core.errors import GeometryError
+from robot_grinding_sim.core.geometry.analytic import AnalyticEval
 from robot_grinding_sim.core.geometry.bspline import BSplineEval, bspline_lines_kernel
 from robot_grinding_sim.core.geometry.occ_adapter import (
     edge_cast,
@@ -158,13 +159,9 @@ class CadFace:
         try:
             if self.type == "plane":
                 ax = a.Plane().Position()
-                o, x, y = (np.array(pnt(v)) for v in (ax.Location(), ax.XDirection(), ax.YDirection()))
-
-                def plane(u: FloatArray, v: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
-                    S = o + u[:, None] * x + v[:, None] * y
-                    return S, np.broadcast_to(x, S.shape).copy(), np.broadcast_to(y, S.shape).copy()
-
-                return plane
+                o, x, y, z = (np.array(pnt(v)) for v in (ax.Location(), ax.XDirection(), ax.YDirection(),
+                                                         ax.Direction()))
+                return AnalyticEval("plane", o, x, y, z)
             if self.type in ("cylinder", "cone", "sphere", "torus"):
                 return self._make_quadric_eval()
             if self.type in ("bspline", "bezier"):
@@ -181,32 +178,13 @@ class CadFace:
             np.array(pnt(v)) for v in (ax.Location(), ax.XDirection(), ax.YDirection(), ax.Direction())
         )
         kind = self.type
-        if kind == "cylinder":
-            R = geom.Radius()
+        if kind in ("cylinder", "sphere"):
+            params: tuple[float, ...] = (geom.Radius(),)
         elif kind == "cone":
-            R, ang = geom.RefRadius(), geom.SemiAngle()
-        elif kind == "sphere":
-            R = geom.Radius()
+            params = (geom.RefRadius(), geom.SemiAngle())
         else:
-            R, r = geom.MajorRadius(), geom.MinorRadius()
-
-        def quadric(u: FloatArray, v: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
-            cu, su = np.cos(u)[:, None], np.sin(u)[:, None]
-            radial, dradial = cu * X + su * Y, -su * X + cu * Y
-            if kind == "cylinder":
-                return o + R * radial + v[:, None] * Z, R * dradial, np.broadcast_to(Z, radial.shape).copy()
-            if kind == "cone":
-                rho = (R + v * math.sin(ang))[:, None]
-                S = o + rho * radial + v[:, None] * math.cos(ang) * Z
-                return S, rho * dradial, math.sin(ang) * radial + math.cos(ang) * Z
-            if kind == "sphere":
-                cv, sv = np.cos(v)[:, None], np.sin(v)[:, None]
-                return o + R * cv * radial + R * sv * Z, R * cv * dradial, -R * sv * radial + R * cv * Z
-            cv, sv = np.cos(v)[:, None], np.sin(v)[:, None]
-            rho = R + r * cv
-            return o + rho * radial + r * sv * Z, rho * dradial, -r * sv * radial + r * cv * Z
-
-        return quadric
+            params = (geom.MajorRadius(), geom.MinorRadius())
+        return AnalyticEval(kind, o, X, Y, Z, params)
 
     def _make_bspline_eval(self) -> Any:
         a = self._adaptor

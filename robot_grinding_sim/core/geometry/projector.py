@@ -19,7 +19,8 @@ import numpy as np
 from numba import njit
 from numpy.typing import NDArray
 
-from robot_grinding_sim.core.geometry.bspline import BSplineEval, bspline_kernel, bspline_point
+from robot_grinding_sim.core.geometry.analytic import BSPLINE, AnalyticEval, analytic_point
+from robot_grinding_sim.core.geometry.bspline import BSplineEval, bspline_point
 from robot_grinding_sim.core.robot.spatial import cross3
 
 FloatArray = NDArray[np.float64]
@@ -71,19 +72,31 @@ def wrap_period(x, lo, period):
 
 
 @njit(cache=True)
-def bspline_project(p, st, box, grid_uv, grid_p, tu, tv, pu, pv, hom, sign, out):
-    """:meth:`FaceProjector.__call__` for one point p (3,) on a B-spline face, compiled.
+def surface_point(kind, frame, prm, tu, tv, pu, pv, hom, u, v, work, ev):
+    """S, S_u, S_v (rows of ev (3, 3)) at (u, v) of a B-spline (kind 0: tu, tv, pu, pv, hom) or an
+    analytic surface (:mod:`~robot_grinding_sim.core.geometry.analytic`: kind, frame, prm)."""
+    if kind == BSPLINE:
+        bspline_point(tu, tv, pu, pv, hom, u, v, work, ev)
+    else:
+        analytic_point(kind, frame, prm, u, v, ev)
+
+
+@njit(cache=True)
+def face_project(p, st, box, grid_uv, grid_p, kind, frame, prm, tu, tv, pu, pv, hom, sign, out):
+    """:meth:`FaceProjector.__call__` for one point p (3,) on a B-spline or analytic face, compiled.
 
     st (4,): the warm start (u, v, previous u, previous v), updated; box (5, 2): rows lo, hi,
     extended lo, extended hi and period (0: not periodic) of (u, v); grid_uv (G, 2), grid_p (G, 3)
-    the seeds; tu, tv, pu, pv, hom the B-spline (:class:`BSplineEval`); sign the outward sign.
+    the seeds; the surface (:func:`surface_point`): kind, frame, prm of an analytic surface
+    (:class:`~robot_grinding_sim.core.geometry.analytic.AnalyticEval`), tu, tv, pu, pv, hom of a
+    B-spline (:class:`BSplineEval`); sign the outward sign.
     out (7,): closest point (3,), outward unit normal (3,), on_face (1.0 / 0.0)."""
     work = np.zeros((12, max(pu, pv, 7) + 1))
     ev = np.empty((3, 3))
     lo, hi, lo_ext, hi_ext, per = box[0], box[1], box[2], box[3], box[4]
     u = min(max(2.0 * st[0] - st[2], lo_ext[0]), hi_ext[0])
     v = min(max(2.0 * st[1] - st[3], lo_ext[1]), hi_ext[1])
-    bspline_point(tu, tv, pu, pv, hom, u, v, work, ev)
+    surface_point(kind, frame, prm, tu, tv, pu, pv, hom, u, v, work, ev)
     d2 = (ev[0, 0] - p[0]) ** 2 + (ev[0, 1] - p[1]) ** 2 + (ev[0, 2] - p[2]) ** 2
     if math.sqrt(d2) > 0.05:  # far from the last answer: seed from a grid
         best, kb = np.inf, 0
@@ -92,7 +105,7 @@ def bspline_project(p, st, box, grid_uv, grid_p, tu, tv, pu, pv, hom, sign, out)
             if e < best:
                 best, kb = e, k
         u, v = grid_uv[kb, 0], grid_uv[kb, 1]
-        bspline_point(tu, tv, pu, pv, hom, u, v, work, ev)
+        surface_point(kind, frame, prm, tu, tv, pu, pv, hom, u, v, work, ev)
         st[0], st[1] = u, v
     for _ in range(50):
         du, dv, done = gn_step(p[0], p[1], p[2], ev[0], ev[1], ev[2])
@@ -100,7 +113,7 @@ def bspline_project(p, st, box, grid_uv, grid_p, tu, tv, pu, pv, hom, sign, out)
             break
         u = min(max(u + du, lo_ext[0]), hi_ext[0])
         v = min(max(v + dv, lo_ext[1]), hi_ext[1])
-        bspline_point(tu, tv, pu, pv, hom, u, v, work, ev)
+        surface_point(kind, frame, prm, tu, tv, pu, pv, hom, u, v, work, ev)
     u, v = wrap_period(u, lo[0], per[0]), wrap_period(v, lo[1], per[1])
     st[2], st[3] = st[0], st[1]
     st[0], st[1] = u, v
@@ -111,7 +124,7 @@ def bspline_project(p, st, box, grid_uv, grid_p, tu, tv, pu, pv, hom, sign, out)
         mu, mv = 0.5 * (lo[0] + hi[0]), 0.5 * (lo[1] + hi[1])
         nv = (0.0, 0.0, 1.0)
         for t in (1e-7, 1e-5, 1e-3):
-            bspline_point(tu, tv, pu, pv, hom, u + t * (mu - u), v + t * (mv - v), work, ev)
+            surface_point(kind, frame, prm, tu, tv, pu, pv, hom, u + t * (mu - u), v + t * (mv - v), work, ev)
             nt, ok = normal_ok(ev[1], ev[2])
             if ok:
                 nv = nt
@@ -131,9 +144,10 @@ class FaceProjector:
 
     Called by the collision scene with points (k, 3) in the part frame; returns the closest points
     on the (untrimmed) surface and the outward unit normals there. Converges to 1e-12 m in a few
-    iterations from the previous answer (the tool moves little between steps). A B-spline face
-    runs compiled (:func:`bspline_project`, also called by the compiled coupled step with
-    :meth:`arrays`); other faces run the same steps (:func:`gn_step`) on their own evaluator.
+    iterations from the previous answer (the tool moves little between steps). A B-spline or
+    analytic face (plane, cylinder, cone, sphere, torus) runs compiled (:func:`face_project`, also
+    called by the compiled coupled step with :meth:`arrays`); other faces run the same steps
+    (:func:`gn_step`) on their own evaluator.
     """
 
     def __init__(self, face: Any) -> None:
@@ -155,9 +169,14 @@ class FaceProjector:
         self._fast = getattr(face, "surface_eval", None)  # CadFace has one; a mesh face has none
         self.sign = float(getattr(face, "orientation_sign", 1.0))
         self._u, self._v = np.zeros(1), np.zeros(1)
-        self.bspline = self._fast if isinstance(self._fast, BSplineEval) else None
-        if self.bspline is not None:
-            self._buf = (np.empty((1, 3)), np.empty((1, 3)), np.empty((1, 3)))
+        # the surface as face_project takes it: (kind, frame, prm, tu, tv, pu, pv, hom), or None
+        f = self._fast
+        if isinstance(f, BSplineEval):
+            self.surface: tuple | None = (BSPLINE, np.zeros((4, 3)), np.zeros(2), f.tu, f.tv, f.pu, f.pv, f.hom)
+        elif isinstance(f, AnalyticEval):
+            self.surface = (f.kind, f.frame, f.prm, np.zeros(1), np.zeros(1), 0, 0, np.zeros((1, 1, 4)))
+        else:
+            self.surface = None
         s = face.derivatives(self.grid_uv[:1, 0], self.grid_uv[:1, 1])
         if self._fast is not None:  # check the sign convention once against CadFace itself
             S, Su, Sv = self._fast(self.grid_uv[:1, 0].copy(), self.grid_uv[:1, 1].copy())
@@ -178,20 +197,15 @@ class FaceProjector:
         """The last answer's parameters (2,)."""
         return self.st[:2].copy()
 
-    def arrays(self) -> tuple:
-        """The compiled projection's arguments after the point (:func:`bspline_project`: st, box,
-        grid_uv, grid_p, tu, tv, pu, pv, hom, sign); None for a face that is not a B-spline."""
-        b = self.bspline
-        if b is None:
+    def arrays(self) -> tuple | None:
+        """The compiled projection's arguments after the point (:func:`face_project`: st, box,
+        grid_uv, grid_p, kind, frame, prm, tu, tv, pu, pv, hom, sign); None for a face with no
+        compiled evaluator (neither a B-spline nor an analytic surface)."""
+        if self.surface is None:
             return None
-        return self.st, self.box, self.grid_uv, self.grid_p, b.tu, b.tv, b.pu, b.pv, b.hom, self.sign
+        return (self.st, self.box, self.grid_uv, self.grid_p, *self.surface, self.sign)
 
     def _eval(self, u: float, v: float) -> tuple[FloatArray, FloatArray, FloatArray]:
-        if self.bspline is not None:  # the B-spline kernel straight into preallocated buffers
-            self._u[0], self._v[0] = u, v
-            ev, (S, Su, Sv) = self.bspline, self._buf
-            bspline_kernel(ev.tu, ev.tv, ev.pu, ev.pv, ev.hom, self._u, self._v, S, Su, Sv)
-            return S[0].copy(), Su[0].copy(), Sv[0].copy()
         if self._fast is not None:
             self._u[0], self._v[0] = u, v
             S, Su, Sv = self._fast(self._u, self._v)
@@ -200,7 +214,7 @@ class FaceProjector:
         return s.points[0], s.du[0], s.dv[0]
 
     def _one(self, p: FloatArray) -> None:
-        """:func:`bspline_project`'s steps on a face without a compiled evaluator, into self._out."""
+        """:func:`face_project`'s steps on a face without a compiled evaluator, into self._out."""
         st, box = self.st, self.box
         u = min(max(2.0 * st[0] - st[2], box[2, 0]), box[3, 0])
         v = min(max(2.0 * st[1] - st[3], box[2, 1]), box[3, 1])
@@ -251,7 +265,7 @@ class FaceProjector:
         out = self._out
         for k, p in enumerate(pts):
             if a is not None:
-                bspline_project(np.ascontiguousarray(p), *a, out)
+                face_project(np.ascontiguousarray(p), *a, out)
             else:
                 self._one(p)
             out_p[k], out_n[k], on[k] = out[:3], out[3:6], out[6] > 0.5

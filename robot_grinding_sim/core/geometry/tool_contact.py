@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.geometry.collision import FOOT_TOLERANCE, CollisionScene
 from robot_grinding_sim.core.geometry.meshquery import signed_closest_world
-from robot_grinding_sim.core.geometry.projector import FaceProjector, bspline_project
+from robot_grinding_sim.core.geometry.projector import FaceProjector, face_project
 
 FloatArray = NDArray[np.float64]
 
@@ -136,7 +136,7 @@ def workpiece_scene(part: Any, faces: Sequence[int], X_BP: FloatArray, tool_radi
 @njit(cache=True)
 def ball_contact(c, T, mesh, warm, tiny, radius, closed, proj, out):
     """The ball tool centred at c (3,) against a CAD face's mesh at pose T (4, 4) with its exact
-    B-spline surface, compiled: :meth:`CollisionScene.distance` of a sphere and a mesh with an exact
+    (B-spline or analytic) surface, compiled: :meth:`CollisionScene.distance` of a sphere and a mesh with an exact
     surface (the mesh's signed closest point; the surface's where it is on the face and the foot of
     the perpendicular; the mesh's back side behind an open surface).
 
@@ -148,7 +148,7 @@ def ball_contact(c, T, mesh, warm, tiny, radius, closed, proj, out):
     warm[0] = tri
     cl = buf[6:9].copy()
     pr = np.empty(7)
-    bspline_project(cl, *proj, pr)
+    face_project(cl, *proj, pr)
     r0, r1, r2 = cl[0] - pr[0], cl[1] - pr[1], cl[2] - pr[2]
     sde = pr[3] * r0 + pr[4] * r1 + pr[5] * r2
     if pr[6] > 0.5 and math.sqrt(max(r0 * r0 + r1 * r1 + r2 * r2 - sde * sde, 0.0)) <= FOOT_TOLERANCE:
@@ -187,7 +187,8 @@ class ToolContactQuery:
 
     def _compiled_arrays(self) -> tuple | None:
         """The arguments of :func:`ball_contact` after c (pose, mesh, warm, tiny, radius, closed,
-        projector), or None when the part is not one CAD B-spline face (the scene answers)."""
+        projector), or None when the part is not one CAD face with a compiled surface (B-spline,
+        plane, cylinder, cone, sphere, torus): then the scene answers."""
         proj = _PROJECTORS.get(self.scene)
         arrays = proj.arrays() if proj is not None else None
         mesh = self.scene.mesh(self.workpiece)

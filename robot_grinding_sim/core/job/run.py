@@ -119,7 +119,8 @@ def simulate(setup: JobSetup, reference: Any, q0: FloatArray, t_end: float, proj
              on_step: Callable[[float], None] | None = None) -> Run:
     """Follow ``reference`` (a TrajectoryInterpolator from t = 0) from rest at ``q0`` until ``t_end`` s.
 
-    On one CAD B-spline face the steps run compiled a batch at a time (:func:`simulate_compiled`);
+    On one CAD face with a compiled surface (B-spline, plane, cylinder, cone, sphere, torus) the
+    steps run compiled a batch at a time (:func:`simulate_compiled`);
     otherwise (mesh parts: the scene's geometry) step by step through the same kernels' wrappers."""
     step = coupled_step(setup, q0, project)
     step.arm.arm.set_trajectory(reference, 0.0)
