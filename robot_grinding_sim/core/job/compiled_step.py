@@ -12,7 +12,11 @@ Arrays:
 - ``cp`` (CP_LEN,): the contact side's parameters (law id, K, fixed damping or -1, Kelvin-Voigt
   damping ratio, c_r, exponent, v_floor, tangential force ratio, slip speed, spindle speed);
 - ``sv`` (SV_LEN,): one step's scalars (kind, mean force, gap/rate at start and end, ...);
-- arm state ``st`` (ST_ROWS, n) and servo ``arm`` (ARM_ROWS, n): :mod:`~robot_grinding_sim.core.robot.arm_kernels`.
+- arm state ``st`` (ST_ROWS, n) and servo ``arm`` (ARM_ROWS, n): :mod:`~robot_grinding_sim.core.robot.arm_kernels`;
+- the step's kinematics at the arm's q: tool centre pose ``T`` (4, 4) and Jacobian ``J`` (6, n),
+  mass matrix ``M`` (n, n) and its Cholesky factor ``L``: computed once per step by the contact
+  side (:func:`contact_side`) and reused by the arm side and the forward dynamics
+  (``have_kin``); the wrappers, whose two sides may see different states, let each compute its own.
 
 A step whose contact needs the variable-step engine (onset, release, the Hunt-Crossley family:
 kind :data:`EVENT`) stops in :func:`arm_side` after the arm's trial step; the caller runs
@@ -30,7 +34,14 @@ from numba import njit
 from robot_grinding_sim.core.contact.kelvin_voigt import kv_state, kv_stays_in_contact
 from robot_grinding_sim.core.geometry.tool_contact import ball_contact
 from robot_grinding_sim.core.robot.arm_kernels import QD, TAU, arm_advance
-from robot_grinding_sim.core.robot.kernels import cholesky_solve, crba_sample, jacobian_kernel, link_pose
+from robot_grinding_sim.core.robot.kernels import (
+    cholesky_factor,
+    cholesky_subst,
+    crba_sample,
+    jacobian_kernel,
+    jacobian_pose,
+    link_pose,
+)
 
 # rom fields (coupled_step.LAYOUT)
 R_T, R_MODEL, R_K, R_D, R_CR, R_EXP, R_VF, R_M, R_GAP, R_RATE, R_N, R_P, R_C, R_TAN = (
@@ -53,8 +64,15 @@ IX_STEPS, IX_OUT, IX_NEXT, IX_CONTACT, IX_EVENT, IX_NEXT_CHECK_UNUSED = range(6)
 @njit(cache=True)
 def tcp_kinematics(q, jt, jd, ws, body, X, T, J):
     """Pose T (4, 4) and Jacobian J (6, n) [linear; angular] of the tool centre at q."""
-    link_pose(q, body, X, jt, jd, ws, T)
-    jacobian_kernel(q, body, X, np.zeros(3), False, jt, jd, ws, J)
+    if jacobian_pose(q, body, X, np.zeros(3), False, jt, jd, ws, T, J) != -1 or body < 0:
+        link_pose(q, body, X, jt, jd, ws, T)
+
+
+@njit(cache=True)
+def mass_factor(q, jt, jd, bd, ws, M, L):
+    """The mass matrix M (n, n) at q and its Cholesky factor L; False if M is not positive definite."""
+    crba_sample(q, jt, jd, bd, ws, M)
+    return cholesky_factor(M, L)
 
 
 @njit(cache=True)
@@ -64,17 +82,18 @@ def normal_row(J, nx, ny, nz):
 
 
 @njit(cache=True)
-def rom_from_geometry(t, q, qd, gap, nrm, pt, T, J, cp, jt, jd, bd, ws, rom):
+def rom_from_geometry(t, q, qd, gap, nrm, pt, T, J, cp, jt, jd, bd, ws, M, L, rom):
     """The contact model at (t, q, qd) from contact geometry (gap m, normal (3,), point (3,)) and the
     tcp's T, J at q: effective mass along n, tangential force against the abrasive's sliding
-    velocity, Kelvin-Voigt damping for that mass. Writes rom; returns the effective mass (<= 0 or
-    not finite: singular along n)."""
+    velocity, Kelvin-Voigt damping for that mass. Writes rom, and M (n, n) and its Cholesky factor
+    L at q; returns the effective mass (<= 0 or not finite: singular along n; -1 with M not
+    positive definite)."""
     n = q.shape[0]
     Jn = normal_row(J, nrm[0], nrm[1], nrm[2])
-    M, L, y = np.empty((n, n)), np.zeros((n, n)), np.empty(n)
-    crba_sample(q, jt, jd, bd, ws, M)
-    if not cholesky_solve(M, Jn, L, y):
+    y = np.empty(n)
+    if not mass_factor(q, jt, jd, bd, ws, M, L):
         return -1.0
+    cholesky_subst(L, Jn, y)
     m = 1.0 / np.dot(Jn, y)
     if not (m > 0.0 and math.isfinite(m)):
         return m
@@ -122,11 +141,12 @@ def reach_check(t, dt, gap, vn, speed, cs):
 
 @njit(cache=True)
 def arm_side(t, dt, st, have_rom, rom, f_prev, knots, coeffs, last, t_traj, arm, g_ctrl, g, jt, jd, bd, ws,
-             body, X, wbody, wX, project, out, b, sv):
+             body, X, wbody, wX, project, T, J, M, L, have_kin, out, b, sv):
     """The arm side of one step (coupled_step module docstring) from state st (ST_ROWS, n) at t
     into out: trial step under f_prev, free acceleration along n, free flight or the
-    Kelvin-Voigt closed form, projection along b = m M^-1 J^T n (b (n,) written). Returns the
-    arm's code (0 ok) or -1 for an :data:`EVENT` step waiting for :func:`arm_side_finish`."""
+    Kelvin-Voigt closed form, projection along b = m M^-1 J^T n (b (n,) written). T, J, M, L: the
+    step's kinematics at st's q (module docstring), given (``have_kin``) or computed here. Returns
+    the arm's code (0 ok) or -1 for an :data:`EVENT` step waiting for :func:`arm_side_finish`."""
     n = st.shape[1]
     w = np.zeros(6)
     for k in range(SV_LEN):
@@ -134,21 +154,20 @@ def arm_side(t, dt, st, have_rom, rom, f_prev, knots, coeffs, last, t_traj, arm,
     sv[SV_FTRIAL] = f_prev if have_rom else 0.0
     if not have_rom:
         code = arm_advance(t, dt, st, knots, coeffs, last, t_traj, True, arm, g_ctrl, g, jt, jd, bd, ws,
-                           wbody, wX, w, out)
+                           wbody, wX, w, M, L, have_kin, out)
         sv[SV_KIND], sv[SV_X0], sv[SV_X1], sv[SV_END_X] = NONE, np.inf, np.inf, np.inf
         return code
     q0, qd0 = st[0], st[QD]
-    T, J = np.empty((4, 4)), np.empty((6, n))
-    tcp_kinematics(q0, jt, jd, ws, body, X, T, J)
+    if not have_kin:
+        tcp_kinematics(q0, jt, jd, ws, body, X, T, J)
+        if not mass_factor(q0, jt, jd, bd, ws, M, L):
+            return 2
     nx, ny, nz = rom[R_N], rom[R_N + 1], rom[R_N + 2]
     Jn = normal_row(J, nx, ny, nz)
     vn0 = np.dot(Jn, qd0)
     x0 = rom[R_GAP] + nx * (T[0, 3] - rom[R_C]) + ny * (T[1, 3] - rom[R_C + 1]) + nz * (T[2, 3] - rom[R_C + 2])
     m = rom[R_M]
-    M, L = np.empty((n, n)), np.zeros((n, n))
-    crba_sample(q0, jt, jd, bd, ws, M)
-    if not cholesky_solve(M, Jn, L, b):
-        return 2
+    cholesky_subst(L, Jn, b)
     for j in range(n):
         b[j] *= m
     # trial step with the previous mean force (its contact point relative to the tool centre)
@@ -159,11 +178,12 @@ def arm_side(t, dt, st, have_rom, rom, f_prev, knots, coeffs, last, t_traj, arm,
         lx, ly, lz = rom[R_P] - rom[R_C], rom[R_P + 1] - rom[R_C + 1], rom[R_P + 2] - rom[R_C + 2]
         w[3], w[4], w[5] = ly * w[2] - lz * w[1], lz * w[0] - lx * w[2], lx * w[1] - ly * w[0]
     code = arm_advance(t, dt, st, knots, coeffs, last, t_traj, True, arm, g_ctrl, g, jt, jd, bd, ws, wbody, wX,
-                       w, out)
+                       w, M, L, True, out)
     if code != 0:
         return code
-    jacobian_kernel(out[0], body, X, np.zeros(3), False, jt, jd, ws, J)
-    Jn1 = normal_row(J, nx, ny, nz)
+    J1 = np.empty((6, n))
+    jacobian_kernel(out[0], body, X, np.zeros(3), False, jt, jd, ws, J1)
+    Jn1 = normal_row(J1, nx, ny, nz)
     vn1_arm = np.dot(Jn1, out[QD])
     dx_arm = 0.5 * np.dot(Jn + Jn1, out[0] - q0)
     f_ext = m * ((vn1_arm - vn0) / dt - f_trial / m)  # the arm's own force along +n, N
@@ -280,17 +300,16 @@ def record_step(t0, dt, st1, sv, rom, have_rom, h, ix, rts, rq, rqd, rtau, rfn, 
 
 
 @njit(cache=True)
-def contact_side(t, dt, st, cs, cp, geo, jt, jd, bd, ws, body, X, rom):
+def contact_side(t, dt, st, cs, cp, geo, jt, jd, bd, ws, body, X, T, J, M, L, rom):
     """The contact side at the arm's state: the compiled ball query on the CAD face (geo: the
     arguments of :func:`ball_contact` after the centre), the reach check, the model into rom.
-    Returns 1 with a model, 0 without (the tool cannot reach the part within the step), -1 if the
-    effective mass is singular. cs (2,): next time worth a query, the last gap (m)."""
+    Returns 1 with a model (and the step's kinematics T, J, M, L at st's q written), 0 without (the
+    tool cannot reach the part within the step), -1 if the effective mass is singular. cs (2,):
+    next time worth a query, the last gap (m)."""
     if t < cs[0]:
         cs[1] = np.inf
         return 0
-    n = st.shape[1]
     q, qd = st[0], st[QD]
-    T, J = np.empty((4, 4)), np.empty((6, n))
     tcp_kinematics(q, jt, jd, ws, body, X, T, J)
     c = T[:3, 3].copy()
     g = np.empty(6)
@@ -300,7 +319,7 @@ def contact_side(t, dt, st, cs, cp, geo, jt, jd, bd, ws, body, X, rom):
     vn = g[0] * v[0] + g[1] * v[1] + g[2] * v[2]
     if not reach_check(t, dt, gap, vn, math.sqrt(np.dot(v, v)), cs):
         return 0
-    m = rom_from_geometry(t, q, qd, gap, g[:3], g[3:], T, J, cp, jt, jd, bd, ws, rom)
+    m = rom_from_geometry(t, q, qd, gap, g[:3], g[3:], T, J, cp, jt, jd, bd, ws, M, L, rom)
     return 1 if (m > 0.0 and math.isfinite(m)) else -1
 
 
@@ -315,14 +334,17 @@ def run_batch(t, dt, t_end, max_steps, st, cs, fp, cp, geo, knots, coeffs, last,
     max_steps, 1 for an event step (st still the step's start; out, rom, b, sv the pending step
     for :func:`arm_side_finish`), 2 for a singular effective mass, 3 for a failed arm step."""
     empty = np.empty(0)
+    n = st.shape[1]
+    T, J, M, L = np.empty((4, 4)), np.empty((6, n)), np.empty((n, n)), np.zeros((n, n))
     for _ in range(max_steps):
         if not t < t_end - 1e-12:
             return 0, t
-        have = contact_side(t, dt, st, cs, cp, geo, jt, jd, bd, ws, body, X, rom)
+        have = contact_side(t, dt, st, cs, cp, geo, jt, jd, bd, ws, body, X, T, J, M, L, rom)
         if have < 0:
             return 2, t
+        # with a model the contact side left the step's kinematics at st's q in T, J, M, L
         code = arm_side(t, dt, st, have == 1, rom, fp[0], knots, coeffs, last, 0.0, arm, g_ctrl, g, jt, jd, bd,
-                        ws, body, X, wbody, wX, project, out, b, sv)
+                        ws, body, X, wbody, wX, project, T, J, M, L, have == 1, out, b, sv)
         if code == -1:
             return 1, t
         if code != 0:

@@ -270,9 +270,10 @@ class ContactSide:
         jt, jd, bd, ws, _, _ = self.kernel
         rom = np.empty(len(LAYOUT))
         q_, qd_ = np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(qd, dtype=float)
+        n = q_.shape[0]
         m = cs.rom_from_geometry(float(t), q_, qd_, float(geom.gap), np.ascontiguousarray(geom.normal, dtype=float),
                                  np.ascontiguousarray(geom.point, dtype=float), kin.X, kin.J, self.cp, jt, jd, bd,
-                                 ws, rom)
+                                 ws, np.empty((n, n)), np.zeros((n, n)), rom)
         if not (m > 0.0 and math.isfinite(m)):
             raise InputError(f"effective mass along the normal {geom.normal.tolist()} is {m} kg at q = "
                              f"{np.round(q, 4).tolist()} (the arm cannot move the tool along the normal: singular)")
@@ -285,7 +286,7 @@ class ContactSide:
     def from_rows(self, t: float, q: FloatArray, qd: FloatArray, rows: FloatArray) -> NormalContactModel | None:
         """The model from contact rows (k, 7) (the /contact/points cloud, base frame) measured at
         (t, q, qd); None (and the contact released) when there are no rows."""
-        geom = ContactGeometry.from_rows(rows, self.kinematics(q).X[:3, 3])
+        geom = ContactGeometry.from_rows(rows, self.kinematics(q, need_minv=False).X[:3, 3])
         if geom is None:
             self.release()
             return None
@@ -422,9 +423,12 @@ class ArmContactStepper:
         a = rom.to_array() if rom is not None else np.zeros(len(LAYOUT))
         jt, jd, bd, ws, body, X = self.kernel
         ctrl = arm.controller
+        # the model may be older than this state (the node graph): the arm side computes the
+        # kinematics at its own q
         code = cs.arm_side(st.t, float(dt), cur, rom is not None, a, self.f_prev, knots, coeffs, last, t_traj,
                            ctrl.arm, ctrl.gravity, arm.gravity, jt, jd, bd, ws, body, X, self.wrench_body,
-                           self.wrench_X, self.project, out, b, sv)
+                           self.wrench_X, self.project, np.empty((4, 4)), np.empty((6, n)), np.empty((n, n)),
+                           np.zeros((n, n)), False, out, b, sv)
         et = ef = ex = np.empty(0)
         if code == -1:
             assert rom is not None

@@ -18,7 +18,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from robot_grinding_sim.core.robot.kernels import fd_sample, jacobian_kernel, rnea_sample
+from robot_grinding_sim.core.robot.kernels import (
+    cholesky_factor,
+    crba_sample,
+    fd_factored,
+    jacobian_kernel,
+    rnea_sample,
+)
 
 Q, QD, QDD, TAU, TAU_EXT, Q_REF, QD_REF, QDD_REF = range(8)
 ST_ROWS = 8
@@ -79,13 +85,16 @@ def computed_torque(q, qd, q_ref, qd_ref, qdd_ref, arm, g, jt, jd, bd, ws, tau):
 
 
 @njit(cache=True)
-def arm_advance(t, dt, st, knots, coeffs, last, t_traj, control, arm, g_ctrl, g, jt, jd, bd, ws, wbody, wX, w, out):
+def arm_advance(t, dt, st, knots, coeffs, last, t_traj, control, arm, g_ctrl, g, jt, jd, bd, ws, wbody, wX, w, M, L,
+                have_m, out):
     """One step of ``dt`` of the servo-controlled arm from state ``st`` at sim time t into ``out``
     (both (ST_ROWS, n)): the reference at t - t_traj, computed torque (held over the step; zero
     without ``control``; g_ctrl (3,) the gravity it compensates), the held wrench w (6,) (root
     axes, about the origin of the link at pose wX in body wbody), forward dynamics under g (3,),
-    semi-implicit Euler, end stops (clamp, and the velocity into the stop removed). Returns 0, 1
-    for a non-finite state or wrench, 2 if M is not positive definite."""
+    semi-implicit Euler, end stops (clamp, and the velocity into the stop removed). M, L (n, n): the
+    mass matrix at st's q and its Cholesky factor, given (``have_m``: computed once per step by the
+    caller) or written here. Returns 0, 1 for a non-finite state or wrench, 2 if M is not positive
+    definite."""
     n = st.shape[1]
     q, qd = st[Q], st[QD]
     if not (finite(q) and finite(qd) and finite(w)):
@@ -113,11 +122,14 @@ def arm_advance(t, dt, st, knots, coeffs, last, t_traj, control, arm, g_ctrl, g,
     tot = np.empty(n)
     for j in range(n):
         tot[j] = tau[j] + text[j]
-    M, L, h, zero = np.empty((n, n)), np.zeros((n, n)), np.empty(n), np.zeros(n)
+    if not have_m:
+        crba_sample(q, jt, jd, bd, ws, M)
+        if not cholesky_factor(M, L):
+            return 2
+    h, zero = np.empty(n), np.zeros(n)
     qdd = out[QDD]
-    if not fd_sample(q, qd, tot, g, jt, jd, bd, np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 6)), ws,
-                     M, L, h, zero, qdd):
-        return 2
+    fd_factored(q, qd, tot, g, jt, jd, bd, np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 6)), ws, L, h, zero,
+                qdd)
     for j in range(n):
         v = qd[j] + dt * qdd[j]
         x = q[j] + dt * v

@@ -582,7 +582,8 @@ class ArmSimulator:
         jt, jd, bd, ws, wbody, wX = self.model.kernel_arrays(link)
         ctrl = self.controller
         code = ak.arm_advance(st.t, dt, cur, knots, coeffs, last, self.trajectory_start, control, ctrl.arm,
-                              ctrl.gravity, self.gravity, jt, jd, bd, ws, wbody, wX, self._wrench, out)
+                              ctrl.gravity, self.gravity, jt, jd, bd, ws, wbody, wX, self._wrench, np.empty((n, n)),
+                              np.zeros((n, n)), False, out)
         if code == 1:
             raise InputError(f"arm step: NaN or inf in q {st.q.tolist()}, qd {st.qd.tolist()} or the wrench "
                              f"{self._wrench.tolist()}")

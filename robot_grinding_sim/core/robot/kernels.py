@@ -295,8 +295,8 @@ def crba_single(q, jt, jd, bd, ws, out):
 
 
 @njit(cache=True)
-def cholesky_solve(M, rhs, L, x):
-    """Solve M x = rhs for SPD M (n, n) by Cholesky; False if M is not positive definite."""
+def cholesky_factor(M, L):
+    """The Cholesky factor L (n, n) (lower) of SPD M (n, n); False if M is not positive definite."""
     n = M.shape[0]
     for j in range(n):
         s = M[j, j]
@@ -310,6 +310,13 @@ def cholesky_solve(M, rhs, L, x):
             for k in range(j):
                 s -= L[i, k] * L[j, k]
             L[i, j] = s / L[j, j]
+    return True
+
+
+@njit(cache=True)
+def cholesky_subst(L, rhs, x):
+    """Solve L L^T x = rhs by forward and back substitution (L from :func:`cholesky_factor`)."""
+    n = L.shape[0]
     for i in range(n):  # L y = rhs
         s = rhs[i]
         for k in range(i):
@@ -320,17 +327,34 @@ def cholesky_solve(M, rhs, L, x):
         for k in range(i + 1, n):
             s -= L[k, i] * x[k]
         x[i] = s / L[i, i]
+
+
+@njit(cache=True)
+def cholesky_solve(M, rhs, L, x):
+    """Solve M x = rhs for SPD M (n, n) by Cholesky; False if M is not positive definite."""
+    if not cholesky_factor(M, L):
+        return False
+    cholesky_subst(L, rhs, x)
     return True
+
+
+@njit(cache=True)
+def fd_factored(q, qd, tau, g, jt, jd, bd, ext_body, ext_off, ext, ws, L, h, zero, out):
+    """qdd = M^-1 (tau - rnea(q, qd, 0)) with M's Cholesky factor L at q already computed."""
+    rnea_sample(q, qd, zero, g, jt, jd, bd, ext_body, ext_off, ext, ws, h)
+    for i in range(q.shape[0]):
+        h[i] = tau[i] - h[i]
+    cholesky_subst(L, h, out)
 
 
 @njit(cache=True)
 def fd_sample(q, qd, tau, g, jt, jd, bd, ext_body, ext_off, ext, ws, M, L, h, zero, out):
     """qdd = M^-1 (tau - rnea(q, qd, 0)) for one state: CRBA, RNEA, Cholesky. False if M is not PD."""
     crba_sample(q, jt, jd, bd, ws, M)
-    rnea_sample(q, qd, zero, g, jt, jd, bd, ext_body, ext_off, ext, ws, h)
-    for i in range(q.shape[0]):
-        h[i] = tau[i] - h[i]
-    return cholesky_solve(M, h, L, out)
+    if not cholesky_factor(M, L):
+        return False
+    fd_factored(q, qd, tau, g, jt, jd, bd, ext_body, ext_off, ext, ws, L, h, zero, out)
+    return True
 
 
 @njit(cache=True)
@@ -448,6 +472,13 @@ def link_pose_single(q, body, X, jt, jd, ws, out):
 def jacobian_kernel(q, body, X, point, use_point, jt, jd, ws, J):
     """Jacobian (6, n) [linear; angular] of a point rigidly moving with ``body``: the root-frame
     ``point`` if ``use_point``, else the origin of the link at pose X (4, 4) in the body."""
+    return jacobian_pose(q, body, X, point, use_point, jt, jd, ws, np.empty((4, 4)), J)
+
+
+@njit(cache=True)
+def jacobian_pose(q, body, X, point, use_point, jt, jd, ws, T, J):
+    """:func:`jacobian_kernel` that also leaves the link's root-frame pose (:func:`link_pose`) in T
+    (4, 4) (for ``body`` >= 0 and a finite q)."""
     if not _finite(q) or not _finite(point):
         return 0
     n = q.shape[0]
@@ -456,7 +487,6 @@ def jacobian_kernel(q, body, X, point, use_point, jt, jd, ws, J):
             J[r, j] = 0.0
     if body < 0:
         return -1
-    T = np.empty((4, 4))
     link_pose(q, body, X, jt, jd, ws, T)  # leaves placements and root rotations of 0..body in ws
     pt = (point[0], point[1], point[2]) if use_point else (T[0, 3], T[1, 3], T[2, 3])
     ox, oy, oz = 0.0, 0.0, 0.0
