@@ -149,6 +149,7 @@ class GrindingExecutive(Node):
                              "--robot, or planner_node)")
         plan.trajectory = plan_io.trajectory_from_dict(data["trajectory"], self.model)
         job = JobExecution(self.model, plan, self.cell.execution, self.cell.process)
+        job.clock = self._now
         return job, f"plan {source}: {len(plan.passes)} passes, {job.duration:.1f} s", plan
 
     def _use(self, prepared: tuple[JobExecution, str, Any]) -> None:

@@ -83,6 +83,21 @@ def test_start_from_elsewhere_moves_there_first_within_the_limits(job) -> None:
         np.testing.assert_allclose(ex.reference(sent.stamp + move_end + t)[0], ref.sample(t)[0], atol=1e-12)
 
 
+def test_a_start_is_stamped_from_the_clock_once_its_move_is_built(job) -> None:
+    """Building the move to the start takes time (over a second on a busy core): the stamp is taken
+    after it, so the command is still command_lead ahead of the clock when it is published."""
+    ex = make(job)
+    traj = job[1].trajectory
+    readings = iter([107.5])  # the clock when the command is built, 7.5 s after the request
+    ex.clock = lambda: next(readings)
+    sent = ex.start(100.0, traj.positions[0] + 0.2)
+    assert sent.stamp == pytest.approx(107.5 + ex.settings.command_lead)
+    # a clock behind the request's time (another source) never stamps earlier than the request
+    ex2 = make(job)
+    ex2.clock = lambda: 50.0
+    assert ex2.start(100.0, traj.positions[0]).stamp == pytest.approx(100.0 + ex2.settings.command_lead)
+
+
 def test_pause_stays_on_the_path_never_faster_and_resume_joins_the_plan(job) -> None:
     ex = make(job, ramp_time=0.3, joint_states_timeout=0.0)
     traj = job[1].trajectory

@@ -25,6 +25,7 @@ joint order (rad).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -118,6 +119,10 @@ class JobExecution:
         self._last_state_time: float | None = None
         self._paused_tau = 0.0
         self._failed = False
+        #: the clock (s) read again once a start's command is built: the move to the start takes
+        #: 0.25 s to plan on a quiet core and over a second on a busy one, and a start stamped from the
+        #: time of the request would be in the past when it reaches the controller (it would jump)
+        self.clock: Callable[[], float] | None = None
 
     # -- where the arm is told to be -----------------------------------------------------------
 
@@ -164,6 +169,8 @@ class JobExecution:
             move.job_times[:] = math.nan  # not on the job yet
             move.job_times[-1] = 0.0
             job = move.then(job, kind="start")
+        if self.clock is not None:
+            now = max(now, self.clock())
         self.state, self.reason = JobState.RUNNING, ""
         self.max_error = 0.0
         self._last_state_time = None
