@@ -77,6 +77,16 @@ def positions_at(t_js: FloatArray, q_js: FloatArray, t: FloatArray) -> FloatArra
     return np.stack([np.interp(t, t_js, q_js[:, j]) for j in range(q_js.shape[1])], axis=1)
 
 
+def joint_speed_at(t_js: FloatArray, q_js: FloatArray, t: FloatArray) -> FloatArray:
+    """Largest joint speed (K,) rad/s at times ``t``: finite differences of the joint states (repeated
+    stamps dropped), linear between them."""
+    t_u, idx = np.unique(np.asarray(t_js, dtype=float), return_index=True)
+    if len(t_u) < 2:
+        return np.zeros(len(t))
+    qd = np.gradient(np.asarray(q_js, dtype=float)[idx], t_u, axis=0)
+    return np.interp(t, t_u, np.abs(qd).max(axis=1))
+
+
 # --------------------------------------------------------------------------------------------------
 # the gravity and bias fit
 
@@ -309,9 +319,13 @@ def _clock_offset(bag: str | os.PathLike[str], traj: Any) -> float:
     return float(p.t[sel].min() - t0) if sel.any() else 0.0
 
 
+#: the fewest readings at rest (the sweep's holds) the gravity fit uses alone
+MIN_AT_REST = 50
+
+
 def calibrate(bag: str | os.PathLike[str], plan_file: str | os.PathLike[str], cell: CellConfig | None = None,
               fit_damping: bool = False, gap: float = 1e-3, topic: str | None = None,
-              on_stage: Callable[[str], None] | None = None) -> Calibration:
+              on_stage: Callable[[str], None] | None = None, rest_speed: float = 0.002) -> Calibration:
     """Identify stiffness (and c_r), F/T bias, tool mass and centre of mass (module docstring).
 
     Args:
@@ -321,6 +335,11 @@ def calibrate(bag: str | os.PathLike[str], plan_file: str | os.PathLike[str], ce
         fit_damping: fit c_r too (needs transients in the pass; a quasi-static pass barely shows it).
         gap: out of contact means the re-simulated tool at least this far (m) from the part.
         topic: the raw F/T reading's topic (default :func:`reading_topic`).
+        rest_speed: the gravity fit takes the out-of-contact readings where every joint is slower
+            than this (rad/s; the sweep's holds), when there are :data:`MIN_AT_REST` of them spanning
+            enough directions: the F/T reading and the joint states come from two clocks, and while
+            the wrist turns a skew of 20 ms (an arm's driver stamping within its lag) turns the tool's
+            weight by enough to shift the bias by 0.1 N.
 
     Raises:
         InputError: missing topics, a plan without trajectory, too few samples.
@@ -394,8 +413,17 @@ def calibrate(bag: str | os.PathLike[str], plan_file: str | os.PathLike[str], ce
     depth_at = np.interp(t, rec0["t"], rec0["depth"], left=-np.inf, right=-np.inf)
     free = depth_at <= -gap
     stage("fitting tool weight and bias")
-    gfit = fit_gravity_bias(W[free], R_WS[free], g, ft0.tool_mass, ft0.tool_com)
+    at_rest = free & (joint_speed_at(t_js - offset, q_js, t) <= rest_speed)
+    gfit = None
+    if at_rest.sum() >= MIN_AT_REST:
+        gfit = fit_gravity_bias(W[at_rest], R_WS[at_rest], g, ft0.tool_mass, ft0.tool_com)
     notes = []
+    if gfit is None or not gfit.gravity_identified:
+        gfit = fit_gravity_bias(W[free], R_WS[free], g, ft0.tool_mass, ft0.tool_com)
+        if gfit.gravity_identified:
+            notes.append(f"{int(at_rest.sum())} out-of-contact readings at rest (joints under {rest_speed:g} rad/s) "
+                         "do not span the gravity directions: the fit uses readings taken while the arm moved, "
+                         "sensitive to the skew between the F/T and joint state clocks (hold each sweep pose)")
     if not gfit.gravity_identified:
         notes.append(f"the out-of-contact orientations span {math.degrees(gfit.spread_rad):.1f} deg: tool mass and "
                      "centre of mass kept, bias only (add an orientation sweep: with_orientation_sweep)")
