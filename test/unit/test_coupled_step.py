@@ -18,8 +18,10 @@ import numpy as np
 import pytest
 
 from robot_grinding_sim.core.config import CellConfig
+from robot_grinding_sim.core.contact.engine import NormalContactEngine
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.geometry.tool_contact import ToolContactQuery, workpiece_scene
+from robot_grinding_sim.core.job import compiled_step as cstep
 from robot_grinding_sim.core.job.coupled_step import (
     LAYOUT,
     ArmContactStepper,
@@ -141,3 +143,36 @@ def test_a_plane_runs_compiled_as_the_wrappers_step() -> None:
     assert a["fn"].max() > 4.0, "the comparison must cover the contact"
     np.testing.assert_allclose(a["fn"], b["fn"], rtol=0, atol=1e-9)
     np.testing.assert_allclose(a["q"], b["q"], rtol=0, atol=1e-12)
+
+
+def test_hunt_crossley_steps_run_compiled_as_the_engine_does(panel) -> None:
+    """A Hunt-Crossley step in contact throughout runs compiled (kind ``hc_contact``: the contact
+    phase of hc_kernels, the integrator behind hc_integrate): its end state and its samples are
+    those of NormalContactEngine started from the same state, to the bit; onset and release steps
+    still go through the engine (``event``)."""
+    setup, traj = panel
+    cell = setup.cell.replace(**{"contact.model": "hunt_crossley", "contact.stiffness": 2e7})
+    tcp = cell.tool.tcp_link
+    side = ContactSide(setup.model, cell.contact, tcp, cell.tool.spindle_speed, setup.query)
+    arm = ArmContactStepper(setup.model, traj.positions[0], cell.servo, cell.sim.gravity, tcp)
+    arm.sample_dt = cell.sim.output_dt / 2  # samples inside the step too
+    arm.arm.set_trajectory(traj.interpolator(setup.model), 0.0)
+    dt = cell.sim.dt
+    t_end = float(traj.times[next(s for s in traj.segments if s["kind"] == "pass")["start"]]) + 0.1
+    kinds: dict[str, int] = {}
+    while arm.state.t < t_end:
+        st = arm.state
+        rom = side.evaluate(st.t, st.q, st.qd, dt)
+        res = arm.step(dt, rom)
+        kinds[res.kind] = kinds.get(res.kind, 0) + 1
+        if res.kind != "hc_contact":
+            continue
+        eng = NormalContactEngine(arm.law_of(rom), res.sv[cstep.SV_M], res.sv[cstep.SV_FEXT], x0=res.gap0, v0=res.rate0,
+                                  t0=0.0)
+        eng.output_dt = arm.sample_dt
+        eng.step(dt)
+        r = eng.result()
+        assert (eng.x, eng.v) == (res.gap1, res.rate1)
+        for a, b in zip(res.engine, (r.t, r.force, r.x), strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert kinds.get("hc_contact", 0) > 300 and 0 < kinds.get("event", 0) < 20, kinds

@@ -3,8 +3,9 @@
 alpha from the exact relation ``(1 + u) / (1 - e u) = exp((1 + e) u)``, ``u = alpha v0`` (papers
 digest, section 3), or from the Lankarani-Nikravesh, Flores or original Hunt-Crossley laws (which
 realise other restitutions: :func:`hc_realised_restitution`); Hertz stiffness and contact time.
-The contact phase has no closed form and is integrated with scipy's DOP853 with event location
-(:func:`hc_integrate`). Conventions: :mod:`~robot_grinding_sim.core.contact.laws`.
+The contact phase has no closed form and is integrated with DOP853 with event location
+(:func:`hc_integrate`, compiled: :mod:`~robot_grinding_sim.core.contact.hc_kernels`). Conventions:
+:mod:`~robot_grinding_sim.core.contact.laws`.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
+from robot_grinding_sim.core.contact import hc_kernels as hk
 from robot_grinding_sim.core.contact.laws import check_nonnegative, check_positive, check_restitution
 from robot_grinding_sim.core.errors import InputError
 
@@ -72,25 +73,30 @@ def hc_realised_restitution(u: float) -> float:
     return brentq(lambda e: _hc_h(u, e), 0.0, top, xtol=1e-16, rtol=1e-15, maxiter=300)
 
 
-def hc_alpha(law: str, e: float, v0: float) -> float:
-    """alpha (s/m) of F = K d^n (1 + alpha d') for requested restitution e and impact speed v0.
+def hc_u(law: str, e: float) -> float:
+    """u = alpha v0 (dimensionless) of F = K d^n (1 + alpha d') for requested restitution e.
 
-    ``exact``: u from :func:`hc_u_exact` (realises e); ``lankarani_nikravesh``: u = 3(1 - e^2)/4;
-    ``flores``: u = 8(1 - e)/(5 e); ``hunt_crossley_1971``: u = 3(1 - e)/2. alpha = u / v0.
+    ``exact``: :func:`hc_u_exact` (realises e); ``lankarani_nikravesh``: u = 3(1 - e^2)/4;
+    ``flores``: u = 8(1 - e)/(5 e); ``hunt_crossley_1971``: u = 3(1 - e)/2.
     """
     e = check_restitution(e, "restitution e")
-    v0 = check_positive("impact speed v0", v0)
     if law == "exact":
-        u = hc_u_exact(e)
-    elif law == "lankarani_nikravesh":
-        u = 0.75 * (1.0 - e * e)
-    elif law == "flores":
-        u = 1.6 * (1.0 - e) / e
-    elif law == "hunt_crossley_1971":
-        u = 1.5 * (1.0 - e)
-    else:
-        raise InputError(f"Hunt-Crossley law must be one of {', '.join(HC_LAWS)}, got {law!r}")
-    return u / v0
+        return hc_u_exact(e)
+    if law == "lankarani_nikravesh":
+        return 0.75 * (1.0 - e * e)
+    if law == "flores":
+        return 1.6 * (1.0 - e) / e
+    if law == "hunt_crossley_1971":
+        return 1.5 * (1.0 - e)
+    raise InputError(f"Hunt-Crossley law must be one of {', '.join(HC_LAWS)}, got {law!r}")
+
+
+def hc_alpha(law: str, e: float, v0: float) -> float:
+    """alpha (s/m) of F = K d^n (1 + alpha d') for requested restitution e and impact speed v0:
+    u / v0 (:func:`hc_u`)."""
+    e = check_restitution(e, "restitution e")
+    v0 = check_positive("impact speed v0", v0)
+    return hc_u(law, e) / v0
 
 
 def hertz_stiffness(radius: float, e_star: float) -> float:
@@ -130,12 +136,20 @@ class HuntCrossley:
         self.law = law
         self.v_floor = check_positive("v_floor", v_floor)
         self.name = {"exact": "hunt_crossley"}.get(law, law)
+        self._u: float | None = None
 
     def alpha(self, v_impact: float) -> float:
-        """alpha (s/m) for an impact at speed ``v_impact`` (m/s, positive magnitude)."""
+        """alpha (s/m) for an impact at speed ``v_impact`` (m/s, positive magnitude): u / max(|v|, v_floor)."""
         if self.cr == 1.0:
             return 0.0
-        return hc_alpha(self.law, self.cr, max(abs(float(v_impact)), self.v_floor))
+        return self.u / check_positive("impact speed v0", max(abs(float(v_impact)), self.v_floor))
+
+    @property
+    def u(self) -> float:
+        """u = alpha v_impact of the law and restitution (:func:`hc_u`; 0 for c_r = 1)."""
+        if self._u is None:
+            self._u = 0.0 if self.cr == 1.0 else hc_u(self.law, self.cr)
+        return self._u
 
     def force(self, d: np.ndarray | float, dd: np.ndarray | float, alpha: float) -> np.ndarray:
         """max(0, K d^n (1 + alpha dd)) (N), 0 where d <= 0."""
@@ -176,76 +190,39 @@ def hc_integrate(model: HuntCrossley, alpha: float, mass: float, d0: float, v0: 
 
     Stops at t_max, at d = 0 (downwards: the body leaves) or at 1 + alpha d' = 0 (downwards: the
     clamped force reaches zero inside the surface). Tolerances scale with the Hertz penetration of
-    the current speed so that they stay meaningful from m/s impacts to resting contact.
+    the current speed so that they stay meaningful from m/s impacts to resting contact. The
+    integration is the compiled :func:`~robot_grinding_sim.core.contact.hc_kernels.hc_phase` (the
+    one the compiled coupled step calls).
     """
-    k, n, m, f = model.stiffness, model.exponent, float(mass), float(force)
-    vs = max(abs(v0), math.sqrt(abs(f) / m * max(d0, 1e-12)), 1e-9)
-    ds = max(d0, hertz_max_penetration(m, k, vs, n), (abs(f) / k) ** (1.0 / n) if f else 0.0, 1e-15)
-
-    def rhs(_t: float, y: np.ndarray) -> np.ndarray:
-        d = y[0] if y[0] > 0.0 else 0.0
-        fc = k * d**n * (1.0 + alpha * y[1])
-        if fc < 0.0:
-            fc = 0.0
-        return np.array([y[1], (f - fc) / m])
-
-    def ev_exit(_t: float, y: np.ndarray) -> float:
-        return y[0]
-
-    ev_exit.terminal, ev_exit.direction = True, -1  # type: ignore[attr-defined]
-
-    def ev_release(_t: float, y: np.ndarray) -> float:
-        return 1.0 + alpha * y[1]
-
-    ev_release.terminal, ev_release.direction = True, -1  # type: ignore[attr-defined]
-
-    def ev_vzero(_t: float, y: np.ndarray) -> float:
-        return y[1]
-
-    ev_vzero.direction = -1  # type: ignore[attr-defined]
-
-    def ev_fpeak(_t: float, y: np.ndarray) -> float:
-        # dF/dt = K [n d^{n-1} d' (1 + alpha d') + alpha d^n d'']
-        d = y[0] if y[0] > 0.0 else 0.0
-        fc = max(k * d**n * (1.0 + alpha * y[1]), 0.0)
-        acc = (f - fc) / m
-        if d <= 0.0:
-            return y[1]
-        return k * (n * d ** (n - 1.0) * y[1] * (1.0 + alpha * y[1]) + alpha * d**n * acc)
-
-    ev_fpeak.direction = -1  # type: ignore[attr-defined]
-
-    t_span = (0.0, float(t_max))
     # a phase that starts on the release surface and moves out: finish at once
     if 1.0 + alpha * v0 < 0.0 and d0 > 0.0:
         return _hc_trivial(model, alpha, d0, v0, "release")
     if d0 <= 0.0 and v0 < 0.0:
         return _hc_trivial(model, alpha, d0, v0, "exit")
-    sol = solve_ivp(rhs, t_span, [d0, v0], method="DOP853", rtol=rtol, atol=[rtol * ds, rtol * vs],
-                    events=[ev_exit, ev_release, ev_vzero, ev_fpeak], dense_output=True)
-    if sol.status == -1:  # pragma: no cover - integration failure
-        raise InputError(f"Hunt-Crossley integration failed: {sol.message}")
-    reason = "time"
-    t_end = float(sol.t[-1])
-    d_end, v_end = float(sol.y[0, -1]), float(sol.y[1, -1])
-    if sol.status == 1:
-        if sol.t_events[0].size:
-            reason = "exit"
-            t_end = float(sol.t_events[0][0])
-            d_end, v_end = 0.0, float(sol.y_events[0][0][1])
-        else:
-            reason = "release"
-            t_end = float(sol.t_events[1][0])
-            d_end, v_end = float(sol.y_events[1][0][0]), float(sol.y_events[1][0][1])
-    # maxima: candidates at the ends and at the located stationary points
-    cand_t = [0.0, t_end, *sol.t_events[2], *sol.t_events[3]]
-    cand_t = [t for t in cand_t if 0.0 <= t <= t_end]
-    ys = np.array([sol.sol(t) for t in cand_t])
-    fs = model.force(ys[:, 0], ys[:, 1], alpha)
-    i_f = int(np.argmax(fs))
-    i_d = int(np.argmax(ys[:, 0]))
-    return HCPhase(t_end, d_end, v_end, reason, float(fs[i_f]), cand_t[i_f], float(max(ys[i_d, 0], 0.0)),
-                   cand_t[i_d], sol.sol)
+    res = np.empty(hk.RES_LEN)
+    seg, F, yo = hk.hc_phase(float(model.stiffness), float(model.exponent), float(alpha), float(mass), float(force),
+                             float(d0), float(v0), float(t_max), float(rtol), res)
+    reason = hk.REASONS[int(res[hk.RES_REASON])]
+    if reason == "failed":  # pragma: no cover - integration failure
+        raise InputError(f"Hunt-Crossley integration failed: the step size fell below the spacing of "
+                         f"floating-point times at t = {res[hk.RES_T]} s")
+    return HCPhase(float(res[hk.RES_T]), float(res[hk.RES_D]), float(res[hk.RES_V]), reason, float(res[hk.RES_FPEAK]),
+                   float(res[hk.RES_TFPEAK]), float(res[hk.RES_DMAX]), float(res[hk.RES_TDMAX]),
+                   DenseSolution(seg, F, yo, int(res[hk.RES_NSEG])))
+
+
+class DenseSolution:
+    """The dense output of :func:`hc_integrate`: t (scalar or (k,)) -> [d, d'] ((2,) or (2, k))."""
+
+    def __init__(self, seg: np.ndarray, F: np.ndarray, yo: np.ndarray, nseg: int) -> None:
+        self.seg, self.F, self.yo, self.nseg = seg, F, yo, nseg
+
+    def __call__(self, t: np.ndarray | float) -> np.ndarray:
+        ta = np.asarray(t, dtype=float)
+        flat = np.ascontiguousarray(ta.reshape(-1))
+        out = np.empty((2, flat.size))
+        hk.dense_eval(self.seg, self.F, self.yo, self.nseg, flat, out)
+        return out[:, 0] if ta.ndim == 0 else out
 
 
 def _hc_trivial(model: HuntCrossley, alpha: float, d0: float, v0: float, reason: str) -> HCPhase:

@@ -10,7 +10,8 @@ Arrays:
 - ``rom`` (len(LAYOUT),): the contact model in :data:`~robot_grinding_sim.core.job.coupled_step.LAYOUT`
   order (what contact_solver_node publishes);
 - ``cp`` (CP_LEN,): the contact side's parameters (law id, K, fixed damping or -1, Kelvin-Voigt
-  damping ratio, c_r, exponent, v_floor, tangential force ratio, slip speed, spindle speed);
+  damping ratio, c_r, exponent, v_floor, tangential force ratio, slip speed, spindle speed, the
+  Hunt-Crossley law's u = alpha v_impact);
 - ``sv`` (SV_LEN,): one step's scalars (kind, mean force, gap/rate at start and end, ...);
 - arm state ``st`` (ST_ROWS, n) and servo ``arm`` (ARM_ROWS, n): :mod:`~robot_grinding_sim.core.robot.arm_kernels`;
 - the step's kinematics at the arm's q: tool centre pose ``T`` (4, 4) and Jacobian ``J`` (6, n),
@@ -18,10 +19,13 @@ Arrays:
   side (:func:`contact_side`) and reused by the arm side and the forward dynamics
   (``have_kin``); the wrappers, whose two sides may see different states, let each compute its own.
 
-A step whose contact needs the variable-step engine (onset, release, the Hunt-Crossley family:
-kind :data:`EVENT`) stops in :func:`arm_side` after the arm's trial step; the caller runs
-:class:`~robot_grinding_sim.core.contact.engine.NormalContactEngine` for the end state (x1, v1)
-and finishes the step with :func:`arm_side_finish`.
+A Hunt-Crossley step in contact throughout (kind :data:`HC`) runs the engine's contact phase
+compiled (:func:`~robot_grinding_sim.core.contact.hc_kernels.hc_phase`, the integrator behind
+:func:`~robot_grinding_sim.core.contact.hunt_crossley.hc_integrate`) and keeps the samples the
+engine would record (``es`` (3, k): times, forces, gaps). A step whose contact needs the
+variable-step engine (onset, release: kind :data:`EVENT`) stops in :func:`arm_side` after the
+arm's trial step; the caller runs :class:`~robot_grinding_sim.core.contact.engine.NormalContactEngine`
+for the end state (x1, v1) and finishes the step with :func:`arm_side_finish`.
 """
 
 from __future__ import annotations
@@ -31,6 +35,16 @@ import math
 import numpy as np
 from numba import njit
 
+from robot_grinding_sim.core.contact.hc_kernels import (
+    RES_D,
+    RES_LEN,
+    RES_NSEG,
+    RES_REASON,
+    RES_V,
+    TIME,
+    dense_eval,
+    hc_phase,
+)
 from robot_grinding_sim.core.contact.kelvin_voigt import kv_state, kv_stays_in_contact
 from robot_grinding_sim.core.geometry.tool_contact import ball_contact
 from robot_grinding_sim.core.robot.arm_kernels import QD, TAU, arm_advance
@@ -48,15 +62,15 @@ R_T, R_MODEL, R_K, R_D, R_CR, R_EXP, R_VF, R_M, R_GAP, R_RATE, R_N, R_P, R_C, R_
     0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 13, 16, 19)
 ROM_LEN = 22
 # contact parameters
-CP_MODEL, CP_K, CP_DAMPING, CP_ZETA, CP_CR, CP_EXP, CP_VF, CP_RATIO, CP_SLIP, CP_SPINDLE = range(10)
-CP_LEN = 10
+CP_MODEL, CP_K, CP_DAMPING, CP_ZETA, CP_CR, CP_EXP, CP_VF, CP_RATIO, CP_SLIP, CP_SPINDLE, CP_U = range(11)
+CP_LEN = 11
 # step kinds
-NONE, FREE, CONTACT, EVENT = 0, 1, 2, 3
-KINDS = ("none", "free", "contact", "event")
+NONE, FREE, CONTACT, EVENT, HC = 0, 1, 2, 3, 4
+KINDS = ("none", "free", "contact", "event", "hc_contact")
 # step scalars
 (SV_KIND, SV_FORCE, SV_X0, SV_V0, SV_X1, SV_V1, SV_END_F, SV_END_X, SV_M, SV_FEXT, SV_DX_ARM, SV_VN1_ARM,
- SV_FTRIAL, SV_GAP0) = range(14)
-SV_LEN = 14
+ SV_FTRIAL, SV_GAP0, SV_NS) = range(15)
+SV_LEN = 15
 # batch counters
 IX_STEPS, IX_OUT, IX_NEXT, IX_CONTACT, IX_EVENT, IX_NEXT_CHECK_UNUSED = range(6)
 
@@ -141,12 +155,14 @@ def reach_check(t, dt, gap, vn, speed, cs):
 
 @njit(cache=True)
 def arm_side(t, dt, st, have_rom, rom, f_prev, knots, coeffs, last, t_traj, arm, g_ctrl, g, jt, jd, bd, ws,
-             body, X, wbody, wX, project, T, J, M, L, have_kin, out, b, sv):
+             body, X, wbody, wX, project, T, J, M, L, have_kin, hc_u, h_out, es, out, b, sv):
     """The arm side of one step (coupled_step module docstring) from state st (ST_ROWS, n) at t
-    into out: trial step under f_prev, free acceleration along n, free flight or the
-    Kelvin-Voigt closed form, projection along b = m M^-1 J^T n (b (n,) written). T, J, M, L: the
-    step's kinematics at st's q (module docstring), given (``have_kin``) or computed here. Returns
-    the arm's code (0 ok) or -1 for an :data:`EVENT` step waiting for :func:`arm_side_finish`."""
+    into out: trial step under f_prev, free acceleration along n, free flight, the Kelvin-Voigt
+    closed form or the Hunt-Crossley contact phase (hc_u: the law's u, h_out the engine's output
+    spacing (0: none), es (3, k) its samples, sv[SV_NS] of them), projection along
+    b = m M^-1 J^T n (b (n,) written). T, J, M, L: the step's kinematics at st's q (module
+    docstring), given (``have_kin``) or computed here. Returns the arm's code (0 ok) or -1 for an
+    :data:`EVENT` step waiting for :func:`arm_side_finish`."""
     n = st.shape[1]
     w = np.zeros(6)
     for k in range(SV_LEN):
@@ -197,9 +213,13 @@ def arm_side(t, dt, st, have_rom, rom, f_prev, knots, coeffs, last, t_traj, arm,
     K, D = rom[R_K], rom[R_D]
     if kind == EVENT and rom[R_MODEL] == 0.0 and x0 < 0.0 and kv_stays_in_contact(K, D, m, -f_ext, -x0, -vn0, dt):
         kind = CONTACT
+    if kind == EVENT and rom[R_MODEL] != 0.0 and x0 < 0.0 and hc_step(rom, hc_u, m, f_ext, x0, vn0, dt, h_out, es, sv):
+        kind = HC
     sv[SV_KIND], sv[SV_X0], sv[SV_V0], sv[SV_M], sv[SV_FEXT] = kind, x0, vn0, m, f_ext
     sv[SV_DX_ARM], sv[SV_VN1_ARM] = dx_arm, vn1_arm
-    if kind == FREE:
+    if kind == HC:
+        arm_side_finish(dt, sv[SV_END_X], sv[SV_V1], project, out, b, sv)
+    elif kind == FREE:
         sv[SV_END_F], sv[SV_END_X] = 0.0, x_end
         arm_side_finish(dt, x_end, vn0 + a_n * dt, project, out, b, sv)
     elif kind == CONTACT:
@@ -210,6 +230,51 @@ def arm_side(t, dt, st, have_rom, rom, f_prev, knots, coeffs, last, t_traj, arm,
         sv[SV_END_F], sv[SV_END_X] = np.nan, np.nan
         return -1
     return 0
+
+
+@njit(cache=True)
+def hc_force(K, n, alpha, x, v):
+    """The engine's Hunt-Crossley contact force at gap x, rate v (N; 0 while apart)."""
+    d, dd = -x, -v
+    if d <= 0.0:
+        return 0.0
+    return max(K * d**n * (1.0 + alpha * dd), 0.0)
+
+
+@njit(cache=True)
+def hc_step(rom, u, m, f_ext, x0, vn0, dt, h_out, es, sv):
+    """The Hunt-Crossley step as :class:`~robot_grinding_sim.core.contact.engine.NormalContactEngine`
+    runs it from (x0, vn0) under f_ext for dt, when the contact lasts the whole step: alpha from the
+    entry rate, the contact phase (hc_phase), the samples the engine records (start, its output
+    grid k h_out inside the step, end) into es, the end state into sv (SV_END_X = x1,
+    SV_V1 = v1, SV_END_F, SV_NS). False (nothing kept) if the force starts
+    pulling (loose), the phase ends inside the step (exit, release) or es is too short."""
+    K, n = rom[R_K], rom[R_EXP]
+    d0, dd0 = -x0, -vn0
+    alpha = 0.0 if rom[R_CR] == 1.0 else u / max(abs(max(dd0, 0.0)), rom[R_VF])
+    if not K * d0**n * (1.0 + alpha * dd0) >= 0.0:
+        return False
+    k0, k1 = 1, 0
+    if h_out > 0.0:
+        k1 = math.ceil(dt / h_out) - 1
+    ns = 2 + max(k1 - k0 + 1, 0)
+    if ns > es.shape[1]:
+        return False
+    res = np.empty(RES_LEN)
+    seg, F, yo = hc_phase(K, n, alpha, m, -f_ext, d0, dd0, dt, 1e-12, res)
+    if res[RES_REASON] != TIME:
+        return False
+    es[0, 0], es[1, 0], es[2, 0] = 0.0, hc_force(K, n, alpha, x0, vn0), x0
+    if ns > 2:
+        ts = np.arange(k0, k1 + 1) * h_out
+        ys = np.empty((2, ts.shape[0]))
+        dense_eval(seg, F, yo, int(res[RES_NSEG]), ts, ys)
+        for i in range(ts.shape[0]):
+            es[0, 1 + i], es[1, 1 + i], es[2, 1 + i] = ts[i], hc_force(K, n, alpha, -ys[0, i], -ys[1, i]), -ys[0, i]
+    x1, v1 = -res[RES_D], -res[RES_V]
+    es[0, ns - 1], es[1, ns - 1], es[2, ns - 1] = dt, hc_force(K, n, alpha, x1, v1), x1
+    sv[SV_END_X], sv[SV_V1], sv[SV_END_F], sv[SV_NS] = x1, v1, es[1, ns - 1], ns
+    return True
 
 
 @njit(cache=True)
@@ -268,7 +333,7 @@ def record_step(t0, dt, st1, sv, rom, have_rom, h, ix, rts, rq, rqd, rtau, rfn, 
         gap_far = gap0 if math.isfinite(gap0) else 1.0
         cnt = k1 - k0 + 1
         fn, xs = np.empty(cnt), np.empty(cnt)
-        has_end = sv[SV_KIND] != EVENT
+        has_end = sv[SV_KIND] != EVENT and sv[SV_KIND] != HC  # else: the engine's samples
         if cnt == 1 and has_end and abs(k1 * h - t1) < 1e-9:
             fn[0], xs[0] = sv[SV_END_F], sv[SV_END_X]
         else:
@@ -336,6 +401,7 @@ def run_batch(t, dt, t_end, max_steps, st, cs, fp, cp, geo, knots, coeffs, last,
     empty = np.empty(0)
     n = st.shape[1]
     T, J, M, L = np.empty((4, 4)), np.empty((6, n)), np.empty((n, n)), np.zeros((n, n))
+    es = np.empty((3, int(dt / h) + 4))  # a Hunt-Crossley step's samples (the engine's, on the output grid)
     for _ in range(max_steps):
         if not t < t_end - 1e-12:
             return 0, t
@@ -344,15 +410,20 @@ def run_batch(t, dt, t_end, max_steps, st, cs, fp, cp, geo, knots, coeffs, last,
             return 2, t
         # with a model the contact side left the step's kinematics at st's q in T, J, M, L
         code = arm_side(t, dt, st, have == 1, rom, fp[0], knots, coeffs, last, 0.0, arm, g_ctrl, g, jt, jd, bd,
-                        ws, body, X, wbody, wX, project, T, J, M, L, have == 1, out, b, sv)
+                        ws, body, X, wbody, wX, project, T, J, M, L, have == 1, cp[CP_U], h, es, out, b, sv)
         if code == -1:
             return 1, t
         if code != 0:
             return 3, t
         sv[SV_GAP0] = cs[1]
         fp[0] = sv[SV_FORCE]
-        record_step(t, dt, out, sv, rom, have == 1, h, ix, rts, rq, rqd, rtau, rfn, rnrm, rtan, rlev, ot, ofn,
-                    odepth, oidx, empty, empty, empty)
+        if sv[SV_KIND] == HC:
+            ns = int(sv[SV_NS])
+            record_step(t, dt, out, sv, rom, True, h, ix, rts, rq, rqd, rtau, rfn, rnrm, rtan, rlev, ot, ofn,
+                        odepth, oidx, es[0, :ns], es[1, :ns], es[2, :ns])
+        else:
+            record_step(t, dt, out, sv, rom, have == 1, h, ix, rts, rq, rqd, rtau, rfn, rnrm, rtan, rlev, ot, ofn,
+                        odepth, oidx, empty, empty, empty)
         st[:] = out
         t = t + dt
     return 0, t

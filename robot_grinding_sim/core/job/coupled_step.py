@@ -14,17 +14,17 @@ the other and the node graph runs in separate processes:
    regularised Coulomb with the grinding force ratio). Together:
    the reduced-order model along the normal, :class:`NormalContactModel` (papers/003: the
    contact is exchanged as a model, not as a force, so a stiff contact stays stable).
-2. The arm side (:class:`ArmContactStepper`; ``dynamics_node``): the arm is stepped (servo,
-   forward dynamics) with a trial wrench (the previous step's mean force); the normal velocity
-   change it produces, minus the trial force's share, is the free acceleration a_free along n, so
-   the force the arm exerts along n is f = m a_free. The normal coordinate (gap x, rate v) is
-   then advanced in closed form over the step under f (Kelvin-Voigt: ``KVSolution``; onset,
-   release and the Hunt-Crossley family: ``NormalContactEngine``); the mean contact force is the
-   impulse over dt, m (v1 - v0) / dt - f; and the arm's normal coordinate is set to the closed
-   form's end state by a correction along b = m M^-1 J^T n (the direction a normal impulse moves
-   the joints; n^T J b = 1). The contact stiffness is never integrated explicitly, so the step is
-   stable whatever K dt^2 / m; the servo (computed torque, Kp = w^2, Kd = 2 zeta w, torque held
-   over the step) is stable for w dt < 0.83.
+2. The arm side (:class:`ArmContactStepper`; ``dynamics_node``): the arm is stepped (servo, forward
+   dynamics) with a trial wrench (the previous step's mean force); the normal velocity change it
+   produces, minus the trial force's share, is the free acceleration a_free along n, so the force
+   the arm exerts along n is f = m a_free. The normal coordinate (gap x, rate v) is then advanced
+   in closed form over the step under f (Kelvin-Voigt: ``KVSolution``; the Hunt-Crossley family:
+   its contact phase, compiled; onset and release: ``NormalContactEngine``); the mean contact force
+   is the impulse over dt, m (v1 - v0) / dt - f; and the arm's normal coordinate is set to the
+   closed form's end state by a correction along b = m M^-1 J^T n (the direction a normal impulse
+   moves the joints; n^T J b = 1). The contact stiffness is never integrated explicitly, so the
+   step is stable whatever K dt^2 / m; the servo (computed torque, Kp = w^2, Kd = 2 zeta w, torque
+   held over the step) is stable for w dt < 0.83.
 
 When the model is older than the arm's state (the node graph exchanges every H >= dt), the arm
 side moves the gap with the tool: x = x_model + n . (c - c_model) (the surface's tangent plane at
@@ -70,6 +70,8 @@ def contact_parameters(cfg: ContactConfig, spindle_speed: float) -> FloatArray:
     cp[cs.CP_DAMPING] = cfg.damping if cfg.model == "kelvin_voigt" and cfg.damping >= 0 else -1.0
     cp[cs.CP_ZETA] = kv_zeta_clamped(cfg.cr) if cfg.model == "kelvin_voigt" and cfg.damping < 0 else 0.0
     cp[cs.CP_RATIO], cp[cs.CP_SLIP], cp[cs.CP_SPINDLE] = cfg.force_ratio, cfg.slip_speed, spindle_speed
+    law = make_contact_law(cfg)
+    cp[cs.CP_U] = law.u if isinstance(law, HuntCrossley) else 0.0
     return cp
 
 
@@ -338,8 +340,9 @@ class StepResult:
     Attributes:
         t0: start time, s. dt: length, s.
         kind: ``"none"`` (no contact model: the arm moved alone), ``"free"`` (the tool stayed off the
-            part), ``"contact"`` (in contact throughout, Kelvin-Voigt closed form) or ``"event"``
-            (onset, release or the Hunt-Crossley family: variable-step engine).
+            part), ``"contact"`` (in contact throughout, Kelvin-Voigt closed form), ``"hc_contact"``
+            (in contact throughout, Hunt-Crossley family: the engine's contact phase, compiled) or
+            ``"event"`` (onset, release: variable-step engine).
         force: mean normal contact force over the step (impulse / dt), N.
         gap0, rate0: normal coordinate at the start (m, m/s); gap1, rate1: at the end.
         end: (normal force (N), gap (m)) at the step's end from the closed form, or None.
@@ -421,6 +424,10 @@ class ArmContactStepper:
         cur[ak.Q], cur[ak.QD] = st.q, st.qd
         out, b, sv = np.empty((ak.ST_ROWS, n)), np.empty(n), np.empty(cs.SV_LEN)
         a = rom.to_array() if rom is not None else np.zeros(len(LAYOUT))
+        law = self.law_of(rom) if rom is not None else None
+        hc_u = law.u if isinstance(law, HuntCrossley) else 0.0
+        h_out = self.sample_dt or 0.0
+        es = np.empty((3, int(dt / h_out) + 4 if h_out > 0.0 else 4))
         jt, jd, bd, ws, body, X = self.kernel
         ctrl = arm.controller
         # the model may be older than this state (the node graph): the arm side computes the
@@ -428,7 +435,7 @@ class ArmContactStepper:
         code = cs.arm_side(st.t, float(dt), cur, rom is not None, a, self.f_prev, knots, coeffs, last, t_traj,
                            ctrl.arm, ctrl.gravity, arm.gravity, jt, jd, bd, ws, body, X, self.wrench_body,
                            self.wrench_X, self.project, np.empty((4, 4)), np.empty((6, n)), np.empty((n, n)),
-                           np.zeros((n, n)), False, out, b, sv)
+                           np.zeros((n, n)), False, hc_u, h_out, es, out, b, sv)
         et = ef = ex = np.empty(0)
         if code == -1:
             assert rom is not None
@@ -444,6 +451,9 @@ class ArmContactStepper:
             raise InputError(f"arm step: NaN or inf in q {st.q.tolist()} or qd {st.qd.tolist()}")
         elif code == 2:
             raise InputError(f"{self.model.source}: mass matrix not positive definite at q={st.q.tolist()}")
+        elif sv[cs.SV_KIND] == cs.HC:  # the engine's samples of the compiled Hunt-Crossley step
+            ns = int(sv[cs.SV_NS])
+            et, ef, ex = es[0, :ns].copy(), es[1, :ns].copy(), es[2, :ns].copy()
         arm.state = ArmState(st.t + dt, out[ak.Q], out[ak.QD], out[ak.QDD], out[ak.TAU], out[ak.TAU_EXT],
                              out[ak.Q_REF], out[ak.QD_REF], out[ak.QDD_REF])
         self.f_prev = float(sv[cs.SV_FORCE])
