@@ -1,7 +1,8 @@
 """The emulated cell of ``grinding emulate``: its node description, ROS-free like
 :mod:`robot_grinding_sim.bringup` (whose NodeSpec it uses).
 
-An emulated arm (dynamics_node) with its contact side and an emulated Net F/T that real mode
+An emulated arm (dynamics_node with its contact and F/T sensor model in process) and an emulated
+Net F/T that real mode
 (hardware_driver and the rest of :func:`robot_grinding_sim.bringup.graph` for ``real``) drives
 unchanged on loopback; see :func:`emulated_cell`.
 """
@@ -38,20 +39,20 @@ def emulated_cell(
     """The nodes of ``grinding emulate``: an emulated arm and Net F/T that real mode drives unchanged.
 
     Everything runs in ``namespace`` on wall time (use_sim_time false, no /clock), so nothing the
-    emulated cell computes meets a topic of the real-mode graph (its /contact/wrench, /contact/model,
-    /contact/points, /ft_sensor/wrench, /clock, markers and node names stay under the namespace).
-    Only the arm's interface is shared, as with a real arm: ``dynamics_node`` reads trajectories on
-    ``controller_topic`` (where hardware_driver forwards them) and publishes ``/joint_states``;
-    the emulated collision_node and contact_solver_node read ``/joint_states`` too. The F/T reading
-    leaves the cell by UDP only: ``netft_emulator`` serves ``<namespace>/ft_sensor/wrench`` (the
-    emulated sensor model) as a Net F/T on 127.0.0.1.
+    emulated cell computes meets a topic of the real-mode graph (its /ft_sensor/wrench, tool pose and
+    node names stay under the namespace). Only the arm's interface is shared, as with a real arm:
+    ``dynamics_node`` reads trajectories on ``controller_topic`` (where hardware_driver forwards
+    them) and publishes ``/joint_states``; it computes the contact with the part itself at every
+    step (``coupling: local``) and publishes its F/T sensor model's reading. The F/T reading leaves
+    the cell by UDP only: ``netft_emulator`` serves ``<namespace>/ft_sensor/wrench`` as a Net F/T on
+    127.0.0.1.
 
     Args:
         namespace: absolute namespace of the emulated internals.
         controller_topic: the trajectory topic the emulated arm follows.
         robot_description_file: URDF (default the package's).
-        overrides: cell parameters of the emulated cell (name -> value), applied to its arm and contact
-            nodes after config/emulated_cell.yaml (e.g. ``{"contact.stiffness": 3e5}``).
+        overrides: cell parameters of the emulated cell (name -> value), applied to its arm after
+            config/emulated_cell.yaml (e.g. ``{"contact.stiffness": 3e5}``).
         netft: netft_emulator's parameters (port, rate, counts, faults).
     """
     if not namespace.startswith("/") or namespace == "/":
@@ -73,33 +74,17 @@ def emulated_cell(
             "dynamics_node",
             "dynamics_node",
             MODES,
-            "emulated arm on wall time: follows the controller topic, publishes /joint_states",
+            "emulated arm on wall time with its contact and F/T sensor: follows the controller topic, publishes "
+            "/joint_states",
             params_files=files("dynamics_node"),
-            # a real arm's time never stops: no lockstep (the newest contact model, its gap moved with
-            # the tool, is held until the next), a backlog of up to 1 s caught up in one tick, and
-            # stamps within 20 ms of the wall clock (max_lag) as a real arm's driver stamps them;
-            # joint states at 500 Hz, a UR's rate (every node of both graphs reads them)
-            parameters={**cell, "publish_clock": False, "lockstep": False, "contact_timeout": 0.0,
-                        "max_steps_per_update": 1000, "max_lag": 0.02, "joint_state_decimation": 2},
+            # a real arm's time never stops and its contact is physics, not a message: the contact is
+            # computed in the arm's process at every step (coupling local, the in-process job's step), so
+            # a busy machine delays the cell's outputs but never changes its force; a backlog of up to
+            # max_lag (0.25 s) is caught up (max_steps_per_update 1000 a tick), and stamps fall at most
+            # that far behind the wall clock; joint states and the F/T reading at 500 Hz (a UR's rate)
+            parameters={**cell, "publish_clock": False, "coupling": "local", "publish_ft": True,
+                        "max_steps_per_update": 1000, "max_lag": 0.25, "joint_state_decimation": 2},
             remappings=(ns, *arm_topics, ("joint_trajectory_controller/joint_trajectory", controller_topic)),
-        ),
-        NodeSpec(
-            "collision_node",
-            "collision_node",
-            MODES,
-            "emulated cell's contacts on /joint_states",
-            params_files=files("collision_node"),
-            parameters=cell,
-            remappings=(ns, *arm_topics),
-        ),
-        NodeSpec(
-            "contact_solver_node",
-            "contact_solver_node",
-            MODES,
-            "emulated cell's true contact force and F/T sensor model",
-            params_files=files("contact_solver_node"),
-            parameters={**cell, "publish_ft": True, "removal_marker_rate": 0.0},
-            remappings=(ns, *arm_topics),
         ),
         NodeSpec(
             "netft_emulator",

@@ -5,17 +5,17 @@ Starts, as child processes (as ``grinding bringup`` does, with its signal handli
 
 - the arm: ``dynamics_node`` on wall time (no /clock), following trajectories on
   ``--controller-topic`` (default ``/scaled_joint_trajectory_controller/joint_trajectory``, where
-  hardware_driver forwards the executive's commands) and publishing ``/joint_states``;
-- its contact side: ``collision_node`` + ``contact_solver_node`` on ``/joint_states`` with the
-  emulated cell's TRUE parameters (config/emulated_cell.yaml: contact stiffness 3x the
-  prediction's, an F/T bias and noise; ``--params-file``, ``--set``, ``--servo-bandwidth`` change
-  them);
-- the sensor: ``netft_emulator`` serving the contact side's F/T sensor model as an ATI Net F/T
-  (RDT over UDP) on 127.0.0.1 at ``--port`` with the fault options.
+  hardware_driver forwards the executive's commands) and publishing ``/joint_states``; its contact
+  with the part is computed in the same process at every step (``coupling: local``, the in-process
+  job's step) with the emulated cell's TRUE parameters (config/emulated_cell.yaml: contact
+  stiffness 3x the prediction's, an F/T bias and noise; ``--params-file``, ``--set``,
+  ``--servo-bandwidth`` change them), and so is its F/T sensor model's reading;
+- the sensor: ``netft_emulator`` serving that reading as an ATI Net F/T (RDT over UDP) on
+  127.0.0.1 at ``--port`` with the fault options.
 
 Everything but /joint_states and the controller topic lives under ``--namespace`` (default
-``/emulated``): the emulated cell's /contact/*, /ft_sensor/wrench and node names never meet the
-real-mode graph's. DDS discovery stays on loopback; ``--domain-id`` must match the real graph's.
+``/emulated``): the emulated cell's /ft_sensor/wrench and node names never meet the real-mode
+graph's. DDS discovery stays on loopback; ``--domain-id`` must match the real graph's.
 
     grinding emulate --domain-id 42 &
     grinding bringup real --domain-id 42 --robot-ip 127.0.0.1 --ft-sensor-ip 127.0.0.1 \\
@@ -35,7 +35,7 @@ import click
 
 from robot_grinding_sim.cli.processes import Child, node_command, quote, report_exits, report_unclean, stop_all
 
-#: netft_emulator's log line at its first reading (the contact side has answered, so the arm runs)
+#: netft_emulator's log line at its first reading (the emulated arm runs and its sensor reads)
 READY = "first reading"
 #: what ``grinding emulate`` prints then: start the real-mode graph after it (a driver started earlier
 #: sees the arm's start-up pause, while it waits for its contact side, as joint states falling silent)

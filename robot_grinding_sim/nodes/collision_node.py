@@ -42,15 +42,12 @@ from robot_grinding_sim.core.config import group_from_values
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.geometry.tool_contact import (
     WORKPIECE,
-    ToolContactQuery,
-    tool_sphere_radius,
-    workpiece_scene,
 )
 from robot_grinding_sim.ros import conversions as cv
 from robot_grinding_sim.ros.node_base import guarded, load_robot, run_node
-from robot_grinding_sim.ros.parameters import ParameterError, declare_parameters
+from robot_grinding_sim.ros.parameters import declare_parameters
 from robot_grinding_sim.ros.schemas import node_specs
-from robot_grinding_sim.ros.workpiece import load_workpiece
+from robot_grinding_sim.ros.workpiece import tool_scene
 
 NODE_NAME = "collision_node"
 
@@ -68,18 +65,8 @@ class CollisionNode(Node):
         self.model = m = load_robot(p, NODE_NAME, tip_link=tool.tcp_link, links=("tool.tcp_link", "tool.link"))
         self.tcp = tool.tcp_link
         self.base_frame = p["base_frame"] or m.root_link
-        try:
-            radius = tool_sphere_radius(m, tool.tcp_link, tool.link)
-        except InputError as exc:
-            raise ParameterError("tool.link", str(exc), NODE_NAME) from None
-        part, faces, X_BP, source = load_workpiece(p, m, NODE_NAME)
+        self.scene, self.query, part, X_BP, source, radius, exact = tool_scene(p, m, NODE_NAME)
         wp = group_from_values("workpiece", p)
-        closed = {"auto": None, "true": True, "false": False}[wp.closed]
-        try:
-            self.scene, exact = workpiece_scene(part, faces, X_BP, radius, wp.deflection, closed)
-        except InputError as exc:
-            raise ParameterError("workpiece.part", str(exc), NODE_NAME) from None
-        self.query = ToolContactQuery(self.scene)
         self.part_mesh = part.tessellate(deflection=wp.deflection)  # the whole part, for display
         self.X_BP = X_BP
         robot_names = self.scene.add_robot(m, np.zeros(m.nq))

@@ -18,6 +18,12 @@ Subscribes (relative names; in the root namespace they start with ``/``):
 - ``contact/model`` (std_msgs/Float64MultiArray, ``coupling: model``): the contact side's model
   at the state stamped in its first value (docs/contact.md); a step from t uses the newest model
   of a state at or before t, the gap moved with the tool since.
+- nothing for ``coupling: local``: the contact is computed in this node at every step on the
+  workpiece of ``workpiece.*`` with ``contact.*`` (the scene collision_node builds, the in-process
+  job's step exactly, never waiting and never stale: ``grinding emulate``'s arm, whose physics must
+  not depend on how busy the machine is); with ``publish_ft`` it also publishes
+  ``ft_sensor/wrench`` (WrenchStamped, frame ``ft_sensor.frame``), the F/T sensor model's reading
+  (core.job.ft) of that contact, with each joint state and its stamp.
 - ``contact/wrench`` (geometry_msgs/WrenchStamped, ``coupling: force``): a contact wrench applied
   as it is through the Jacobian, in ``header.frame_id`` (a link of the arm, e.g. ``tcp``;
   ``base_link``/``world``/empty: base axes acting at the tip) about that frame's origin. This
@@ -131,7 +137,11 @@ class DynamicsNode(Node):
         self.sim = self.stepper.arm
         self.dt = cell.sim.dt
         self.coupling = p["coupling"]
-        self.lockstep = bool(p["lockstep"])
+        self.local = None  # coupling local: (contact side with its query, its last model)
+        self.ft = None
+        if self.coupling == "local":
+            self._local_contact(p, cell)
+        self.lockstep = bool(p["lockstep"]) and self.coupling != "local"
         self.interval = float(p["exchange_interval"])
         decim = int(p["joint_state_decimation"])
         if self.lockstep and self.coupling != "none" and (decim - 1) * self.dt > self.interval + _EPS:
@@ -191,8 +201,35 @@ class DynamicsNode(Node):
         self.get_logger().info(
             f"simulating {m.nq} joints {self.joint_names} from {m.source} (tcp {self.tcp}); step "
             f"{self.dt * 1e3:g} ms, servo {cell.servo.bandwidth:g} rad/s, contact coupling {self.coupling}"
+            f"{f' on {self.contact_source}' if self.local is not None else ''}"
+            f"{f', F/T sensor model at {self.ft_frame!r}' if self.ft is not None else ''}"
             f"{f' in lockstep (interval {self.interval * 1e3:g} ms)' if self.lockstep else ''}, real-time factor "
             f"{p['real_time_factor']:g}, {'publishing /clock' if p['publish_clock'] else 'wall-clock stamps'}")
+
+    def _local_contact(self, p: dict[str, Any], cell: Any) -> None:
+        """coupling local: the tool's contact scene on the workpiece and the contact side in this process;
+        with publish_ft the F/T sensor model."""
+        from robot_grinding_sim.core.job.coupled_step import ContactSide
+        from robot_grinding_sim.core.job.ft import ft_sensor_model
+        from robot_grinding_sim.ros.workpiece import tool_scene
+
+        for name in ("tool.link", "ft_sensor.frame"):
+            if p[name] not in self.model.link_names:
+                raise ParameterError(name, f"no link {p[name]!r} in {self.model.source}", NODE_NAME)
+        scene = tool_scene(p, self.model, NODE_NAME)
+        try:
+            side = ContactSide(self.model, cell.contact, self.tcp, cell.tool.spindle_speed, query=scene.query)
+        except InputError as exc:
+            raise ParameterError("contact.model", str(exc), NODE_NAME) from None
+        self.local = [side, None]
+        self.contact_source = f"{scene.source} ({'exact CAD surface' if scene.exact else 'triangles'})"
+        if p["publish_ft"]:
+            try:
+                self.ft = ft_sensor_model(cell, self.model)
+            except InputError as exc:
+                raise ParameterError("ft_sensor.tool_mass", str(exc), NODE_NAME) from None
+            self.ft_frame = cell.ft_sensor.frame
+            self.pub_ft = self.create_publisher(WrenchStamped, "ft_sensor/wrench", 50)
 
     def _warm_up(self) -> None:
         """Run every numerical path once (numba kernels load/compile) before the clock starts."""
@@ -202,6 +239,8 @@ class DynamicsNode(Node):
         self.model.jacobian(st.q, self.tcp)
         self.model.mass_matrix(st.q)
         self.model.fk(st.q, self.tcp)
+        if self.local is not None:
+            self.local[0].query.query(self.model.fk(st.q, self.tcp)[:3, 3])
 
     # -- time ---------------------------------------------------------------------------------------
     def sim_now(self) -> float:
@@ -301,7 +340,7 @@ class DynamicsNode(Node):
     def _waiting(self) -> bool:
         """Lockstep: the contact side has not answered for a recent enough state yet (or, with
         ``wait_for_contact``, not at all)."""
-        if not self.lockstep or self.coupling == "none":
+        if not self.lockstep or self.coupling in ("none", "local"):
             return False
         if self._heard == -np.inf:
             return bool(self.p["wait_for_contact"])
@@ -350,6 +389,13 @@ class DynamicsNode(Node):
         """One step of sim.dt with the contact as the coupling says."""
         if self.coupling == "model":
             self.stepper.step(self.dt, self._contact_model())
+        elif self.local is not None:
+            st = self.sim.state
+            side = self.local[0]
+            rom = side.evaluate(st.t, st.q, st.qd, self.dt)
+            res = self.stepper.step(self.dt, rom)
+            # the normal force at the step's end (the state published next); an event step's last sample
+            self.local[1] = None if rom is None else (rom, res.end[0] if res.end is not None else res.force)
         else:
             if self.coupling == "force":
                 self._apply_due_wrenches()
@@ -446,7 +492,14 @@ class DynamicsNode(Node):
     def _publish_joint_state(self) -> None:
         st = self.sim.state
         r = self._to_ros
-        self.pub_js.publish(cv.arrays_to_joint_state(self.joint_names, st.q[r], st.qd[r], st.tau[r], self._stamp()))
+        stamp = self._stamp()
+        self.pub_js.publish(cv.arrays_to_joint_state(self.joint_names, st.q[r], st.qd[r], st.tau[r], stamp))
+        if self.ft is not None:
+            last = self.local[1]
+            w = np.zeros(6) if last is None else self.local[0].wrench(*last)
+            R_WS = self.model.fk(st.q, self.ft_frame)[:3, :3]
+            self.pub_ft.publish(cv.array_to_wrench_stamped(self.ft.measure(w, R_WS, self.sim_now()), self.ft_frame,
+                                                           stamp))
 
     def _publish_pose_and_id(self) -> None:
         st = self.sim.state

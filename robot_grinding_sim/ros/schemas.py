@@ -32,7 +32,8 @@ BASE_FRAME = ParamSpec("base_frame", "", "frame of the node's outputs; empty: th
 
 #: cell groups each node declares
 NODE_GROUPS: dict[str, tuple[str, ...]] = {
-    "dynamics_node": ("robot", "tool", "servo", "sim"),
+    # workpiece, contact, ft_sensor: coupling local only (the contact and the F/T sensor in the arm's process)
+    "dynamics_node": ("robot", "tool", "servo", "sim", "workpiece", "contact", "ft_sensor"),
     "collision_node": ("robot", "workpiece", "tool"),
     "contact_solver_node": ("robot", "workpiece", "tool", "contact", "ft_sensor", "sim", "removal"),
     "planner_node": ("robot", "workpiece", "tool", "contact", "servo", "sim", "ft_sensor", "passes", "process",
@@ -69,7 +70,12 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
         ParamSpec("command_min_duration", 0.01, "shortest motion for a position command, s", range=(0.0, 60.0)),
         ParamSpec("coupling", "model", "how the contact acts on the arm: 'model' integrates contact/model (the "
                   "reduced-order model) in closed form, the in-process job's step; 'force' applies contact/wrench "
-                  "as it is; 'none' ignores contact", choices=("model", "force", "none"), read_only=True),
+                  "as it is; 'none' ignores contact; 'local' computes the contact in this node on the workpiece "
+                  "(workpiece.*, contact.*) at every step, the in-process job's step exactly (an emulated arm: "
+                  "grinding emulate)", choices=("model", "force", "none", "local"), read_only=True),
+        ParamSpec("publish_ft", False, "with coupling local: publish ft_sensor/wrench, the F/T sensor model's "
+                  "reading (ft_sensor.*) of the contact at each joint state (an emulated arm's sensor)",
+                  read_only=True),
         ParamSpec("lockstep", True, "sim time waits for the contact side: a step from t needs a contact model "
                   "(or wrench) computed at a state no older than t - exchange_interval", read_only=True),
         ParamSpec("wait_for_contact", True, "with lockstep, sim time starts only once the contact side has "

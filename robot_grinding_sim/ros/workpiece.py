@@ -1,11 +1,12 @@
 """The workpiece of a node's ``workpiece.*`` parameters: the part, its ground faces and its pose.
 
-Shared by collision_node (the contact scene) and contact_solver_node (the removal map). No rclpy.
+Shared by collision_node (the contact scene), dynamics_node (``coupling: local``: the same scene in
+the arm's process) and contact_solver_node (the removal map). No rclpy.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -32,3 +33,39 @@ def load_workpiece(values: dict[str, Any], model: Any, node_name: str) -> tuple[
     except InputError as exc:
         raise ParameterError("workpiece.faces", str(exc), node_name) from None
     return part, faces, pose_matrix(wp.pose), f"{wp.part} face {faces}"
+
+
+class ToolScene(NamedTuple):
+    """The tool's contact scene (:func:`tool_scene`): ``scene`` (the collision scene with the
+    workpiece), ``query`` (its ToolContactQuery), ``part``, ``X_BP`` (4, 4) part pose in the base
+    frame, ``source`` (a description), ``radius`` (the tool's ball, m), ``exact`` (the CAD surface,
+    not triangles)."""
+
+    scene: Any
+    query: Any
+    part: Any
+    X_BP: np.ndarray
+    source: str
+    radius: float
+    exact: bool
+
+
+def tool_scene(values: dict[str, Any], model: Any, node_name: str) -> ToolScene:
+    """The contact scene of the tool's ball and the workpiece
+    (:func:`..core.geometry.tool_contact.workpiece_scene`) and its query, from the ``tool.*`` and
+    ``workpiece.*`` parameters; ParameterError naming the parameter."""
+    from robot_grinding_sim.core.geometry.tool_contact import ToolContactQuery, tool_sphere_radius, workpiece_scene
+
+    tool = group_from_values("tool", values)
+    try:
+        radius = tool_sphere_radius(model, tool.tcp_link, tool.link)
+    except InputError as exc:
+        raise ParameterError("tool.link", str(exc), node_name) from None
+    part, faces, X_BP, source = load_workpiece(values, model, node_name)
+    wp = group_from_values("workpiece", values)
+    closed = {"auto": None, "true": True, "false": False}[wp.closed]
+    try:
+        scene, exact = workpiece_scene(part, faces, X_BP, radius, wp.deflection, closed)
+    except InputError as exc:
+        raise ParameterError("workpiece.part", str(exc), node_name) from None
+    return ToolScene(scene, ToolContactQuery(scene), part, X_BP, source, float(radius), bool(exact))

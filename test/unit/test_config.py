@@ -115,7 +115,7 @@ def test_check_config_passes_the_package_files_without_ros() -> None:
 def test_check_config_names_the_bad_key_and_value(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("/**:\n  ros__parameters:\n    contact:\n      stifness: 2.0e5\n      cr: 1.5\n"
-                   "dynamics_node:\n  ros__parameters:\n    update_rate: -3.0\n    workpiece:\n      pose: [0.7]\n"
+                   "dynamics_node:\n  ros__parameters:\n    update_rate: -3.0\n    passes:\n      stepover: 0.003\n"
                    "no_such_node:\n  ros__parameters:\n    a: 1\n")
     out = _check(str(bad), str(REPO / "config" / "cell.yaml"))
     assert out.returncode == 2
@@ -123,7 +123,7 @@ def test_check_config_names_the_bad_key_and_value(tmp_path: Path) -> None:
     assert any("/**: contact.stifness: unknown parameter (did you mean contact.stiffness?)" in e for e in errors)
     assert any("/**: contact.cr: 1.5 is above the maximum 1.0" in e for e in errors)
     assert any("dynamics_node: update_rate: -3.0 is below the minimum 1.0" in e for e in errors)
-    assert any("dynamics_node: workpiece.pose: unknown parameter" in e for e in errors)  # not a dynamics_node one
+    assert any("dynamics_node: passes.stepover: unknown parameter" in e for e in errors)  # not a dynamics_node one
     assert any("no_such_node: not a node of this package" in e for e in errors)
     assert len(errors) == 5 and all(e.startswith(f"grinding check-config: error: {bad}") for e in errors)
     assert "cell.yaml: ok" in out.stdout

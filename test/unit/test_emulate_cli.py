@@ -10,7 +10,7 @@ from robot_grinding_sim.cli import main
 
 def test_the_emulated_cell_shares_only_the_arm_topics() -> None:
     specs = {s.name: s for s in ec.emulated_cell(overrides={"contact.stiffness": 2e5}, netft={"port": 50000})}
-    assert list(specs) == ["dynamics_node", "collision_node", "contact_solver_node", "netft_emulator"]
+    assert list(specs) == ["dynamics_node", "netft_emulator"]
     for s in specs.values():
         remaps = dict(s.remappings)
         assert remaps["__ns"] == "/emulated"
@@ -24,9 +24,10 @@ def test_the_emulated_cell_shares_only_the_arm_topics() -> None:
     arm = specs["dynamics_node"]
     assert dict(arm.remappings)["joint_trajectory_controller/joint_trajectory"] == ec.CONTROLLER_TOPIC
     assert arm.parameters["publish_clock"] is False and arm.parameters["max_lag"] > 0
-    for name in ("dynamics_node", "collision_node", "contact_solver_node"):
-        assert specs[name].params_files[-1] == ec.EMULATED_CELL_CONFIG
-        assert specs[name].parameters["contact.stiffness"] == 2e5
+    # the contact and the sensor are physics of the arm: computed in its process at every step
+    assert arm.parameters["coupling"] == "local" and arm.parameters["publish_ft"] is True
+    assert arm.params_files[-1] == ec.EMULATED_CELL_CONFIG
+    assert arm.parameters["contact.stiffness"] == 2e5
     assert specs["netft_emulator"].parameters["port"] == 50000
     with pytest.raises(ValueError, match="namespace"):
         ec.emulated_cell(namespace="emulated")
@@ -36,10 +37,10 @@ def test_print_and_bad_options(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["emulate", "--print", "--set", "contact.stiffness=3e5", "--servo-bandwidth", "150",
                  "--port", "50001", "--drop", "0.1"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert len(out) == 4
+    assert len(out) == 2
     assert "-p contact.stiffness:=300000.0" in out[0] and "-p servo.bandwidth:=150.0" in out[0]
     assert "-r __ns:=/emulated" in out[0] and "-r joint_states:=/joint_states" in out[0]
-    assert "-p port:=50001" in out[3] and "-p drop_fraction:=0.1" in out[3]
+    assert "-p port:=50001" in out[1] and "-p drop_fraction:=0.1" in out[1]
     assert main(["emulate", "--print", "--set", "contact.stifness=3"]) == 2
     assert "contact.stifness: not a cell parameter" in capsys.readouterr().err
     assert main(["emulate", "--print", "--servo-bandwidth", "1000"]) == 2  # unstable at sim.dt
