@@ -44,8 +44,10 @@ from robot_grinding_sim.core.robot import arm_kernels as ak
 
 FloatArray = NDArray[np.float64]
 
-#: steps per call of the compiled batch (between progress callbacks)
+#: most steps per call of the compiled batch; a batch ends on a multiple of 100 steps (where
+#: run_job's progress callback reports), after about PROGRESS_S of wall time
 BATCH = 2000
+PROGRESS_S = 0.01
 
 
 class Record:
@@ -159,11 +161,17 @@ def simulate_compiled(step: CoupledStep, rec: Record, t_end: float, on_step: Cal
     out, rom, b, sv = np.empty((ak.ST_ROWS, n)), np.empty(len(LAYOUT)), np.empty(n), np.empty(cstep.SV_LEN)
     t, dt, h = float(sim.state.t), step.dt, rec.output_dt
     steps0 = int(rec.ix[cstep.IX_STEPS])
+    batch = 200
     while True:
-        code, t = cstep.run_batch(t, dt, t_end, BATCH, st, cs_state, fp, side.cp, geo, knots, coeffs, last, ctrl.arm,
+        wall = time.perf_counter()
+        count = batch - int(round(t / dt)) % 100  # to the next multiple of 100 steps from t = 0
+        code, t = cstep.run_batch(t, dt, t_end, count, st, cs_state, fp, side.cp, geo, knots, coeffs, last, ctrl.arm,
                                   ctrl.gravity, sim.gravity, jt, jd, bd, ws, body, X, arm_side.wrench_body,
                                   arm_side.wrench_X, arm_side.project, h, rec.ix, *rec.step_rows, *rec.out_rows,
                                   out, rom, b, sv)
+        wall = time.perf_counter() - wall
+        if code == 0 and wall > 0.0:  # about PROGRESS_S per batch (the first call also loads the kernels)
+            batch = int(min(BATCH, max(200.0, batch * PROGRESS_S / wall))) // 100 * 100
         if code == 2:
             raise InputError(f"effective mass along the normal {rom[10:13].tolist()} is singular at q = "
                              f"{np.round(st[ak.Q], 4).tolist()} (the arm cannot move the tool along the normal)")
