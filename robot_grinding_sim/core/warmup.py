@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
+
+FloatArray = NDArray[np.float64]
 
 
 def warm_up() -> dict[str, float]:
@@ -65,7 +69,51 @@ def warm_up() -> dict[str, float]:
     grid.accumulate(np.zeros(3), np.array([0.0, 0.0, 1.0]), 1.0, 2e-3, np.array([0.0, 0.0, 0.02]), np.zeros(3),
                     np.array([0.01, 0.0, 0.0]), 1e-3)
     timings["removal_s"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    coupled_step()
+    timings["coupled_step_s"] = time.perf_counter() - t0
     return timings
+
+
+def coupled_step() -> None:
+    """The coupled step's kernels (the in-process job, dynamics_node): the ball's query on the
+    default part's CAD face, the contact model, the arm side free and in contact (Kelvin-Voigt's
+    closed form, Hunt-Crossley's)."""
+    from robot_grinding_sim.core.config import CellConfig
+    from robot_grinding_sim.core.geometry import cad
+    from robot_grinding_sim.core.geometry.tool_contact import ToolContactQuery, tool_sphere_radius, workpiece_scene
+    from robot_grinding_sim.core.job.setup import load_robot_model
+    from robot_grinding_sim.core.planning.planner import default_face, pose_matrix
+
+    cell = CellConfig()
+    tcp = cell.tool.tcp_link
+    model = load_robot_model(cell.robot.description_file, tcp)
+    part = cad.load_part(cell.workpiece.part, cell.workpiece.unit or None)
+    scene, _ = workpiece_scene(part, [default_face(part)], pose_matrix(cell.workpiece.pose),
+                               tool_sphere_radius(model, tcp, cell.tool.link))
+    coupled_step_on(model, cell, ToolContactQuery(scene), np.asarray(cell.robot.home, dtype=float))
+
+
+def coupled_step_on(model: Any, cell: Any, query: Any, q: FloatArray) -> None:
+    """:func:`coupled_step` on a given robot model, cell, contact query and configuration q (n,)
+    (dynamics_node's own, before its clock starts), with throwaway sides."""
+    from robot_grinding_sim.core.geometry.tool_contact import ContactGeometry
+    from robot_grinding_sim.core.job.coupled_step import ArmContactStepper, ContactSide
+
+    tcp = cell.tool.tcp_link
+    qd = np.zeros_like(q)
+    X = model.fk(q, tcp)
+    for law in ("kelvin_voigt", "hunt_crossley"):
+        contact = cell.replace(**{"contact.model": law}).contact
+        side = ContactSide(model, contact, tcp, cell.tool.spindle_speed, query=query)
+        side.evaluate(0.0, q, qd, cell.sim.dt)
+        geom = ContactGeometry(-1e-5, np.array([0.0, 0.0, 1.0]), X[:3, 3] - [0.0, 0.0, 0.02], X[:3, 3])
+        rom = side.from_geometry(0.0, q, qd, geom)
+        side.wrench(rom)
+        arm = ArmContactStepper(model, q, cell.servo, cell.sim.gravity, tcp)
+        arm.step(cell.sim.dt, None)
+        arm.step(cell.sim.dt, rom)
 
 
 def main() -> int:

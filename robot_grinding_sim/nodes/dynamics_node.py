@@ -222,6 +222,7 @@ class DynamicsNode(Node):
         except InputError as exc:
             raise ParameterError("contact.model", str(exc), NODE_NAME) from None
         self.local = [side, None]
+        self.cell = cell
         self.contact_source = f"{scene.source} ({'exact CAD surface' if scene.exact else 'triangles'})"
         if p["publish_ft"]:
             try:
@@ -240,7 +241,9 @@ class DynamicsNode(Node):
         self.model.mass_matrix(st.q)
         self.model.fk(st.q, self.tcp)
         if self.local is not None:
-            self.local[0].query.query(self.model.fk(st.q, self.tcp)[:3, 3])
+            from robot_grinding_sim.core.warmup import coupled_step_on
+
+            coupled_step_on(self.model, self.cell, self.local[0].query, st.q)
 
     # -- time ---------------------------------------------------------------------------------------
     def sim_now(self) -> float:

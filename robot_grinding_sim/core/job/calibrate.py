@@ -77,14 +77,24 @@ def positions_at(t_js: FloatArray, q_js: FloatArray, t: FloatArray) -> FloatArra
     return np.stack([np.interp(t, t_js, q_js[:, j]) for j in range(q_js.shape[1])], axis=1)
 
 
-def joint_speed_at(t_js: FloatArray, q_js: FloatArray, t: FloatArray) -> FloatArray:
-    """Largest joint speed (K,) rad/s at times ``t``: finite differences of the joint states (repeated
-    stamps dropped), linear between them."""
+def at_rest(t_js: FloatArray, q_js: FloatArray, t: FloatArray, speed: float, margin: float) -> NDArray[np.bool_]:
+    """(K,) True where every joint was slower than ``speed`` rad/s over [t - margin, t + margin]: the
+    joint states' finite differences (repeated stamps dropped); ``margin`` covers the skew between
+    the clock of ``t`` and the joint states' stamps."""
     t_u, idx = np.unique(np.asarray(t_js, dtype=float), return_index=True)
+    t = np.asarray(t, dtype=float)
     if len(t_u) < 2:
-        return np.zeros(len(t))
+        return np.zeros(len(t), dtype=bool)
     qd = np.gradient(np.asarray(q_js, dtype=float)[idx], t_u, axis=0)
-    return np.interp(t, t_u, np.abs(qd).max(axis=1))
+    moving = t_u[np.abs(qd).max(axis=1) > speed]
+    inside = (t >= t_u[0] + margin) & (t <= t_u[-1] - margin)
+    if len(moving) == 0:
+        return inside
+    # the nearest moving state on each side of t
+    k = np.searchsorted(moving, t)
+    before = np.where(k > 0, t - moving[np.maximum(k - 1, 0)], np.inf)
+    after = np.where(k < len(moving), moving[np.minimum(k, len(moving) - 1)] - t, np.inf)
+    return inside & (before > margin) & (after > margin)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -114,7 +124,7 @@ def gravity_spread(u: FloatArray) -> float:
 
 
 def fit_gravity_bias(W: FloatArray, R_WS: FloatArray, gravity: FloatArray, mass: float, com: FloatArray,
-                     min_spread: float = math.radians(10.0)) -> GravityFit:
+                     min_spread: float = math.radians(10.0), min_samples: int = 10) -> GravityFit:
     """Linear least squares of the out-of-contact readings ``W`` (K, 6) in the sensor frame at the
     sensor orientations ``R_WS`` (K, 3, 3) for mass, centre of mass and bias (module docstring).
 
@@ -123,7 +133,7 @@ def fit_gravity_bias(W: FloatArray, R_WS: FloatArray, gravity: FloatArray, mass:
     is fitted.
     """
     W = np.asarray(W, dtype=float)
-    if len(W) < 10:
+    if len(W) < min_samples:
         raise InputError(f"calibration: only {len(W)} F/T readings out of contact; the pass needs a free "
                          "segment (see with_orientation_sweep)")
     g = np.asarray(gravity, dtype=float)
@@ -162,6 +172,18 @@ def normal_force(W: FloatArray, R_WS: FloatArray, gravity: FloatArray, mass: flo
     F = np.asarray(W, dtype=float)[:, :3] - mass * u - np.asarray(bias, dtype=float)[:3]
     z_tcp_in_S = np.asarray(X_S_tcp, dtype=float)[:3, 2]
     return -(F @ z_tcp_in_S)
+
+
+def pose_means(t: FloatArray, W: FloatArray, R_WS: FloatArray, gap: float = 0.05) -> tuple[FloatArray, FloatArray]:
+    """The readings at rest ``W`` (K, 6) at times ``t`` (K,) and orientations ``R_WS`` (K, 3, 3) averaged
+    per pose (runs without a gap over ``gap`` s): (P, 6) and the orientation in each run's middle
+    (P, 3, 3). Every pose weighs the same in the fit, however long the arm rested there (a cell
+    waiting 20 s at home before its job must not outweigh the sweep's holds)."""
+    order = np.argsort(t)
+    t, W, R_WS = np.asarray(t)[order], np.asarray(W)[order], np.asarray(R_WS)[order]
+    runs = np.split(np.arange(len(t)), np.flatnonzero(np.diff(t) > gap) + 1)
+    runs = [r for r in runs if len(r)]
+    return np.array([W[r].mean(axis=0) for r in runs]), np.array([R_WS[r[len(r) // 2]] for r in runs])
 
 
 # --------------------------------------------------------------------------------------------------
@@ -319,13 +341,15 @@ def _clock_offset(bag: str | os.PathLike[str], traj: Any) -> float:
     return float(p.t[sel].min() - t0) if sel.any() else 0.0
 
 
-#: the fewest readings at rest (the sweep's holds) the gravity fit uses alone
+#: the fewest readings at rest (the sweep's holds), and poses, the gravity fit uses alone
 MIN_AT_REST = 50
+MIN_POSES = 4
 
 
 def calibrate(bag: str | os.PathLike[str], plan_file: str | os.PathLike[str], cell: CellConfig | None = None,
               fit_damping: bool = False, gap: float = 1e-3, topic: str | None = None,
-              on_stage: Callable[[str], None] | None = None, rest_speed: float = 0.002) -> Calibration:
+              on_stage: Callable[[str], None] | None = None, rest_speed: float | None = 0.002,
+              rest_margin: float = 0.1) -> Calibration:
     """Identify stiffness (and c_r), F/T bias, tool mass and centre of mass (module docstring).
 
     Args:
@@ -335,11 +359,14 @@ def calibrate(bag: str | os.PathLike[str], plan_file: str | os.PathLike[str], ce
         fit_damping: fit c_r too (needs transients in the pass; a quasi-static pass barely shows it).
         gap: out of contact means the re-simulated tool at least this far (m) from the part.
         topic: the raw F/T reading's topic (default :func:`reading_topic`).
-        rest_speed: the gravity fit takes the out-of-contact readings where every joint is slower
-            than this (rad/s; the sweep's holds), when there are :data:`MIN_AT_REST` of them spanning
-            enough directions: the F/T reading and the joint states come from two clocks, and while
-            the wrist turns a skew of 20 ms (an arm's driver stamping within its lag) turns the tool's
-            weight by enough to shift the bias by 0.1 N.
+        rest_speed, rest_margin: the gravity fit takes the out-of-contact readings where every joint
+            was slower than ``rest_speed`` (rad/s) for ``rest_margin`` s before and after (the sweep's
+            holds) averaged per pose, when there are :data:`MIN_AT_REST` of them in :data:`MIN_POSES`
+            poses spanning enough directions: the F/T
+            reading and the joint states come from two clocks (the sensor's stamped on receipt, the
+            arm's by its driver, each with its own latency), and while the wrist turns a skew of
+            0.1 s turns the tool's weight by enough to shift the bias by 0.09 N. ``rest_speed`` None:
+            every out-of-contact reading, one by one (a pass without holds).
 
     Raises:
         InputError: missing topics, a plan without trajectory, too few samples.
@@ -413,15 +440,17 @@ def calibrate(bag: str | os.PathLike[str], plan_file: str | os.PathLike[str], ce
     depth_at = np.interp(t, rec0["t"], rec0["depth"], left=-np.inf, right=-np.inf)
     free = depth_at <= -gap
     stage("fitting tool weight and bias")
-    at_rest = free & (joint_speed_at(t_js - offset, q_js, t) <= rest_speed)
     gfit = None
-    if at_rest.sum() >= MIN_AT_REST:
-        gfit = fit_gravity_bias(W[at_rest], R_WS[at_rest], g, ft0.tool_mass, ft0.tool_com)
+    still = free & (at_rest(t_js - offset, q_js, t, rest_speed, rest_margin) if rest_speed is not None else False)
+    if still.sum() >= MIN_AT_REST:
+        W_p, R_p = pose_means(t[still], W[still], R_WS[still])
+        if len(W_p) >= MIN_POSES:
+            gfit = fit_gravity_bias(W_p, R_p, g, ft0.tool_mass, ft0.tool_com, min_samples=MIN_POSES)
     notes = []
     if gfit is None or not gfit.gravity_identified:
         gfit = fit_gravity_bias(W[free], R_WS[free], g, ft0.tool_mass, ft0.tool_com)
-        if gfit.gravity_identified:
-            notes.append(f"{int(at_rest.sum())} out-of-contact readings at rest (joints under {rest_speed:g} rad/s) "
+        if gfit.gravity_identified and rest_speed is not None:
+            notes.append(f"{int(still.sum())} out-of-contact readings at rest (joints under {rest_speed:g} rad/s) "
                          "do not span the gravity directions: the fit uses readings taken while the arm moved, "
                          "sensitive to the skew between the F/T and joint state clocks (hold each sweep pose)")
     if not gfit.gravity_identified:
