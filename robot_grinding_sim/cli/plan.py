@@ -107,13 +107,15 @@ def _robot_plan(cell: Any, part: Any, faces: list[int] | None, optimise: bool | 
         def job() -> Any:
             setup = setup_job(cfg, on_stage)
             if cfg.optimising:
-                return run_job(cfg, setup, on_stage, progress).plan()
-            out = setup.plan
-            offsets = [0.0] * len(setup.paths.passes)
-            out.trajectory = build_job_trajectory(setup.model, setup.paths, cell.process, offsets,
-                                                  setup.penetration, setup.q_home)
-            out.offsets, out.cell = offsets, cell.values()
-            out.reachability = reachability(setup.model, out.trajectory)
+                out = run_job(cfg, setup, on_stage, progress).plan()
+            else:
+                out = setup.plan
+                offsets = [0.0] * len(setup.paths.passes)
+                out.trajectory = build_job_trajectory(setup.model, setup.paths, cell.process, offsets,
+                                                      setup.penetration, setup.q_home)
+                out.offsets, out.cell = offsets, cell.values()
+                out.reachability = reachability(setup.model, out.trajectory)
+            # the trajectory written (with the optimised offsets, if any) is the one checked
             mesh = passes.mesh if passes.mesh is not None else part.tessellate(deflection=2e-4)
             out.collision = planner.check_trajectory_collisions(setup.model, out.trajectory, mesh, out.workpiece_pose)
             return out
@@ -249,8 +251,12 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
                 if not as_json and sys.stderr.isatty():
                     click.echo(msg, err=True)
 
-            result = _robot_plan(cell, part, faces, optimise, max_passes, pass_length, place,
-                                 on_stage, lambda stage, done, total: bar.update(done))
+            def on_progress(stage: str, done: float, total: float) -> None:
+                # a total where the stage knows one (the optimisation: passes; the final run: simulated
+                # seconds): the bar shows a percentage and an ETA, and a new stage starts afresh
+                bar.update(done, total if total > 0 else None, description=stage)
+
+            result = _robot_plan(cell, part, faces, optimise, max_passes, pass_length, place, on_stage, on_progress)
     # render everything first: a failure leaves no file behind
     text = json.dumps(plan_io.plan_to_dict(result), separators=(",", ":"), allow_nan=False)
     csv_text = plan_io.plan_csv(result) if csv_path else None
@@ -287,6 +293,15 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
         click.echo(f"workpiece pose chosen: '{pose_text(pl['pose'])}' (x y z m, roll pitch yaw rad; configured "
                    f"'{pose_text(pl['configured_pose'])}'), {pl['ik_checked']} poses checked by IK, "
                    f"{pl['job_checked']} jobs built")
+        near, tool = pl.get("margin_nearest"), pl.get("tool_nearest")
+        if near is not None:
+            click.echo(f"  nearest where the margin {pl['margin_m'] * 1e3:.1f} mm applies: {near['link']} "
+                       f"{near['clearance_m'] * 1e3:.2f} mm at {near['where']}"
+                       + (f" (the tool's clearance at the link's end: {near['required_m'] * 1e3:.2f} mm allowed)"
+                          if near["required_m"] < pl["margin_m"] else ""))
+        if tool is not None:
+            click.echo(f"  the tool on approach, pass and retreat (no margin): {tool['link']} "
+                       f"{tool['clearance_m'] * 1e3:.2f} mm at {tool['where']}")
     if result.trajectory is not None:
         click.echo(f"job trajectory: {len(result.trajectory.times)} knots, {result.trajectory.duration:.1f} s")
     if result.force_target is not None:

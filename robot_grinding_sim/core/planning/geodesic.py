@@ -53,6 +53,8 @@ MARGIN_SAFETY = 1e-5
 MAX_EDGE = 0.0025
 #: pieces of a level curve shorter than this (stepovers) are left out (a level grazing the region's edge)
 MIN_PIECE = 0.5
+#: an end point at the margin nearer than this many spacings to the pass's end waypoint replaces it
+END_MERGE = 0.5
 #: uncovered clusters smaller than this (stepover^2) get no pass of their own (the sawtooth where
 #: passes meet an oblique boundary at the margin: a sliver between pass ends)
 MIN_GAP = 0.5
@@ -547,6 +549,11 @@ def make_passes(gp: GeodesicPasses) -> tuple[list[Any], CoverageReport]:
             np.array([r[5] for r in end_req], dtype=np.int64))
         for j in np.flatnonzero(useful):
             rec = built[idx[j]]
+            if len(rec[2]) > 2 and np.linalg.norm(pts_e[j] - rec[2][where[j]]) < END_MERGE * p.spacing:
+                # the end at the margin takes the place of a waypoint next to it: two waypoints a hair
+                # apart give the tool's orientation a jump in no distance (a joint velocity spike)
+                sl = slice(1, None) if where[j] == 0 else slice(None, -1)
+                rec[2], rec[3], rec[4], rec[5] = rec[2][sl], rec[3][sl], rec[4][sl], rec[5][sl]
             if where[j] == 0:
                 rec[2], rec[3] = np.vstack([pts_e[j], rec[2]]), np.vstack([nrm_e[j], rec[3]])
                 rec[4], rec[5] = np.vstack([uv_e[j], rec[4]]), np.r_[rec[5][0], rec[5]]

@@ -12,8 +12,10 @@ configurations at the next pass's first pose (:func:`ik_branches`, best conditio
 the first one from which the pass episode (approach, pass at the feed, retreat) works, and joins
 it to the previous pass by a link that rises along the planned path with the last orientation,
 moves in joint space at the top (:func:`bridged_path`), and comes down along the planned path with
-the next pass's orientation. The job's collision check then covers the joint-space part like any
-other sample of the trajectory.
+the next pass's orientation. Where the planned link is a straight line next to the part, the
+planner's :func:`detour` over the part (the link's ``detour`` in the plan) is taken instead: the
+joint-space part then lies above the part, not beside it. The job's collision check then covers
+the joint-space part like any other sample of the trajectory.
 """
 
 from __future__ import annotations
@@ -122,6 +124,27 @@ def escape_leg(a: FloatArray, out: FloatArray, up: FloatArray, height: float, di
     return line_points(a, a + max(0.0, height - float(a @ up)) * up, step)
 
 
+def detour(a: FloatArray, b: FloatArray, q_a: FloatArray, q_b: FloatArray, out: FloatArray, up: FloatArray,
+           height: float, distance: Any, need: float, step: float) -> tuple[FloatArray, FloatArray]:
+    """A link's way over the part (part frame), for a change of configuration where the planned link
+    is a straight line: from ``a`` up to ``height`` along ``up`` (:func:`escape_leg`, out along
+    ``out[0]`` first where straight up is not clear), across, and down to ``b`` (out along
+    ``out[1]``). TCP positions (k, 3) and orientations (k, 4) xyzw: ``q_a`` on the rise, ``q_b`` on
+    the descent, interpolated across the top (where :func:`bridged_path` moves in joint space
+    instead). A change of configuration swings the wrist and the tool round: done next to the
+    part, on the straight link, it sweeps the tool through it."""
+    from scipy.spatial.transform import Rotation, Slerp
+
+    rise = escape_leg(a, out[0], up, height, distance, need, step)
+    down = escape_leg(b, out[1], up, height, distance, need, step)[::-1]
+    top = line_points(rise[-1], down[0], step)
+    positions = np.vstack([rise[:-1], top, down[1:]])
+    turn = Slerp([0.0, 1.0], Rotation.from_quat(np.vstack([q_a, q_b])))(np.linspace(0.0, 1.0, len(top))).as_quat()
+    quats = np.vstack([np.repeat(np.asarray(q_a, dtype=float)[None], len(rise) - 1, axis=0), turn,
+                       np.repeat(np.asarray(q_b, dtype=float)[None], len(down) - 1, axis=0)])
+    return positions, quats
+
+
 def reconfigured_episode(model: Any, link_poses: tuple[FloatArray, FloatArray], q_from: FloatArray, t_start: float,
                          g: Any, process: Any, offset: float, penetration: float, vmax: FloatArray,
                          amax: FloatArray, failure: PlanningError) -> list[Any]:
@@ -154,4 +177,4 @@ def reconfigured_episode(model: Any, link_poses: tuple[FloatArray, FloatArray], 
                         f"works either{first}; change the workpiece pose (grinding plan --place auto)") from None
 
 
-__all__ = ["bridged_path", "escape_leg", "line_points", "ik_branches", "reconfigured_episode"]
+__all__ = ["bridged_path", "detour", "escape_leg", "line_points", "ik_branches", "reconfigured_episode"]

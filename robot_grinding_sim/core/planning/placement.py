@@ -14,8 +14,11 @@ cheapest first:
 2. IK: damped least squares through the key poses in the order of the job (the same solver and
    tolerance as the trajectory);
 3. the job: the whole job trajectory (approach, passes, retreats, links, time parameterisation) and
-   its collision check against the part; the smallest clearance of the robot's links must be at
-   least ``margin`` (default: the cell's link clearance ``process.clearance``).
+   its collision check against the part: no link may touch the part, and the robot must keep
+   ``margin`` (default: the cell's link clearance ``process.clearance``) off it where the margin
+   applies (:mod:`~robot_grinding_sim.core.planning.collision_check`: every link but the tool's on
+   every move, the tool too on links; the tool working on the surface on approach, pass and
+   retreat needs no margin, the abrasive head touches it by design).
 
 Poses: (x, y, z, roll, pitch, yaw) of the part frame in ``base_link``, m and rad (fixed axes
 x-y-z), as ``workpiece.pose``.
@@ -50,13 +53,23 @@ class Placement:
     ik_checked: int
     job_checked: int
     min_clearance_m: float | None
+    margin_m: float = 0.0
+    margin_clearance_m: float | None = None
+    margin_nearest: dict[str, Any] | None = None
+    tool_clearance_m: float | None = None
+    tool_nearest: dict[str, Any] | None = None
+    failures: list[str] = dataclasses.field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {"pose": list(self.pose), "configured_pose": list(self.configured), "candidates": self.candidates,
                 "ik_checked": self.ik_checked, "job_checked": self.job_checked,
-                "min_clearance_m": self.min_clearance_m,
+                "min_clearance_m": self.min_clearance_m, "margin_m": self.margin_m,
+                "margin_clearance_m": self.margin_clearance_m, "margin_nearest": self.margin_nearest,
+                "tool_clearance_m": self.tool_clearance_m, "tool_nearest": self.tool_nearest,
+                "rejected": self.failures,
                 "rule": "nearest pose on the table (x, y, yaw; z, roll, pitch kept) where every key waypoint "
-                        "is reachable and the whole job is collision-free with margin"}
+                        "is reachable and the whole job is collision-free, with the margin where it applies "
+                        "(every link but the tool on every move, the tool too on links)"}
 
 
 def key_poses(plan: Any, per_pass: int = 4) -> tuple[FloatArray, list[str]]:
@@ -154,8 +167,10 @@ def check_ik(model: Any, plan: Any, X_BP: FloatArray, q_home: FloatArray) -> str
     return None
 
 
-def check_job(model: Any, plan: Any, X_BP: FloatArray, cell: Any, margin: float) -> tuple[str | None, float]:
-    """(None or what fails, smallest clearance m) of the whole job trajectory at the pose X_BP."""
+def check_job(model: Any, plan: Any, X_BP: FloatArray, cell: Any, margin: float
+              ) -> tuple[str | None, dict[str, Any] | None]:
+    """(None or what fails, the collision report or None) of the whole job trajectory at the pose X_BP:
+    fails on a collision and where the robot comes nearer than ``margin`` under the margin's rule."""
     from robot_grinding_sim.core.planning import planner, trajectory
 
     trial = dataclasses.replace(plan, workpiece_pose=X_BP, trajectory=None)
@@ -163,16 +178,17 @@ def check_job(model: Any, plan: Any, X_BP: FloatArray, cell: Any, margin: float)
         paths = trajectory.job_paths(trial)
         traj = trajectory.build_job_trajectory(model, paths, cell.process, [0.0] * len(paths.passes),
                                                plan.tool.penetration, np.asarray(cell.robot.home, dtype=float))
-        mesh = plan.mesh if plan.mesh is not None else None
-        if mesh is None:
-            return None, math.inf
-        report = planner.check_trajectory_collisions(model, traj, mesh, X_BP)
+        if plan.mesh is None:
+            return None, None
+        report = planner.check_trajectory_collisions(model, traj, plan.mesh, X_BP, margin=margin)
     except (PlanningError, GrindingSimError) as exc:
-        return str(exc), -math.inf
-    clear = float(report["min_clearance_m"])
-    if clear < margin:
-        return f"smallest clearance {clear * 1e3:.1f} mm < {margin * 1e3:.1f} mm", clear
-    return None, clear
+        return str(exc), None
+    bad = report["margin_violation"]
+    if bad is not None:
+        return (f"robot link {bad['link']} {bad['clearance_m'] * 1e3:.2f} mm from the part at {bad['where']} "
+                f"(< {bad['required_m'] * 1e3:.2f} mm: the margin {margin * 1e3:.1f} mm"
+                + (", or the tool's clearance at the link's ends" if bad["required_m"] < margin else "") + ")"), report
+    return None, report
 
 
 def search_pose(plan: Any, model: Any, cell: Any, margin: float | None = None, max_ik: int = 400,
@@ -197,6 +213,7 @@ def search_pose(plan: Any, model: Any, cell: Any, margin: float | None = None, m
     cands = candidates(configured)
     n_ik = n_job = 0
     first_failure = None
+    failures: list[str] = []
     for pose in cands:
         X = pose_matrix(pose)
         if not _inside(model, X @ T):
@@ -209,11 +226,18 @@ def search_pose(plan: Any, model: Any, cell: Any, margin: float | None = None, m
             first_failure = first_failure or f"pose {np.round(pose, 3).tolist()}: {why}"
             continue
         n_job += 1
-        why, clear = check_job(model, plan, X, cell, margin)
+        why, rep = check_job(model, plan, X, cell, margin)
         if why is None:
+            def finite(v: float) -> float | None:
+                return float(v) if math.isfinite(v) else None
+
+            rep = rep or {}
             return Placement(tuple(round(v, 6) for v in pose), configured, len(cands), n_ik, n_job,
-                             None if not math.isfinite(clear) else clear)
-        first_failure = first_failure or f"pose {np.round(pose, 3).tolist()}: {why}"
+                             finite(rep.get("min_clearance_m", math.inf)), margin,
+                             finite(rep.get("margin_clearance_m", math.inf)), rep.get("margin_nearest"),
+                             finite(rep.get("tool_clearance_m", math.inf)), rep.get("tool_nearest"), failures)
+        failures.append(f"pose {np.round(pose, 3).tolist()}: {why}")
+        first_failure = first_failure or failures[-1]
     raise PlanningError(f"no workpiece pose on the table works ({n_ik} reachable candidates checked by IK, "
                         f"{n_job} jobs built; first failure: {first_failure})")
 

@@ -21,8 +21,9 @@ from robot_grinding_sim.core.errors import InputError
 
 SCHEMA = "robot_grinding_sim/plan"
 VERSION = 2
-#: additions within version 2 (optional keys a version-2 reader may ignore): 1 = coverage, placement
-MINOR = 1
+#: additions within version 2 (optional keys a version-2 reader may ignore): 1 = coverage, placement;
+#: 2 = a straight link's "detour" over the part (taken where the arm changes configuration there)
+MINOR = 2
 #: at most this many uncovered region points are written (for plots of the gaps)
 MAX_UNCOVERED_POINTS = 2000
 
@@ -69,7 +70,9 @@ def plan_to_dict(plan: Any) -> dict[str, Any]:
         })
     moves = [
         {"kind": m.kind, "pass_index": m.pass_index, "positions": _r(m.positions),
-         "orientations": _r(m.quaternions)}
+         "orientations": _r(m.quaternions),
+         **({"detour": {"positions": _r(m.detour[0]), "orientations": _r(m.detour[1])}} if m.detour is not None
+            else {})}
         for m in plan.moves
     ]
     traj = trajectory_to_dict(plan.trajectory) if plan.trajectory is not None else None
@@ -286,7 +289,11 @@ def plan_from_dict(data: dict[str, Any], path: str | os.PathLike[str] = "plan.js
             tcp_pos.append(np.array([x["tcp"]["position"] for x in w], dtype=float))
             tcp_quat.append(np.array([x["tcp"]["orientation"] for x in w], dtype=float))
         moves = [Move(str(m["kind"]), int(m["pass_index"]), np.asarray(m["positions"], dtype=float).reshape(-1, 3),
-                      np.asarray(m["orientations"], dtype=float).reshape(-1, 4)) for m in data["moves"]]
+                      np.asarray(m["orientations"], dtype=float).reshape(-1, 4),
+                      None if not m.get("detour") else
+                      (np.asarray(m["detour"]["positions"], dtype=float).reshape(-1, 3),
+                       np.asarray(m["detour"]["orientations"], dtype=float).reshape(-1, 4)))
+                 for m in data["moves"]]
         plan = Plan(str(part["source"]), str(part.get("file_unit") or "m"), [int(f) for f in part["faces"]],
                     PassParameters(**params["passes"]), ToolParameters(**params["tool"]), passes, tcp_pos, tcp_quat,
                     moves, X_BP)

@@ -32,7 +32,8 @@ from scipy.spatial.transform import Rotation, Slerp
 from robot_grinding_sim.core import config
 from robot_grinding_sim.core.errors import InputError, PlanningError
 from robot_grinding_sim.core.geometry import cad, mesh_part
-from robot_grinding_sim.core.planning.links import escape_leg, line_points
+from robot_grinding_sim.core.planning.collision_check import CONTACT_LINKS, check_trajectory_collisions
+from robot_grinding_sim.core.planning.links import detour, escape_leg, line_points
 from robot_grinding_sim.core.planning.passes import Pass, PassParameters, validate_pass_parameters
 
 FloatArray = NDArray[np.float64]
@@ -112,12 +113,15 @@ class Move:
         pass_index: the pass it belongs to (approach/pass/retreat) or leads to (link).
         positions: (M, 3) TCP positions, m.
         quaternions: (M, 4) TCP orientations (x, y, z, w).
+        detour: a straight link's way over the part (positions, quaternions), for a change of the
+            arm's configuration there (:func:`~robot_grinding_sim.core.planning.links.detour`).
     """
 
     kind: str
     pass_index: int
     positions: FloatArray
     quaternions: FloatArray
+    detour: tuple[FloatArray, FloatArray] | None = None
 
 
 @dataclass
@@ -259,8 +263,12 @@ def build_moves(passes: list[Pass], tcp_pos: list[FloatArray], tcp_quat: list[Fl
         r_end = pos[-1] + tool.approach * p.normals[-1]
         if prev_end is not None:
             tilt = _axis_angle(prev_end[1], quat[0])
-            link, top = _link(prev_end[0], a_start, step, tool, up, clearance, safe_h, tilt,
-                              np.vstack([prev_end[2], p.normals[0]]))
+            out = np.vstack([prev_end[2], p.normals[0]])
+            link, top = _link(prev_end[0], a_start, step, tool, up, clearance, safe_h, tilt, out)
+            alt = None
+            if top is None and clearance is not None and safe_h is not None:
+                alt = detour(prev_end[0], a_start, prev_end[1], quat[0], out, up, safe_h, clearance.distance,
+                             tool.radius + tool.clearance, step)
             if top is None:
                 quats, turn = _turn(prev_end[1], quat[0], turn)
                 link = _resample_polyline(link, max(len(link), len(quats)))
@@ -279,7 +287,7 @@ def build_moves(passes: list[Pass], tcp_pos: list[FloatArray], tcp_quat: list[Fl
                 link = np.vstack([up_leg[:-1], top_leg, down_leg[1:]])
                 quats = np.vstack([np.repeat(prev_end[1][None], len(up_leg) - 1, axis=0), q_top,
                                    np.repeat(quat[0][None], len(down_leg) - 1, axis=0)])
-            moves.append(Move("link", p.index, link, quats))
+            moves.append(Move("link", p.index, link, quats, alt))
         moves.append(Move("approach", p.index, np.vstack([a_start, pos[0]]), np.vstack([quat[0], quat[0]])))
         moves.append(Move("pass", p.index, pos, quat))
         moves.append(Move("retreat", p.index, np.vstack([pos[-1], r_end]), np.vstack([quat[-1], quat[-1]])))
@@ -540,85 +548,15 @@ def robot_stage(result: Plan, part: Any, robot: Any, process: config.ProcessConf
         result.collision = check_trajectory_collisions(model, traj, mesh, result.workpiece_pose)
 
 
-#: links of the tool whose contact with the part is intended on approach, pass and retreat
-CONTACT_LINKS = ("abrasive_head",)
-
-
-def _bounding_radius(kind: str, params: FloatArray, scene: Any, name: str) -> float:
-    """Radius of a ball about the object's origin that contains it, m."""
-    if kind == "sphere":
-        return float(params[0])
-    if kind == "cylinder":
-        return float(math.hypot(params[0], 0.5 * params[1]))
-    if kind == "box":
-        return float(0.5 * np.linalg.norm(params[:3]))
-    return float(np.max(np.linalg.norm(scene.mesh(name).vertices, axis=1)))
-
-
-def check_trajectory_collisions(model: Any, traj: Any, mesh: Any, X_BP: FloatArray,
-                                contact_links: tuple[str, ...] = CONTACT_LINKS, safety: float = 0.9
-                                ) -> dict[str, Any]:
-    """Check every trajectory sample of the robot against the part (python-fcl scene).
-
-    Every sample is visited. A robot object's signed distance to the part is recomputed only when
-    the object may have moved by ``safety`` times its last distance: the motion bound is
-    |change of its origin| + (rotation angle) x (its bounding radius), which bounds the motion of
-    every point of it, so a sample skipped this way cannot be in collision. The links in
-    ``contact_links`` (the abrasive head) are left out on approach, dwell, pass and retreat moves (the
-    intended contact) and checked on links. Raises PlanningError naming the move, pass and
-    waypoint at the first collision.
-    """
-    from robot_grinding_sim.core.geometry.collision import CollisionScene
-
-    scene = CollisionScene()
-    names = scene.add_robot(model, traj.positions[0])
-    scene.add_mesh("workpiece", np.asarray(mesh.vertices), np.asarray(mesh.faces), X_BP)
-    tool = [n for n in names if n.split("#")[0] in contact_links]
-    radius = {n: _bounding_radius(*scene.shape(n), scene, n) for n in names}
-    last = {n: scene.pose(n).copy() for n in names}
-    moved = dict.fromkeys(names, np.inf)
-    allowance = dict.fromkeys(names, 0.0)
-    visited = queries = 0
-    min_clear = np.inf
-    for seg in traj.segments:
-        contact_move = seg["kind"] in ("approach", "dwell", "pass", "retreat")
-        group = [n for n in names if not (contact_move and n in tool)]
-        for n in tool:
-            if not contact_move:
-                moved[n] = np.inf  # not tracked during contact moves: measure again
-        for i in range(seg["start"], seg["stop"]):
-            scene.set_robot_configuration(traj.positions[i])
-            visited = max(visited, i + 1)  # neighbouring moves share their boundary sample
-            for n in group:
-                T = scene.pose(n)
-                L = last[n]
-                c = max(-1.0, min(1.0, 0.5 * (float(np.trace(L[:3, :3].T @ T[:3, :3])) - 1.0)))
-                moved[n] += float(np.linalg.norm(T[:3, 3] - L[:3, 3])) + math.acos(c) * radius[n]
-                last[n] = T.copy()
-                if moved[n] < allowance[n]:
-                    continue
-                d = scene.distance(n, "workpiece")[0]
-                queries += 1
-                min_clear = min(min_clear, d)
-                if d <= 0.0:
-                    where = (f"pass {seg['pass_index']} waypoint {i - seg['start']}" if seg["kind"] == "pass"
-                             else f"the {seg['kind']} move of pass {seg['pass_index']}, point {i - seg['start']}")
-                    raise PlanningError(
-                        f"collision: robot link {n.split('#')[0]} touches the part at {where} "
-                        f"(trajectory sample {i}, t = {traj.times[i]:.3f} s)"
-                    )
-                moved[n], allowance[n] = 0.0, safety * d
-    return {"checked_samples": visited, "distance_queries": queries, "min_clearance_m": float(min_clear),
-            "excluded_on_contact": tool}
-
-
 __all__ = [
+    "CONTACT_LINKS",
     "Move",
     "Plan",
     "PassParameters",
     "PlanningError",
     "ToolParameters",
     "build_moves",
+    "check_trajectory_collisions",
     "default_face",
     "plan",
     "pose_matrix",

@@ -479,10 +479,13 @@ def join_segments(model: Any, segments: Sequence[Segment]) -> JointTrajectory:
 @dataclass
 class JobPaths:
     """What the builder needs of a plan, in the robot's root frame: the pass paths and, between
-    consecutive passes, the linking move's TCP poses (positions (M, 3), rotations (M, 3, 3))."""
+    consecutive passes, the linking move's TCP poses (positions (M, 3), rotations (M, 3, 3)) and its
+    way over the part (the same, or None: the link goes over the part already, or the plan has none),
+    taken where the arm changes configuration there."""
 
     passes: list[PassPath]
     links: list[tuple[FloatArray, FloatArray]]
+    detours: list[tuple[FloatArray, FloatArray] | None] = field(default_factory=list)
 
 
 def job_paths(plan: Any) -> JobPaths:
@@ -495,7 +498,10 @@ def job_paths(plan: Any) -> JobPaths:
              for m in plan.moves if m.kind == "link"]
     if len(links) != max(len(passes) - 1, 0):
         raise PlanningError(f"the plan has {len(links)} linking moves for {len(passes)} passes")
-    return JobPaths(passes, links)
+    detours = [None if m.detour is None else
+               (m.detour[0] @ Rb.T + pb, Rb @ Rotation.from_quat(m.detour[1]).as_matrix())
+               for m in plan.moves if m.kind == "link"]
+    return JobPaths(passes, links, detours)
 
 
 def build_job_trajectory(model: Any, paths: JobPaths, process: ProcessConfig, offsets: Sequence[float],
@@ -541,12 +547,24 @@ def build_job_trajectory(model: Any, paths: JobPaths, process: ProcessConfig, of
                 ep = pass_episode(model, g, process, offsets[k], penetration, link.t1, link.q[-1], vmax)
                 segs.extend([link, *ep])
             except PlanningError as exc:  # a singularity on the way: another configuration of the arm
+                if k - 1 < len(paths.detours) and paths.detours[k - 1] is not None:
+                    # over the part, not beside it: the wrist and the tool swing round at the top
+                    P0, P1 = P[0], P[-1]
+                    P, R = (a.copy() for a in paths.detours[k - 1])
+                    P[0], P[-1], R[-1] = P0, P1, top[0, :3, :3]
                 segs.extend(reconfigured_episode(model, (P, R), segs[-1].q[-1], segs[-1].t1, g, process,
                                                  offsets[k], penetration, vmax, amax, exc))
             continue
         q = first_configuration(model, top[0], q_home, f"pass {g.index} approach, point 0")
         segs.extend(pass_episode(model, g, process, offsets[k], penetration, 0.0, q, vmax))
     return join_segments(model, segs)
+
+
+def pass_start_configurations(traj: JointTrajectory) -> dict[int, FloatArray]:
+    """The arm's configuration (n,) rad where each pass's episode starts (the first knot of its
+    approach, at rest), by pass index: the configuration the job actually has there, after any
+    change of configuration on the links before it (:mod:`~robot_grinding_sim.core.planning.links`)."""
+    return {int(s["pass_index"]): traj.positions[s["start"]].copy() for s in traj.segments if s["kind"] == "approach"}
 
 
 def episode_trajectory(model: Any, g: PassPath, process: ProcessConfig, offset: float, penetration: float,

@@ -105,6 +105,18 @@ def resample(piece: Piece, t: FloatArray) -> tuple[FloatArray, FloatArray, NDArr
     return pts, uv, piece.face[near]
 
 
+def stations(total: float, spacing: float) -> FloatArray:
+    """Arc lengths 0, spacing, 2 spacing, ... and ``total`` (m): the end takes the place of the last
+    station when nearer to it than half the spacing (a waypoint a hair from the end would turn the
+    tool by the pass end's change of tangent in no distance: a joint velocity spike)."""
+    t = np.arange(0.0, total, spacing)
+    if total - t[-1] <= 1e-6 * spacing:
+        return t
+    if len(t) > 1 and total - t[-1] < 0.5 * spacing:
+        return np.r_[t[:-1], total]
+    return np.r_[t, total]
+
+
 def exact_waypoints(gp: Any, pieces: list[Piece]) -> list[tuple[FloatArray, ...]]:
     """Waypoints every ``spacing`` (chord on the exact surface) along each piece: per piece points
     (K, 3), normals (K, 3), uv (K, 2), faces (K,) and the distance each moved when projected (K,).
@@ -114,9 +126,7 @@ def exact_waypoints(gp: Any, pieces: list[Piece]) -> list[tuple[FloatArray, ...]
     sp = gp.p.spacing
     t_of: list[FloatArray] = []
     for pc in pieces:
-        total = length(pc.points)
-        t = np.arange(0.0, total, sp)
-        t_of.append(np.r_[t, total] if total - t[-1] > 1e-6 * sp else t)
+        t_of.append(stations(length(pc.points), sp))
     out: list[Any] = [None] * len(pieces)
     todo = list(range(len(pieces)))
     for round_ in range(10):
@@ -138,10 +148,7 @@ def exact_waypoints(gp: Any, pieces: list[Piece]) -> list[tuple[FloatArray, ...]
                 continue
             if not np.any(np.abs(np.diff(chord)[:-1] - sp) > 2e-3 * sp):
                 continue
-            want = np.arange(0.0, chord[-1], sp)
-            if chord[-1] - want[-1] > 1e-6 * sp:
-                want = np.r_[want, chord[-1]]
-            t_of[i] = np.interp(want, chord, t_of[i])
+            t_of[i] = np.interp(stations(chord[-1], sp), chord, t_of[i])
             nxt.append(i)
         todo = nxt
         if not todo:
