@@ -31,3 +31,19 @@ def test_simulate_shows_a_bar_with_an_eta_on_stderr(tmp_path) -> None:
     assert etas, f"no bar line with an ETA: {lines[-3:]!r}"
     assert max(int(m.group(1)) for m in etas) == 100
     assert "simulating" not in ANSI.sub("", res.stdout)  # the bar stays off stdout
+
+
+def test_plan_shows_a_bar_with_an_eta_on_stderr(tmp_path) -> None:
+    """grinding plan with the force-target optimisation: the optimisation's bar counts passes and the
+    final run's counts simulated seconds; both have a total, so a percentage and a time remaining."""
+    out = tmp_path / "plan.json"
+    res = CliRunner().invoke(cli, ["plan", "flat_plate", "--max-passes", "2", "--pass-length", "0.01",
+                                   "--out", str(out)],
+                             env={"FORCE_COLOR": "1", "COLUMNS": "150"}, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    err = ANSI.sub("", res.stderr)
+    for stage in ("optimising", "simulating"):
+        lines = [ln for ln in re.split(r"[\r\n]", err) if ln.startswith(stage)]
+        etas = [m for ln in lines if (m := ETA.search(ln))]
+        assert etas, f"no {stage!r} bar line with an ETA: {lines[-3:]!r}"
+    assert "optimising" not in ANSI.sub("", res.stdout) and out.is_file()

@@ -8,6 +8,11 @@ series stiffness of the servo-controlled arm and the contact, K k_arm / (K + k_a
 k_arm = Kp m at the pass's end (Kelvin-Voigt; the Hunt-Crossley family: the contact's local stiffness n F / d).
 A pass stops below ``optimise.goal`` x target or after ``optimise.max_iterations`` simulations;
 it converged if its best error is within ``optimise.tolerance``. The best offset is kept.
+
+Each pass's simulation starts from the arm's configuration at that pass's approach in the job
+trajectory (:func:`episode_seeds`), not from the first pass's: where the job changes the arm's
+configuration between passes (:mod:`~robot_grinding_sim.core.planning.links`), the pass is
+simulated in the configuration that will grind it.
 """
 
 from __future__ import annotations
@@ -20,7 +25,11 @@ import numpy as np
 
 from robot_grinding_sim.core.job.run import pass_statistics, simulate_trajectory
 from robot_grinding_sim.core.job.setup import JobSetup
-from robot_grinding_sim.core.planning.trajectory import episode_trajectory, first_configuration, targets
+from robot_grinding_sim.core.planning.trajectory import (
+    build_job_trajectory,
+    episode_trajectory,
+    pass_start_configurations,
+)
 
 
 @dataclass
@@ -46,6 +55,16 @@ def series_stiffness(setup: JobSetup, q: np.ndarray, n: np.ndarray) -> tuple[flo
     return k_arm, K * k_arm / (K + k_arm)
 
 
+def episode_seeds(setup: JobSetup) -> list[np.ndarray]:
+    """Per pass of ``setup.paths``: the arm's configuration (n,) rad at the start of its approach in
+    the job trajectory with zero offsets (the offsets are micrometres: the same configurations)."""
+    cell = setup.cell
+    traj = build_job_trajectory(setup.model, setup.paths, cell.process, [0.0] * len(setup.paths.passes),
+                                setup.penetration, setup.q_home)
+    starts = pass_start_configurations(traj)
+    return [starts[g.index] for g in setup.paths.passes]
+
+
 def optimise_offsets(setup: JobSetup, on_step: Callable[[float], None] | None = None,
                      on_iteration: Callable[[int, int, float, float], None] | None = None) -> Optimisation:
     """Optimise every pass's offset (see the module docstring)."""
@@ -53,12 +72,10 @@ def optimise_offsets(setup: JobSetup, on_step: Callable[[float], None] | None = 
     F, opt = cell.process.target_force, cell.optimise
     model = setup.model
     wall = time.perf_counter()
-    g0 = setup.paths.passes[0]
-    top0 = targets(g0.positions[:1] + cell.process.approach * g0.normals[:1], g0.rotations[:1])
-    q_seed = first_configuration(model, top0[0], setup.q_home, f"pass {g0.index} approach, point 0")
+    seeds = episode_seeds(setup)
     offsets, means, iters, conv, final = [], [], [], [], []
     sim_time = 0.0
-    for g in setup.paths.passes:
+    for g, q_seed in zip(setup.paths.passes, seeds, strict=True):
         tried, got = [0.0], []
         while True:
             traj = episode_trajectory(model, g, cell.process, tried[-1], setup.penetration, q_seed)

@@ -347,7 +347,8 @@ def run_job(cfg: JobConfig, setup: JobSetup | None = None, on_stage: Callable[[s
     """Set up, optimise (if configured), build the job trajectory and run it; returns the final run.
 
     A plan.json with a trajectory runs that trajectory as it is (unless ``cfg.optimise``).
-    ``progress(stage, done, total)`` is called with simulated seconds.
+    ``progress(stage, done, total)`` is called: ``optimising`` in passes (done: the passes finished plus
+    the current one's share of ``optimise.max_iterations``), ``simulating`` in simulated seconds.
     """
     from robot_grinding_sim.core.job.optimise import optimise_offsets
 
@@ -364,15 +365,20 @@ def run_job(cfg: JobConfig, setup: JobSetup | None = None, on_stage: Callable[[s
             if on_stage:
                 on_stage("force-target optimisation")
 
+            # progress in passes: the passes done, and of the current one its share of the iterations allowed
+            n_passes, order = len(setup.paths.passes), {g.index: k for k, g in enumerate(setup.paths.passes)}
+            done = [0.0]
+
             def opt_iter(idx: int, it: int, off: float, mean: float) -> None:
                 if on_stage:
                     on_stage(f"pass {idx} iteration {it}: offset {off * 1e6:+.2f} um -> mean {mean:.3f} N")
-
-            done = [0.0]
+                done[0] = order.get(idx, 0) + min(it / max(cell.optimise.max_iterations, 1), 1.0)
+                if progress:
+                    progress("optimising", done[0], n_passes)
 
             def opt_step(t: float) -> None:
                 if progress and int(t * 1000) % 100 == 0:
-                    progress("optimising", done[0] + t, 0.0)
+                    progress("optimising", done[0], n_passes)
 
             opt = optimise_offsets(setup, opt_step, opt_iter)
             offsets = opt.final_offsets
@@ -388,6 +394,8 @@ def run_job(cfg: JobConfig, setup: JobSetup | None = None, on_stage: Callable[[s
         if progress and int(round(t / cell.sim.dt)) % 100 == 0:
             progress("simulating", t, t_end)
 
+    if progress:  # the total first: every report of the run (one per compiled batch) then counts for the ETA
+        progress("simulating", 0.0, t_end)
     run = simulate_trajectory(setup, traj, on_step)
     stats = pass_statistics(run.record, traj.pass_windows())
     removal = None
