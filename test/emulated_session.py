@@ -3,8 +3,8 @@ bringup real`` as two process groups on loopback (shared by test/ros/test_emulat
 test_calibrate_emulated.py and test_emulated_faults.py).
 
 Test-only settings (:func:`real_params`), because two graphs of Python nodes share two busy cores
-(while the real graph starts, the emulated arm is starved for tens of ms at a time, skips that time
-(dynamics_node max_lag) and catches up with its servo; joint states arrive late): the driver's
+(while the real graph starts, the emulated arm is starved for tens of ms at a time and catches up
+(dynamics_node max_lag); joint states arrive late): the driver's
 joint_states_timeout and ft_timeout at 2 s instead of 0.1 s, the executive's tracking_error_limit
 at 0.3 rad instead of 0.05, its joint_states_timeout at 3 s and its move_velocity_scale at 0.1 (a
 skip of 0.1 s on a move at 1 rad/s is a 0.1 rad jump). Also the driver's ft_port at the emulated
