@@ -226,6 +226,9 @@ def _one_run(launch_node: Any, node: str, index: int, tmp: Path, ft_port: int = 
         run.failures.append("never installed a SIGTERM handler")
     if phase != "start-up" and not _wait_until(logged, proc):
         run.failures.append("no log line")
+    if node == "recorder" and phase == "working":
+        # working = recording: its subscription comes with discovery (a second or more on busy cores)
+        _wait_until(lambda: "subscribed to /joint_states" in started.log(), proc)
     until = time.monotonic() + delay
     while time.monotonic() < until:  # the random delay, noting when the first log line comes
         logged()
