@@ -414,6 +414,11 @@ class DynamicsNode(Node):
         now = time.monotonic()
         if self._last_wall is None:
             self._last_wall = now
+            if self.max_lag > 0.0 and self._step_count == 0:
+                # wall-clock stamps: sim time starts now, not when the node was built (the warm-up and
+                # the executor's start would otherwise be a lag kept for good: 0.17 s in grinding emulate)
+                self.t_origin = time.time() - self.sim.state.t
+                self._anchors = [(-np.inf, self.t_origin)]
             return
         rtf = float(self.get_parameter("real_time_factor").value)
         budget = self._carry + (now - self._last_wall) * rtf
