@@ -9,9 +9,7 @@ joint_states_timeout and ft_timeout at 2 s instead of 0.1 s, the executive's tra
 at 0.3 rad instead of 0.05, its joint_states_timeout at 3 s and its move_velocity_scale at 0.1 (a
 skip of 0.1 s on a move at 1 rad/s is a 0.1 rad jump). Also the driver's ft_port at the emulated
 sensor's free port, removal off in the prediction (start-up time), and the F/T at 500 Hz (emulate
---ft-rate, the driver's ft_rate and ft_sequence_rate: the emulated sensor's ft_sequence counts its
-samples at that rate, so the driver stamps a reading when it was taken), the rate of the arm's joint
-states.
+--ft-rate, the driver's ft_rate), the rate of the arm's joint states.
 
 The job is started with ``/grinding_executive/start`` once both graphs are up rather than with
 ``--start --until-done``: the executive's autostart does not wait for the prediction, whose
@@ -53,8 +51,7 @@ def real_params(path: Path, port: int, driver: str = "", executive: str = "") ->
     yaml lines (indented 4 / 6 spaces) of hardware_driver's parameters / the executive's ``execution``."""
     path.write_text(
         "hardware_driver:\n  ros__parameters:\n"
-        f"    ft_port: {port}\n    ft_rate: {FT_RATE}\n    ft_sequence_rate: {FT_RATE}\n    joint_states_timeout: 2.0\n"
-        f"    ft_timeout: 2.0\n{driver}"
+        f"    ft_port: {port}\n    ft_rate: {FT_RATE}\n    joint_states_timeout: 2.0\n    ft_timeout: 2.0\n{driver}"
         "contact_solver_node:\n  ros__parameters:\n    removal:\n      enabled: false\n"
         "grinding_executive:\n  ros__parameters:\n    execution:\n      tracking_error_limit: 0.3\n"
         f"      joint_states_timeout: 3.0\n      move_velocity_scale: 0.1\n{executive}")

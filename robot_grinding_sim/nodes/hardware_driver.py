@@ -213,11 +213,6 @@ class HardwareDriver(Node):
             self.pub_adm = self.create_publisher(Float64MultiArray, "~/admittance", 100)
             self.create_timer(self.period, guarded(self, "force control")(self._stream), clock=steady)
 
-        self.sample_clock: Any = None  # ft_sequence_rate: readings stamped on the sensor's clock
-        if self.backend == "netft" and p["ft_sequence_rate"] > 0:
-            from robot_grinding_sim.hardware.sample_clock import SampleClock
-
-            self.sample_clock = SampleClock(p["ft_sequence_rate"])
         if self.backend == "netft":
             from robot_grinding_sim.hardware.netft import NetFTClient
 
@@ -231,8 +226,7 @@ class HardwareDriver(Node):
                 raise ParameterError("ft_sensor_ip", f"{ft_ip}:{p['ft_port']}: {exc}", NODE_NAME) from None
             self._reader = threading.Thread(target=self._read_netft, name="netft-reader", daemon=True)
             self._reader.start()
-            source = f"Net F/T at {ft_ip}:{p['ft_port']}" + (
-                f" (stamped on its ft_sequence at {p['ft_sequence_rate']:g} Hz)" if self.sample_clock else "")
+            source = f"Net F/T at {ft_ip}:{p['ft_port']}"
         else:
             self.create_subscription(WrenchStamped, p["ft_topic"], guarded(self, "ft_topic")(self._on_ft_topic), 100)
             source = f"topic {self.resolve_topic_name(p['ft_topic'])}"
@@ -405,10 +399,9 @@ class HardwareDriver(Node):
                                       f"{self.last_refusal}")
 
     # -- F/T side ------------------------------------------------------------------------------
-    def _on_reading(self, raw: np.ndarray, received: float, taken: float | None = None) -> None:
-        """One raw reading (6,) in the sensor frame, received at monotonic ``received`` (the timeouts)
-        and taken at monotonic ``taken`` (its stamp; default ``received``)."""
-        stamp = self._stamp(received if taken is None else taken)
+    def _on_reading(self, raw: np.ndarray, received: float) -> None:
+        """One raw reading (6,) in the sensor frame, received at monotonic ``received``."""
+        stamp = self._stamp(received)
         processed = None
         with self._lock:
             self._raw.append((received, raw))
@@ -447,27 +440,12 @@ class HardwareDriver(Node):
                 self._check()
                 continue
             try:
-                self._on_reading(np.array(sample.wrench), sample.received_at, self._taken(sample))
+                self._on_reading(np.array(sample.wrench), sample.received_at)
             except Exception as exc:  # keep reading; say what it was
                 if str(exc) != last_error:
                     last_error = str(exc)
                     self.get_logger().error(f"F/T reading: {type(exc).__name__}: {exc}")
             self._check()
-
-    def _taken(self, sample: Any) -> float | None:
-        """When the sensor took ``sample`` (monotonic s, on its ft_sequence), or None (stamp on arrival)."""
-        clock = self.sample_clock
-        if clock is None:
-            return None
-        taken = clock.stamp(sample.ft_sequence, sample.received_at)
-        rate = clock.measured_rate(sample.received_at)
-        if rate is not None and abs(rate / clock.rate - 1.0) > 0.02:
-            self.sample_clock = None
-            self.get_logger().error(f"ft_sequence counts at {rate:.1f} Hz, not ft_sequence_rate {clock.rate:g} Hz: "
-                                    "readings are stamped on arrival from now on (set ft_sequence_rate to the "
-                                    "sensor's internal F/T rate, or 0)")
-            return None
-        return taken
 
     def _on_ft_topic(self, msg: WrenchStamped) -> None:
         if msg.header.frame_id not in ("", self.ft_frame):

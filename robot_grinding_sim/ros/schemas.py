@@ -176,12 +176,6 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
                   "(geometry_msgs/WrenchStamped; ft_backend topic)", read_only=True),
         ParamSpec("ft_rate", 1000.0, "rate of the F/T readings (the Net F/T's RDT rate, or the topic's), Hz: the "
                   "low-pass filter's sample rate", range=(1.0, 20000.0), read_only=True),
-        ParamSpec("ft_sequence_rate", 0.0, "ft_backend netft: the rate the sensor's ft_sequence counts at (its "
-                  "internal F/T sample rate: 7000 on a Net F/T, the ADC rate set on an Ethernet Axia), Hz; readings "
-                  "are then stamped when the sensor took them (hardware/sample_clock.py), not when this node read "
-                  "them (a busy host reads datagrams late, in bursts); checked against the arrivals: more than 2 % "
-                  "off and the driver says so and stamps on arrival; 0: stamp on arrival", range=(0.0, 1e6),
-                  read_only=True),
         ParamSpec("max_force", _SAFETY.max_force, "stop when |F| of the compensated wrench exceeds this, N",
                   range=(1e-3, 1e5), read_only=True),
         ParamSpec("max_torque", _SAFETY.max_torque, "stop when |T| of the compensated wrench (about the sensor's "
