@@ -193,13 +193,54 @@ class FTSensorModel:
         raw = self.contact_wrench(wrench_tcp) + self.gravity_wrench(R_WS) + p.bias
         if (p.noise_std > 0).any():
             raw = raw + p.noise_std * self._rng.standard_normal(6)
+        return self.measure_filtered(raw, t) - self.tare_offset
+
+    def measure_many(self, wrench_tcp: npt.ArrayLike, R_WS: npt.ArrayLike, t: npt.ArrayLike) -> FloatArray:
+        """:meth:`measure` for K samples in time order at once (wrenches (K, 6), orientations
+        (K, 3, 3), times (K,)): the readings (K, 6), the noise drawn and the filter run as K
+        calls of :meth:`measure` would."""
+        W = np.asarray(wrench_tcp, dtype=np.float64).reshape(-1, 6)
+        R = np.asarray(R_WS, dtype=np.float64).reshape(-1, 3, 3)
+        ts = np.asarray(t, dtype=np.float64).reshape(-1)
+        if not (len(W) == len(R) == len(ts)):
+            raise InputError(f"F/T sensor: {len(W)} wrenches, {len(R)} orientations and {len(ts)} times")
+        if not np.isfinite(ts).all():
+            raise InputError("F/T sensor sample time must be finite")
+        if len(ts) == 0:
+            return np.zeros((0, 6))
+        gram = np.swapaxes(R, 1, 2) @ R - np.eye(3)
+        if not np.isfinite(R).all() or np.abs(gram).max() > 1e-6 or (np.linalg.det(R) < 0).any():
+            raise InputError("R_WS (sensor orientation) is not a rotation matrix (not orthonormal with det +1)")
+        p = self.params
+        Rs, ps = p.X_S_tcp[:3, :3], p.X_S_tcp[:3, 3]
+        raw = np.empty((len(ts), 6))
+        F = (Rs @ W[:, :3, None])[:, :, 0]  # stacked 3x3 products: the same rounding as measure()
+        raw[:, :3] = F
+        raw[:, 3:] = (Rs @ W[:, 3:, None])[:, :, 0] + np.cross(ps, F)
+        G = p.tool_mass * (p.gravity @ R)  # R^T g per sample
+        raw[:, :3] += G
+        raw[:, 3:] += np.cross(p.tool_com, G)
+        raw += p.bias
+        if (p.noise_std > 0).any():
+            raw += p.noise_std * self._rng.standard_normal((len(ts), 6))
+        if p.cutoff_hz is None:
+            self._y, self._t = raw[-1].copy(), float(ts[-1])
+            return raw - self.tare_offset
+        out = np.empty_like(raw)
+        for k in range(len(ts)):
+            out[k] = self.measure_filtered(raw[k], float(ts[k]))
+        return out - self.tare_offset
+
+    def measure_filtered(self, raw: FloatArray, t: float) -> FloatArray:
+        """The low-pass filter's output after the raw sample ``raw`` (6,) at ``t`` (no tare)."""
+        p = self.params
         if self._y is None or self._t is None or p.cutoff_hz is None or t < self._t:
             self._y = raw
         else:
             tau = 1.0 / (2.0 * math.pi * p.cutoff_hz)
             self._y = self._y + (-math.expm1(-(t - self._t) / tau)) * (raw - self._y)
         self._t = t
-        return self._y - self.tare_offset
+        return self._y
 
     def tare(self) -> FloatArray:
         """Make the current filtered value the zero (as a driver's bias command) and return the

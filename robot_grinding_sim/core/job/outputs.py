@@ -38,6 +38,7 @@ from scipy.spatial.transform import Rotation
 
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.jsonsafe import json_safe
+from robot_grinding_sim.core.record.cdr_batch import BLOCK
 
 TOPICS = {
     "/joint_states": "sensor_msgs/msg/JointState",
@@ -63,7 +64,8 @@ def check_out_dir(out: Path) -> None:
 def tcp_poses(result: Any) -> np.ndarray:
     """The tcp pose (S, 4, 4) in base_link after every step of the run."""
     model, tcp = result.setup.model, result.setup.cell.tool.tcp_link
-    return np.array([model.fk(q, tcp) for q in result.record["q"]]).reshape(-1, 4, 4)
+    q = np.asarray(result.record["q"], dtype=np.float64).reshape(-1, model.nq)
+    return np.concatenate([model.fk(q[s:s + BLOCK], tcp) for s in range(0, len(q), BLOCK)] or [np.zeros((0, 4, 4))])
 
 
 def ft_readings(result: Any, tcp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -77,69 +79,53 @@ def ft_readings(result: Any, tcp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     rec = result.record
     ft = ft_sensor_model(result.setup.cell, result.setup.model)
-    R = tcp[rec["step_index"], :3, :3]
-    f_tcp = np.einsum("kji,kj->ki", R, rec["force"])  # R^T f
-    t_tcp = np.einsum("kji,kj->ki", R, rec["torque"])
-    w_tcp = np.hstack([f_tcp, t_tcp])
     R_S_tcp = ft.params.X_S_tcp[:3, :3]
-    out = np.empty_like(w_tcp)
-    for k in range(len(w_tcp)):
-        out[k] = ft.measure(w_tcp[k], R[k] @ R_S_tcp.T, rec["t"][k])
+    K = len(rec["t"])
+    w_tcp, out = np.empty((K, 6)), np.empty((K, 6))
+    for s in range(0, K, BLOCK):
+        e = min(K, s + BLOCK)
+        R = tcp[rec["step_index"][s:e], :3, :3]
+        w_tcp[s:e, :3] = np.einsum("kji,kj->ki", R, rec["force"][s:e])  # R^T f
+        w_tcp[s:e, 3:] = np.einsum("kji,kj->ki", R, rec["torque"][s:e])
+        out[s:e] = ft.measure_many(w_tcp[s:e], R @ R_S_tcp.T, rec["t"][s:e])
     return w_tcp, out
+
+
+def stamps_ns(t: np.ndarray) -> np.ndarray:
+    """Times (s) as integer ns, rounded to nearest (even on ties, as ``round``)."""
+    return np.round(np.asarray(t, dtype=np.float64) * 1e9).astype(np.int64)
 
 
 def write_bag(path: Path, result: Any, tcp: np.ndarray, w_tcp: np.ndarray, w_ft: np.ndarray) -> dict[str, int]:
     """Write the job's bag (see the module docstring); returns message counts per topic."""
     from robot_grinding_sim.core.planning.trajectory import progress_samples
+    from robot_grinding_sim.core.record import cdr_batch
     from robot_grinding_sim.core.record.bagwriter import BagWriter
 
     rec = result.record
     model = result.setup.model
     with BagWriter(path, storage="mcap") as bag:
-        ts = bag.typestore
-        T = ts.types
-        Header, Time = T["std_msgs/msg/Header"], T["builtin_interfaces/msg/Time"]
-        JointState, PoseStamped = T["sensor_msgs/msg/JointState"], T["geometry_msgs/msg/PoseStamped"]
-        Pose, Point, Quaternion = T["geometry_msgs/msg/Pose"], T["geometry_msgs/msg/Point"], T[
-            "geometry_msgs/msg/Quaternion"]
-        WrenchStamped, Wrench, Vector3 = (T["geometry_msgs/msg/WrenchStamped"], T["geometry_msgs/msg/Wrench"],
-                                          T["geometry_msgs/msg/Vector3"])
-        F64, Layout = T["std_msgs/msg/Float64MultiArray"], T["std_msgs/msg/MultiArrayLayout"]
         for topic, typ in TOPICS.items():
             bag.add_topic(topic, typ)
-
-        def stamp(t: float) -> tuple[int, Any]:
-            ns = int(round(t * 1e9))
-            return ns, Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
-
-        names = list(model.joint_names)
-        quats = Rotation.from_matrix(tcp[:, :3, :3]).as_quat() if len(tcp) else np.zeros((0, 4))
-        for k in range(len(rec["ts"])):
-            ns, st = stamp(rec["ts"][k])
-            js = JointState(header=Header(stamp=st, frame_id=""), name=names, position=rec["q"][k],
-                            velocity=rec["qd"][k], effort=rec["tau"][k])
-            bag.write("/joint_states", ns, bag.serialize(js, TOPICS["/joint_states"]))
-            p = tcp[k, :3, 3]
-            x, y, z, w = quats[k]
-            pose = PoseStamped(header=Header(stamp=st, frame_id=model.root_link), pose=Pose(
-                position=Point(x=float(p[0]), y=float(p[1]), z=float(p[2])),
-                orientation=Quaternion(x=float(x), y=float(y), z=float(z), w=float(w))))
-            bag.write("/dynamics_node/tool_pose", ns, bag.serialize(pose, TOPICS["/dynamics_node/tool_pose"]))
-
-        def wrench(st: Any, frame: str, v: np.ndarray) -> Any:
-            return WrenchStamped(header=Header(stamp=st, frame_id=frame), wrench=Wrench(
-                force=Vector3(x=float(v[0]), y=float(v[1]), z=float(v[2])),
-                torque=Vector3(x=float(v[3]), y=float(v[4]), z=float(v[5]))))
-
-        for k in range(len(rec["t"])):
-            ns, st = stamp(rec["t"][k])
-            bag.write("/contact/wrench", ns, bag.serialize(wrench(st, "tcp", w_tcp[k]), TOPICS["/contact/wrench"]))
-            bag.write("/ft_sensor/wrench", ns, bag.serialize(wrench(st, "ft_sensor", w_ft[k]),
-                                                             TOPICS["/ft_sensor/wrench"]))
-        for t, idx, arc in progress_samples(result.trajectory):
-            ns, _ = stamp(t)
-            msg = F64(layout=Layout(dim=[], data_offset=0), data=np.array([idx, arc, t], dtype=np.float64))
-            bag.write("/grinding/progress", ns, bag.serialize(msg, TOPICS["/grinding/progress"]))
+        joint_state = cdr_batch.joint_state(list(model.joint_names))
+        tool_pose = cdr_batch.pose_stamped(model.root_link)
+        ns = stamps_ns(rec["ts"])
+        for s in range(0, len(ns), BLOCK):
+            e = min(len(ns), s + BLOCK)
+            quats = Rotation.from_matrix(tcp[s:e, :3, :3]).as_quat()
+            bag.write_many(["/joint_states", "/dynamics_node/tool_pose"], ns[s:e], [
+                joint_state.pack(ns[s:e], np.hstack([rec["q"][s:e], rec["qd"][s:e], rec["tau"][s:e]])),
+                tool_pose.pack(ns[s:e], np.hstack([tcp[s:e, :3, 3], quats]))])
+        contact, sensor = cdr_batch.wrench_stamped("tcp"), cdr_batch.wrench_stamped("ft_sensor")
+        ns = stamps_ns(rec["t"])
+        for s in range(0, len(ns), BLOCK):
+            e = min(len(ns), s + BLOCK)
+            bag.write_many(["/contact/wrench", "/ft_sensor/wrench"], ns[s:e],
+                           [contact.pack(ns[s:e], w_tcp[s:e]), sensor.pack(ns[s:e], w_ft[s:e])])
+        progress = np.asarray(progress_samples(result.trajectory), dtype=np.float64).reshape(-1, 3)
+        ns = stamps_ns(progress[:, 0])
+        bag.write_many(["/grinding/progress"], ns, [
+            cdr_batch.float64_multi_array(3).pack(ns, progress[:, [1, 2, 0]])])
         from robot_grinding_sim.core.job.viewer import write_viewer_topics
 
         write_viewer_topics(bag, result)

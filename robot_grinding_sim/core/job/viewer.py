@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from robot_grinding_sim.core.record.cdr_batch import BLOCK
 from robot_grinding_sim.core.record.progress_view import MARKER_RATE
 from robot_grinding_sim.core.record.scene_markers import (
     DESCRIPTION_TOPIC,
@@ -44,7 +45,14 @@ from robot_grinding_sim.core.record.scene_markers import (
     SceneMessages,
     triangle_points,
 )
-from robot_grinding_sim.core.record.tf_tree import DEFAULT_TF_RATE, TF_TOPIC, RobotTf, TfStream, add_tf_topics
+from robot_grinding_sim.core.record.tf_tree import (
+    DEFAULT_TF_RATE,
+    TF_STATIC_TOPIC,
+    TF_TOPIC,
+    RobotTf,
+    TfStream,
+    add_tf_topics,
+)
 
 #: frame of the part (its pose in the robot's root link: workpiece.pose / the plan's)
 WORKPIECE_FRAME = "workpiece"
@@ -80,12 +88,14 @@ def write_viewer_topics(bag: Any, result: Any, tf_rate: float = DEFAULT_TF_RATE)
 
     add_tf_topics(bag)
     stream = TfStream(RobotTf(model, urdf, [(root, WORKPIECE_FRAME, X_BP)]), bag.typestore, tf_rate)
-    tf_steps = []
-    for step, (ns, q) in enumerate(zip(stamps, rec["q"], strict=True)):
-        for topic, data in stream.add(int(ns), q):
-            bag.write(topic, int(ns), data)
-            if topic == TF_TOPIC:
-                tf_steps.append(step)
+    tf_steps: list[int] = []
+    for s in range(0, len(stamps), BLOCK):
+        e = min(len(stamps), s + BLOCK)
+        static, idx, rows = stream.add_many(stamps[s:e], rec["q"][s:e])
+        if static is not None:
+            bag.write(TF_STATIC_TOPIC, int(stamps[s]), static)
+        bag.write_many([TF_TOPIC], stamps[s:e][idx], [rows])
+        tf_steps += (s + idx).tolist()
     write_force_arrows(bag, scene, result, stamps, tf_steps)
 
     mesh = part_mesh(setup.part, setup.cell.workpiece.deflection)

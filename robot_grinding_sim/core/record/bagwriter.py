@@ -202,6 +202,76 @@ class BagWriter:
             raise InputError(f"topic {topic!r} was not added to bag {self.path}") from None
         self._writer.write(conn, int(timestamp_ns), data)
 
+    def write_many(self, topics: Sequence[str], timestamps_ns: Any, rows: Sequence[Any]) -> None:
+        """Append a message of every topic in ``topics`` per stamp, interleaved as
+        ``for k: for j: write(topics[j], timestamps_ns[k], rows[j][k])`` would (the same file):
+        ``rows[j]`` is an (N, size_j) uint8 array of serialized messages
+        (:mod:`~robot_grinding_sim.core.record.cdr_batch`). MCAP records are laid out with numpy
+        a chunk at a time (rosbags' McapWriter: its open chunk closes after the message that takes
+        it past 1 MiB); other storages, message by message."""
+        import numpy as np
+        from rosbags.rosbag2.enums import CompressionMode
+        from rosbags.rosbag2.storage_mcap import McapWriter
+
+        conns = []
+        for topic in topics:
+            if topic not in self._conns:
+                raise InputError(f"topic {topic!r} was not added to bag {self.path}")
+            conns.append(self._conns[topic])
+        ns = np.asarray(timestamps_ns, dtype=np.int64).reshape(-1)
+        blocks = [np.asarray(r, dtype=np.uint8).reshape(len(ns), -1) for r in rows]
+        store = self._writer.storage
+        if not (isinstance(store, McapWriter) and self._writer.compression_mode != CompressionMode.MESSAGE
+                and hasattr(store, "chunk")):
+            for k in range(len(ns)):
+                for conn, b in zip(conns, blocks, strict=True):
+                    self._writer.write(conn, int(ns[k]), b[k].tobytes())
+            return
+        # record: opcode 0x05, uint64 length, uint16 channel, uint32 sequence 0, log and publish time, data
+        parts, sizes = [], []
+        for conn, b in zip(conns, blocks, strict=True):
+            rec = np.empty((len(ns), 31 + b.shape[1]), dtype=np.uint8)
+            rec[:, 0] = 0x05
+            rec[:, 1:9] = np.frombuffer((22 + b.shape[1]).to_bytes(8, "little"), dtype=np.uint8)
+            rec[:, 9:11] = np.frombuffer(int(conn.id).to_bytes(2, "little"), dtype=np.uint8)
+            rec[:, 11:15] = 0
+            rec[:, 15:23] = ns.astype("<i8").view(np.uint8).reshape(-1, 8)
+            rec[:, 23:31] = rec[:, 15:23]
+            rec[:, 31:] = b
+            parts.append(rec)
+            sizes.append(rec.shape[1])
+        flat = np.concatenate(parts, axis=1).reshape(-1)
+        size = np.tile(np.asarray(sizes, dtype=np.int64), len(ns))
+        ends = np.cumsum(size)
+        cid = [int(c.id) for c in conns]
+        J, M, i, byte0 = len(conns), len(size), 0, 0
+        while i < M:
+            chunk = store.chunk
+            pos = chunk.bio.tell()
+            # the last message of this chunk: the first that ends past 1 MiB, or the last one
+            last = min(M - 1, i + int(np.searchsorted(ends[i:] - byte0 + pos, 2**20, side="right")))
+            stop = int(ends[last])
+            chunk.bio.write(memoryview(flat[byte0:stop]))
+            starts = (ends[i:last + 1] - size[i:last + 1] - byte0 + pos).tolist()
+            for j in sorted(range(J), key=lambda j: (j - i) % J):  # channels in order of first message
+                first = i + (j - i) % J
+                t = ns[first // J:(last - j) // J + 1] if first <= last else ns[:0]
+                sel = slice(first - i, last + 1 - i, J)
+                chunk.msgs[cid[j]].extend(zip(t.tolist(), starts[sel], strict=True))
+                store.channel_stats[cid[j]] += len(t)
+                self._writer.counts[cid[j]] += len(t)
+            t = ns[i // J:last // J + 1]
+            t0, t1 = int(t.min()), int(t.max())
+            chunk.message_start_time = min(t0, chunk.message_start_time)
+            chunk.message_end_time = max(t1, chunk.message_end_time)
+            store.message_start_time = min(t0, store.message_start_time)
+            store.message_end_time = max(t1, store.message_end_time)
+            self._writer.min_timestamp = min(t0, self._writer.min_timestamp)
+            self._writer.max_timestamp = max(t1, self._writer.max_timestamp)
+            if chunk.bio.tell() > 2**20:
+                store.close_chunk()
+            i, byte0 = last + 1, stop
+
     def serialize(self, msg: Any, msgtype: str) -> bytes:
         """CDR bytes of a ``rosbags`` message object (for tests and synthetic bags)."""
         return bytes(self.typestore.serialize_cdr(msg, msgtype))

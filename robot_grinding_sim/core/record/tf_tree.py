@@ -82,11 +82,13 @@ def urdf_joints(urdf: str | bytes) -> list[UrdfJoint]:
 
 
 def relative(T_a: FloatArray, T_b: FloatArray) -> FloatArray:
-    """Pose (4, 4) of frame b in frame a, both given in a common frame."""
-    R = T_a[:3, :3]
-    out = np.eye(4)
-    out[:3, :3] = R.T @ T_b[:3, :3]
-    out[:3, 3] = R.T @ (T_b[:3, 3] - T_a[:3, 3])
+    """Pose (4, 4) of frame b in frame a, both given in a common frame (or (B, 4, 4) for
+    batches of poses)."""
+    Rt = np.swapaxes(T_a[..., :3, :3], -1, -2)
+    out = np.zeros(T_a.shape)
+    out[..., :3, :3] = Rt @ T_b[..., :3, :3]
+    out[..., :3, 3] = (Rt @ (T_b[..., :3, 3] - T_a[..., :3, 3])[..., None])[..., 0]
+    out[..., 3, 3] = 1.0
     return out
 
 
@@ -123,6 +125,12 @@ class RobotTf:
         """The moving joints' transforms at joint positions ``q`` (nq,), rad or m."""
         P = self.model.link_poses(np.asarray(q, dtype=float))
         return [(j.parent, j.child, relative(P[j.parent], P[j.child])) for j in self.moving]
+
+    def transforms_many(self, q: FloatArray) -> FloatArray:
+        """The moving joints' transforms (B, J, 4, 4) at joint positions ``q`` (B, nq), in the
+        order of :attr:`moving`."""
+        P = self.model.link_poses(np.asarray(q, dtype=float).reshape(-1, self.model.nq))
+        return np.stack([relative(P[j.parent], P[j.child]) for j in self.moving], axis=1)
 
     def positions(self, names: Sequence[str], values: Sequence[float]) -> FloatArray | None:
         """The model's q (nq,) from a joint state's names and positions (any order, extra joints
@@ -198,6 +206,31 @@ class TfStream:
             out.append((TF_TOPIC, self.serialize(tf_message(self.typestore, self.tf.transforms(q), stamp_ns))))
         self.count += len(out)
         return out
+
+    def add_many(self, stamps_ns: Any, q: FloatArray) -> tuple[bytes | None, np.ndarray, np.ndarray]:
+        """:meth:`add` for a block of joint states (stamps (N,) ns, positions (N, nq)) at once:
+        (the ``/tf_static`` bytes or None, the indices of the states that make a ``/tf``
+        message, their CDR bytes (M, size) uint8, :mod:`~robot_grinding_sim.core.record.cdr_batch`)."""
+        from robot_grinding_sim.core.record import cdr_batch
+
+        stamps = np.asarray(stamps_ns, dtype=np.int64).reshape(-1)
+        static = None
+        if len(stamps) and not self.static_sent:
+            self.static_sent = True
+            static = self.serialize(tf_message(self.typestore, self.tf.static, int(stamps[0])))
+            self.count += 1
+        due = []
+        for k, ns in enumerate(stamps.tolist()):
+            if self._tf_due(ns):
+                self.last_ns = ns
+                due.append(k)
+        idx = np.asarray(due, dtype=np.int64)
+        layout = cdr_batch.tf_message([(j.parent, j.child) for j in self.tf.moving])
+        X = self.tf.transforms_many(np.asarray(q, dtype=float)[idx]).reshape(-1, 4, 4)
+        quats = Rotation.from_matrix(X[:, :3, :3]).as_quat() if len(X) else np.zeros((0, 4))
+        values = np.hstack([X[:, :3, 3], quats]).reshape(len(idx), -1)
+        self.count += len(idx)
+        return static, idx, layout.pack(stamps[idx], values)
 
     def add_cdr(self, data: bytes | memoryview) -> list[tuple[str, bytes]]:
         """Like :meth:`add` for a serialized sensor_msgs/msg/JointState (its header stamp and

@@ -266,20 +266,21 @@ class RobotModel:
         return T
 
     def link_poses(self, q: Any) -> dict[str, np.ndarray]:
-        """Root-frame poses (4, 4) of every link in ``link_names`` at one configuration (nq,)."""
+        """Root-frame poses of every link in ``link_names``: (4, 4) each at one configuration
+        (nq,), or (B, 4, 4) each for a batch (B, nq)."""
         Rw, pw, batch = self._frames(q)
-        if batch:
-            raise InputError("link_poses takes one configuration q of shape (nq,)")
+        B = Rw.shape[0]
         out = {}
         for k, name in enumerate(self.link_names):
             b, X = self._link_body[k], self._link_X[k]
+            T = np.zeros((B, 4, 4))
             if b < 0:
-                out[name] = X.copy()
+                T[:] = X
             else:
-                T = np.eye(4)
-                T[:3, :3] = Rw[0, b] @ X[:3, :3]
-                T[:3, 3] = Rw[0, b] @ X[:3, 3] + pw[0, b]
-                out[name] = T
+                T[:, :3, :3] = Rw[:, b] @ X[:3, :3]
+                T[:, :3, 3] = Rw[:, b] @ X[:3, 3] + pw[:, b]
+                T[:, 3, 3] = 1.0
+            out[name] = T if batch else T[0]
         return out
 
     def jacobian(self, q: Any, link: str | None = None, point: Any = None) -> np.ndarray:
