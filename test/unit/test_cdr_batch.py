@@ -148,3 +148,20 @@ def test_batched_link_poses_and_tf(ts) -> None:
     got.sort(key=lambda x: (x[0], x[1] != "/tf_static"))
     assert got == expected
     assert a.count == b.count
+
+
+def test_accumulate_many_is_accumulate() -> None:
+    from robot_grinding_sim.core.contact.preston import RemovalGrid
+
+    rng = np.random.default_rng(5)
+    g = np.stack(np.meshgrid(np.arange(0, 0.05, 5e-4), np.arange(0, 0.05, 5e-4)), -1).reshape(-1, 2)
+    nodes = np.column_stack([g, np.zeros(len(g))])
+    one, many = (RemovalGrid(nodes, np.full(len(nodes), 2.5e-7), shape=(100, 100)) for _ in range(2))
+    M = 400
+    args = (rng.random((M, 3)) * [0.05, 0.05, 0.0], np.tile([0.0, 0.0, 1.0], (M, 1)),
+            np.where(rng.random(M) < 0.2, 0.0, rng.random(M) * 10),
+            np.where(rng.random(M) < 0.2, 0.0, rng.random(M) * 3e-3),
+            rng.random((M, 3)), rng.normal(size=(M, 3)) * 100, rng.normal(size=(M, 3)) * 0.01, np.full(M, 1e-3))
+    expected = [one.accumulate(*(a[i] for a in args)) for i in range(M)]
+    got = many.accumulate_many(*args)
+    assert np.array_equal(expected, got) and np.array_equal(one.depth, many.depth) and one.work == many.work

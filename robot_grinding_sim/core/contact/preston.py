@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -102,8 +103,31 @@ class RemovalGrid:
         if force <= 0.0 or dt <= 0.0 or self.kp == 0.0:
             return 0.0
         p = np.asarray(point, dtype=float)
-        idx = np.asarray(self._tree.query_ball_point(p, patch_radius), dtype=np.int64) if patch_radius > 0 else \
-            np.zeros(0, dtype=np.int64)
+        idx = self._tree.query_ball_point(p, patch_radius) if patch_radius > 0 else []
+        return self._patch(idx, p, normal, force, patch_radius, centre, spindle_rate, feed_velocity, dt)
+
+    def accumulate_many(self, points: FloatArray, normals: FloatArray, forces: FloatArray, patch_radii: FloatArray,
+                        centres: FloatArray, spindle_rates: FloatArray, feed_velocities: FloatArray,
+                        dts: FloatArray) -> FloatArray:
+        """:meth:`accumulate` for M steps in order (each argument with a leading axis M): the same
+        nodes in the same order (one k-d tree query for all), the same sums; returns the volumes (M,)."""
+        P = np.asarray(points, dtype=float).reshape(-1, 3)
+        f, a, dt = (np.asarray(x, dtype=float).reshape(-1) for x in (forces, patch_radii, dts))
+        out = np.zeros(len(P))
+        if self.kp == 0.0:
+            return out
+        rows = np.flatnonzero(~((f <= 0.0) | (dt <= 0.0)))
+        query = rows[a[rows] > 0]
+        found = dict(zip(query.tolist(), self._tree.query_ball_point(P[query], a[query], return_sorted=False),
+                         strict=True)) if len(query) else {}
+        for i in rows.tolist():
+            out[i] = self._patch(found.get(i, []), P[i], normals[i], f[i], a[i], centres[i], spindle_rates[i],
+                                 feed_velocities[i], dt[i])
+        return out
+
+    def _patch(self, nodes: Any, p: FloatArray, normal: FloatArray, force: float, patch_radius: float,
+               centre: FloatArray, spindle_rate: FloatArray, feed_velocity: FloatArray, dt: float) -> float:
+        idx = np.asarray(nodes, dtype=np.int64)
         if len(idx) == 0:  # patch smaller than the grid: all of it on the nearest node
             idx = np.array([int(self._tree.query(p)[1])], dtype=np.int64)
         volume, work = _patch_removal(self.points, self.areas, self.depth, idx, p, np.asarray(normal, dtype=float),

@@ -61,16 +61,17 @@ def check_out_dir(out: Path) -> None:
         raise InputError(f"--out {out}: folder {parent} does not exist")
 
 
-def tcp_poses(result: Any) -> np.ndarray:
-    """The tcp pose (S, 4, 4) in base_link after every step of the run."""
+def tcp_poses(result: Any, steps: Any = slice(None)) -> np.ndarray:
+    """The tcp pose (S, 4, 4) in base_link after the run's ``steps`` (a slice or indices; default
+    every step)."""
     model, tcp = result.setup.model, result.setup.cell.tool.tcp_link
-    q = np.asarray(result.record["q"], dtype=np.float64).reshape(-1, model.nq)
-    return np.concatenate([model.fk(q[s:s + BLOCK], tcp) for s in range(0, len(q), BLOCK)] or [np.zeros((0, 4, 4))])
+    q = np.asarray(result.record["q"], dtype=np.float64).reshape(-1, model.nq)[steps]
+    return model.fk(q, tcp) if len(q) else np.zeros((0, 4, 4))
 
 
-def ft_readings(result: Any, tcp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def ft_readings(result: Any) -> tuple[np.ndarray, np.ndarray]:
     """(contact wrenches in tcp (K, 6), F/T readings in ft_sensor (K, 6)) at the output samples,
-    with the tool's orientation at each sample's step end (``tcp``: :func:`tcp_poses`).
+    with the tool's orientation at each sample's step end (:func:`tcp_poses`).
 
     The sensor model is the cell's (:func:`~robot_grinding_sim.core.job.ft.ft_sensor_model`: the
     tool's mass from the URDF, bias, noise, filter), the same builder contact_solver_node uses.
@@ -84,7 +85,7 @@ def ft_readings(result: Any, tcp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     w_tcp, out = np.empty((K, 6)), np.empty((K, 6))
     for s in range(0, K, BLOCK):
         e = min(K, s + BLOCK)
-        R = tcp[rec["step_index"][s:e], :3, :3]
+        R = tcp_poses(result, rec["step_index"][s:e])[:, :3, :3]
         w_tcp[s:e, :3] = np.einsum("kji,kj->ki", R, rec["force"][s:e])  # R^T f
         w_tcp[s:e, 3:] = np.einsum("kji,kj->ki", R, rec["torque"][s:e])
         out[s:e] = ft.measure_many(w_tcp[s:e], R @ R_S_tcp.T, rec["t"][s:e])
@@ -96,7 +97,7 @@ def stamps_ns(t: np.ndarray) -> np.ndarray:
     return np.round(np.asarray(t, dtype=np.float64) * 1e9).astype(np.int64)
 
 
-def write_bag(path: Path, result: Any, tcp: np.ndarray, w_tcp: np.ndarray, w_ft: np.ndarray) -> dict[str, int]:
+def write_bag(path: Path, result: Any, w_tcp: np.ndarray, w_ft: np.ndarray) -> dict[str, int]:
     """Write the job's bag (see the module docstring); returns message counts per topic."""
     from robot_grinding_sim.core.planning.trajectory import progress_samples
     from robot_grinding_sim.core.record import cdr_batch
@@ -112,10 +113,11 @@ def write_bag(path: Path, result: Any, tcp: np.ndarray, w_tcp: np.ndarray, w_ft:
         ns = stamps_ns(rec["ts"])
         for s in range(0, len(ns), BLOCK):
             e = min(len(ns), s + BLOCK)
-            quats = Rotation.from_matrix(tcp[s:e, :3, :3]).as_quat()
+            tcp = tcp_poses(result, slice(s, e))
+            quats = Rotation.from_matrix(tcp[:, :3, :3]).as_quat()
             bag.write_many(["/joint_states", "/dynamics_node/tool_pose"], ns[s:e], [
                 joint_state.pack(ns[s:e], np.hstack([rec["q"][s:e], rec["qd"][s:e], rec["tau"][s:e]])),
-                tool_pose.pack(ns[s:e], np.hstack([tcp[s:e, :3, 3], quats]))])
+                tool_pose.pack(ns[s:e], np.hstack([tcp[:, :3, 3], quats]))])
         contact, sensor = cdr_batch.wrench_stamped("tcp"), cdr_batch.wrench_stamped("ft_sensor")
         ns = stamps_ns(rec["t"])
         for s in range(0, len(ns), BLOCK):
@@ -183,9 +185,9 @@ def write_outputs(out: Path, result: Any, summary: dict[str, Any]) -> dict[str, 
     parent = out.parent if str(out.parent) else Path(".")
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
     try:
-        tcp = tcp_poses(result)
-        w_tcp, w_ft = ft_readings(result, tcp)
-        counts = write_bag(tmp / "bag", result, tcp, w_tcp, w_ft)
+        w_tcp, w_ft = ft_readings(result)
+        counts = write_bag(tmp / "bag", result, w_tcp, w_ft)
+        del w_tcp  # the peak memory of the job is in its outputs
         plot_forces(tmp / "force.png", result, w_ft)
         (tmp / "plan.json").write_text(json.dumps(plan_to_dict(result.plan()), separators=(",", ":"),
                                                   allow_nan=False))

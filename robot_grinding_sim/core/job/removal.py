@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from robot_grinding_sim.core.contact.preston import RemovalGrid, face_grid, patch_radius
+from robot_grinding_sim.core.record.cdr_batch import BLOCK
 
 FloatArray = NDArray[np.float64]
 
@@ -81,9 +82,7 @@ def episode_windows(traj: Any) -> list[tuple[int, float, float]]:
 def job_removal(setup: Any, record: dict[str, FloatArray], traj: Any) -> tuple[RemovalGrid, list[dict[str, Any]]]:
     """Replay the record's contact steps onto the job's grid; (grid, per-pass statistics)."""
     grid = job_grid(setup)
-    model, cell = setup.model, setup.cell
-    tcp = cell.tool.tcp_link
-    ts, q, qd, fn = record["ts"], record["q"], record["qd"], record["fn_mean"]
+    ts, fn = record["ts"], record["fn_mean"]
     # the deepest penetration of each step's output samples: the patch of that step
     depth = np.zeros(len(ts))
     if len(record["step_index"]):
@@ -91,24 +90,44 @@ def job_removal(setup: Any, record: dict[str, FloatArray], traj: Any) -> tuple[R
     windows = episode_windows(traj)
     before: dict[int, FloatArray] = {}
     stats: dict[int, Any] = {}
-    t_prev = 0.0
-    for i in range(len(ts)):
-        t = float(ts[i])
-        for k, t0, t1 in windows:
-            if k not in before and t > t0:
+    # each episode's depth is taken at the first step past its start, its statistics at the first
+    # step past its end (before that step's removal)
+    events: dict[int, list[tuple[int, bool]]] = {}
+    for k, t0, t1 in windows:
+        for t_w, end in ((t0, False), (t1, True)):
+            events.setdefault(int(np.searchsorted(ts, t_w, side="right")), []).append((k, end))
+    dts = np.diff(np.asarray(ts, dtype=float), prepend=0.0)
+    hit = np.flatnonzero(~((fn <= 0.0) | (depth <= 0.0)))
+    done = 0
+    for i in sorted(events) + [len(ts)]:
+        upto = int(np.searchsorted(hit, i))
+        for s in range(done, upto, BLOCK):
+            accumulate_steps(grid, setup, record, hit[s:min(upto, s + BLOCK)], depth, dts)
+        done = upto
+        for k, end in events.get(i, []) if i < len(ts) else []:
+            if not end:
                 before[k] = grid.depth.copy()
-            if k in before and k not in stats and t > t1:
+            elif k in before and k not in stats:
                 stats[k] = grid.stats(before[k])
-        dt, t_prev = t - t_prev, t
-        if fn[i] <= 0.0 or depth[i] <= 0.0:
-            continue
-        X = model.fk(q[i], tcp)
-        accumulate_state(grid, model, tcp, cell.tool.spindle_speed, X, q[i], qd[i], X[:3, 3] + record["lever"][i],
-                         record["normal"][i], float(fn[i]), patch_radius(setup.tool_radius, float(depth[i])), dt)
     for k, _, _ in windows:
         if k not in stats:
             stats[k] = grid.stats(before.get(k))
     return grid, [{"pass": k, **stats[k].as_dict()} for k, _, _ in windows]
+
+
+def accumulate_steps(grid: RemovalGrid, setup: Any, record: dict[str, FloatArray], steps: NDArray[np.int64],
+                     depth: FloatArray, dts: FloatArray) -> None:
+    """:func:`accumulate_state` for the record's contact ``steps`` (indices, in order) at once: the
+    tcp poses by batched FK and one k-d tree query (RemovalGrid.accumulate_many), the same sums."""
+    if len(steps) == 0:
+        return
+    model, tcp = setup.model, setup.cell.tool.tcp_link
+    X = model.fk(record["q"][steps], tcp)
+    q, qd = record["q"], record["qd"]
+    v_centre = np.array([model.jacobian(q[i], tcp)[:3] @ qd[i] for i in steps.tolist()])
+    radii = np.array([patch_radius(setup.tool_radius, float(depth[i])) for i in steps.tolist()])
+    grid.accumulate_many(X[:, :3, 3] + record["lever"][steps], record["normal"][steps], record["fn_mean"][steps],
+                         radii, X[:, :3, 3], setup.cell.tool.spindle_speed * X[:, :3, 2], v_centre, dts[steps])
 
 
 def accumulate_state(grid: RemovalGrid, model: Any, tcp: str, spindle_speed: float, X_tcp: FloatArray,

@@ -82,10 +82,11 @@ class Record:
     def arrays(self) -> dict[str, FloatArray]:
         S, K = int(self.ix[cstep.IX_STEPS]), int(self.ix[cstep.IX_OUT])
         keys = ("ts", "q", "qd", "tau", "fn_mean", "normal", "tangential", "lever")
-        out = {k: a[:S].copy() for k, a in zip(keys, self.step_rows, strict=True)}
+        # views, not copies: the record is done with (a copy would double the final run's memory)
+        out = {k: a[:S] for k, a in zip(keys, self.step_rows, strict=True)}
         for k, a in zip(("t", "fn", "depth"), self.out_rows[:3], strict=True):
-            out[k] = a[:K].copy()
-        idx = self.out_rows[3][:K].copy()
+            out[k] = a[:K]
+        idx = self.out_rows[3][:K]
         out["step_index"] = idx
         if len(idx):
             f = out["fn"][:, None] * (out["normal"][idx] + out["tangential"][idx])
