@@ -45,8 +45,9 @@ DWELL = 3.0
 #: 4.8 s from stamping the start to publishing it (load 15); a start stamped in the past begins late at the arm,
 #: behind the executive's reference, and its tracking supervision stops the job
 COMMAND_LEAD = 10.0
-#: |median measured - target| / target over the dwell at the pass start (the tool at rest on the part)
-DWELL_TOLERANCE = 0.03
+#: |median measured - target| / target over the dwell at the pass start (the tool at rest on the part):
+#: -1.3 % .. +3.3 % over five runs on two cores loaded 5-6x by other work (without force control +80 %)
+DWELL_TOLERANCE = 0.05
 DWELL_SKIP = 1.0
 
 
