@@ -165,3 +165,22 @@ def test_accumulate_many_is_accumulate() -> None:
     expected = [one.accumulate(*(a[i] for a in args)) for i in range(M)]
     got = many.accumulate_many(*args)
     assert np.array_equal(expected, got) and np.array_equal(one.depth, many.depth) and one.work == many.work
+
+
+def test_progress_markers_cdr_is_serialize(ts) -> None:
+    from robot_grinding_sim.core.record.scene_markers import MARKER_ARRAY_TYPE, SceneMessages
+
+    scene = SceneMessages(ts, "base_link")
+    rng = np.random.default_rng(2)
+    traces = {k: rng.normal(size=(int(rng.integers(2, 40)), 3)) for k in range(6)}
+    cache: dict = {}
+    for step in range(40):  # passes finished one after the other, texts of varied lengths: both alignments
+        current = step // 7
+        lines = [(k, traces[k]) for k in range(current)]
+        if current < 6:
+            lines.append((current, traces[current][:2 + step % 7]))
+        ns = 1_000_000_000 * step + 123
+        text = "running" + "." * (step % 5)
+        expected = bytes(ts.serialize_cdr(scene.progress_markers(ns, lines, np.ones(3), text), MARKER_ARRAY_TYPE))
+        assert scene.progress_markers_cdr(ns, lines, np.ones(3), text, range(current), cache) == expected
+    assert cache

@@ -126,10 +126,12 @@ def write_progress_markers(bag: Any, scene: SceneMessages, result: Any, qos: Any
     view, anchor = ProgressView(pass_traces(plan)), status_anchor(plan)
     bag.add_topic(PROGRESS_MARKERS_TOPIC, MARKER_ARRAY_TYPE, qos=qos)
 
+    cache: dict = {}  # finished passes' markers, serialized once
+
     def put(t: float, text: str) -> None:
         ns = int(round(t * 1e9))
-        msg = scene.progress_markers(ns, view.lines(), anchor, text)
-        bag.write(PROGRESS_MARKERS_TOPIC, ns, scene.serialize(msg, MARKER_ARRAY_TYPE))
+        bag.write(PROGRESS_MARKERS_TOPIC, ns, scene.progress_markers_cdr(ns, view.lines(), anchor, text,
+                                                                         view.complete, cache))
 
     samples = progress_samples(result.trajectory)
     last = -math.inf

@@ -156,6 +156,40 @@ class SceneMessages:
                                scale=(0.0, 0.0, pv.TEXT_HEIGHT), text=text, position=anchor))
         return self.marker_array(out)
 
+    def progress_markers_cdr(self, stamp_ns: int, lines: Sequence[tuple[int, FloatArray]], anchor: FloatArray,
+                             text: str, fixed: Iterable[int] = (), cache: dict[Any, bytes] | None = None) -> bytes:
+        """``serialize(progress_markers(...))``, the same bytes, where the ``ground`` marker of a pass
+        in ``fixed`` (its points do not change any more) is serialized once per alignment into
+        ``cache`` and only restamped: a job's progress markers repeat every finished pass."""
+        from robot_grinding_sim.core.record import progress_view as pv
+
+        cache = {} if cache is None else cache
+        fixed = set(fixed)
+        items: list[tuple[Any, Any]] = [(None, lambda: self.marker("", 0, 0, stamp_ns, action=DELETEALL))]
+        for index, pts in lines:
+            items.append((index if index in fixed else None, lambda index=index, pts=pts: self.marker(
+                "ground", index, LINE_STRIP, stamp_ns, pts, pv.GROUND_COLOUR, scale=pv.GROUND_WIDTH)))
+        items.append((None, lambda: self.marker("status", 0, TEXT_VIEW_FACING, stamp_ns, colour=pv.TEXT_COLOUR,
+                                                scale=(0.0, 0.0, pv.TEXT_HEIGHT), text=text, position=anchor)))
+        stamp = (int(stamp_ns // 1_000_000_000).to_bytes(4, "little", signed=True)
+                 + int(stamp_ns % 1_000_000_000).to_bytes(4, "little"))
+        out = bytearray(b"\x00\x01\x00\x00" + len(items).to_bytes(4, "little"))
+        for key, make in items:
+            out += bytes(-(len(out) - 4) % 4)  # a Marker starts 4-aligned (CDR: from the end of the 4-byte header)
+            parity = (len(out) - 4) % 8
+            if key is not None and (key, parity) in cache:
+                out += stamp + cache[key, parity][8:]
+                continue
+            marker = make()
+            if parity == 0:
+                data = bytes(self.typestore.serialize_cdr(marker, MARKER_TYPE))[4:]
+            else:  # the only marker of an array: it starts at 4 mod 8
+                data = bytes(self.typestore.serialize_cdr(self.marker_array([marker]), MARKER_ARRAY_TYPE))[8:]
+            if key is not None:
+                cache[key, parity] = data
+            out += data
+        return bytes(out)
+
     def force_arrow(self, stamp_ns: int, point: FloatArray, force: FloatArray) -> Any:
         """The ``force`` marker: an ARROW from ``point`` (3,) m along ``force`` (3,) N, both in the
         marker frame; a DELETE for a force below 1 uN."""
