@@ -211,7 +211,12 @@ def test_faults_of_the_whole_cell_stop_the_arm_and_the_job(plans: dict[str, Path
                        what="a reset once the sensor speaks")
         say(f"F/T silence: the executive: {executive_state(state)}")
 
-        # 4. over-force on a pass that presses harder than max_force
+        # 4. over-force on a pass that presses harder than max_force. The silence left the arm held
+        # where it stopped, on the part: it is put back at its home pose first (the emulated arm's
+        # ~/reset), so that the force rises on the pass, not while the move to the start drags the
+        # tool off the part
+        r = probe.call(Trigger, "/emulated/dynamics_node/reset")
+        assert r.success, r.message
         set_param(probe, "/grinding_executive", "plan_file", str(plans["press"]))
         n_out, n_w = len(out.items), len(wrench.items)
         s.start_job(probe)
@@ -221,7 +226,10 @@ def test_faults_of_the_whole_cell_stop_the_arm_and_the_job(plans: dict[str, Path
         def over() -> list[Any]:  # the driver trips on the reading before it publishes it
             return [m for _, m in wrench.items[n_w:] if np.linalg.norm(cv.wrench_to_array(m)[:3]) > MAX_FORCE]
 
-        first = probe.wait_for(over, timeout=30, what="the reading over the limit")[0]
+        got = wrench.items[n_w:]
+        peak = max((float(np.linalg.norm(cv.wrench_to_array(m)[:3])) for _, m in got), default=float("nan"))
+        first = probe.wait_for(over, timeout=30, what=f"the reading over the limit ({len(got)} readings since the "
+                               f"job's start, largest |F| {peak:.2f} N; the driver: {status().get('message')})")[0]
         seen = t_hold - cv.time_to_sec(first.header.stamp)
         own = float(status()["hold_after_s"])
         say(f"over-force ({float(status()['force_n']):.1f} N > {MAX_FORCE:g} N) -> hold: driver "
