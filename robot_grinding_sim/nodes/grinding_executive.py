@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Point
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import JointState
@@ -71,6 +72,7 @@ from robot_grinding_sim.core.planning import plan_io
 from robot_grinding_sim.core.record import progress_view as pv
 from robot_grinding_sim.core.record.progress_view import ProgressView, pass_traces, status_anchor
 from robot_grinding_sim.ros import conversions as cv
+from robot_grinding_sim.ros import wire
 from robot_grinding_sim.ros.node_base import guarded, load_robot, run_node
 from robot_grinding_sim.ros.parameters import declare_parameters
 from robot_grinding_sim.ros.schemas import node_specs
@@ -124,10 +126,15 @@ class GrindingExecutive(Node):
             self.create_subscription(String, "grinding/plan", guarded(self, "grinding/plan")(self._on_plan), latched)
         self.add_on_set_parameters_callback(self._check_plan_file)
         self.add_post_set_parameters_callback(self._plan_file_set)
-        self.create_subscription(JointState, "joint_states", guarded(self, "joint_states")(self._on_joints), 50)
+        # joint states as bytes (ros/wire.py): rclpy's message objects cost more than the checks
+        self.js_reader = wire.JointStateReader(self.model.joint_names, "joint_states")
+        self.create_subscription(JointState, "joint_states", guarded(self, "joint_states")(self._on_joints), 50,
+                                 raw=True)
         # the arm side's refusals: commands_refused per status name, now and when the last command went out
         self._refused: dict[str, int] = {}
         self._refused_at_send: dict[str, int] = {}
+        self._deferred: tuple[Any, JointTrajectory] | None = None  # a start waiting for its stamp
+        self._release_timer: Any = None
         self.create_subscription(DiagnosticArray, "diagnostics",
                                  guarded(self, "diagnostics")(self._on_diagnostics), 50)
         for name, fn in (("start", self._start), ("stop", self._stop), ("pause", self._pause),
@@ -149,7 +156,6 @@ class GrindingExecutive(Node):
                              "--robot, or planner_node)")
         plan.trajectory = plan_io.trajectory_from_dict(data["trajectory"], self.model)
         job = JobExecution(self.model, plan, self.cell.execution, self.cell.process)
-        job.clock = self._now
         return job, f"plan {source}: {len(plan.passes)} passes, {job.duration:.1f} s", plan
 
     def _use(self, prepared: tuple[JobExecution, str, Any]) -> None:
@@ -213,6 +219,27 @@ class GrindingExecutive(Node):
         c = sent.command
         msg = cv.arrays_to_joint_trajectory(self.model.joint_names, c.times, c.positions, c.velocities,
                                             frame_id=self.base_frame)
+        if self.job is not None and self.job.pending and self.job.sent is sent:
+            # a deferred start: stamped once the clock messages that came while it was built have
+            # been taken (this callback holds the executor; a steady timer runs after them)
+            self._deferred = (sent, msg)
+            if self._release_timer is None:
+                self._release_timer = self.create_timer(
+                    0.001, guarded(self, "start")(self._release), clock=Clock(clock_type=ClockType.STEADY_TIME))
+            return
+        self._publish_command(sent, msg)
+
+    def _release(self) -> None:
+        self.destroy_timer(self._release_timer)
+        self._release_timer = None
+        deferred, self._deferred = self._deferred, None
+        job = self.job
+        if deferred is None or job is None or job.sent is not deferred[0] or not job.pending:
+            return  # replaced (stopped, another plan) before it went out
+        self._publish_command(job.release(self._now()), deferred[1])
+
+    def _publish_command(self, sent: Any, msg: Any) -> None:
+        c = sent.command
         msg.header.stamp = cv.sec_to_time(sent.stamp)
         self._refused_at_send = dict(self._refused)
         self.pub_cmd.publish(msg)
@@ -250,7 +277,7 @@ class GrindingExecutive(Node):
         if not self._controller_listening():
             raise GrindingSimError(f"nobody subscribes to {self.pub_cmd.topic_name}: is the arm's controller "
                                    "running (remap the topic to it)?")
-        self._send(job.start(self._now(), self._q))
+        self._send(job.start(self._now(), self._q, defer=True))
         self._last_pass = -1
         self.view = ProgressView(self._traces)
         return f"started: {self.plan_source}"
@@ -270,19 +297,13 @@ class GrindingExecutive(Node):
 
     # -- supervision ---------------------------------------------------------------------------
 
-    def _on_joints(self, msg: JointState) -> None:
-        pos = cv.joint_state_to_dict(msg, "position")
-        missing = [j for j in self.model.joint_names if j not in pos]
-        if missing:
-            raise InputError(f"joint_states: missing joints {missing}")
-        q = np.array([pos[j] for j in self.model.joint_names])
-        if not np.isfinite(q).all():
-            raise InputError("joint_states: NaN or inf positions")
+    def _on_joints(self, data: bytes) -> None:
+        ns, q, _ = self.js_reader.read(data)
         self._q = q
         if self.job is None:
             return
         now = self._now()
-        stop = self.job.on_joint_state(cv.time_to_sec(msg.header.stamp) or now, q, received=now)
+        stop = self.job.on_joint_state(ns * 1e-9 or now, q, received=now)
         if stop is not None:
             self.get_logger().error(f"stopping the job: {self.job.reason}")
             self._send(stop)
@@ -330,7 +351,7 @@ class GrindingExecutive(Node):
             return
         if self.p["autostart"] and job.state is JobState.READY and self._q is not None \
                 and self._controller_listening():
-            self._send(job.start(self._now(), self._q))
+            self._send(job.start(self._now(), self._q, defer=True))
             self.view = ProgressView(self._traces)
             self._state_changed()
         now = self._now()

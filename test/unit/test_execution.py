@@ -15,7 +15,7 @@ import pytest
 from scipy.optimize import minimize_scalar
 
 from robot_grinding_sim.core.config import CellConfig
-from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.errors import GrindingSimError, InputError
 from robot_grinding_sim.core.job.execution import JobExecution, JobState
 from robot_grinding_sim.core.job.setup import JobConfig, setup_job
 from robot_grinding_sim.core.planning import commands as cmds
@@ -83,19 +83,37 @@ def test_start_from_elsewhere_moves_there_first_within_the_limits(job) -> None:
         np.testing.assert_allclose(ex.reference(sent.stamp + move_end + t)[0], ref.sample(t)[0], atol=1e-12)
 
 
-def test_a_start_is_stamped_from_the_clock_once_its_move_is_built(job) -> None:
-    """Building the move to the start takes time (over a second on a busy core): the stamp is taken
-    after it, so the command is still command_lead ahead of the clock when it is published."""
+def test_a_deferred_start_is_stamped_when_released(job) -> None:
+    """Building the move and the message of a long job takes time (seconds on a busy core) while a
+    node's sim clock stands still: a deferred start is stamped command_lead ahead of the clock read
+    when the command goes out, and nothing is checked against its provisional stamp before that."""
     ex = make(job)
     traj = job[1].trajectory
-    readings = iter([107.5])  # the clock when the command is built, 7.5 s after the request
-    ex.clock = lambda: next(readings)
-    sent = ex.start(100.0, traj.positions[0] + 0.2)
-    assert sent.stamp == pytest.approx(107.5 + ex.settings.command_lead)
+    lead = ex.settings.command_lead
+    sent = ex.start(100.0, traj.positions[0] + 0.2, defer=True)
+    assert ex.pending and ex.state is JobState.RUNNING
+    # joint states far from the command and no joint states for long: no stop while pending
+    assert ex.on_joint_state(100.0 + lead + 1.0, traj.positions[0] - 0.5) is None
+    assert ex.update(100.0 + lead + 1e4) is None and ex.state is JobState.RUNNING
+    released = ex.release(107.5)  # the clock when the command goes out, 7.5 s after the request
+    assert released is sent and not ex.pending
+    assert sent.stamp == pytest.approx(107.5 + lead)
+    with pytest.raises(GrindingSimError, match="no deferred start"):
+        ex.release(108.0)
+    # tracking is checked from the new stamp on: the arm where the command starts passes
+    assert ex.on_joint_state(sent.stamp + 0.01, ex.reference(sent.stamp + 0.01)[0]) is None
+    assert ex.on_joint_state(sent.stamp + 0.02, ex.reference(sent.stamp + 0.02)[0] + 0.5) is not None
     # a clock behind the request's time (another source) never stamps earlier than the request
     ex2 = make(job)
-    ex2.clock = lambda: 50.0
-    assert ex2.start(100.0, traj.positions[0]).stamp == pytest.approx(100.0 + ex2.settings.command_lead)
+    ex2.start(100.0, traj.positions[0], defer=True)
+    assert ex2.release(50.0).stamp == pytest.approx(100.0 + lead)
+    # a stop before the release replaces the start: nothing left to release
+    ex3 = make(job)
+    ex3.start(100.0, traj.positions[0] + 0.2, defer=True)
+    ex3.stop(101.0, "stop requested")
+    assert not ex3.pending
+    with pytest.raises(GrindingSimError):
+        ex3.release(102.0)
 
 
 def test_pause_stays_on_the_path_never_faster_and_resume_joins_the_plan(job) -> None:

@@ -25,7 +25,6 @@ joint order (rad).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -119,10 +118,8 @@ class JobExecution:
         self._last_state_time: float | None = None
         self._paused_tau = 0.0
         self._failed = False
-        #: the clock (s) read again once a start's command is built: the move to the start takes
-        #: 0.25 s to plan on a quiet core and over a second on a busy one, and a start stamped from the
-        #: time of the request would be in the past when it reaches the controller (it would jump)
-        self.clock: Callable[[], float] | None = None
+        #: a deferred start (``start(..., defer=True)``) not released yet: its stamp is provisional
+        self.pending = False
 
     # -- where the arm is told to be -----------------------------------------------------------
 
@@ -156,10 +153,18 @@ class JobExecution:
 
     def _send(self, command: cmds.Command, now: float) -> Sent:
         self.sent = Sent(command, now + self.settings.command_lead)
+        self.pending = False
         return self.sent
 
-    def start(self, now: float, q_measured: FloatArray) -> Sent:
-        """The job from its start (after a joint move there if the arm is elsewhere)."""
+    def start(self, now: float, q_measured: FloatArray, defer: bool = False) -> Sent:
+        """The job from its start (after a joint move there if the arm is elsewhere).
+
+        ``defer``: the caller stamps the command with :meth:`release` once it is ready to go out
+        (its message built). Building the move and the message of a long job takes 0.5 s on a quiet
+        core and seconds on a busy one, and a node's clock does not advance while it works (sim time
+        arrives as messages): a start stamped from the time of the request would reach the
+        controller in the past and the arm would lag the reference by the difference. Until then
+        the command's stamp is provisional and no tracking is checked."""
         if self.state not in (JobState.READY, JobState.DONE, JobState.STOPPED, JobState.FAILED):
             raise GrindingSimError(f"cannot start: the job is {self.state.value}")
         q = np.asarray(q_measured, dtype=float)
@@ -169,12 +174,22 @@ class JobExecution:
             move.job_times[:] = math.nan  # not on the job yet
             move.job_times[-1] = 0.0
             job = move.then(job, kind="start")
-        if self.clock is not None:
-            now = max(now, self.clock())
         self.state, self.reason = JobState.RUNNING, ""
         self.max_error = 0.0
         self._last_state_time = None
-        return self._send(job, now)
+        sent = self._send(job, now)
+        self.pending = defer
+        return sent
+
+    def release(self, now: float) -> Sent:
+        """Stamp a deferred start ``command_lead`` ahead of ``now`` (never earlier than it was
+        stamped at the request): the command goes out now. The arm is at rest at the move's first
+        knot until then, so a later stamp only starts the job later."""
+        if self.sent is None or not self.pending:
+            raise GrindingSimError("no deferred start to release")
+        self.sent.stamp = max(self.sent.stamp, now + self.settings.command_lead)
+        self.pending = False
+        return self.sent
 
     def _joint_move(self, q_from: FloatArray, q_to: FloatArray) -> cmds.Command:
         return speed_limited_move(self.model, q_from, q_to, self.vmax, self.amax, self.settings.move_velocity_scale,
@@ -257,7 +272,8 @@ class JobExecution:
         default ``t``, for the silence timeout): checks tracking while the arm moves on the job;
         returns the stop command if the error is over the limit."""
         self._last_state_time = t if received is None else received
-        if self.state not in (JobState.RUNNING, JobState.PAUSING, JobState.PAUSED) or self.sent is None:
+        if self.state not in (JobState.RUNNING, JobState.PAUSING, JobState.PAUSED) or self.sent is None \
+                or self.pending:
             return None
         if t < self.sent.stamp:
             return None  # the controller has not started this command yet
@@ -273,6 +289,8 @@ class JobExecution:
 
     def update(self, now: float) -> Sent | None:
         """Advance the state with the clock; returns a stop command if joint states fell silent."""
+        if self.pending:
+            return None
         if self.state in (JobState.RUNNING, JobState.PAUSING) and self.settings.joint_states_timeout > 0:
             last = self._last_state_time if self._last_state_time is not None else self.sent.stamp
             if now - last > self.settings.joint_states_timeout:
