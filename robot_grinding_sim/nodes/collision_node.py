@@ -39,11 +39,10 @@ from std_msgs.msg import Float64
 from visualization_msgs.msg import Marker, MarkerArray
 
 from robot_grinding_sim.core.config import group_from_values
-from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.geometry.tool_contact import (
     WORKPIECE,
 )
-from robot_grinding_sim.ros import conversions as cv
+from robot_grinding_sim.ros import wire
 from robot_grinding_sim.ros.node_base import guarded, load_robot, run_node
 from robot_grinding_sim.ros.parameters import declare_parameters
 from robot_grinding_sim.ros.schemas import node_specs
@@ -78,10 +77,17 @@ class CollisionNode(Node):
         self._mesh_marker_sent = False
 
         self.pub_points = self.create_publisher(PointCloud2, "contact/points", 50)
+        # the 1 kHz topics as bytes (ros/wire.py): rclpy's message objects were most of the work
+        self.js_reader = wire.JointStateReader(m.joint_names, "joint_state")
+        self.points_writer = wire.PointCloudWriter(self.base_frame)
         self.pub_md = self.create_publisher(Float64, "~/min_distance", 10)
         self.pub_markers = self.create_publisher(
             MarkerArray, "~/markers", QoSProfile(depth=5, durability=DurabilityPolicy.TRANSIENT_LOCAL))
-        self.create_subscription(JointState, "joint_states", guarded(self, "joint_states")(self._on_joints), 50)
+        self.create_subscription(JointState, "joint_states", guarded(self, "joint_states")(self._on_joints), 50,
+                                 raw=True)
+        self.min_distance_rate = float(p["min_distance_rate"])
+        self.marker_rate = float(p["marker_rate"])
+        self.add_post_set_parameters_callback(self._on_set)
         # every numerical path once (numba kernels load) before the first message
         self.query.query(m.fk(np.zeros(m.nq), self.tcp)[:3, 3])
         if self.arm_names:
@@ -91,30 +97,28 @@ class CollisionNode(Node):
             f"({'exact CAD surface' if exact else 'triangles'}); {len(self.arm_names)} arm objects; "
             f"frame {self.base_frame}")
 
-    def _on_joints(self, msg: JointState) -> None:
-        values = cv.joint_state_to_dict(msg, "position")
-        missing = [j for j in self.model.joint_names if j not in values]
-        if missing:
-            raise InputError(f"joint_state: missing joints {missing} (expected {self.model.joint_names})")
-        q = np.array([values[j] for j in self.model.joint_names])
-        if not np.isfinite(q).all():
-            raise InputError("joint_state: NaN or inf positions")
+    def _on_set(self, params: list[Any]) -> None:
+        for prm in params:
+            if prm.name in ("min_distance_rate", "marker_rate"):
+                setattr(self, prm.name, float(prm.value))
+
+    def _on_joints(self, data: bytes) -> None:
+        ns, q, _ = self.js_reader.read(data)
         rows = self.query.rows(self.model.fk(q, self.tcp)[:3, 3], self.margin)
-        stamp = msg.header.stamp
-        self.pub_points.publish(cv.array_to_pointcloud2(rows, self.base_frame, stamp))
-        t = cv.time_to_sec(stamp)
+        self.pub_points.publish(self.points_writer.encode(ns, rows))
+        t = ns * 1e-9
         if t < self._next_md - 1.0:  # time went backwards (sim reset): restart the rate limits
             self._next_md = self._next_marker = -np.inf
-        rate = float(self.get_parameter("min_distance_rate").value)
+        rate = self.min_distance_rate
         if rate > 0 and self.arm_names and t >= self._next_md:
             self._next_md = t + 1.0 / rate
             self.scene.set_robot_configuration(q)
             md = self.scene.min_distance(self.arm_names, [WORKPIECE])
             self.pub_md.publish(Float64(data=float(md.distance)))
-        rate = float(self.get_parameter("marker_rate").value)
+        rate = self.marker_rate
         if rate > 0 and t >= self._next_marker:
             self._next_marker = t + 1.0 / rate
-            self.pub_markers.publish(self._markers(rows, stamp))
+            self.pub_markers.publish(self._markers(rows, wire.time_msg(ns)))
 
     def _markers(self, pts: np.ndarray, stamp: Any) -> MarkerArray:
         out = MarkerArray()

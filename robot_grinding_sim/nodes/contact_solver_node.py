@@ -54,6 +54,7 @@ from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.job.coupled_step import ContactSide
 from robot_grinding_sim.core.job.ft import ft_sensor_model
 from robot_grinding_sim.ros import conversions as cv
+from robot_grinding_sim.ros import wire
 from robot_grinding_sim.ros.node_base import guarded, load_robot, run_node
 from robot_grinding_sim.ros.parameters import ParameterError, declare_parameters
 from robot_grinding_sim.ros.schemas import node_specs
@@ -90,6 +91,7 @@ class ContactSolverNode(Node):
                 raise ParameterError("ft_sensor.tool_mass", str(exc), NODE_NAME) from None
             self.ft_frame = cell.ft_sensor.frame
             self.pub_ft = self.create_publisher(WrenchStamped, "ft_sensor/wrench", 50)
+            self.ft_writer = wire.wrench_stamped_bytes(self.ft_frame)
             self.create_service(Trigger, "~/tare", self._on_tare)
             par = self.ft.params
             self.get_logger().info(f"F/T sensor model at '{self.ft_frame}': tool {par.tool_mass:.3f} kg at "
@@ -98,8 +100,15 @@ class ContactSolverNode(Node):
         self._pending: OrderedDict[int, tuple[Any, np.ndarray]] = OrderedDict()
         self.pub_model = self.create_publisher(Float64MultiArray, "contact/model", 50)
         self.pub_wrench = self.create_publisher(WrenchStamped, "contact/wrench", 50)
-        self.create_subscription(JointState, "joint_states", guarded(self, "joint_states")(self._on_joints), 50)
-        self.create_subscription(PointCloud2, "contact/points", guarded(self, "contact/points")(self._on_points), 50)
+        # the 1 kHz topics as bytes (ros/wire.py): rclpy's message objects were most of the work
+        self.js_reader = wire.JointStateReader(m.joint_names, "joint_state")
+        self.points_reader = wire.PointCloudReader(self.base_frame)
+        self.model_writer = wire.ContactModelWriter()
+        self.wrench_writer = wire.wrench_stamped_bytes(self.tcp)
+        self.create_subscription(JointState, "joint_states", guarded(self, "joint_states")(self._on_joints), 50,
+                                 raw=True)
+        self.create_subscription(PointCloud2, "contact/points", guarded(self, "contact/points")(self._on_points), 50,
+                                 raw=True)
         self.removal = None
         self._removal_t: float | None = None
         self._removal_shown = -1.0
@@ -156,17 +165,10 @@ class ContactSolverNode(Node):
         self.pub_removal.publish(cv.removal_to_marker_array(V, T, depth, self.base_frame,
                                                             self.get_clock().now().to_msg()))
 
-    def _on_joints(self, msg: JointState) -> None:
-        pos = cv.joint_state_to_dict(msg, "position")
-        missing = [j for j in self.model.joint_names if j not in pos]
-        if missing:
-            raise InputError(f"joint_state: missing joints {missing} (expected {self.model.joint_names})")
-        vel = cv.joint_state_to_dict(msg, "velocity")
-        q = np.array([pos[j] for j in self.model.joint_names])
-        qd = np.array([vel.get(j, 0.0) for j in self.model.joint_names])
-        if not (np.isfinite(q).all() and np.isfinite(qd).all()):
-            raise InputError("joint_state: NaN or inf positions or velocities")
-        key = _stamp_ns(msg.header.stamp)
+    def _on_joints(self, data: bytes) -> None:
+        key, q, qd = self.js_reader.read(data, need_velocity=True)
+        if qd is None:
+            qd = np.zeros_like(q)
         self._states[key] = (q, qd)
         while len(self._states) > JOINT_STATE_BUFFER:
             self._states.popitem(last=False)
@@ -180,39 +182,38 @@ class ContactSolverNode(Node):
         response.message = f"tared at {np.round(offset, 4).tolist()}"
         return response
 
-    def _on_points(self, msg: PointCloud2) -> None:
-        if msg.header.frame_id not in ("", self.base_frame):
-            raise InputError(f"contact/points in frame '{msg.header.frame_id}', expected '{self.base_frame}'")
-        rows = cv.pointcloud2_to_array(msg)
+    def _on_points(self, data: bytes) -> None:
+        frame, key, rows = self.points_reader.read(data)
+        if frame not in ("", self.base_frame):
+            raise InputError(f"contact/points in frame '{frame}', expected '{self.base_frame}'")
         if not np.isfinite(rows).all():
             raise InputError("contact/points: NaN or inf values")
-        key = _stamp_ns(msg.header.stamp)
         state = self._states.get(key) if key else (next(reversed(self._states.values())) if self._states else None)
         if state is None:  # its joint state is still on its way: solve when it comes
-            self._pending[key] = (msg.header.stamp, rows)
+            self._pending[key] = (key, rows)
             while len(self._pending) > JOINT_STATE_BUFFER:
                 self._pending.popitem(last=False)
             return
-        self._solve(msg.header.stamp, rows, *state)
+        self._solve(key, rows, *state)
 
-    def _solve(self, stamp: Any, rows: np.ndarray, q: np.ndarray, qd: np.ndarray) -> None:
-        t = cv.time_to_sec(stamp)
+    def _solve(self, stamp: int, rows: np.ndarray, q: np.ndarray, qd: np.ndarray) -> None:
+        t = stamp * 1e-9
         rom = self.side.from_rows(t, q, qd, rows)
-        self.pub_model.publish(cv.contact_model_to_msg(rom, t))
-        w = np.zeros(6) if rom is None else self.side.wrench(rom)
+        self.pub_model.publish(wire.contact_model_bytes(self.model_writer, rom, t))
         if self.removal is not None:
             self._remove(t, q, qd, rom)
         # the wrench and the F/T reading are outputs (recorder, RViz, the comparison); nobody in the
         # loop waits for them, so with no one listening they cost nothing
-        if self.pub_wrench.get_subscription_count() > 0:
-            self.pub_wrench.publish(cv.array_to_wrench_stamped(w, self.tcp, stamp))
-        if self.ft is not None and self.pub_ft.get_subscription_count() > 0:
+        wrench_out = self.pub_wrench.get_subscription_count() > 0
+        ft_out = self.ft is not None and self.pub_ft.get_subscription_count() > 0
+        if not (wrench_out or ft_out):
+            return
+        w = np.zeros(6) if rom is None else self.side.wrench(rom)
+        if wrench_out:
+            self.pub_wrench.publish(self.wrench_writer.encode(stamp, w))
+        if ft_out:
             R_WS = self.model.fk(q, self.ft_frame)[:3, :3]
-            self.pub_ft.publish(cv.array_to_wrench_stamped(self.ft.measure(w, R_WS, t), self.ft_frame, stamp))
-
-
-def _stamp_ns(stamp: Any) -> int:
-    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+            self.pub_ft.publish(self.ft_writer.encode(stamp, self.ft.measure(w, R_WS, t)))
 
 
 def main(args: list[str] | None = None) -> int:

@@ -55,7 +55,7 @@ Timing: the simulation advances in steps of ``sim.dt`` of sim time. A steady wal
 ``update_rate`` Hz advances, at each tick, as many steps as ``real_time_factor`` x the wall time
 elapsed since the last tick allows (the remainder carries over), at most
 ``max_steps_per_update``; if the machine cannot keep up, sim time runs slower than requested (a
-throttled warning says so). /clock is published after each tick's steps. This node never
+throttled warning says so). /clock is published after a tick's steps, at most ``clock_rate`` Hz. This node never
 follows /clock itself.
 
 Wall-clock stamps (``publish_clock`` false; ``grinding emulate``'s arm): the stamps are sim time
@@ -90,6 +90,7 @@ from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.job.coupled_step import ArmContactStepper, NormalContactModel
 from robot_grinding_sim.core.robot.arm_sim import TrajectoryInterpolator
 from robot_grinding_sim.ros import conversions as cv
+from robot_grinding_sim.ros import wire
 from robot_grinding_sim.ros.node_base import guarded, load_robot, run_node
 from robot_grinding_sim.ros.parameters import ParameterError, declare_parameters
 from robot_grinding_sim.ros.schemas import node_specs
@@ -172,8 +173,10 @@ class DynamicsNode(Node):
         self._contact_t: float | None = None  # when the held contact (model or wrench) was last renewed
         self._stalled = False  # lockstep: the last update stopped to wait for the contact side
         self._clock_wall = -np.inf  # wall time /clock was last published
+        self._clock_period = 1.0 / float(p["clock_rate"])
 
         self.pub_js = self.create_publisher(JointState, "joint_states", 50)
+        self.js_writer = wire.joint_state_bytes(self.joint_names)  # published as bytes (ros/wire.py)
         self.pub_pose = self.create_publisher(PoseStamped, "~/tool_pose", 10)
         self.pub_id = self.create_publisher(JointState, "~/inverse_dynamics", 10)
         self.pub_clock = None
@@ -188,7 +191,7 @@ class DynamicsNode(Node):
             guarded(self, "forward_position_controller/commands")(self._on_positions), 10)
         if self.coupling == "model":
             self.create_subscription(Float64MultiArray, "contact/model",
-                                     guarded(self, "contact/model")(self._on_model), 100)
+                                     guarded(self, "contact/model")(self._on_model), 100, raw=True)
         elif self.coupling == "force":
             self.create_subscription(WrenchStamped, "contact/wrench",
                                      guarded(self, "contact/wrench")(self._on_wrench), 100)
@@ -231,6 +234,7 @@ class DynamicsNode(Node):
                 raise ParameterError("ft_sensor.tool_mass", str(exc), NODE_NAME) from None
             self.ft_frame = cell.ft_sensor.frame
             self.pub_ft = self.create_publisher(WrenchStamped, "ft_sensor/wrench", 50)
+            self.ft_writer = wire.wrench_stamped_bytes(self.ft_frame)
 
     def _warm_up(self) -> None:
         """Run every numerical path once (numba kernels load/compile) before the clock starts."""
@@ -310,8 +314,8 @@ class DynamicsNode(Node):
                                    self.p["command_velocity_scale"])
 
     # -- the contact side ---------------------------------------------------------------------------
-    def _on_model(self, msg: Float64MultiArray) -> None:
-        t_stamp, rom = cv.msg_to_contact_model(msg)
+    def _on_model(self, data: bytes) -> None:
+        t_stamp, rom = wire.contact_model_from_bytes(data)
         t = self._to_sim(t_stamp)
         bisect.insort(self._models, (t, rom), key=lambda e: e[0])
         self._heard = max(self._heard, t)
@@ -467,10 +471,10 @@ class DynamicsNode(Node):
         if done:
             self._last_progress = now
             self._check_rate(now, rtf)
-            if now - self._clock_wall >= 1.0 / float(self.get_parameter("update_rate").value):
-                # /clock at most at update_rate: every node of the graph listens to it
+            if now - self._clock_wall >= self._clock_period:
+                # /clock at most at clock_rate: every node of the graph listens to it
                 self._publish_clock()
-        elif now - self._clock_wall >= 1.0 / float(self.get_parameter("update_rate").value):
+        elif now - self._clock_wall >= self._clock_period:
             self._publish_clock()
 
     def _check_rate(self, now: float, rtf: float) -> None:
@@ -500,14 +504,13 @@ class DynamicsNode(Node):
     def _publish_joint_state(self) -> None:
         st = self.sim.state
         r = self._to_ros
-        stamp = self._stamp()
-        self.pub_js.publish(cv.arrays_to_joint_state(self.joint_names, st.q[r], st.qd[r], st.tau[r], stamp))
+        ns = wire.stamp_ns(self.sim_now())
+        self.pub_js.publish(self.js_writer.encode(ns, np.concatenate((st.q[r], st.qd[r], st.tau[r]))))
         if self.ft is not None:
             last = self.local[1]
             w = np.zeros(6) if last is None else self.local[0].wrench(*last)
             R_WS = self.model.fk(st.q, self.ft_frame)[:3, :3]
-            self.pub_ft.publish(cv.array_to_wrench_stamped(self.ft.measure(w, R_WS, self.sim_now()), self.ft_frame,
-                                                           stamp))
+            self.pub_ft.publish(self.ft_writer.encode(ns, self.ft.measure(w, R_WS, self.sim_now())))
 
     def _publish_pose_and_id(self) -> None:
         st = self.sim.state

@@ -504,9 +504,14 @@ def msg_to_contact_model(msg: Float64MultiArray) -> tuple[float, Any]:
     Raises:
         InputError: a malformed message (length, NaN, law id, normal), naming the problem.
     """
+    return contact_model_from_array(np.asarray(msg.data, dtype=float))
+
+
+def contact_model_from_array(data: np.ndarray) -> tuple[float, Any]:
+    """contact/model's data (the message's ``data``) -> (t, NormalContactModel or None): see
+    :func:`msg_to_contact_model`."""
     from robot_grinding_sim.core.job.coupled_step import NormalContactModel
 
-    data = np.asarray(msg.data, dtype=float)
     if data.size == 1:
         if not math.isfinite(float(data[0])):
             raise InputError(f"contact/model: time is {data[0]}")

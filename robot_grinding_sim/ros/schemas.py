@@ -62,6 +62,9 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
         ParamSpec("max_steps_per_update", 100, "at most this many steps per timer tick (then sim time slows)",
                   range=(1, 100000)),
         ParamSpec("publish_clock", True, "publish /clock: this node owns sim time", read_only=True),
+        ParamSpec("clock_rate", 100.0, "with publish_clock: publish /clock at most this often, Hz of wall time "
+                  "(every node of the graph takes it; joint states carry every step's time)",
+                  range=(1.0, 2000.0), read_only=True),
         ParamSpec("joint_state_decimation", 1, "publish joint_states every N-th step", range=(1, 10000)),
         ParamSpec("tool_pose_rate", 100.0, "rate of ~/tool_pose and ~/inverse_dynamics in sim time, Hz; 0: off",
                   range=(0.0, 10000.0)),
