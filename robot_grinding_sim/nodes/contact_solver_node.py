@@ -162,8 +162,13 @@ class ContactSolverNode(Node):
             return
         self._removal_shown = volume
         V, T, depth = self.removal.display_mesh(self.p["removal_marker_cell"])
-        self.pub_removal.publish(cv.removal_to_marker_array(V, T, depth, self.base_frame,
-                                                            self.get_clock().now().to_msg()))
+        stamp = self.get_clock().now()
+        if len(T) == 0:
+            self.pub_removal.publish(cv.removal_to_marker_array(V, T, depth, self.base_frame, stamp.to_msg()))
+            return
+        # as bytes: through rclpy's objects a map of a few passes held this node (and the loop) 0.5 s
+        self.pub_removal.publish(wire.triangle_marker_bytes(V, T, cv.depth_colors(depth), self.base_frame,
+                                                            stamp.nanoseconds, "removal"))
 
     def _on_joints(self, data: bytes) -> None:
         key, q, qd = self.js_reader.read(data, need_velocity=True)

@@ -138,7 +138,9 @@ class DynamicsNode(Node):
         self.sim = self.stepper.arm
         self.dt = cell.sim.dt
         self.coupling = p["coupling"]
-        self.local = None  # coupling local: (contact side with its query, its last model)
+        self.local_side = None  # coupling local: the contact side with its query
+        # coupling local: (model, normal force) of the last step's contact, None out of contact
+        self.local_last: tuple[Any, float] | None = None
         self.ft = None
         if self.coupling == "local":
             self._local_contact(p, cell)
@@ -204,7 +206,7 @@ class DynamicsNode(Node):
         self.get_logger().info(
             f"simulating {m.nq} joints {self.joint_names} from {m.source} (tcp {self.tcp}); step "
             f"{self.dt * 1e3:g} ms, servo {cell.servo.bandwidth:g} rad/s, contact coupling {self.coupling}"
-            f"{f' on {self.contact_source}' if self.local is not None else ''}"
+            f"{f' on {self.contact_source}' if self.local_side is not None else ''}"
             f"{f', F/T sensor model at {self.ft_frame!r}' if self.ft is not None else ''}"
             f"{f' in lockstep (interval {self.interval * 1e3:g} ms)' if self.lockstep else ''}, real-time factor "
             f"{p['real_time_factor']:g}, {'publishing /clock' if p['publish_clock'] else 'wall-clock stamps'}")
@@ -224,7 +226,7 @@ class DynamicsNode(Node):
             side = ContactSide(self.model, cell.contact, self.tcp, cell.tool.spindle_speed, query=scene.query)
         except InputError as exc:
             raise ParameterError("contact.model", str(exc), NODE_NAME) from None
-        self.local = [side, None]
+        self.local_side = side
         self.cell = cell
         self.contact_source = f"{scene.source} ({'exact CAD surface' if scene.exact else 'triangles'})"
         if p["publish_ft"]:
@@ -244,10 +246,10 @@ class DynamicsNode(Node):
         self.model.jacobian(st.q, self.tcp)
         self.model.mass_matrix(st.q)
         self.model.fk(st.q, self.tcp)
-        if self.local is not None:
+        if self.local_side is not None:
             from robot_grinding_sim.core.warmup import coupled_step_on
 
-            coupled_step_on(self.model, self.cell, self.local[0].query, st.q)
+            coupled_step_on(self.model, self.cell, self.local_side.query, st.q)
 
     # -- time ---------------------------------------------------------------------------------------
     def sim_now(self) -> float:
@@ -396,13 +398,13 @@ class DynamicsNode(Node):
         """One step of sim.dt with the contact as the coupling says."""
         if self.coupling == "model":
             self.stepper.step(self.dt, self._contact_model())
-        elif self.local is not None:
+        elif self.local_side is not None:
             st = self.sim.state
-            side = self.local[0]
+            side = self.local_side
             rom = side.evaluate(st.t, st.q, st.qd, self.dt)
             res = self.stepper.step(self.dt, rom)
             # the normal force at the step's end (the state published next); an event step's last sample
-            self.local[1] = None if rom is None else (rom, res.end[0] if res.end is not None else res.force)
+            self.local_last = None if rom is None else (rom, res.end[0] if res.end is not None else res.force)
         else:
             if self.coupling == "force":
                 self._apply_due_wrenches()
@@ -507,8 +509,8 @@ class DynamicsNode(Node):
         ns = wire.stamp_ns(self.sim_now())
         self.pub_js.publish(self.js_writer.encode(ns, np.concatenate((st.q[r], st.qd[r], st.tau[r]))))
         if self.ft is not None:
-            last = self.local[1]
-            w = np.zeros(6) if last is None else self.local[0].wrench(*last)
+            last = self.local_last
+            w = np.zeros(6) if last is None else self.local_side.wrench(*last)
             R_WS = self.model.fk(st.q, self.ft_frame)[:3, :3]
             self.pub_ft.publish(self.ft_writer.encode(ns, self.ft.measure(w, R_WS, self.sim_now())))
 

@@ -520,6 +520,13 @@ def contact_model_from_array(data: np.ndarray) -> tuple[float, Any]:
     return rom.t, rom
 
 
+def depth_colors(depth: np.ndarray) -> np.ndarray:
+    """(M,) depths -> (M, 3) rgb in [0, 1]: black at 0, through red and yellow to white at the largest."""
+    top = float(np.max(depth)) if len(depth) else 0.0
+    x = np.clip(np.asarray(depth, dtype=float) / (top or 1.0), 0.0, 1.0)
+    return np.column_stack([np.clip(3 * x, 0, 1), np.clip(3 * x - 1, 0, 1), np.clip(3 * x - 2, 0, 1)])
+
+
 def removal_to_marker_array(vertices: np.ndarray, triangles: np.ndarray, depth: np.ndarray, frame_id: str,
                             stamp: Time | None = None, ns: str = "removal") -> Any:
     """A removal map's display mesh -> visualization_msgs/MarkerArray with one TRIANGLE_LIST marker,
@@ -540,9 +547,7 @@ def removal_to_marker_array(vertices: np.ndarray, triangles: np.ndarray, depth: 
     m.type, m.action = Marker.TRIANGLE_LIST, Marker.ADD
     m.scale.x = m.scale.y = m.scale.z = 1.0
     m.color.a = 1.0
-    top = float(np.max(depth)) or 1.0
-    x = np.clip(np.asarray(depth, dtype=float) / top, 0.0, 1.0)
-    rgb = np.column_stack([np.clip(3 * x, 0, 1), np.clip(3 * x - 1, 0, 1), np.clip(3 * x - 2, 0, 1)])
+    rgb = depth_colors(depth)
     idx = np.asarray(triangles, dtype=np.int64).ravel()
     V = np.asarray(vertices, dtype=float)[idx]
     C = rgb[idx]

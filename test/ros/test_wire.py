@@ -138,3 +138,24 @@ def test_wrench_bytes_read_back_by_rclpy() -> None:
     msg = deserialize_message(wire.wrench_stamped_bytes("tcp").encode(5_500_000_000, w), WrenchStamped)
     assert msg.header.frame_id == "tcp" and msg.header.stamp.sec == 5 and msg.header.stamp.nanosec == 500_000_000
     np.testing.assert_array_equal(cv.wrench_to_array(msg), w)
+
+
+def test_triangle_marker_bytes_are_removal_to_marker_array() -> None:
+    from visualization_msgs.msg import MarkerArray
+
+    V = RNG.normal(size=(12, 3))
+    T = np.array([[0, 1, 2], [2, 3, 4], [5, 6, 7], [8, 9, 11]])
+    depth = RNG.uniform(0.0, 1e-5, size=12)
+    raw = wire.triangle_marker_bytes(V, T, cv.depth_colors(depth), "base_link", 7_250_000_000, "removal")
+    got = deserialize_message(raw, MarkerArray).markers
+    ref = cv.removal_to_marker_array(V, T, depth, "base_link", cv.sec_to_time(7.25)).markers
+    assert len(got) == len(ref) == 1
+    g, r = got[0], ref[0]
+    for field in ("header", "ns", "id", "type", "action", "pose", "scale", "lifetime", "frame_locked", "text",
+                  "mesh_resource", "texture_resource", "mesh_use_embedded_materials"):
+        assert getattr(g, field) == getattr(r, field), field
+    assert [(p.x, p.y, p.z) for p in g.points] == [(p.x, p.y, p.z) for p in r.points]
+    np.testing.assert_allclose([(c.r, c.g, c.b, c.a) for c in g.colors], [(c.r, c.g, c.b, c.a) for c in r.colors],
+                               atol=1e-7)  # float32 on the wire
+    other = STORE.deserialize_cdr(raw, "visualization_msgs/msg/MarkerArray")
+    assert len(other.markers[0].points) == 3 * len(T)
