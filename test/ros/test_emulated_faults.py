@@ -241,7 +241,12 @@ def test_faults_of_the_whole_cell_stop_the_arm_and_the_job(plans: dict[str, Path
         # 3x stiffer contact: 25 N planned at the prediction's stiffness)
         t_end = time.time() + 2.0
         probe.wait_for(lambda: time.time() > t_end, timeout=10, what="2 s of holding")
-        after = [np.linalg.norm(cv.wrench_to_array(m)[:3]) for t, m in wrench.items if t > t_hold + 0.5]
+        # by the readings' own stamps (the driver's clock): on a loaded machine this process takes the
+        # 1 kHz readings late, and by the time it took them, readings of the trip's overshoot (33.8 N
+        # once on CI) came after the hold it had already taken
+        t_first = cv.time_to_sec(first.header.stamp)
+        after = [np.linalg.norm(cv.wrench_to_array(m)[:3]) for _, m in wrench.items
+                 if cv.time_to_sec(m.header.stamp) > t_first + 0.5]
         assert len(after) > 100 and max(after) < 1.2 * MAX_FORCE, (len(after), max(after, default=0.0))
         say(f"over-force: held at {np.median(after):.1f} N (max {max(after):.1f} N) from 0.5 s after the hold; the "
             f"executive: {executive_state(state)}")
