@@ -273,11 +273,15 @@ class CollisionScene:
         """Largest distance (m) between a mesh object and its exact surface (0 without one)."""
         return self._get(name).surface_tol
 
-    def _eval_surface(self, obj: SceneObject, pts: FloatArray) -> tuple[FloatArray, FloatArray, npt.NDArray[np.bool_]]:
-        """(closest points (k, 3), unit normals (k, 3), on_face (k,)) of the object's exact surface."""
+    def _eval_surface(self, obj: SceneObject, pts: FloatArray, hints: FloatArray | None = None,
+                      sd_mesh: float = 0.0) -> tuple[FloatArray, FloatArray, npt.NDArray[np.bool_]]:
+        """(closest points (k, 3), unit normals (k, 3), on_face (k,)) of the object's exact surface;
+        hints: the mesh's closest points (k, 3) at signed distance sd_mesh, for a surface that
+        takes them (``takes_hints``)."""
         assert obj.surface is not None
         try:
-            out = obj.surface(pts)
+            out = (obj.surface(pts) if hints is None
+                   else obj.surface(pts, hints, np.full(len(pts), sd_mesh), obj.surface_tol))
             p = np.asarray(out[0], dtype=np.float64).reshape(pts.shape)
             n = np.asarray(out[1], dtype=np.float64).reshape(pts.shape)
             on = (np.asarray(out[2], dtype=bool).reshape(len(pts)) if len(out) > 2
@@ -376,7 +380,9 @@ class CollisionScene:
         self._warm[key] = int(tri)
         if b.surface is not None and (need_exact_surface or sd - radius < b.surface_tol):
             R = b.T[:3, :3]
-            ps, ns, on_face = self._eval_surface(b, c[None, :])
+            # the mesh's closest point (part frame) checks the surface's answer (FaceProjector)
+            hint = (R.T @ (p - b.T[:3, 3]))[None, :] if getattr(b.surface, "takes_hints", False) else None
+            ps, ns, on_face = self._eval_surface(b, c[None, :], hint, float(sd))
             r = c - ps[0]
             sd_exact = float(ns[0] @ r)
             # the surface answers where its closest point is on the face and the foot of the

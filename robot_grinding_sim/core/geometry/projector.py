@@ -21,12 +21,16 @@ from numpy.typing import NDArray
 
 from robot_grinding_sim.core.geometry.analytic import BSPLINE, AnalyticEval, analytic_point
 from robot_grinding_sim.core.geometry.bspline import BSplineEval, bspline_point
+from robot_grinding_sim.core.geometry.collision import FOOT_TOLERANCE
 from robot_grinding_sim.core.robot.spatial import cross3
 
 FloatArray = NDArray[np.float64]
 
 #: slack of the on-face test in parameter units (the Gauss-Newton answer at an edge lands on it)
 UV_SLACK = 1e-9
+#: largest gap, m, between a surface's opposite edges for the face to count as closed on itself
+#: (its parameter then wraps like an angle); CAD files close such seams to ~1e-8 m
+CLOSED_TOLERANCE = 1e-6
 
 
 @njit(cache=True)
@@ -72,6 +76,30 @@ def wrap_period(x, lo, period):
 
 
 @njit(cache=True)
+def extrapolate(x, x_prev, period):
+    """The warm start's next guess 2 x - x_prev, the step taken the short way round a periodic
+    parameter (period 0: not periodic)."""
+    if period > 0.0:
+        d = x - x_prev
+        return x + d - period * round(d / period)
+    return 2.0 * x - x_prev
+
+
+@njit(cache=True)
+def in_range(u, v, box):
+    """(u, v) (wrapped into their periods) within the face's parameter range: box rows lo, hi and
+    period (row 4) as :func:`face_project` takes them. A periodic parameter of a face that spans
+    its whole period always is; of a face that spans part of it (half a cylinder), the part."""
+    for k in range(2):
+        x, lo, hi, per = (u, v)[k], box[0, k], box[1, k], box[4, k]
+        if per > 0.0 and hi - lo >= per - UV_SLACK:
+            continue
+        if not lo - UV_SLACK <= x <= hi + UV_SLACK and not (per > 0.0 and x >= lo + per - UV_SLACK):
+            return False
+    return True
+
+
+@njit(cache=True)
 def surface_point(kind, frame, prm, tu, tv, pu, pv, hom, u, v, work, ev):
     """S, S_u, S_v (rows of ev (3, 3)) at (u, v) of a B-spline (kind 0: tu, tv, pu, pv, hom) or an
     analytic surface (:mod:`~robot_grinding_sim.core.geometry.analytic`: kind, frame, prm)."""
@@ -79,6 +107,114 @@ def surface_point(kind, frame, prm, tu, tv, pu, pv, hom, u, v, work, ev):
         bspline_point(tu, tv, pu, pv, hom, u, v, work, ev)
     else:
         analytic_point(kind, frame, prm, u, v, ev)
+
+
+@njit(cache=True)
+def dist2(p, S):
+    return (S[0] - p[0]) ** 2 + (S[1] - p[1]) ** 2 + (S[2] - p[2]) ** 2
+
+
+@njit(cache=True)
+def newton_step(p, ev, evu, evv, hu, hv):
+    """Newton step (du, dv) on the gradient of |p - S|^2 / 2, its Hessian's curvature terms
+    r . S_uu, r . S_uv, r . S_vv from the first derivatives at (u + hu, v) and (u, v + hv) (evu,
+    evv); ok False where that Hessian is not positive definite (no minimum nearby)."""
+    r0, r1, r2 = p[0] - ev[0, 0], p[1] - ev[0, 1], p[2] - ev[0, 2]
+    Su, Sv = ev[1], ev[2]
+    g1 = Su[0] * r0 + Su[1] * r1 + Su[2] * r2
+    g2 = Sv[0] * r0 + Sv[1] * r1 + Sv[2] * r2
+    ruu = (r0 * (evu[1, 0] - Su[0]) + r1 * (evu[1, 1] - Su[1]) + r2 * (evu[1, 2] - Su[2])) / hu
+    rvv = (r0 * (evv[2, 0] - Sv[0]) + r1 * (evv[2, 1] - Sv[1]) + r2 * (evv[2, 2] - Sv[2])) / hv
+    ruv = 0.5 * ((r0 * (evu[2, 0] - Sv[0]) + r1 * (evu[2, 1] - Sv[1]) + r2 * (evu[2, 2] - Sv[2])) / hu
+                 + (r0 * (evv[1, 0] - Su[0]) + r1 * (evv[1, 1] - Su[1]) + r2 * (evv[1, 2] - Su[2])) / hv)
+    h11 = Su[0] * Su[0] + Su[1] * Su[1] + Su[2] * Su[2] - ruu
+    h22 = Sv[0] * Sv[0] + Sv[1] * Sv[1] + Sv[2] * Sv[2] - rvv
+    h12 = Su[0] * Sv[0] + Su[1] * Sv[1] + Su[2] * Sv[2] - ruv
+    det = h11 * h22 - h12 * h12
+    if not (h11 > 0.0 and det > 1e-12 * (h11 + h22) ** 2):
+        return 0.0, 0.0, False
+    return (h22 * g1 - h12 * g2) / det, (h11 * g2 - h12 * g1) / det, True
+
+
+@njit(cache=True)
+def descend(p, u, v, box, kind, frame, prm, tu, tv, pu, pv, hom, work, ev, evu, evv):
+    """Closest point of p (3,) on the surface from (u, v), ev holding S, S_u, S_v there; returns
+    the (u, v) reached (ev at it) and whether the step fell below 1e-12 m.
+
+    Gauss-Newton steps (one evaluation each, quadratic where |p - S| is small against the radius of
+    curvature: the warm-started tool, a point on the surface); from the fifth step on, Newton's
+    (its curvature terms by differences of the exact first derivatives, so the answer is as exact):
+    Gauss-Newton alone converges at the rate |p - S| / rho and diverges past rho, as a 20 mm ball
+    over a 25 mm concave fillet is. Each step shortens |p - S| or is halved (a descent method:
+    it ends at a minimum, not a saddle or a maximum of the distance)."""
+    lo, hi, lo_ext, hi_ext, per = box[0], box[1], box[2], box[3], box[4]
+    hu, hv = 1e-7 * (hi[0] - lo[0]), 1e-7 * (hi[1] - lo[1])
+    f = dist2(p, ev[0])
+    for it in range(60):
+        du, dv, done = gn_step(p[0], p[1], p[2], ev[0], ev[1], ev[2])
+        if done:  # the last step (< 1e-12 m) taken too: the answer to rounding, whatever the seed
+            u = wrap_period(min(max(u + du, lo_ext[0]), hi_ext[0]), lo[0], per[0])
+            v = wrap_period(min(max(v + dv, lo_ext[1]), hi_ext[1]), lo[1], per[1])
+            surface_point(kind, frame, prm, tu, tv, pu, pv, hom, u, v, work, ev)
+            return u, v, True
+        if it >= 4:  # forward differences (backward at the extended box's high end)
+            su = hu if u + hu <= hi_ext[0] else -hu
+            sv = hv if v + hv <= hi_ext[1] else -hv
+            surface_point(kind, frame, prm, tu, tv, pu, pv, hom, u + su, v, work, evu)
+            surface_point(kind, frame, prm, tu, tv, pu, pv, hom, u, v + sv, work, evv)
+            nu, nv, ok = newton_step(p, ev, evu, evv, su, sv)
+            if ok:
+                du, dv = nu, nv
+        f_new = f
+        for _ in range(30):
+            un = wrap_period(min(max(u + du, lo_ext[0]), hi_ext[0]), lo[0], per[0])
+            vn = wrap_period(min(max(v + dv, lo_ext[1]), hi_ext[1]), lo[1], per[1])
+            surface_point(kind, frame, prm, tu, tv, pu, pv, hom, un, vn, work, evu)
+            f_new = dist2(p, evu[0])
+            if f_new <= f * (1.0 + 1e-12) + 1e-26:
+                break
+            du, dv = 0.5 * du, 0.5 * dv
+        if f_new > f * (1.0 + 1e-12) + 1e-26:  # no step shortens the distance: a minimum
+            return u, v, True
+        u, v, f = un, vn, f_new
+        ev[:, :] = evu
+    return u, v, False
+
+
+@njit(cache=True)
+def grid_seed(x, grid_uv, grid_p):
+    """The seed grid's (u, v) nearest to x (3,)."""
+    best, kb = np.inf, 0
+    for k in range(grid_p.shape[0]):
+        e = (grid_p[k, 0] - x[0]) ** 2 + (grid_p[k, 1] - x[1]) ** 2 + (grid_p[k, 2] - x[2]) ** 2
+        if e < best:
+            best, kb = e, k
+    return grid_uv[kb, 0], grid_uv[kb, 1]
+
+
+@njit(cache=True)
+def write_answer(u, v, box, kind, frame, prm, tu, tv, pu, pv, hom, sign, work, ev, out):
+    """out (7,) of the answer at (u, v) (ev: S, S_u, S_v there): closest point, outward unit
+    normal (its limit just inside the face at a pole), on_face."""
+    lo, hi, per = box[0], box[1], box[4]
+    for k in range(3):
+        out[k] = ev[0, k]
+    nv, ok = normal_ok(ev[1], ev[2])
+    if not ok:  # S_u x S_v a little way into the face: the normal's limit at a pole
+        # towards the middle of the face the short way round (a sphere's pole wrapped to 3 pi / 2)
+        mu = extrapolate(u, 0.5 * (lo[0] + hi[0]), per[0]) - u
+        mv = extrapolate(v, 0.5 * (lo[1] + hi[1]), per[1]) - v
+        nv = (0.0, 0.0, 1.0)
+        for t in (1e-7, 1e-5, 1e-3):
+            surface_point(kind, frame, prm, tu, tv, pu, pv, hom, u - t * mu, v - t * mv, work, ev)
+            nt, ok = normal_ok(ev[1], ev[2])
+            if ok:
+                nv = nt
+                break
+    nn = math.sqrt(nv[0] ** 2 + nv[1] ** 2 + nv[2] ** 2)
+    for k in range(3):
+        out[3 + k] = sign * nv[k] / nn
+    out[6] = 1.0 if in_range(u, v, box) else 0.0
 
 
 @njit(cache=True)
@@ -92,51 +228,60 @@ def face_project(p, st, box, grid_uv, grid_p, kind, frame, prm, tu, tv, pu, pv, 
     B-spline (:class:`BSplineEval`); sign the outward sign.
     out (7,): closest point (3,), outward unit normal (3,), on_face (1.0 / 0.0)."""
     work = np.zeros((12, max(pu, pv, 7) + 1))
-    ev = np.empty((3, 3))
-    lo, hi, lo_ext, hi_ext, per = box[0], box[1], box[2], box[3], box[4]
-    u = min(max(2.0 * st[0] - st[2], lo_ext[0]), hi_ext[0])
-    v = min(max(2.0 * st[1] - st[3], lo_ext[1]), hi_ext[1])
+    ev, evu, evv = np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3))
+    lo, lo_ext, hi_ext, per = box[0], box[2], box[3], box[4]
+    u = min(max(extrapolate(st[0], st[2], per[0]), lo_ext[0]), hi_ext[0])
+    v = min(max(extrapolate(st[1], st[3], per[1]), lo_ext[1]), hi_ext[1])
+    u, v = wrap_period(u, lo[0], per[0]), wrap_period(v, lo[1], per[1])
     surface_point(kind, frame, prm, tu, tv, pu, pv, hom, u, v, work, ev)
-    d2 = (ev[0, 0] - p[0]) ** 2 + (ev[0, 1] - p[1]) ** 2 + (ev[0, 2] - p[2]) ** 2
-    if math.sqrt(d2) > 0.05:  # far from the last answer: seed from a grid
-        best, kb = np.inf, 0
-        for k in range(grid_p.shape[0]):
-            e = (grid_p[k, 0] - p[0]) ** 2 + (grid_p[k, 1] - p[1]) ** 2 + (grid_p[k, 2] - p[2]) ** 2
-            if e < best:
-                best, kb = e, k
-        u, v = grid_uv[kb, 0], grid_uv[kb, 1]
+    if math.sqrt(dist2(p, ev[0])) > 0.05:  # far from the last answer: seed from a grid
+        u, v = grid_seed(p, grid_uv, grid_p)
         surface_point(kind, frame, prm, tu, tv, pu, pv, hom, u, v, work, ev)
         st[0], st[1] = u, v
-    for _ in range(50):
-        du, dv, done = gn_step(p[0], p[1], p[2], ev[0], ev[1], ev[2])
-        if done:
-            break
-        u = min(max(u + du, lo_ext[0]), hi_ext[0])
-        v = min(max(v + dv, lo_ext[1]), hi_ext[1])
-        surface_point(kind, frame, prm, tu, tv, pu, pv, hom, u, v, work, ev)
-    u, v = wrap_period(u, lo[0], per[0]), wrap_period(v, lo[1], per[1])
+    u, v, _ = descend(p, u, v, box, kind, frame, prm, tu, tv, pu, pv, hom, work, ev, evu, evv)
     st[2], st[3] = st[0], st[1]
     st[0], st[1] = u, v
-    for k in range(3):
-        out[k] = ev[0, k]
-    nv, ok = normal_ok(ev[1], ev[2])
-    if not ok:  # S_u x S_v a little way into the face: the normal's limit at a pole
-        mu, mv = 0.5 * (lo[0] + hi[0]), 0.5 * (lo[1] + hi[1])
-        nv = (0.0, 0.0, 1.0)
-        for t in (1e-7, 1e-5, 1e-3):
-            surface_point(kind, frame, prm, tu, tv, pu, pv, hom, u + t * (mu - u), v + t * (mv - v), work, ev)
-            nt, ok = normal_ok(ev[1], ev[2])
-            if ok:
-                nv = nt
-                break
-    nn = math.sqrt(nv[0] ** 2 + nv[1] ** 2 + nv[2] ** 2)
-    for k in range(3):
-        out[3 + k] = sign * nv[k] / nn
-    on = True
-    for k, x in enumerate((u, v)):
-        if per[k] == 0.0 and not lo[k] - UV_SLACK <= x <= hi[k] + UV_SLACK:
-            on = False
-    out[6] = 1.0 if on else 0.0
+    write_answer(u, v, box, kind, frame, prm, tu, tv, pu, pv, hom, sign, work, ev, out)
+
+
+@njit(cache=True)
+def face_closest(p, hint, sd_mesh, tol, st, box, grid_uv, grid_p, kind, frame, prm, tu, tv, pu, pv, hom, sign,
+                 out):
+    """:func:`face_project` of p (3,) checked against the face's tessellation, whose closest point
+    to p is ``hint`` (3,) at signed distance ``sd_mesh`` (m; the mesh within ``tol`` m of the
+    surface). The warm-started answer stands where it is a foot of the perpendicular on the face,
+    its signed distance within tol of the mesh's and its point near the mesh's; otherwise (the warm
+    start led to another sheet of a face that wraps round, or to a local minimum) the projection
+    starts again from the hint (its nearest grid seed, the hint itself projected, then p), and the
+    nearer of the two feet answers. out as :func:`face_project`'s."""
+    face_project(p, st, box, grid_uv, grid_p, kind, frame, prm, tu, tv, pu, pv, hom, sign, out)
+    near = 10.0 * tol + 0.1 * abs(sd_mesh)
+    sd1, ok1 = foot_check(p, out, sd_mesh, tol)
+    if ok1 and math.sqrt(dist2(hint, out)) <= near:
+        return
+    work = np.zeros((12, max(pu, pv, 7) + 1))
+    ev, evu, evv = np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3))
+    u, v = grid_seed(hint, grid_uv, grid_p)
+    surface_point(kind, frame, prm, tu, tv, pu, pv, hom, u, v, work, ev)
+    u, v, _ = descend(hint, u, v, box, kind, frame, prm, tu, tv, pu, pv, hom, work, ev, evu, evv)
+    u, v, _ = descend(p, u, v, box, kind, frame, prm, tu, tv, pu, pv, hom, work, ev, evu, evv)
+    second = np.empty(7)
+    write_answer(u, v, box, kind, frame, prm, tu, tv, pu, pv, hom, sign, work, ev, second)
+    sd2, ok2 = foot_check(p, second, sd_mesh, tol)
+    if ok2 and (not ok1 or sd2 < sd1):
+        out[:] = second
+        st[2], st[3] = u, v  # a fresh start: no extrapolation from the rejected answer
+        st[0], st[1] = u, v
+
+
+@njit(cache=True)
+def foot_check(p, ans, sd_mesh, tol):
+    """(signed distance of p along the answer's normal, whether the answer (7,) is a foot of the
+    perpendicular from p on the face within tol of the mesh's signed distance)."""
+    r0, r1, r2 = p[0] - ans[0], p[1] - ans[1], p[2] - ans[2]
+    sd = ans[3] * r0 + ans[4] * r1 + ans[5] * r2
+    foot = math.sqrt(max(r0 * r0 + r1 * r1 + r2 * r2 - sd * sd, 0.0))
+    return sd, bool(ans[6] > 0.5 and foot <= FOOT_TOLERANCE and abs(sd - sd_mesh) <= tol)
 
 
 class FaceProjector:
@@ -160,7 +305,7 @@ class FaceProjector:
         self.box[2], self.box[3] = self.box[0] - pad, self.box[1] + pad
         mid = 0.5 * (self.box[0] + self.box[1])
         self.st = np.array([mid[0], mid[1], mid[0], mid[1]])  # warm start: (u, v), the previous (u, v)
-        g = 9
+        g = 25  # seeds every 1/24 of the range: the sheets of a face that wraps round stay apart
         uu, vv = np.meshgrid(np.linspace(u0, u1, g), np.linspace(v0, v1, g), indexing="ij")
         self.grid_uv = np.column_stack([uu.ravel(), vv.ravel()])
         self.grid_p = np.ascontiguousarray(face.derivatives(self.grid_uv[:, 0], self.grid_uv[:, 1]).points)
@@ -177,20 +322,47 @@ class FaceProjector:
             self.surface = (f.kind, f.frame, f.prm, np.zeros(1), np.zeros(1), 0, 0, np.zeros((1, 1, 4)))
         else:
             self.surface = None
-        s = face.derivatives(self.grid_uv[:1, 0], self.grid_uv[:1, 1])
         if self._fast is not None:  # check the sign convention once against CadFace itself
-            S, Su, Sv = self._fast(self.grid_uv[:1, 0].copy(), self.grid_uv[:1, 1].copy())
-            self.sign = 1.0 if float(cross3(Su[0], Sv[0]) @ s.normals[0]) > 0 else -1.0
-        # angular parameters (cylinders, cones, spheres, tori) wrap at 2 pi: a point across the
-        # seam must not be clamped to the bounds
+            self.sign = self._outward_sign(face)
+        # angular parameters (cylinders, cones, spheres, tori) wrap at 2 pi, and a face closed on
+        # itself (a B-spline sheet wrapped all the way round: S(lo) = S(hi) along the whole edge)
+        # wraps at its range: a point across the seam must not be clamped to the bounds
         s_mid = self._eval(float(mid[0]), float(mid[1]))[0]
         for k in range(2):
             shifted = mid.copy()
             shifted[k] += 2.0 * math.pi
             if float(np.linalg.norm(self._eval(float(shifted[0]), float(shifted[1]))[0] - s_mid)) < 1e-12:
                 self.box[4, k] = 2.0 * math.pi
+            elif self._closed(k):
+                self.box[4, k] = self.box[1, k] - self.box[0, k]
+            if self.box[4, k] > 0.0:
                 self.box[2, k], self.box[3, k] = -math.inf, math.inf
         self._out = np.empty(7)
+
+    def _outward_sign(self, face: Any) -> float:
+        """+1 if S_u x S_v of the fast evaluator points out of the part (as CadFace's normal), else
+        -1; taken where S_u x S_v is largest on the seed grid (a corner of the parameter box can be
+        a pole, where it vanishes and CadFace's normal is NaN: surf114.igs's face 3)."""
+        S, Su, Sv = self._fast(self.grid_uv[:, 0].copy(), self.grid_uv[:, 1].copy())
+        n = np.cross(Su, Sv)
+        k = int(np.argmax(np.linalg.norm(n, axis=1) / (np.sum(Su * Su + Sv * Sv, axis=1) + 1e-300)))
+        s = face.derivatives(self.grid_uv[k: k + 1, 0], self.grid_uv[k: k + 1, 1])
+        dot = float(cross3(Su[k], Sv[k]) @ s.normals[0])
+        if not math.isfinite(dot) or dot == 0.0:
+            return float(getattr(face, "orientation_sign", 1.0))
+        return 1.0 if dot > 0 else -1.0
+
+    def _closed(self, k: int, tol: float = CLOSED_TOLERANCE) -> bool:
+        """The surface meets itself across parameter k's range: S at its low and high ends agree
+        (to ``tol`` m) all along the other parameter."""
+        lo, hi = self.box[0], self.box[1]
+        t = np.linspace(lo[1 - k], hi[1 - k], 17)
+        a, b = np.empty((len(t), 2)), np.empty((len(t), 2))
+        a[:, k], b[:, k], a[:, 1 - k], b[:, 1 - k] = lo[k], hi[k], t, t
+        pa = np.array([self._eval(float(x), float(y))[0] for x, y in a])
+        pb = np.array([self._eval(float(x), float(y))[0] for x, y in b])
+        span = float(np.linalg.norm(pa[:, None] - pa[None], axis=2).max())
+        return span > tol and float(np.linalg.norm(pa - pb, axis=1).max()) <= tol
 
     @property
     def uv(self) -> FloatArray:
@@ -216,8 +388,9 @@ class FaceProjector:
     def _one(self, p: FloatArray) -> None:
         """:func:`face_project`'s steps on a face without a compiled evaluator, into self._out."""
         st, box = self.st, self.box
-        u = min(max(2.0 * st[0] - st[2], box[2, 0]), box[3, 0])
-        v = min(max(2.0 * st[1] - st[3], box[2, 1]), box[3, 1])
+        per = box[4]
+        u = wrap_period(min(max(extrapolate(st[0], st[2], per[0]), box[2, 0]), box[3, 0]), box[0, 0], per[0])
+        v = wrap_period(min(max(extrapolate(st[1], st[3], per[1]), box[2, 1]), box[3, 1]), box[0, 1], per[1])
         S, Su, Sv = self._eval(u, v)
         if float(np.linalg.norm(S - p)) > 0.05:  # far from the last answer: seed from a grid
             u, v = (float(z) for z in self.grid_uv[int(np.argmin(np.sum((self.grid_p - p) ** 2, axis=1)))])
@@ -227,17 +400,16 @@ class FaceProjector:
             du, dv, done = gn_step(float(p[0]), float(p[1]), float(p[2]), S, Su, Sv)
             if done:
                 break
-            u = min(max(u + du, box[2, 0]), box[3, 0])
-            v = min(max(v + dv, box[2, 1]), box[3, 1])
+            u = wrap_period(min(max(u + du, box[2, 0]), box[3, 0]), box[0, 0], per[0])
+            v = wrap_period(min(max(v + dv, box[2, 1]), box[3, 1]), box[0, 1], per[1])
             S, Su, Sv = self._eval(u, v)
-        u, v = wrap_period(u, box[0, 0], box[4, 0]), wrap_period(v, box[0, 1], box[4, 1])
         st[2], st[3], st[0], st[1] = st[0], st[1], u, v
         nv, ok = normal_ok(Su, Sv)
         if not ok:
             nv = (0.0, 0.0, 1.0)  # a collapsed face: no normal anywhere
-            mu, mv = 0.5 * (box[0] + box[1])
+            mu, mv = (extrapolate(x, 0.5 * (box[0, k] + box[1, k]), per[k]) - x for k, x in enumerate((u, v)))
             for t in (1e-7, 1e-5, 1e-3):
-                _, Su, Sv = self._eval(u + t * (mu - u), v + t * (mv - v))
+                _, Su, Sv = self._eval(u - t * mu, v - t * mv)
                 nt, ok = normal_ok(Su, Sv)
                 if ok:
                     nv = nt
@@ -249,14 +421,18 @@ class FaceProjector:
     def on_face(self, u: float, v: float) -> bool:
         """(u, v) within the face's parameter range (a periodic parameter always is). The range's
         box: a face trimmed inside its box (a hole, a slanted edge) counts as the box."""
-        for k, x in enumerate((u, v)):
-            if self.box[4, k] == 0.0 and not self.box[0, k] - UV_SLACK <= x <= self.box[1, k] + UV_SLACK:
-                return False
-        return True
+        return bool(in_range(float(u), float(v), self.box))
 
-    def __call__(self, points: FloatArray) -> tuple[FloatArray, FloatArray, NDArray[np.bool_]]:
+    #: the collision scene may pass the mesh's closest points and signed distances (:func:`face_closest`)
+    takes_hints = True
+
+    def __call__(self, points: FloatArray, hints: FloatArray | None = None, sd_mesh: FloatArray | None = None,
+                 tol: float = 0.0) -> tuple[FloatArray, FloatArray, NDArray[np.bool_]]:
         """Closest points (k, 3) and outward normals (k, 3) of ``points`` (k, 3), part frame, m; and
-        on_face (k,): the closest point within the face's parameter range (not beside the face)."""
+        on_face (k,): the closest point within the face's parameter range (not beside the face).
+        With ``hints`` (k, 3), the face's tessellation's closest points to ``points``, at signed
+        distances ``sd_mesh`` (k,), the tessellation within ``tol`` m of the surface: each answer
+        is checked against them (:func:`face_closest`)."""
         pts = np.atleast_2d(np.asarray(points, dtype=float))
         out_p = np.empty_like(pts)
         out_n = np.empty_like(pts)
@@ -264,7 +440,10 @@ class FaceProjector:
         a = self.arrays()
         out = self._out
         for k, p in enumerate(pts):
-            if a is not None:
+            if a is not None and hints is not None and sd_mesh is not None:
+                face_closest(np.ascontiguousarray(p), np.ascontiguousarray(hints[k], dtype=float),
+                             float(sd_mesh[k]), float(tol), *a, out)
+            elif a is not None:
                 face_project(np.ascontiguousarray(p), *a, out)
             else:
                 self._one(p)

@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.geometry.collision import FOOT_TOLERANCE, CollisionScene
 from robot_grinding_sim.core.geometry.meshquery import signed_closest_world
-from robot_grinding_sim.core.geometry.projector import FaceProjector, face_project
+from robot_grinding_sim.core.geometry.projector import FaceProjector, face_closest
 
 FloatArray = NDArray[np.float64]
 
@@ -125,7 +125,7 @@ def workpiece_scene(part: Any, faces: Sequence[int], X_BP: FloatArray, tool_radi
         mesh = face.tessellate(deflection=deflection)
         scene.add_mesh(WORKPIECE, np.asarray(mesh.vertices), np.asarray(mesh.faces), pose=X_BP, closed=False)
         proj = FaceProjector(face)
-        scene.set_exact_surface(WORKPIECE, proj)
+        scene.set_exact_surface(WORKPIECE, proj, surface_tolerance(proj, mesh, deflection))
         _PROJECTORS[scene] = proj
         return scene, True
     mesh = part.tessellate(deflection=deflection)
@@ -133,22 +133,37 @@ def workpiece_scene(part: Any, faces: Sequence[int], X_BP: FloatArray, tool_radi
     return scene, False
 
 
+def surface_tolerance(proj: FaceProjector, mesh: Any, deflection: float) -> float:
+    """Largest distance, m, between the face's tessellation and its surface, doubled: the
+    vertices' and triangle centroids' distances to their closest points on the surface, each
+    checked against the point itself (a warm start on another sheet of a face that wraps round
+    would read centimetres; :func:`~robot_grinding_sim.core.geometry.projector.face_closest`)."""
+    pts = np.vstack([np.asarray(mesh.vertices)[np.asarray(mesh.faces)].mean(axis=1), np.asarray(mesh.vertices)])
+    closest, _, _ = proj(pts, pts, np.zeros(len(pts)), 10.0 * deflection)
+    return 2.0 * float(np.linalg.norm(closest - pts, axis=1).max()) + 1e-9
+
+
 @njit(cache=True)
-def ball_contact(c, T, mesh, warm, tiny, radius, closed, proj, out):
+def ball_contact(c, T, mesh, warm, tiny, radius, closed, tol, proj, out):
     """The ball tool centred at c (3,) against a CAD face's mesh at pose T (4, 4) with its exact
     (B-spline or analytic) surface, compiled: :meth:`CollisionScene.distance` of a sphere and a mesh with an exact
     surface (the mesh's signed closest point; the surface's where it is on the face and the foot of
     the perpendicular; the mesh's back side behind an open surface).
 
-    mesh: the mesh's ``query_arrays``; warm (1,) int64 the last closest triangle (updated); proj
-    the projector's :meth:`FaceProjector.arrays`. Writes out (6,): outward unit normal, closest
-    point on the part (base frame); returns the gap, m (< 0: penetration)."""
+    mesh: the mesh's ``query_arrays``; warm (1,) int64 the last closest triangle (updated); tol the
+    largest distance, m, of the mesh from the surface; proj the projector's
+    :meth:`FaceProjector.arrays`: the surface's answer is checked against the mesh's closest point
+    (:func:`~robot_grinding_sim.core.geometry.projector.face_closest`). Writes out (6,): outward unit
+    normal, closest point on the part (base frame); returns the gap, m (< 0: penetration)."""
     buf = np.empty(9)
     sd, tri = signed_closest_world(c, T, *mesh, warm[0], tiny, buf)
     warm[0] = tri
     cl = buf[6:9].copy()
+    hint = np.empty(3)  # the mesh's closest point in the part frame
+    for i in range(3):
+        hint[i] = ((buf[0] - T[0, 3]) * T[0, i] + (buf[1] - T[1, 3]) * T[1, i] + (buf[2] - T[2, 3]) * T[2, i])
     pr = np.empty(7)
-    face_project(cl, *proj, pr)
+    face_closest(cl, hint, sd, tol, *proj, pr)
     r0, r1, r2 = cl[0] - pr[0], cl[1] - pr[1], cl[2] - pr[2]
     sde = pr[3] * r0 + pr[4] * r1 + pr[5] * r2
     if pr[6] > 0.5 and math.sqrt(max(r0 * r0 + r1 * r1 + r2 * r2 - sde * sde, 0.0)) <= FOOT_TOLERANCE:
@@ -195,7 +210,8 @@ class ToolContactQuery:
         if arrays is None or not mesh.orientable:
             return None
         return (self.scene.pose(self.workpiece), mesh.query_arrays, np.array([-1], dtype=np.int64),
-                float(self.scene.tiny), self.radius, bool(mesh.closed), arrays)
+                float(self.scene.tiny), self.radius, bool(mesh.closed),
+                float(self.scene.exact_surface_tolerance(self.workpiece)), arrays)
 
     def query(self, centre: FloatArray) -> ContactGeometry:
         """Contact geometry of the tool centred at ``centre`` (3,) m."""
