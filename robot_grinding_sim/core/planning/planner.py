@@ -238,11 +238,35 @@ class _Clearance:
         return out
 
 
+def clear_length(p: FloatArray, n: FloatArray, tool: ToolParameters, clearance: Any,
+                 most: float = 10.0) -> float:
+    """Length, m, of the approach or retreat from TCP p (3,) along the normal n (3,): ``tool.approach``,
+    lengthened in steps of a quarter of the clearance until the ball there is ``tool.clearance`` off
+    the part (a retreat along the normal of a face that wraps round can pass close to another part
+    of it), to at most ``most`` x ``tool.approach`` (then the length that gets furthest). clearance:
+    the part's distance (``distance(points (k, 3)) -> (k,)`` m), None: no part."""
+    if clearance is None:
+        return tool.approach
+    need = tool.radius + tool.clearance
+    step = max(0.25 * tool.clearance, 1e-4)
+    lengths = np.arange(tool.approach, most * tool.approach + 0.5 * step, step)
+    best, best_d = tool.approach, -np.inf
+    for chunk in np.array_split(lengths, max(1, len(lengths) // 16)):
+        d = clearance.distance(p + chunk[:, None] * n)
+        ok = np.flatnonzero(d >= need - 1e-9)
+        if len(ok):
+            return float(chunk[ok[0]])
+        if d.max() > best_d:
+            best, best_d = float(chunk[int(np.argmax(d))]), float(d.max())
+    return best
+
+
 def build_moves(passes: list[Pass], tcp_pos: list[FloatArray], tcp_quat: list[FloatArray], tool: ToolParameters,
                 up: FloatArray, clearance: _Clearance | None) -> list[Move]:
     """Approach, pass, retreat and linking moves (part frame) for ``passes`` in order.
 
-    Approach and retreat run along the normal at the pass ends over ``tool.approach``. A link
+    Approach and retreat run along the normal at the pass ends over ``tool.approach``, or further
+    where the tool would end nearer the part than ``clearance`` (:func:`clear_length`). A link
     joins a retreat to the next approach in a straight line when the tool stays ``clearance``
     off the part along it and its axis turns by less than :data:`DIRECT_LINK_TILT`; otherwise it
     rises along ``up`` to a safe height above the whole part, turns there (first to the tool
@@ -259,8 +283,8 @@ def build_moves(passes: list[Pass], tcp_pos: list[FloatArray], tcp_quat: list[Fl
     turn = 1.0  # direction of the last half-turn about the tool axis (zig-zag): alternate, never wind up
     for k, p in enumerate(passes):
         pos, quat = tcp_pos[k], tcp_quat[k]
-        a_start = pos[0] + tool.approach * p.normals[0]
-        r_end = pos[-1] + tool.approach * p.normals[-1]
+        a_start = pos[0] + clear_length(pos[0], p.normals[0], tool, clearance) * p.normals[0]
+        r_end = pos[-1] + clear_length(pos[-1], p.normals[-1], tool, clearance) * p.normals[-1]
         if prev_end is not None:
             tilt = _axis_angle(prev_end[1], quat[0])
             out = np.vstack([prev_end[2], p.normals[0]])

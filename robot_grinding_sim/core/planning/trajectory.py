@@ -143,6 +143,14 @@ class PassPath:
     normals: FloatArray
     arc: FloatArray
     waypoint_arc: FloatArray | None = None  # (W,) arc length of each plan waypoint, m
+    #: lengths, m, of the approach and the retreat along the normal (the plan's; None: process.approach)
+    approach: float | None = None
+    retreat: float | None = None
+
+    def lengths(self, process: ProcessConfig) -> tuple[float, float]:
+        """(approach, retreat) lengths along the normal, m."""
+        return (process.approach if self.approach is None else self.approach,
+                process.approach if self.retreat is None else self.retreat)
 
     def waypoint(self, arc: float) -> str:
         """'waypoint k (arc a mm)': the plan waypoint at or just before arc length ``arc`` (m)."""
@@ -298,9 +306,10 @@ def pass_episode(model: Any, g: PassPath, process: ProcessConfig, offset: float,
     """
     P = g.positions - offset * g.normals
     n0, n1 = g.normals[0], g.normals[-1]
-    a_top = P[0] + process.approach * n0
+    a_len, r_len = g.lengths(process)
+    a_top = P[0] + a_len * n0
     pen0 = offset + penetration
-    a_mid = P[0] + (min(process.engage_gap, 0.5 * process.approach) + max(pen0, 0.0)) * n0
+    a_mid = P[0] + (min(process.engage_gap, 0.5 * a_len) + max(pen0, 0.0)) * n0
     t_fast = quintic_time(float(np.linalg.norm(a_mid - a_top)),
                           max(process.approach_time - process.engage_time, 0.5 * process.approach_time),
                           process.max_tcp_speed)
@@ -347,8 +356,8 @@ def pass_episode(model: Any, g: PassPath, process: ProcessConfig, offset: float,
     segs.append(Segment("pass", g.index, t + t_knots, qp, qdp, arc))
     t += T
     # retreat
-    tr, pr, sr, sdr = quintic_line(P[-1], P[-1] + process.approach * n1,
-                                   quintic_time(process.approach, process.approach_time, process.max_tcp_speed))
+    tr, pr, sr, sdr = quintic_line(P[-1], P[-1] + r_len * n1,
+                                   quintic_time(r_len, process.approach_time, process.max_tcp_speed))
     qr = solve_ik(model, targets(pr, np.repeat(g.rotations[-1:], len(pr), axis=0)), qp[-1],
                   what=f"pass {g.index} retreat (above its last waypoint)")
     segs.append(Segment("retreat", g.index, t + tr, qr, _joint_velocities(qr, sr, sdr)))
@@ -494,6 +503,10 @@ def job_paths(plan: Any) -> JobPaths:
     passes = [pass_path(p.index, pos, quat, p.normals, X_BP)
               for p, pos, quat in zip(plan.passes, plan.tcp_positions, plan.tcp_quaternions, strict=True)]
     Rb, pb = X_BP[:3, :3], X_BP[:3, 3]
+    ends = {(m.kind, m.pass_index): float(np.linalg.norm(m.positions[-1] - m.positions[0])) for m in plan.moves
+            if m.kind in ("approach", "retreat")}
+    for g in passes:  # the plan's approach and retreat lengths (longer where the part is near)
+        g.approach, g.retreat = ends.get(("approach", g.index)), ends.get(("retreat", g.index))
     links = [(m.positions @ Rb.T + pb, Rb @ Rotation.from_quat(m.quaternions).as_matrix())
              for m in plan.moves if m.kind == "link"]
     if len(links) != max(len(passes) - 1, 0):
@@ -532,7 +545,7 @@ def build_job_trajectory(model: Any, paths: JobPaths, process: ProcessConfig, of
     segs: list[Segment] = []
     q = None
     for k, g in enumerate(paths.passes):
-        top = targets((g.positions[:1] - offsets[k] * g.normals[:1]) + process.approach * g.normals[:1],
+        top = targets((g.positions[:1] - offsets[k] * g.normals[:1]) + g.lengths(process)[0] * g.normals[:1],
                       g.rotations[:1])
         if segs:
             P, R = paths.links[k - 1]
@@ -572,7 +585,7 @@ def episode_trajectory(model: Any, g: PassPath, process: ProcessConfig, offset: 
     """One pass alone (approach, dwell, pass, retreat) from rest at its approach point, t = 0:
     what the force-target optimisation simulates."""
     vmax, _ = _limits(model, acceleration_limits)
-    top = targets((g.positions[:1] - offset * g.normals[:1]) + process.approach * g.normals[:1], g.rotations[:1])
+    top = targets((g.positions[:1] - offset * g.normals[:1]) + g.lengths(process)[0] * g.normals[:1], g.rotations[:1])
     q = solve_ik(model, top, q_seed, what=f"pass {g.index} approach")[0]
     return join_segments(model, pass_episode(model, g, process, offset, penetration, 0.0, q, vmax))
 
