@@ -9,12 +9,11 @@ out-of-contact wrist sweep, then the plan's passes; without PLAN one short pass 
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 
 import click
 
-from robot_grinding_sim.cli.common import emit_json, json_option
+from robot_grinding_sim.cli.common import emit_json, json_option, stage_progress
 from robot_grinding_sim.core.errors import InputError
 
 
@@ -140,11 +139,11 @@ def calibrate(bag: str, out: str, plan_file: str | None, params_files: tuple[str
     base = cell_of(read_plan(plan), plan)
     cell = build_cell({"params_files": params_files, "sets": sets}, base)
 
-    def on_stage(msg: str) -> None:
-        if not as_json and sys.stderr.isatty():
-            click.echo(msg, err=True)
-
-    result = run_calibration(bag, plan, cell, fit_damping=fit_damping, gap=gap, topic=topic, on_stage=on_stage)
+    # reading the bag in topics, the simulations in simulated seconds, the fit against its budget of
+    # simulations: each stage has a total, so a percentage and an ETA (loading has none)
+    with stage_progress("calibrating", enabled=not as_json) as (on_stage, on_progress):
+        result = run_calibration(bag, plan, cell, fit_damping=fit_damping, gap=gap, topic=topic,
+                                 on_stage=on_stage, progress=on_progress)
     header = (f"written by grinding calibrate from {bag} (plan {plan})\n"
               f"identified: contact.stiffness, {'contact.cr, ' if fit_damping else ''}ft_sensor.bias, "
               f"ft_sensor.tool_mass, ft_sensor.tool_com\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -46,14 +46,16 @@ def progress(total: float | None, description: str, enabled: bool = True) -> Ite
 
         def update(self, completed: float, total: float | None = None, description: str | None = None) -> None:
             """Set the work done; ``total`` (> 0) once known turns an open-ended bar into one with
-            a percentage and an ETA, and a new total (the next stage) starts the ETA afresh."""
+            a percentage and an ETA, and a new total or a new description with a total (the next
+            stage) starts the ETA afresh."""
             if self._prog is None:
                 return
             kw: dict[str, Any] = {}
             if description is not None:
                 kw["description"] = description
-            current = next(t.total for t in self._prog.tasks if t.id == self._task)
-            if total is not None and total > 0 and total != current:
+            task = next(t for t in self._prog.tasks if t.id == self._task)
+            new_stage = description is not None and description != task.description
+            if total is not None and total > 0 and (total != task.total or new_stage):
                 self._prog.reset(self._task, total=total, completed=completed, **kw)
                 return
             self._prog.update(self._task, completed=completed, **kw)
@@ -71,6 +73,26 @@ def progress(total: float | None, description: str, enabled: bool = True) -> Ite
         transient=True,
     ) as prog:
         yield _Handle(prog, prog.add_task(description, total=total))
+
+
+@contextmanager
+def stage_progress(description: str, enabled: bool = True
+                   ) -> Iterator[tuple[Callable[[str], None], Callable[[str, float, float], None]]]:
+    """:func:`progress` wired to a core job's callbacks: yields ``(on_stage, on_progress)``.
+
+    ``on_stage(msg)`` prints the stage line on stderr, only when ``enabled`` and stderr is a terminal
+    (like the bar: logs and errors stay clean); ``on_progress(stage, done, total)`` sets the bar:
+    ``total`` > 0 gives a percentage and an ETA (a new stage starts them afresh), 0 an open-ended bar.
+    """
+    with progress(None, description, enabled) as bar:
+        def on_stage(msg: str) -> None:
+            if enabled and sys.stderr.isatty():
+                click.echo(msg, err=True)
+
+        def on_progress(stage: str, done: float, total: float) -> None:
+            bar.update(done, total if total > 0 else None, description=stage)
+
+        yield on_stage, on_progress
 
 
 def track(items: Iterable[T], description: str, total: int | None = None, enabled: bool = True) -> Iterator[T]:

@@ -6,14 +6,13 @@ for the files written under ``--out`` (bag/, force.png, summary.json, plan.json)
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
 from robot_grinding_sim.cli.cell_options import build_cell, common_cell_options
-from robot_grinding_sim.cli.common import emit_json, json_option, progress
+from robot_grinding_sim.cli.common import emit_json, json_option, stage_progress
 from robot_grinding_sim.cli.graph_run import graph_dynamics, graph_options, then_through_graph
 from robot_grinding_sim.core.errors import InputError
 
@@ -27,16 +26,8 @@ def run_and_write(cfg: Any, out: str, as_json: bool, show: bool = True) -> dict:
     out_dir = Path(out)
     check_out_dir(out_dir)  # fail before minutes of simulation
     cfg.validate()
-    with progress(None, "grinding job", enabled=not as_json) as bar:
-        def on_stage(msg: str) -> None:
-            # stage lines only on a terminal (like the progress bar): logs and errors stay clean
-            if not as_json and sys.stderr.isatty():
-                click.echo(msg, err=True)
-
-        def on_progress(stage: str, done: float, total: float) -> None:
-            # the final run knows its simulated duration (an ETA); the optimisation does not
-            bar.update(done, total if total > 0 else None, description=stage)
-
+    # the final run knows its simulated duration (an ETA); the optimisation its passes
+    with stage_progress("grinding job", enabled=not as_json) as (on_stage, on_progress):
         result = run_job(cfg, on_stage=on_stage, progress=on_progress)
     summary = result.summary()
     write_outputs(out_dir, result, summary)

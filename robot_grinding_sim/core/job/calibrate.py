@@ -344,12 +344,16 @@ def _clock_offset(bag: str | os.PathLike[str], traj: Any) -> float:
 #: the fewest readings at rest (the sweep's holds), and poses, the gravity fit uses alone
 MIN_AT_REST = 50
 MIN_POSES = 4
+#: the stiffness fit's function evaluations at the most (each a simulation of the pass; its finite-
+#: difference Jacobian costs one more simulation a fitted parameter per evaluation)
+MAX_FIT_EVALUATIONS = 30
 
 
 def calibrate(bag: str | os.PathLike[str], plan_file: str | os.PathLike[str], cell: CellConfig | None = None,
               fit_damping: bool = False, gap: float = 1e-3, topic: str | None = None,
               on_stage: Callable[[str], None] | None = None, rest_speed: float | None = 0.002,
-              rest_margin: float = 0.1) -> Calibration:
+              rest_margin: float = 0.1, progress: Callable[[str, float, float], None] | None = None
+              ) -> Calibration:
     """Identify stiffness (and c_r), F/T bias, tool mass and centre of mass (module docstring).
 
     Args:
@@ -367,6 +371,12 @@ def calibrate(bag: str | os.PathLike[str], plan_file: str | os.PathLike[str], ce
             arm's by its driver, each with its own latency), and while the wrist turns a skew of
             0.1 s turns the tool's weight by enough to shift the bias by 0.09 N. ``rest_speed`` None:
             every out-of-contact reading, one by one (a pass without holds).
+        progress: called ``progress(stage, done, total)`` as :func:`..run.run_job`'s: ``reading the
+            bag`` in topics read (of 3); ``simulating the starting cell`` and ``simulating the
+            identified cell`` in simulated seconds of the pass; ``fitting the contact stiffness (at
+            most N simulations)`` in simulated seconds of the fit's simulations, of its budget
+            (:data:`MAX_FIT_EVALUATIONS` times one plus the parameters fitted: the ETA is to that
+            bound, the fit usually stops sooner). ``total`` 0: not known (loading).
 
     Raises:
         InputError: missing topics, a plan without trajectory, too few samples.
@@ -384,10 +394,15 @@ def calibrate(bag: str | os.PathLike[str], plan_file: str | os.PathLike[str], ce
         if on_stage:
             on_stage(msg)
 
+    def report(name: str, done: float, total: float) -> None:
+        if progress:
+            progress(name, done, total)
+
     plan_file = str(plan_file)
     if cell is None:
         cell = cell_of(read_plan(plan_file), plan_file) or CellConfig()
     stage("loading robot, part and plan")
+    report("loading robot, part and plan", 0.0, 0.0)
     setup = setup_job(JobConfig(cell=cell, plan_file=plan_file, optimise=False))
     planned = setup.planned_trajectory()
     if planned is None:
@@ -399,15 +414,19 @@ def calibrate(bag: str | os.PathLike[str], plan_file: str | os.PathLike[str], ce
         raise InputError(f"{plan_file}: the plan has no pass")
 
     stage("reading the bag")
+    report("reading the bag", 0.0, 3.0)
     topic = topic or reading_topic(bag)
     w = read_wrench(bag, topic)
+    report("reading the bag", 1.0, 3.0)
     if w.frame and w.frame != cell.ft_sensor.frame:
         raise InputError(f"bag {bag}: {topic} is in frame {w.frame!r}, the cell's sensor is "
                          f"ft_sensor.frame {cell.ft_sensor.frame!r}")
     t_js, names, q_js = read_joint_states(bag)
     if names != list(model.joint_names):
         raise InputError(f"bag {bag}: joint states name {names}, the robot has {list(model.joint_names)}")
+    report("reading the bag", 2.0, 3.0)
     offset = _clock_offset(bag, traj)
+    report("reading the bag", 3.0, 3.0)
     t = w.t - offset  # plan time
     W = np.hstack([w.force, w.torque])
     q = positions_at(t_js - offset, q_js, t)
@@ -426,16 +445,26 @@ def calibrate(bag: str | os.PathLike[str], plan_file: str | os.PathLike[str], ce
     if in_pass.sum() < 10:
         raise InputError(f"bag {bag}: only {int(in_pass.sum())} F/T readings inside the plan's passes")
     n_sims = [0]
+    dur, dt = float(sub.duration), cell.sim.dt
 
-    def run(contact_cell: CellConfig) -> dict[str, FloatArray]:
+    def run(contact_cell: CellConfig, name: str, before: float = 0.0, total: float = dur) -> dict[str, FloatArray]:
+        """Simulate the pass with ``contact_cell``; progress: stage ``name``, ``before`` + the simulated
+        seconds of ``total``."""
         n_sims[0] += 1
         s = dataclasses.replace(setup, cfg=JobConfig(cell=contact_cell, plan_file=plan_file, optimise=False),
                                 law=make_contact_law(contact_cell.contact))
-        rec = simulate_trajectory(s, sub).record
+
+        def on_step(t_sim: float) -> None:  # every 100 steps, as run_job's
+            if int(round(t_sim / dt)) % 100 == 0:
+                report(name, before + t_sim, total)
+
+        report(name, before, total)
+        rec = simulate_trajectory(s, sub, on_step if progress else None).record
+        report(name, before + dur, total)
         return {"t": rec["t"] + t_start, "fn": rec["fn"], "depth": rec["depth"]}
 
     stage("simulating the pass with the starting cell")
-    rec0 = run(cell)
+    rec0 = run(cell, "simulating the starting cell")
     # out of contact: before the simulated approach, or the simulated tool at least `gap` off the part
     depth_at = np.interp(t, rec0["t"], rec0["depth"], left=-np.inf, right=-np.inf)
     free = depth_at <= -gap
@@ -480,13 +509,18 @@ def calibrate(bag: str | os.PathLike[str], plan_file: str | os.PathLike[str], ce
         return cell.replace(**changes)
 
     cache: dict[tuple[float, ...], FloatArray] = {}
+    fitted = "the contact stiffness" + (" and damping" if fit_damping else "")
+    max_runs = MAX_FIT_EVALUATIONS * (2 + int(fit_damping))  # evaluations and their Jacobians
+    fit_stage, fit_budget, fit_runs = f"fitting {fitted} (at most {max_runs} simulations)", max_runs * dur, [0]
     # relative errors; near the contact's onset (fit_damping) relative to a fifth of the pass's force
     scale = np.maximum(np.abs(fn_fit), 0.2 * mean_meas)
 
     def residuals(x: FloatArray) -> FloatArray:
         key = tuple(np.round(x, 12))
         if key not in cache:
-            cache[key] = (predicted(run(cell_with(x))) - fn_fit) / scale
+            rec = run(cell_with(x), fit_stage, fit_runs[0] * dur, fit_budget)
+            fit_runs[0] += 1
+            cache[key] = (predicted(rec) - fn_fit) / scale
         return cache[key]
 
     # start: a series spring (contact and arm) scaled to the measured mean force
@@ -498,11 +532,12 @@ def calibrate(bag: str | os.PathLike[str], plan_file: str | os.PathLike[str], ce
         x0.append(cell.contact.cr)
         lo.append(0.01)
         hi.append(1.0)
-    stage("fitting the contact stiffness" + (" and damping" if fit_damping else ""))
+    stage(f"fitting {fitted}")
     sol = least_squares(residuals, np.array(x0), bounds=(lo, hi), diff_step=1e-3, x_scale=1.0,
-                        xtol=1e-6, ftol=1e-8, max_nfev=30)
+                        xtol=1e-6, ftol=1e-8, max_nfev=MAX_FIT_EVALUATIONS)
     best = cell_with(sol.x)
-    rec1 = run(best)
+    stage("simulating the pass with the identified cell")
+    rec1 = run(best, "simulating the identified cell")
     f_after = predicted(rec1)[on_pass]
     ident = best.replace(**{"ft_sensor.tool_mass": gfit.mass, "ft_sensor.tool_com": gfit.com.tolist(),
                             "ft_sensor.bias": gfit.bias.tolist()})
