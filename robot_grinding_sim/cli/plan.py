@@ -68,7 +68,7 @@ def _robot_plan(cell: Any, part: Any, faces: list[int] | None, optimise: bool | 
                 progress: Any) -> Any:
     """The plan with its job trajectory (``plan_job``). When the workpiece pose is searched
     (``--place auto``) the passes are planned first, the pose chosen, and the job then made on that
-    plan."""
+    plan (``plan_job`` on it)."""
     import dataclasses
     import tempfile
 
@@ -76,10 +76,8 @@ def _robot_plan(cell: Any, part: Any, faces: list[int] | None, optimise: bool | 
 
     from robot_grinding_sim.core.geometry.tool_contact import tool_sphere_radius
     from robot_grinding_sim.core.job.plan_job import plan_job
-    from robot_grinding_sim.core.job.run import run_job
-    from robot_grinding_sim.core.job.setup import JobConfig, load_robot_model, setup_job
+    from robot_grinding_sim.core.job.setup import load_robot_model
     from robot_grinding_sim.core.planning import placement, plan_io, planner
-    from robot_grinding_sim.core.planning.trajectory import build_job_trajectory, reachability
 
     if place is None:
         return _suggest_on_failure(lambda: plan_job(cell, optimise, max_passes, pass_length, on_stage=on_stage,
@@ -101,26 +99,10 @@ def _robot_plan(cell: Any, part: Any, faces: list[int] | None, optimise: bool | 
         cell = dataclasses.replace(cell, workpiece=dataclasses.replace(cell.workpiece, pose=tuple(found.pose)))
     with tempfile.TemporaryDirectory() as tmp:
         path = plan_io.write_plan(passes, f"{tmp}/passes.json")
-        opt = cell.optimise.enabled if optimise is None else optimise
-        cfg = JobConfig(cell=cell, plan_file=str(path), optimise=opt)
-
-        def job() -> Any:
-            setup = setup_job(cfg, on_stage)
-            if cfg.optimising:
-                out = run_job(cfg, setup, on_stage, progress).plan()
-            else:
-                out = setup.plan
-                offsets = [0.0] * len(setup.paths.passes)
-                out.trajectory = build_job_trajectory(setup.model, setup.paths, cell.process, offsets,
-                                                      setup.penetration, setup.q_home)
-                out.offsets, out.cell = offsets, cell.values()
-                out.reachability = reachability(setup.model, out.trajectory)
-            # the trajectory written (with the optimised offsets, if any) is the one checked
-            mesh = passes.mesh if passes.mesh is not None else part.tessellate(deflection=2e-4)
-            out.collision = planner.check_trajectory_collisions(setup.model, out.trajectory, mesh, out.workpiece_pose)
-            return out
-
-        result = _suggest_on_failure(job, cell, part, faces, passes)
+        # the job on the placed passes; the collision check reuses the mesh they were planned on
+        result = _suggest_on_failure(lambda: plan_job(cell, optimise, on_stage=on_stage, progress=progress,
+                                                      plan_file=str(path), mesh=passes.mesh),
+                                     cell, part, faces, passes)
     result.source, result.unit = passes.source, passes.unit
     result.coverage, result.coverage_model, result.mesh = passes.coverage, passes.coverage_model, passes.mesh
     if found is not None:
@@ -242,20 +224,11 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
         if max_passes is not None or pass_length is not None:
             result = planner.crop_plan(result, part, max_passes, pass_length)
     else:
-        import sys
+        from robot_grinding_sim.cli.common import stage_progress
 
-        from robot_grinding_sim.cli.common import progress
-
-        with progress(None, "planning", enabled=not as_json) as bar:
-            def on_stage(msg: str) -> None:
-                if not as_json and sys.stderr.isatty():
-                    click.echo(msg, err=True)
-
-            def on_progress(stage: str, done: float, total: float) -> None:
-                # a total where the stage knows one (the optimisation: passes; the final run: simulated
-                # seconds): the bar shows a percentage and an ETA, and a new stage starts afresh
-                bar.update(done, total if total > 0 else None, description=stage)
-
+        # a total where the stage knows one (the optimisation: passes; the final run: simulated
+        # seconds): the bar shows a percentage and an ETA, and a new stage starts afresh
+        with stage_progress("planning", enabled=not as_json) as (on_stage, on_progress):
             result = _robot_plan(cell, part, faces, optimise, max_passes, pass_length, place, on_stage, on_progress)
     # render everything first: a failure leaves no file behind
     text = json.dumps(plan_io.plan_to_dict(result), separators=(",", ":"), allow_nan=False)

@@ -20,13 +20,19 @@ from robot_grinding_sim.core.config import CellConfig
 def plan_job(cell: CellConfig, optimise: bool | None = None, max_passes: int | None = None,
              pass_length: float | None = None, check_collisions: bool = True,
              on_stage: Callable[[str], None] | None = None,
-             progress: Callable[[str, float, float], None] | None = None) -> Any:
+             progress: Callable[[str, float, float], None] | None = None,
+             plan_file: str | None = None, mesh: Any = None) -> Any:
     """The plan of ``cell`` with its job trajectory (see the module docstring).
 
     Args:
         optimise: run the force-target optimisation (None: ``cell.optimise.enabled``); off: the
             trajectory with zero offsets and no predicted force.
         max_passes, pass_length: keep the first passes / the middle of each pass.
+        plan_file: make the job on the passes of this plan.json (``grinding plan --place auto``: the
+            passes planned and placed first) instead of planning them; ``optimise`` None is still
+            ``cell.optimise.enabled``.
+        mesh: the part's tessellation (part frame) to check the trajectory against, when the caller
+            has one (default: the plan's, else the part tessellated at 0.2 mm).
 
     Raises:
         InputError: bad parameters or files. PlanningError: unreachable, colliding or untimeable.
@@ -36,7 +42,8 @@ def plan_job(cell: CellConfig, optimise: bool | None = None, max_passes: int | N
     from robot_grinding_sim.core.planning import planner
     from robot_grinding_sim.core.planning.trajectory import build_job_trajectory, reachability
 
-    cfg = JobConfig(cell=cell, optimise=optimise, max_passes=max_passes, pass_length=pass_length)
+    opt = cell.optimise.enabled if optimise is None else optimise  # a JobConfig with a plan file defaults off
+    cfg = JobConfig(cell=cell, plan_file=plan_file, optimise=opt, max_passes=max_passes, pass_length=pass_length)
     setup = setup_job(cfg, on_stage)
     if cfg.optimising:
         result = run_job(cfg, setup, on_stage, progress).plan()
@@ -48,7 +55,9 @@ def plan_job(cell: CellConfig, optimise: bool | None = None, max_passes: int | N
         result.offsets, result.cell = offsets, cell.values()
         result.reachability = reachability(setup.model, result.trajectory)
     if check_collisions:
-        mesh = result.mesh if result.mesh is not None else setup.part.tessellate(deflection=2e-4)
+        # the trajectory written (with the optimised offsets, if any) is the one checked
+        if mesh is None:
+            mesh = result.mesh if result.mesh is not None else setup.part.tessellate(deflection=2e-4)
         result.collision = planner.check_trajectory_collisions(setup.model, result.trajectory, mesh,
                                                                result.workpiece_pose)
     return result
