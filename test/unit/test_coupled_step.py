@@ -149,7 +149,8 @@ def test_hunt_crossley_steps_run_compiled_as_the_engine_does(panel) -> None:
     """A Hunt-Crossley step in contact throughout runs compiled (kind ``hc_contact``: the contact
     phase of hc_kernels, the integrator behind hc_integrate): its end state and its samples are
     those of NormalContactEngine started from the same state, to the bit; onset and release steps
-    still go through the engine (``event``)."""
+    are ``event`` steps (the engine's whole step, compiled too: test_engine_compiled checks them
+    against the Python engine they replaced)."""
     setup, traj = panel
     cell = setup.cell.replace(**{"contact.model": "hunt_crossley", "contact.stiffness": 2e7})
     tcp = cell.tool.tcp_link

@@ -20,6 +20,10 @@ The outer step is never shortened except to stop at these events; the number of 
 of phases is reported. Samples are recorded at every phase end and, on request, on a regular grid
 (``output_dt``) and a finer grid inside contacts (``contact_output_dt``), all from the exact
 solutions.
+
+The step runs compiled: :mod:`~robot_grinding_sim.core.contact.engine_kernels`, the same kernels
+the coupled arm + contact step (:mod:`~robot_grinding_sim.core.job.compiled_step`) runs for the
+steps in which a contact starts or ends.
 """
 
 from __future__ import annotations
@@ -27,14 +31,14 @@ from __future__ import annotations
 import math
 import time as _time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from robot_grinding_sim.core.contact.hunt_crossley import HuntCrossley, hc_integrate
+from robot_grinding_sim.core.contact import engine_kernels as ek
+from robot_grinding_sim.core.contact.hunt_crossley import HuntCrossley
 from robot_grinding_sim.core.contact.kelvin_voigt import KelvinVoigt
-from robot_grinding_sim.core.contact.laws import first_quadratic_crossing
 from robot_grinding_sim.core.errors import GrindingSimError, InputError
 
 __all__ = [
@@ -45,7 +49,8 @@ __all__ = [
     "semi_implicit_euler_penalty",
 ]
 
-FREE, CONTACT, LOOSE = "free", "contact", "loose"
+#: the engine's modes, by the kernels' codes (engine_kernels.FREE, CONTACT, LOOSE)
+MODES = ("free", "contact", "loose")
 
 Scalar = float | Callable[[float, float, float], float]
 
@@ -94,29 +99,6 @@ class EngineResult:
     in_contact_at_end: bool = False
 
 
-@dataclass
-class _Recorder:
-    t: list[float] = field(default_factory=list)
-    x: list[float] = field(default_factory=list)
-    v: list[float] = field(default_factory=list)
-    f: list[float] = field(default_factory=list)
-    e: list[float] = field(default_factory=list)
-
-    def add(self, t: float, x: float, v: float, f: float, e: float) -> None:
-        self.t.append(t)
-        self.x.append(x)
-        self.v.append(v)
-        self.f.append(f)
-        self.e.append(e)
-
-    def extend(self, t: np.ndarray, x: np.ndarray, v: np.ndarray, f: np.ndarray, e: np.ndarray) -> None:
-        self.t.extend(t.tolist())
-        self.x.extend(x.tolist())
-        self.v.extend(v.tolist())
-        self.f.extend(f.tolist())
-        self.e.extend(e.tolist())
-
-
 def _as_callable(name: str, value: Scalar) -> Callable[[float, float, float], float]:
     if callable(value):
         return value
@@ -126,17 +108,6 @@ def _as_callable(name: str, value: Scalar) -> Callable[[float, float, float], fl
     return lambda _t, _x, _v: val
 
 
-def _grid(t0: float, t1: float, dt: float | None) -> np.ndarray:
-    """Multiples of dt strictly inside (t0, t1)."""
-    if not dt or t1 <= t0:
-        return np.empty(0)
-    k0 = math.floor(t0 / dt) + 1
-    k1 = math.ceil(t1 / dt) - 1
-    if k1 < k0:
-        return np.empty(0)
-    return np.arange(k0, k1 + 1) * dt
-
-
 class NormalContactEngine:
     """Event-driven, variable-step simulation of a body along a contact normal.
 
@@ -144,6 +115,10 @@ class NormalContactEngine:
     effective mass (kg) or a callable (t, x, v) -> kg; ``external_force`` (N along +normal) or a
     callable (t, x, v) -> N; ``x0`` initial gap (m), ``v0`` initial velocity (m/s), ``t0`` (s).
     Drive it with :meth:`step` (one outer step, e.g. from a co-simulation) or :meth:`run`.
+
+    The steps run compiled (:mod:`~robot_grinding_sim.core.contact.engine_kernels`, the kernels
+    the coupled arm + contact step calls for its onset and release steps); this class evaluates
+    the mass and force callables, keeps the samples and the impacts.
     """
 
     def __init__(self, model: KelvinVoigt | HuntCrossley, mass: Scalar, external_force: Scalar,
@@ -153,255 +128,124 @@ class NormalContactEngine:
         self.model = model
         self._mass = _as_callable("mass", mass)
         self._fext = _as_callable("external force", external_force)
-        self.t, self.x, self.v = float(t0), float(x0), float(v0)
-        for name, val in (("x0", self.x), ("v0", self.v), ("t0", self.t)):
-            if not math.isfinite(val):
-                raise InputError(f"{name} must be finite, got {val!r}")
+        for name, val in (("x0", x0), ("v0", v0), ("t0", t0)):
+            if not math.isfinite(float(val)):
+                raise InputError(f"{name} must be finite, got {float(val)!r}")
         self.steps = 0
         self.phases = 0
         self.contacts: list[ContactRecord] = []
         self._current: ContactRecord | None = None
-        self._alpha = 0.0
-        self._rec = _Recorder()
         self.output_dt: float | None = None
         self.contact_output_dt: float | None = None
         self.contact_output_max = 5000  # fine-grid samples per impact at most
-        self._m = self._get_mass(self.t, self.x, self.v)
-        self._f = float(self._fext(self.t, self.x, self.v))
-        self.mode = self._initial_mode()
-        if self.mode != FREE:
-            self._open_contact(max(-self.v, 0.0))
-        self._record_point()
+        self._st = np.empty(ek.ST_LEN)
+        self._lp = np.zeros(ek.LP_LEN)
+        if isinstance(model, KelvinVoigt):
+            self._lp[ek.LP_LAW], self._lp[ek.LP_CLAMPED] = ek.KV_LAW, float(model.clamped)
+        else:
+            self._lp[ek.LP_LAW], self._lp[ek.LP_CLAMPED] = ek.HC_LAW, 1.0
+            self._lp[ek.LP_EXP], self._lp[ek.LP_U], self._lp[ek.LP_VF] = model.exponent, model.u, model.v_floor
+        self._lp[ek.LP_K] = model.stiffness
+        self._smp = np.empty((4, 64))
+        self._ev = np.empty((4, 16))
+        self._cnt = np.zeros(3, dtype=np.int64)
+        self._chunks: list[np.ndarray] = []
+        x0, v0, t0 = float(x0), float(v0), float(t0)
+        self._set_parameters(t0, x0, v0)
+        self._smp, self._ev = ek.engine_init(self._lp, self._m, self._f, x0, v0, t0, self._st, self._smp, self._ev,
+                                             self._cnt)
+        self._collect()
 
-    # ----------------------------------------------------------------------------- helpers
-    def _get_mass(self, t: float, x: float, v: float) -> float:
+    # ----------------------------------------------------------------------------- state
+    @property
+    def t(self) -> float:
+        return float(self._st[ek.ST_T])
+
+    @property
+    def x(self) -> float:
+        return float(self._st[ek.ST_X])
+
+    @property
+    def v(self) -> float:
+        return float(self._st[ek.ST_V])
+
+    @property
+    def mode(self) -> str:
+        return MODES[int(self._st[ek.ST_MODE])]
+
+    def _set_parameters(self, t: float, x: float, v: float) -> None:
+        """Mass and external force at (t, x, v), held over the next step (and the law's damping)."""
         m = float(self._mass(t, x, v))
         if not 0.0 < m < math.inf:
             raise InputError(f"effective mass must be finite and > 0, got {m!r} at t = {t:.6g} s")
-        return m
-
-    @property
-    def _clamped(self) -> bool:
-        return isinstance(self.model, HuntCrossley) or self.model.clamped
-
-    def _raw_force(self, d: float, dd: float) -> float:
-        """Contact force before clamping, for d > 0."""
+        f = float(self._fext(t, x, v))
+        if not -math.inf < f < math.inf:
+            raise InputError(f"external force must be finite, got {f!r} at t = {t:.6g} s")
+        self._m, self._f = m, f
         if isinstance(self.model, KelvinVoigt):
-            return self.model.stiffness * d + self.model.damping(self._m) * dd
-        return self.model.stiffness * d**self.model.exponent * (1.0 + self._alpha * dd)
+            self._lp[ek.LP_D] = self.model.damping(m)
+
+    def _collect(self) -> None:
+        """Take the kernel's samples (with their energies) and replay its contact log."""
+        ns, nev = int(self._cnt[ek.C_NS]), int(self._cnt[ek.C_NEV])
+        chunk = np.empty((5, ns))
+        chunk[:4] = self._smp[:, :ns]
+        chunk[4] = self.energy(chunk[ek.S_X], chunk[ek.S_V])
+        self._chunks.append(chunk)
+        for i in range(nev):
+            kind, a, b, c = self._ev[:, i]
+            cur = self._current
+            if kind == ek.EV_OPEN:
+                self._current = ContactRecord(t_impact=float(a), v_in=float(b))
+                self.contacts.append(self._current)
+            elif cur is None:
+                continue
+            elif kind == ek.EV_TRACK:
+                cur.max_penetration = max(cur.max_penetration, float(a))
+                cur.peak_force = max(cur.peak_force, float(b))
+            elif kind == ek.EV_RELEASE:
+                cur.v_out, cur.contact_duration = float(a), float(b)
+                cur.releases += int(c)
+            elif kind == ek.EV_EXIT:
+                cur.t_exit = float(a)
+                if cur.v_out is None:  # unclamped: leaves at d = 0
+                    cur.v_out, cur.contact_duration = float(b), float(c)
+                self._current = None
+            elif kind == ek.EV_ENGAGE:  # the same impact continues
+                cur.v_out = None
+                cur.contact_duration = None
+        self._cnt[ek.C_NS] = 0
+        self._cnt[ek.C_NEV] = 0
 
     def contact_force(self, x: float, v: float) -> float:
         """Contact force (N, along +normal) at gap x and velocity v with the current parameters."""
-        d, dd = -x, -v
-        if d <= 0.0:
-            return 0.0
-        f = self._raw_force(d, dd)
-        return max(f, 0.0) if self._clamped else f
-
-    def _potential(self, d: np.ndarray | float) -> np.ndarray:
-        return self.model.potential(d)
+        return float(ek.law_force(self._lp, float(self._st[ek.ST_ALPHA]), float(x), float(v)))
 
     def energy(self, x: np.ndarray | float, v: np.ndarray | float) -> np.ndarray:
         """Kinetic + external-force potential (-f_ext x) + elastic energy (J)."""
         x = np.asarray(x, dtype=float)
         v = np.asarray(v, dtype=float)
-        return 0.5 * self._m * v * v - self._f * x + self._potential(-x)
-
-    def _initial_mode(self) -> str:
-        a = self._f / self._m
-        if self.x > 0.0 or (self.x == 0.0 and (self.v > 0.0 or (self.v == 0.0 and a >= 0.0))):
-            return FREE
-        if isinstance(self.model, HuntCrossley):
-            self._alpha = self.model.alpha(max(-self.v, 0.0))
-        if not self._clamped or self.x == 0.0:
-            return CONTACT
-        return CONTACT if self._raw_force(-self.x, -self.v) >= 0.0 else LOOSE
-
-    def _open_contact(self, v_in: float) -> None:
-        self._current = ContactRecord(t_impact=self.t, v_in=v_in)
-        self.contacts.append(self._current)
-        if isinstance(self.model, HuntCrossley):
-            self._alpha = self.model.alpha(v_in)
-
-    def _energy_scalar(self, x: float, v: float) -> float:
-        e = 0.5 * self._m * v * v - self._f * x
-        return e + float(self._potential(-x)) if x < 0.0 else e
-
-    def _record_point(self) -> None:
-        f = self.contact_force(self.x, self.v) if self.mode == CONTACT else 0.0
-        self._rec.add(self.t, self.x, self.v, f, self._energy_scalar(self.x, self.v))
-
-    def _record_dense(self, t0: float, t1: float, fn: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
-                      contact: bool) -> None:
-        ts = _grid(t0, t1, self.output_dt)
-        if contact and self.contact_output_dt and self._current is not None:
-            # the fine grid covers the impact itself, not hours of resting contact
-            t_stop = self._current.t_impact + self.contact_output_max * self.contact_output_dt
-            if t0 < t_stop:
-                ts = np.union1d(ts, _grid(t0, min(t1, t_stop), self.contact_output_dt))
-        if ts.size == 0:
-            return
-        xs, vs = fn(ts - t0)
-        if self.mode == CONTACT:
-            fs = np.array([self.contact_force(x, v) for x, v in zip(xs, vs, strict=True)])
-        else:
-            fs = np.zeros_like(xs)
-        self._rec.extend(ts, xs, vs, fs, self.energy(xs, vs))
-
-    # ----------------------------------------------------------------------------- phases
-    def _free_phase(self, tau: float) -> float:
-        x0, v0, a = self.x, self.v, self._f / self._m
-        if x0 <= 0.0 and (v0 < 0.0 or (v0 == 0.0 and a < 0.0)):
-            te: float | None = 0.0
-        else:
-            te = first_quadratic_crossing(x0, v0, 0.5 * a, tau, -1)
-        dt = tau if te is None else te
-        if self.output_dt:
-
-            def traj(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-                return x0 + v0 * s + 0.5 * a * s * s, v0 + a * s
-
-            self._record_dense(self.t, self.t + dt, traj, contact=False)
-        self.t += dt
-        self.v = v0 + a * dt
-        if te is None:
-            self.x = x0 + v0 * dt + 0.5 * a * dt * dt
-        else:
-            self.x = 0.0  # exactly on the surface: time of impact, no overshoot
-            self.mode = CONTACT
-            self._open_contact(max(-self.v, 0.0))
-            self._record_point()
-        return dt
-
-    def _close_release(self, v_pen: float) -> None:
-        """The contact force has returned to zero: the body leaves with this normal velocity."""
-        if self._current is not None:
-            self._current.v_out = max(-v_pen, 0.0)
-            self._current.contact_duration = self.t - self._current.t_impact
-
-    def _exit_surface(self) -> None:
-        if self._current is not None:
-            self._current.t_exit = self.t
-            if self._current.v_out is None:  # unclamped: leaves at d = 0
-                self._close_release(-self.v)
-        self._current = None
-        self.x = 0.0
-        self.mode = FREE
-
-    def _track(self, d_max: float, f_max: float) -> None:
-        if self._current is not None:
-            self._current.max_penetration = max(self._current.max_penetration, d_max)
-            self._current.peak_force = max(self._current.peak_force, f_max)
-
-    def _contact_phase(self, tau: float) -> float:
-        d0, dd0, f_in = -self.x, -self.v, -self._f
-        if isinstance(self.model, KelvinVoigt):
-            sol = self.model.solve(self._m, d0, dd0, f_in)
-            ts = sol.separation_time(tau, clamp=self.model.clamped)
-            dt = tau if ts is None else ts
-            self._track(sol.max_penetration(dt)[0], sol.peak_force(dt)[0])
-
-            def traj(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-                d, dd = sol.state(s)
-                return -d, -dd
-
-            d1, dd1 = (float(z) for z in sol.state(dt))
-        else:
-            ph = hc_integrate(self.model, self._alpha, self._m, d0, dd0, f_in, tau)
-            dt = ph.t_end
-            ts = None if ph.reason == "time" else dt
-            self._track(ph.max_penetration, ph.peak_force)
-
-            def traj(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-                y = ph.sol(s)
-                return -y[0], -y[1]
-
-            d1, dd1 = ph.d, ph.v
-        self._record_dense(self.t, self.t + dt, traj, contact=True)
-        self.t += dt
-        self.x, self.v = -d1, -dd1
-        if ts is None:
-            return dt
-        self._record_point()  # the last contact sample (unclamped: the pulling force at d = 0)
-        if not self._clamped or d1 <= 0.0:
-            self._exit_surface()
-            self._record_point()
-        else:
-            self._close_release(dd1)
-            if self._current is not None:
-                self._current.releases += 1
-            self.mode = LOOSE
-        return dt
-
-    def _loose_phase(self, tau: float) -> float:
-        d0, dd0, a = -self.x, -self.v, -self._f / self._m
-        if d0 <= 0.0 and dd0 <= 0.0:
-            self._exit_surface()
-            self._record_point()
-            return 0.0
-        t_exit = first_quadratic_crossing(d0, dd0, 0.5 * a, tau, -1)
-        if isinstance(self.model, KelvinVoigt):
-            k, c = self.model.stiffness, self.model.damping(self._m)
-            t_eng = first_quadratic_crossing(k * d0 + c * dd0, k * dd0 + c * a, 0.5 * k * a, tau, +1)
-        else:
-            al = self._alpha
-            t_eng = first_quadratic_crossing(1.0 + al * dd0, al * a, 0.0, tau, +1) if al > 0.0 else None
-        events = [(t, n) for t, n in ((t_exit, "exit"), (t_eng, "engage")) if t is not None]
-        t_ev, kind = min(events) if events else (tau, "time")
-
-        def traj(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            return -(d0 + dd0 * s + 0.5 * a * s * s), -(dd0 + a * s)
-
-        # deepest point of this ballistic arc inside the surface
-        cand = [d0, d0 + dd0 * t_ev + 0.5 * a * t_ev * t_ev]
-        if a != 0.0 and 0.0 < -dd0 / a < t_ev:
-            s = -dd0 / a
-            cand.append(d0 + dd0 * s + 0.5 * a * s * s)
-        self._track(max(cand), 0.0)
-        self._record_dense(self.t, self.t + t_ev, traj, contact=True)
-        self.t += t_ev
-        self.v = -(dd0 + a * t_ev)
-        self.x = -(d0 + dd0 * t_ev + 0.5 * a * t_ev * t_ev)
-        if kind == "exit":
-            self._exit_surface()
-            self._record_point()
-        elif kind == "engage":
-            self.mode = CONTACT
-            if self._current is not None:  # the same impact continues
-                self._current.v_out = None
-                self._current.contact_duration = None
-            self._record_point()
-        return t_ev
+        return 0.5 * self._m * v * v - self._f * x + self.model.potential(-x)
 
     # ----------------------------------------------------------------------------- driving
     def step(self, dt: float) -> None:
         """Advance by one outer step of ``dt`` seconds, stopping inside it only at events."""
         if not (dt > 0.0 and dt < math.inf):
             raise InputError(f"time step dt must be finite and > 0, got {dt!r}")
-        t_end = self.t + dt
-        self._m = self._get_mass(self.t, self.x, self.v)
-        self._f = float(self._fext(self.t, self.x, self.v))
-        if not -math.inf < self._f < math.inf:
-            raise InputError(f"external force must be finite, got {self._f!r} at t = {self.t:.6g} s")
-        stalled = 0
-        while self.t < t_end:
-            tau = t_end - self.t
-            if self.mode == FREE:
-                adv = self._free_phase(tau)
-            elif self.mode == CONTACT:
-                adv = self._contact_phase(tau)
-            else:
-                adv = self._loose_phase(tau)
-            self.phases += 1
-            stalled = stalled + 1 if adv <= 0.0 else 0
-            if stalled > 50:
-                raise GrindingSimError(f"engine stalled at t = {self.t!r} s in mode {self.mode} "
-                                       f"(x = {self.x!r}, v = {self.v!r})")
-            if tau - adv <= 1e-15 * max(1.0, abs(t_end)):
-                self.t = t_end  # absorb rounding: the step ends here
-                break
+        self._set_parameters(self.t, self.x, self.v)
+        self._cnt[ek.C_PHASES] = 0
+        code, self._smp, self._ev = ek.engine_step(self._lp, self._m, self._f, self._st, float(dt),
+                                                   float(self.output_dt or 0.0), float(self.contact_output_dt or 0.0),
+                                                   int(self.contact_output_max), self._smp, self._ev, self._cnt)
+        self.phases += int(self._cnt[ek.C_PHASES])
+        self._collect()
+        if code == ek.STALLED:
+            raise GrindingSimError(f"engine stalled at t = {self.t!r} s in mode {self.mode} "
+                                   f"(x = {self.x!r}, v = {self.v!r})")
+        if code == ek.HC_FAILED:  # pragma: no cover - integration failure
+            raise InputError(f"Hunt-Crossley integration failed: the step size fell below the spacing of "
+                             f"floating-point times at t = {self.t} s")
         self.steps += 1
-        self._record_point()
 
     def run(self, duration: float, dt: float, output_dt: float | None = None,
             contact_output_dt: float | None = None,
@@ -431,14 +275,16 @@ class NormalContactEngine:
 
     def result(self, wall_time_s: float = 0.0) -> EngineResult:
         """Everything recorded so far, time-ordered."""
-        r = self._rec
-        t = np.asarray(r.t)
+        rec = np.concatenate(self._chunks, axis=1) if len(self._chunks) > 1 else self._chunks[0]
+        if len(self._chunks) > 1:
+            self._chunks = [rec]
+        t = rec[ek.S_T]
         order = np.argsort(t, kind="stable")
-        x = np.asarray(r.x)[order]
-        return EngineResult(t=t[order], x=x, v=np.asarray(r.v)[order], force=np.asarray(r.f)[order],
-                            penetration=np.maximum(-x, 0.0), energy=np.asarray(r.e)[order],
+        x = rec[ek.S_X][order]
+        return EngineResult(t=t[order], x=x, v=rec[ek.S_V][order], force=rec[ek.S_F][order],
+                            penetration=np.maximum(-x, 0.0), energy=rec[4][order],
                             contacts=list(self.contacts), steps=self.steps, phases=self.phases,
-                            wall_time_s=wall_time_s, in_contact_at_end=self.mode != FREE)
+                            wall_time_s=wall_time_s, in_contact_at_end=self.mode != "free")
 
 
 def effective_mass_callback(

@@ -198,6 +198,104 @@ def kv_stays_in_contact(stiffness: float, damping: float, mass: float, force: fl
     return -gmin >= 0.0
 
 
+@njit(cache=True)
+def form_value(r: float, disc: float, w: float, s1: float, c0: float, p: float, q: float, t: float) -> float:
+    """g(t) = c0 + e^{rt}(P C(t) + Q S(t)) for one t >= 0."""
+    ec, es = exp_basis(r, disc, w, s1, t)
+    return c0 + p * ec + q * es
+
+
+@njit(cache=True)
+def form_brentq(r: float, disc: float, w: float, s1: float, c0: float, p: float, q: float, xa: float, xb: float,
+                xtol: float, rtol: float, maxiter: int) -> float:
+    """Root of :func:`form_value` in [xa, xb] (a sign change): scipy's brentq, step for step."""
+    xpre, xcur = xa, xb
+    fpre = form_value(r, disc, w, s1, c0, p, q, xpre)
+    fcur = form_value(r, disc, w, s1, c0, p, q, xcur)
+    if fpre == 0.0:
+        return xpre
+    if fcur == 0.0:
+        return xcur
+    xblk = fblk = spre = scur = 0.0
+    for _ in range(maxiter):
+        if fpre != 0.0 and fcur != 0.0 and (fpre < 0.0) != (fcur < 0.0):
+            xblk, fblk = xpre, fpre
+            spre = scur = xcur - xpre
+        if abs(fblk) < abs(fcur):
+            xpre, xcur, xblk = xcur, xblk, xcur
+            fpre, fcur, fblk = fcur, fblk, fcur
+        delta = (xtol + rtol * abs(xcur)) / 2.0
+        sbis = (xblk - xcur) / 2.0
+        if fcur == 0.0 or abs(sbis) < delta:
+            return xcur
+        if abs(spre) > delta and abs(fcur) < abs(fpre):
+            if xpre == xblk:  # interpolate
+                stry = -fcur * (xcur - xpre) / (fcur - fpre)
+            else:  # extrapolate
+                dpre = (fpre - fcur) / (xpre - xcur)
+                dblk = (fblk - fcur) / (xblk - xcur)
+                stry = -fcur * (fblk * dblk - fpre * dpre) / (dblk * dpre * (fblk - fpre))
+            if 2.0 * abs(stry) < min(abs(spre), 3.0 * abs(sbis) - delta):
+                spre, scur = scur, stry
+            else:
+                spre = scur = sbis
+        else:
+            spre = scur = sbis
+        xpre, fpre = xcur, fcur
+        if abs(scur) > delta:
+            xcur += scur
+        else:
+            xcur += delta if sbis > 0.0 else -delta
+        fcur = form_value(r, disc, w, s1, c0, p, q, xcur)
+    return xcur
+
+
+@njit(cache=True)
+def form_first_down_crossing(r: float, disc: float, w: float, s1: float, c0: float, p: float, q: float,
+                             t_max: float) -> float:
+    """First t in [0, t_max] where g(t) = c0 + e^{rt}(P C + Q S) goes from >= 0 to < 0 (inf if none).
+
+    g is monotone between consecutive stationary points (closed form), so each piece is a
+    bracketed root-finding problem (Brent, xtol 1e-16 s, rtol 1e-15). A piece that starts at
+    t = 0 with g(0) <= 0 and g decreasing is an immediate crossing (t = 0). Underdamped: the
+    decaying oscillation's envelope ends the search once it can no longer reach zero.
+    """
+    dp, dq = r * p + q, r * q + disc * p
+    ga = form_value(r, disc, w, s1, c0, p, q, 0.0)
+    if ga <= 0.0 and (dp < 0.0 or (dp == 0.0 and ga < 0.0)):
+        return 0.0
+    theta0 = 0.0
+    st = np.empty(0)
+    if disc < 0.0:  # stationary points theta0/w + k pi/w, k = 0, 1, ...
+        theta0 = math.atan2(-dp, dq / w) % math.pi
+    else:
+        st = stationary_times(r, disc, w, p, q, t_max)
+    env = math.hypot(p, q / w) if disc < 0.0 else 0.0
+    ta = 0.0
+    k = 0
+    while True:
+        if disc < 0.0:
+            tb = (theta0 + k * math.pi) / w
+        elif k < st.shape[0]:
+            tb = st[k]
+        else:
+            tb = t_max
+        k += 1
+        if tb <= ta:
+            continue
+        if disc < 0.0 and c0 > 0.0 and math.exp(r * ta) * env < c0:
+            return math.inf  # the decaying oscillation can no longer reach zero
+        if disc < 0.0 and c0 < 0.0 and ga < 0.0 and math.exp(r * ta) * env < -c0:
+            return ta  # negative from here on (only reachable through rounding at a start)
+        tb = min(tb, t_max)
+        gb = form_value(r, disc, w, s1, c0, p, q, tb)
+        if ga >= 0.0 and gb < 0.0:
+            return form_brentq(r, disc, w, s1, c0, p, q, ta, tb, 1e-16, 1e-15, 200)
+        if tb >= t_max:
+            return math.inf
+        ta, ga = tb, gb
+
+
 class _ExpForm:
     """Functions g(t) = c0 + e^{rt} (P C(t) + Q S(t)) of the damped linear oscillator.
 
@@ -253,51 +351,11 @@ class _ExpForm:
         return math.exp(self.r * t) * math.hypot(p, q / self.w)
 
     def first_down_crossing(self, c0: float, p: float, q: float, t_max: float) -> float | None:
-        """First t in [0, t_max] where g goes from >= 0 to < 0 (None if none).
-
-        g is monotone between consecutive stationary points (closed form), so each piece is a
-        bracketed root-finding problem (Brent, ~1e-15 s). A piece that starts at t = 0 with
-        g(0) <= 0 and g decreasing is an immediate crossing (t = 0).
-        """
-        dp, dq = self.deriv(p, q)
-
-        def g(t: float) -> float:
-            return float(self.value(c0, p, q, t))
-
-        ga = g(0.0)
-        if ga <= 0.0 and (dp < 0.0 or (dp == 0.0 and ga < 0.0)):
-            return 0.0
-        if self.disc < 0.0:
-            theta0 = math.atan2(-dp, dq / self.w) % math.pi
-
-            def pieces():  # stationary points theta0/w + k pi/w, k = 0, 1, ...
-                k = 0
-                while True:
-                    yield (theta0 + k * math.pi) / self.w
-                    k += 1
-        else:
-            st = self.stationary(p, q, t_max)
-
-            def pieces():
-                yield from (float(x) for x in st)
-                yield t_max
-
-        ta = 0.0
-        for tb in pieces():
-            if tb <= ta:
-                continue
-            if self.disc < 0.0 and c0 > 0.0 and self.envelope(p, q, ta) < c0:
-                return None  # the decaying oscillation can no longer reach zero
-            if self.disc < 0.0 and c0 < 0.0 and ga < 0.0 and self.envelope(p, q, ta) < -c0:
-                return ta  # negative from here on (only reachable through rounding at a start)
-            tb = min(tb, t_max)
-            gb = g(tb)
-            if ga >= 0.0 and gb < 0.0:
-                return brentq(g, ta, tb, xtol=1e-16, rtol=1e-15, maxiter=200)
-            if tb >= t_max:
-                return None
-            ta, ga = tb, gb
-        return None  # pragma: no cover
+        """First t in [0, t_max] where g goes from >= 0 to < 0 (None if none): the compiled
+        :func:`form_first_down_crossing`."""
+        t = form_first_down_crossing(self.r, self.disc, self.w, self.s1, float(c0), float(p), float(q),
+                                     float(t_max))
+        return None if t == math.inf else t
 
     def maximum(self, c0: float, p: float, q: float, t_end: float) -> tuple[float, float]:
         """(max of g on [0, t_end], time of it), from the stationary points and the ends (:func:`form_maximum`)."""

@@ -1,5 +1,5 @@
-"""Shared pieces of the contact models: input checks, effective mass of two bodies, the ballistic
-crossing the engine uses, the tangential grinding force and the contact patch.
+"""Shared pieces of the contact models: input checks, effective mass of two bodies, the tangential
+grinding force and the contact patch.
 
 The normal force laws live in :mod:`~robot_grinding_sim.core.contact.kelvin_voigt` (closed form)
 and :mod:`~robot_grinding_sim.core.contact.hunt_crossley` (the nonlinear family).
@@ -70,50 +70,6 @@ def two_body_effective_mass(m_a: float, m_b: float | None) -> float:
         return m_a
     m_b = check_positive("mass m_b", m_b)
     return m_a * m_b / (m_a + m_b)
-
-
-# --------------------------------------------------------------------------------------------
-# ballistic helper shared with the engine
-# --------------------------------------------------------------------------------------------
-
-
-def first_quadratic_crossing(c0: float, c1: float, c2: float, t_max: float, direction: int) -> float | None:
-    """First t in [0, t_max] where g(t) = c0 + c1 t + c2 t^2 crosses zero in ``direction``.
-
-    direction -1: from >= 0 to < 0 (g decreasing at the root); +1: upwards. A root at t ~ 0 with
-    the wrong slope is ignored (the state just came from that event). Roots by the numerically
-    stable quadratic formula, polished by one Newton step.
-    """
-    roots: list[float] = []
-    if c2 == 0.0:
-        if c1 != 0.0:
-            roots.append(-c0 / c1)
-    else:
-        disc = c1 * c1 - 4.0 * c2 * c0
-        if disc >= 0.0:
-            sq = math.sqrt(disc)
-            qq = -0.5 * (c1 + math.copysign(sq, c1))
-            if qq != 0.0:
-                roots.extend((qq / c2, c0 / qq))
-            else:
-                roots.append(0.0)
-    best: float | None = None
-    for t in roots:
-        slope = c1 + 2.0 * c2 * t
-        if slope != 0.0:
-            t = t - (c0 + c1 * t + c2 * t * t) / slope  # Newton polish
-        if t < 0.0:
-            if t > -1e-15 * max(1.0, t_max):
-                t = 0.0
-            else:
-                continue
-        if t > t_max:
-            continue
-        slope = c1 + 2.0 * c2 * t
-        if (direction < 0 and slope < 0.0) or (direction > 0 and slope > 0.0):
-            if best is None or t < best:
-                best = t
-    return best
 
 
 # --------------------------------------------------------------------------------------------

@@ -19,13 +19,13 @@ Arrays:
   side (:func:`contact_side`) and reused by the arm side and the forward dynamics
   (``have_kin``); the wrappers, whose two sides may see different states, let each compute its own.
 
-A Hunt-Crossley step in contact throughout (kind :data:`HC`) runs the engine's contact phase
-compiled (:func:`~robot_grinding_sim.core.contact.hc_kernels.hc_phase`, the integrator behind
-:func:`~robot_grinding_sim.core.contact.hunt_crossley.hc_integrate`) and keeps the samples the
-engine would record (``es`` (3, k): times, forces, gaps). A step whose contact needs the
-variable-step engine (onset, release: kind :data:`EVENT`) stops in :func:`arm_side` after the
-arm's trial step; the caller runs :class:`~robot_grinding_sim.core.contact.engine.NormalContactEngine`
-for the end state (x1, v1) and finishes the step with :func:`arm_side_finish`.
+A step in which a contact starts or ends (kind :data:`EVENT`: onset, release) and a
+Hunt-Crossley step in contact throughout (kind :data:`HC`) run the variable-step engine's step
+compiled (:func:`~robot_grinding_sim.core.contact.engine_kernels.normal_step`, the kernels behind
+:class:`~robot_grinding_sim.core.contact.engine.NormalContactEngine`: impact time, Kelvin-Voigt
+closed form and its separation time, Hunt-Crossley's DOP853 with event location, loose phases)
+inside :func:`arm_side`, and keep the samples the engine records (``es`` (4, k): times, forces,
+gaps, velocities, engine_kernels.S_* rows).
 """
 
 from __future__ import annotations
@@ -35,15 +35,21 @@ import math
 import numpy as np
 from numba import njit
 
-from robot_grinding_sim.core.contact.hc_kernels import (
-    RES_D,
-    RES_LEN,
-    RES_NSEG,
-    RES_REASON,
-    RES_V,
-    TIME,
-    dense_eval,
-    hc_phase,
+from robot_grinding_sim.core.contact.engine_kernels import (
+    HC_LAW,
+    KV_LAW,
+    LP_CLAMPED,
+    LP_D,
+    LP_EXP,
+    LP_K,
+    LP_LAW,
+    LP_LEN,
+    LP_U,
+    LP_VF,
+    S_F,
+    S_T,
+    S_X,
+    normal_step,
 )
 from robot_grinding_sim.core.contact.kelvin_voigt import kv_state, kv_stays_in_contact
 from robot_grinding_sim.core.geometry.tool_contact import ball_contact
@@ -158,11 +164,13 @@ def arm_side(t, dt, st, have_rom, rom, f_prev, knots, coeffs, last, t_traj, arm,
              body, X, wbody, wX, project, T, J, M, L, have_kin, hc_u, h_out, es, out, b, sv):
     """The arm side of one step (coupled_step module docstring) from state st (ST_ROWS, n) at t
     into out: trial step under f_prev, free acceleration along n, free flight, the Kelvin-Voigt
-    closed form or the Hunt-Crossley contact phase (hc_u: the law's u, h_out the engine's output
-    spacing (0: none), es (3, k) its samples, sv[SV_NS] of them), projection along
-    b = m M^-1 J^T n (b (n,) written). T, J, M, L: the step's kinematics at st's q (module
-    docstring), given (``have_kin``) or computed here. Returns the arm's code (0 ok) or -1 for an
-    :data:`EVENT` step waiting for :func:`arm_side_finish`."""
+    closed form or the variable-step engine's step (onset, release, Hunt-Crossley in contact:
+    :func:`~robot_grinding_sim.core.contact.engine_kernels.normal_step`; hc_u: the Hunt-Crossley
+    law's u, h_out the engine's output spacing (0: none), es (4, k) its samples (engine_kernels.S_*
+    rows), sv[SV_NS] of them), projection along b = m M^-1 J^T n (b (n,) written). T, J, M, L:
+    the step's kinematics at st's q (module docstring), given (``have_kin``) or computed here.
+    Returns (code, es): the arm's code (0 ok; 4 the contact's integration failed) and the samples'
+    array (es, or a larger one)."""
     n = st.shape[1]
     w = np.zeros(6)
     for k in range(SV_LEN):
@@ -172,12 +180,12 @@ def arm_side(t, dt, st, have_rom, rom, f_prev, knots, coeffs, last, t_traj, arm,
         code = arm_advance(t, dt, st, knots, coeffs, last, t_traj, True, arm, g_ctrl, g, jt, jd, bd, ws,
                            wbody, wX, w, M, L, have_kin, out)
         sv[SV_KIND], sv[SV_X0], sv[SV_X1], sv[SV_END_X] = NONE, np.inf, np.inf, np.inf
-        return code
+        return code, es
     q0, qd0 = st[0], st[QD]
     if not have_kin:
         tcp_kinematics(q0, jt, jd, ws, body, X, T, J)
         if not mass_factor(q0, jt, jd, bd, ws, M, L):
-            return 2
+            return 2, es
     nx, ny, nz = rom[R_N], rom[R_N + 1], rom[R_N + 2]
     Jn = normal_row(J, nx, ny, nz)
     vn0 = np.dot(Jn, qd0)
@@ -196,7 +204,7 @@ def arm_side(t, dt, st, have_rom, rom, f_prev, knots, coeffs, last, t_traj, arm,
     code = arm_advance(t, dt, st, knots, coeffs, last, t_traj, True, arm, g_ctrl, g, jt, jd, bd, ws, wbody, wX,
                        w, M, L, True, out)
     if code != 0:
-        return code
+        return code, es
     J1 = np.empty((6, n))
     jacobian_kernel(out[0], body, X, np.zeros(3), False, jt, jd, ws, J1)
     Jn1 = normal_row(J1, nx, ny, nz)
@@ -213,13 +221,9 @@ def arm_side(t, dt, st, have_rom, rom, f_prev, knots, coeffs, last, t_traj, arm,
     K, D = rom[R_K], rom[R_D]
     if kind == EVENT and rom[R_MODEL] == 0.0 and x0 < 0.0 and kv_stays_in_contact(K, D, m, -f_ext, -x0, -vn0, dt):
         kind = CONTACT
-    if kind == EVENT and rom[R_MODEL] != 0.0 and x0 < 0.0 and hc_step(rom, hc_u, m, f_ext, x0, vn0, dt, h_out, es, sv):
-        kind = HC
     sv[SV_KIND], sv[SV_X0], sv[SV_V0], sv[SV_M], sv[SV_FEXT] = kind, x0, vn0, m, f_ext
     sv[SV_DX_ARM], sv[SV_VN1_ARM] = dx_arm, vn1_arm
-    if kind == HC:
-        arm_side_finish(dt, sv[SV_END_X], sv[SV_V1], project, out, b, sv)
-    elif kind == FREE:
+    if kind == FREE:
         sv[SV_END_F], sv[SV_END_X] = 0.0, x_end
         arm_side_finish(dt, x_end, vn0 + a_n * dt, project, out, b, sv)
     elif kind == CONTACT:
@@ -227,54 +231,22 @@ def arm_side(t, dt, st, have_rom, rom, f_prev, knots, coeffs, last, t_traj, arm,
         sv[SV_END_F], sv[SV_END_X] = K * d1 + D * dd1, -d1
         arm_side_finish(dt, -d1, -dd1, project, out, b, sv)
     else:
-        sv[SV_END_F], sv[SV_END_X] = np.nan, np.nan
-        return -1
-    return 0
-
-
-@njit(cache=True)
-def hc_force(K, n, alpha, x, v):
-    """The engine's Hunt-Crossley contact force at gap x, rate v (N; 0 while apart)."""
-    d, dd = -x, -v
-    if d <= 0.0:
-        return 0.0
-    return max(K * d**n * (1.0 + alpha * dd), 0.0)
-
-
-@njit(cache=True)
-def hc_step(rom, u, m, f_ext, x0, vn0, dt, h_out, es, sv):
-    """The Hunt-Crossley step as :class:`~robot_grinding_sim.core.contact.engine.NormalContactEngine`
-    runs it from (x0, vn0) under f_ext for dt, when the contact lasts the whole step: alpha from the
-    entry rate, the contact phase (hc_phase), the samples the engine records (start, its output
-    grid k h_out inside the step, end) into es, the end state into sv (SV_END_X = x1,
-    SV_V1 = v1, SV_END_F, SV_NS). False (nothing kept) if the force starts
-    pulling (loose), the phase ends inside the step (exit, release) or es is too short."""
-    K, n = rom[R_K], rom[R_EXP]
-    d0, dd0 = -x0, -vn0
-    alpha = 0.0 if rom[R_CR] == 1.0 else u / max(abs(max(dd0, 0.0)), rom[R_VF])
-    if not K * d0**n * (1.0 + alpha * dd0) >= 0.0:
-        return False
-    k0, k1 = 1, 0
-    if h_out > 0.0:
-        k1 = math.ceil(dt / h_out) - 1
-    ns = 2 + max(k1 - k0 + 1, 0)
-    if ns > es.shape[1]:
-        return False
-    res = np.empty(RES_LEN)
-    seg, F, yo = hc_phase(K, n, alpha, m, -f_ext, d0, dd0, dt, 1e-12, res)
-    if res[RES_REASON] != TIME:
-        return False
-    es[0, 0], es[1, 0], es[2, 0] = 0.0, hc_force(K, n, alpha, x0, vn0), x0
-    if ns > 2:
-        ts = np.arange(k0, k1 + 1) * h_out
-        ys = np.empty((2, ts.shape[0]))
-        dense_eval(seg, F, yo, int(res[RES_NSEG]), ts, ys)
-        for i in range(ts.shape[0]):
-            es[0, 1 + i], es[1, 1 + i], es[2, 1 + i] = ts[i], hc_force(K, n, alpha, -ys[0, i], -ys[1, i]), -ys[0, i]
-    x1, v1 = -res[RES_D], -res[RES_V]
-    es[0, ns - 1], es[1, ns - 1], es[2, ns - 1] = dt, hc_force(K, n, alpha, x1, v1), x1
-    sv[SV_END_X], sv[SV_V1], sv[SV_END_F], sv[SV_NS] = x1, v1, es[1, ns - 1], ns
-    return True
+        # the variable-step engine's step from (x0, vn0): onset, release (and Hunt-Crossley's
+        # contact throughout: kind HC), its samples into es
+        lp = np.zeros(LP_LEN)
+        lp[LP_LAW] = KV_LAW if rom[R_MODEL] == 0.0 else HC_LAW
+        lp[LP_K], lp[LP_D], lp[LP_EXP], lp[LP_U], lp[LP_VF], lp[LP_CLAMPED] = K, D, rom[R_EXP], hc_u, rom[R_VF], 1.0
+        es, ns, x1, v1, whole, code = normal_step(lp, m, f_ext, x0, vn0, dt, h_out, es)
+        if code != 0:
+            return 4, es
+        if whole and rom[R_MODEL] != 0.0 and x0 < 0.0:
+            sv[SV_KIND] = HC
+            sv[SV_END_F], sv[SV_END_X] = es[S_F, ns - 1], x1
+        else:
+            sv[SV_END_F], sv[SV_END_X] = np.nan, np.nan
+        sv[SV_NS] = ns
+        arm_side_finish(dt, x1, v1, project, out, b, sv)
+    return 0, es
 
 
 @njit(cache=True)
@@ -392,16 +364,17 @@ def contact_side(t, dt, st, cs, cp, geo, jt, jd, bd, ws, body, X, T, J, M, L, ro
 def run_batch(t, dt, t_end, max_steps, st, cs, fp, cp, geo, knots, coeffs, last, arm, g_ctrl, g, jt, jd, bd, ws,
               body, X, wbody, wX, project, h, ix, rts, rq, rqd, rtau, rfn, rnrm, rtan, rlev, ot, ofn, odepth, oidx,
               out, rom, b, sv):
-    """Steps of ``dt`` from state st at t until t_end, ``max_steps`` steps or an event step.
+    """Steps of ``dt`` from state st at t until t_end or ``max_steps`` steps.
 
     fp (1,): the previous step's mean force (the trial force), updated. Each completed step is
     recorded (:func:`record_step`) and becomes st. Returns (code, t): code 0 at t_end or after
-    max_steps, 1 for an event step (st still the step's start; out, rom, b, sv the pending step
-    for :func:`arm_side_finish`), 2 for a singular effective mass, 3 for a failed arm step."""
+    max_steps, 2 for a singular effective mass, 3 for a failed arm step, 4 for a failed contact
+    integration (st the failed step's start)."""
     empty = np.empty(0)
     n = st.shape[1]
     T, J, M, L = np.empty((4, 4)), np.empty((6, n)), np.empty((n, n)), np.zeros((n, n))
-    es = np.empty((3, int(dt / h) + 4))  # a Hunt-Crossley step's samples (the engine's, on the output grid)
+    # the engine's samples of an event or Hunt-Crossley step (on the output grid; grown when needed)
+    es = np.empty((4, int(dt / h) + 8))
     for _ in range(max_steps):
         if not t < t_end - 1e-12:
             return 0, t
@@ -409,18 +382,18 @@ def run_batch(t, dt, t_end, max_steps, st, cs, fp, cp, geo, knots, coeffs, last,
         if have < 0:
             return 2, t
         # with a model the contact side left the step's kinematics at st's q in T, J, M, L
-        code = arm_side(t, dt, st, have == 1, rom, fp[0], knots, coeffs, last, 0.0, arm, g_ctrl, g, jt, jd, bd,
-                        ws, body, X, wbody, wX, project, T, J, M, L, have == 1, cp[CP_U], h, es, out, b, sv)
-        if code == -1:
-            return 1, t
+        code, es = arm_side(t, dt, st, have == 1, rom, fp[0], knots, coeffs, last, 0.0, arm, g_ctrl, g, jt, jd, bd,
+                            ws, body, X, wbody, wX, project, T, J, M, L, have == 1, cp[CP_U], h, es, out, b, sv)
+        if code == 4:
+            return 4, t
         if code != 0:
             return 3, t
         sv[SV_GAP0] = cs[1]
         fp[0] = sv[SV_FORCE]
-        if sv[SV_KIND] == HC:
+        if sv[SV_KIND] == HC or sv[SV_KIND] == EVENT:
             ns = int(sv[SV_NS])
             record_step(t, dt, out, sv, rom, True, h, ix, rts, rq, rqd, rtau, rfn, rnrm, rtan, rlev, ot, ofn,
-                        odepth, oidx, es[0, :ns], es[1, :ns], es[2, :ns])
+                        odepth, oidx, es[S_T, :ns], es[S_F, :ns], es[S_X, :ns])
         else:
             record_step(t, dt, out, sv, rom, have == 1, h, ix, rts, rq, rqd, rtau, rfn, rnrm, rtan, rlev, ot, ofn,
                         odepth, oidx, empty, empty, empty)

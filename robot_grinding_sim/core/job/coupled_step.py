@@ -18,8 +18,9 @@ the other and the node graph runs in separate processes:
    dynamics) with a trial wrench (the previous step's mean force); the normal velocity change it
    produces, minus the trial force's share, is the free acceleration a_free along n, so the force
    the arm exerts along n is f = m a_free. The normal coordinate (gap x, rate v) is then advanced
-   in closed form over the step under f (Kelvin-Voigt: ``KVSolution``; the Hunt-Crossley family:
-   its contact phase, compiled; onset and release: ``NormalContactEngine``); the mean contact force
+   in closed form over the step under f (Kelvin-Voigt: ``KVSolution``; the Hunt-Crossley family
+   and the steps where a contact starts or ends: the variable-step engine's step,
+   ``engine_kernels.normal_step``, compiled like the rest); the mean contact force
    is the impulse over dt, m (v1 - v0) / dt - f; and the arm's normal coordinate is set to the
    closed form's end state by a correction along b = m M^-1 J^T n (the direction a normal impulse
    moves the joints; n^T J b = 1). The contact stiffness is never integrated explicitly, so the
@@ -48,7 +49,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from robot_grinding_sim.core.config import CONTACT_MODELS, ContactConfig, ServoConfig
-from robot_grinding_sim.core.contact.engine import NormalContactEngine
+from robot_grinding_sim.core.contact.engine_kernels import S_F, S_T, S_X
 from robot_grinding_sim.core.contact.hunt_crossley import HuntCrossley
 from robot_grinding_sim.core.contact.kelvin_voigt import KelvinVoigt, kv_zeta_clamped
 from robot_grinding_sim.core.errors import InputError
@@ -341,15 +342,16 @@ class StepResult:
         t0: start time, s. dt: length, s.
         kind: ``"none"`` (no contact model: the arm moved alone), ``"free"`` (the tool stayed off the
             part), ``"contact"`` (in contact throughout, Kelvin-Voigt closed form), ``"hc_contact"``
-            (in contact throughout, Hunt-Crossley family: the engine's contact phase, compiled) or
-            ``"event"`` (onset, release: variable-step engine).
+            (in contact throughout, Hunt-Crossley family: the engine's contact phase) or
+            ``"event"`` (onset, release: the variable-step engine's step), all compiled.
         force: mean normal contact force over the step (impulse / dt), N.
         gap0, rate0: normal coordinate at the start (m, m/s); gap1, rate1: at the end.
         end: (normal force (N), gap (m)) at the step's end from the closed form, or None.
         samples: ``samples(s)`` -> (normal force (k,), gap (k,)) at times s (k,) after t0.
         rom: the contact model used (None for ``"none"``).
         sv, rom_array: the compiled step's scalars and model (compiled_step.SV_*, LAYOUT order);
-        engine: the engine's samples (t, force, gap) of an event step (empty arrays otherwise).
+        engine: the engine's samples (t, force, gap) of an event or Hunt-Crossley step (empty
+            arrays otherwise).
     """
 
     t0: float
@@ -427,37 +429,32 @@ class ArmContactStepper:
         law = self.law_of(rom) if rom is not None else None
         hc_u = law.u if isinstance(law, HuntCrossley) else 0.0
         h_out = self.sample_dt or 0.0
-        es = np.empty((3, int(dt / h_out) + 4 if h_out > 0.0 else 4))
+        es = np.empty((4, int(dt / h_out) + 8 if h_out > 0.0 else 8))
         jt, jd, bd, ws, body, X = self.kernel
         ctrl = arm.controller
         # the model may be older than this state (the node graph): the arm side computes the
         # kinematics at its own q
-        code = cs.arm_side(st.t, float(dt), cur, rom is not None, a, self.f_prev, knots, coeffs, last, t_traj,
-                           ctrl.arm, ctrl.gravity, arm.gravity, jt, jd, bd, ws, body, X, self.wrench_body,
-                           self.wrench_X, self.project, np.empty((4, 4)), np.empty((6, n)), np.empty((n, n)),
-                           np.zeros((n, n)), False, hc_u, h_out, es, out, b, sv)
+        code, es = cs.arm_side(st.t, float(dt), cur, rom is not None, a, self.f_prev, knots, coeffs, last, t_traj,
+                               ctrl.arm, ctrl.gravity, arm.gravity, jt, jd, bd, ws, body, X, self.wrench_body,
+                               self.wrench_X, self.project, np.empty((4, 4)), np.empty((6, n)), np.empty((n, n)),
+                               np.zeros((n, n)), False, hc_u, h_out, es, out, b, sv)
         et = ef = ex = np.empty(0)
-        if code == -1:
-            assert rom is not None
-            self.event_steps += 1
-            eng = NormalContactEngine(self.law_of(rom), sv[cs.SV_M], sv[cs.SV_FEXT], x0=sv[cs.SV_X0],
-                                      v0=sv[cs.SV_V0], t0=0.0)
-            eng.output_dt = self.sample_dt
-            eng.step(dt)
-            res = eng.result()
-            et, ef, ex = (np.ascontiguousarray(z, dtype=float) for z in (res.t, res.force, res.x))
-            cs.arm_side_finish(float(dt), float(eng.x), float(eng.v), self.project, out, b, sv)
-        elif code == 1:
+        if code == 1:
             raise InputError(f"arm step: NaN or inf in q {st.q.tolist()} or qd {st.qd.tolist()}")
         elif code == 2:
             raise InputError(f"{self.model.source}: mass matrix not positive definite at q={st.q.tolist()}")
-        elif sv[cs.SV_KIND] == cs.HC:  # the engine's samples of the compiled Hunt-Crossley step
+        elif code == 4:
+            raise InputError(f"contact integration failed in the step from t = {st.t} s (gap {sv[cs.SV_X0]} m, "
+                             f"rate {sv[cs.SV_V0]} m/s)")
+        elif sv[cs.SV_KIND] in (cs.EVENT, cs.HC):  # the engine's samples of the compiled step
             ns = int(sv[cs.SV_NS])
-            et, ef, ex = es[0, :ns].copy(), es[1, :ns].copy(), es[2, :ns].copy()
+            et, ef, ex = es[S_T, :ns].copy(), es[S_F, :ns].copy(), es[S_X, :ns].copy()
+        kind = int(sv[cs.SV_KIND])
+        if kind == cs.EVENT:
+            self.event_steps += 1
         arm.state = ArmState(st.t + dt, out[ak.Q], out[ak.QD], out[ak.QDD], out[ak.TAU], out[ak.TAU_EXT],
                              out[ak.Q_REF], out[ak.QD_REF], out[ak.QDD_REF])
         self.f_prev = float(sv[cs.SV_FORCE])
-        kind = int(sv[cs.SV_KIND])
         if kind != cs.NONE:
             self.contact_steps += 1
 

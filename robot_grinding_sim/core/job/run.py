@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from robot_grinding_sim.core.contact.engine import NormalContactEngine
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.job import compiled_step as cstep
 from robot_grinding_sim.core.job.coupled_step import (
@@ -32,7 +31,6 @@ from robot_grinding_sim.core.job.coupled_step import (
     ArmContactStepper,
     ContactSide,
     CoupledStep,
-    NormalContactModel,
     StepResult,
 )
 from robot_grinding_sim.core.job.setup import JobConfig, JobSetup, setup_job
@@ -146,9 +144,9 @@ def simulate(setup: JobSetup, reference: Any, q0: FloatArray, t_end: float, proj
 
 def simulate_compiled(step: CoupledStep, rec: Record, t_end: float, on_step: Callable[[float], None] | None
                       ) -> int:
-    """The coupled steps from the arm's state to ``t_end`` in compiled batches (compiled_step.run_batch);
-    an event step runs the variable-step engine here and is finished by the same kernel. Leaves the
-    final state in ``step``'s arm; returns the number of steps."""
+    """The coupled steps from the arm's state to ``t_end`` in compiled batches (compiled_step.run_batch,
+    onset and release steps included). Leaves the final state in ``step``'s arm; returns the
+    number of steps."""
     side, arm_side, sim = step.contact, step.arm, step.arm.arm
     jt, jd, bd, ws, body, X = arm_side.kernel
     knots, coeffs, last = sim.trajectory.arrays()
@@ -178,19 +176,9 @@ def simulate_compiled(step: CoupledStep, rec: Record, t_end: float, on_step: Cal
                              f"{np.round(st[ak.Q], 4).tolist()} (the arm cannot move the tool along the normal)")
         if code == 3:
             raise InputError(f"arm step failed (NaN or a mass matrix not positive definite) at t = {t} s")
-        if code == 1:  # an event step: the engine gives its end state, the kernel finishes it
-            m, f_ext = float(sv[cstep.SV_M]), float(sv[cstep.SV_FEXT])
-            law = arm_side.law_of(NormalContactModel.from_kernel(rom))
-            eng = NormalContactEngine(law, m, f_ext, x0=float(sv[cstep.SV_X0]), v0=float(sv[cstep.SV_V0]), t0=0.0)
-            eng.output_dt = arm_side.sample_dt
-            eng.step(dt)
-            res = eng.result()
-            cstep.arm_side_finish(dt, float(eng.x), float(eng.v), arm_side.project, out, b, sv)
-            fp[0] = sv[cstep.SV_FORCE]
-            cstep.record_step(t, dt, out, sv, rom, True, h, rec.ix, *rec.step_rows, *rec.out_rows,
-                              *(np.ascontiguousarray(z, dtype=float) for z in (res.t, res.force, res.x)))
-            st[:] = out
-            t = t + dt
+        if code == 4:
+            raise InputError(f"contact integration failed (Hunt-Crossley step size below the time resolution, "
+                             f"or the engine stalled) in the step from t = {t} s")
         if on_step is not None:
             on_step(t)
         if code == 0 and not t < t_end - 1e-12:
