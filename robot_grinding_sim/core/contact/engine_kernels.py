@@ -122,13 +122,13 @@ def quadratic_crossing(c0, c1, c2, t_max, direction):
     return best
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def hc_alpha(lp, v_impact):
     """The Hunt-Crossley alpha (s/m) of an impact at speed v_impact (m/s): u / max(|v|, v_floor)."""
     return lp[LP_U] / max(abs(v_impact), lp[LP_VF])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def raw_force(lp, alpha, d, dd):
     """The contact force before clamping at penetration d > 0 and rate dd (N)."""
     if lp[LP_LAW] == KV_LAW:
@@ -136,7 +136,7 @@ def raw_force(lp, alpha, d, dd):
     return lp[LP_K] * d ** lp[LP_EXP] * (1.0 + alpha * dd)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def law_force(lp, alpha, x, v):
     """The contact force (N, along +normal) at gap x and velocity v: 0 while apart, clamped at 0
     for clamped models (the Hunt-Crossley family always)."""
@@ -149,7 +149,7 @@ def law_force(lp, alpha, x, v):
     return f
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def add_sample(smp, cnt, t, f, x, v):
     """smp with (t, f, x, v) appended (a larger copy when full)."""
     k = cnt[C_NS]
@@ -162,7 +162,7 @@ def add_sample(smp, cnt, t, f, x, v):
     return smp
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def add_event(ev, cnt, kind, a, b, c):
     """ev with the contact-log row (kind, a, b, c) appended (a larger copy when full)."""
     k = cnt[C_NEV]
@@ -175,7 +175,7 @@ def add_event(ev, cnt, kind, a, b, c):
     return ev
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def record_point(lp, st, smp, cnt):
     """The sample of the current state (its contact force while in contact)."""
     x, v = st[ST_X], st[ST_V]
@@ -243,27 +243,23 @@ def record_dense(lp, st, m, t0, t1, contact, out_dt, fine_dt, fine_max, tr, c, s
     n = ts.shape[0]
     if n == 0:
         return smp
-    s = ts - t0
-    xs, vs = np.empty(n), np.empty(n)
-    if tr == TR_FREE:
-        for i in range(n):
-            xs[i], vs[i] = c[0] + c[1] * s[i] + 0.5 * c[2] * s[i] * s[i], c[1] + c[2] * s[i]
-    elif tr == TR_LOOSE:
-        for i in range(n):
-            xs[i], vs[i] = -(c[0] + c[1] * s[i] + 0.5 * c[2] * s[i] * s[i]), -(c[1] + c[2] * s[i])
-    elif tr == TR_KV:  # c: r, disc, w, s1, f/K, pd, qd, pv, qv
-        for i in range(n):
-            ec, es = exp_basis(c[0], c[1], c[2], c[3], s[i])
-            xs[i], vs[i] = -(c[4] + c[5] * ec + c[6] * es), -(0.0 + c[7] * ec + c[8] * es)
-    else:
-        ys = np.empty((2, n))
-        dense_eval(seg, F, yo, nseg, s, ys)
-        for i in range(n):
-            xs[i], vs[i] = -ys[0, i], -ys[1, i]
+    ys = np.empty((2, n if tr == TR_HC else 0))
+    if tr == TR_HC:
+        dense_eval(seg, F, yo, nseg, ts - t0, ys)
     in_contact = st[ST_MODE] == CONTACT
     for i in range(n):
-        f = law_force(lp, st[ST_ALPHA], xs[i], vs[i]) if in_contact else 0.0
-        smp = add_sample(smp, cnt, ts[i], f, xs[i], vs[i])
+        s = ts[i] - t0
+        if tr == TR_FREE:
+            x, v = c[0] + c[1] * s + 0.5 * c[2] * s * s, c[1] + c[2] * s
+        elif tr == TR_LOOSE:
+            x, v = -(c[0] + c[1] * s + 0.5 * c[2] * s * s), -(c[1] + c[2] * s)
+        elif tr == TR_KV:  # c: r, disc, w, s1, f/K, pd, qd, pv, qv
+            ec, es = exp_basis(c[0], c[1], c[2], c[3], s)
+            x, v = -(c[4] + c[5] * ec + c[6] * es), -(0.0 + c[7] * ec + c[8] * es)
+        else:
+            x, v = -ys[0, i], -ys[1, i]
+        f = law_force(lp, st[ST_ALPHA], x, v) if in_contact else 0.0
+        smp = add_sample(smp, cnt, ts[i], f, x, v)
     return smp
 
 
@@ -321,7 +317,7 @@ def contact_phase(lp, st, m, f, tau, out_dt, fine_dt, fine_max, smp, ev, cnt):
     K = lp[LP_K]
     clamped = lp[LP_LAW] == HC_LAW or lp[LP_CLAMPED] != 0.0
     alpha = st[ST_ALPHA]
-    seg, F, yo, nseg = np.empty((0, 3)), np.empty((0, 7, 2)), np.empty((0, 2)), 0
+    t0 = st[ST_T]
     if lp[LP_LAW] == KV_LAW:
         D = lp[LP_D]
         r, disc, w, s1, pd, qd, pv, qv = kv_closed_form(K, D, m, f_in, d0, dd0)
@@ -334,33 +330,29 @@ def contact_phase(lp, st, m, f, tau, out_dt, fine_dt, fine_max, smp, ev, cnt):
         dt = ts if ended else tau
         dmax = form_maximum(r, disc, w, s1, f_in / K, pd, qd, dt)[0]
         fmax = form_maximum(r, disc, w, s1, c0f, pf, qf, dt)[0]
-        tr = TR_KV
-        c = np.array([r, disc, w, s1, f_in / K, pd, qd, pv, qv])
+        ev = add_event(ev, cnt, EV_TRACK, dmax, fmax, 0.0)
+        smp = record_dense(lp, st, m, t0, t0 + dt, True, out_dt, fine_dt, fine_max, TR_KV,
+                           np.array([r, disc, w, s1, f_in / K, pd, qd, pv, qv]), np.empty((0, 3)),
+                           np.empty((0, 7, 2)), np.empty((0, 2)), 0, smp, cnt)
         ec, es = exp_basis(r, disc, w, s1, dt)
         d1, dd1 = f_in / K + pd * ec + qd * es, 0.0 + pv * ec + qv * es
     else:
         n = lp[LP_EXP]
-        tr = TR_HC
-        c = np.empty(0)
-        if 1.0 + alpha * dd0 < 0.0 and d0 > 0.0:  # starts on the release surface and moves out
+        if (1.0 + alpha * dd0 < 0.0 and d0 > 0.0) or (d0 <= 0.0 and dd0 < 0.0):
+            # on the release surface moving out (release), or on the surface leaving (exit): at once
             ended, dt, d1, dd1 = True, 0.0, d0, dd0
-            dmax, fmax = max(d0, 0.0), max(K * max(d0, 0.0) ** n * (1.0 + alpha * dd0), 0.0)
-        elif d0 <= 0.0 and dd0 < 0.0:  # on the surface, leaving
-            ended, dt, d1, dd1 = True, 0.0, d0, dd0
-            dmax, fmax = max(d0, 0.0), max(K * max(d0, 0.0) ** n * (1.0 + alpha * dd0), 0.0)
+            dp = max(d0, 0.0)
+            ev = add_event(ev, cnt, EV_TRACK, dp, max(K * dp**n * (1.0 + alpha * dd0), 0.0), 0.0)
         else:
             res = np.empty(RES_LEN)
             seg, F, yo = hc_phase(K, n, alpha, m, f_in, d0, dd0, tau, HC_RTOL, res)
             if res[RES_REASON] == FAILED:
                 return 0.0, HC_FAILED, smp, ev
-            nseg = int(res[RES_NSEG])
             dt, d1, dd1 = res[RES_T], res[RES_D], res[RES_V]
             ended = res[RES_REASON] != TIME
-            dmax, fmax = res[RES_DMAX], res[RES_FPEAK]
-    ev = add_event(ev, cnt, EV_TRACK, dmax, fmax, 0.0)
-    if tr == TR_KV or nseg > 0:
-        smp = record_dense(lp, st, m, st[ST_T], st[ST_T] + dt, True, out_dt, fine_dt, fine_max, tr, c, seg, F, yo,
-                           nseg, smp, cnt)
+            ev = add_event(ev, cnt, EV_TRACK, res[RES_DMAX], res[RES_FPEAK], 0.0)
+            smp = record_dense(lp, st, m, t0, t0 + dt, True, out_dt, fine_dt, fine_max, TR_HC, res, seg, F, yo,
+                               int(res[RES_NSEG]), smp, cnt)
     st[ST_T] += dt
     st[ST_X], st[ST_V] = -d1, -dd1
     if not ended:
