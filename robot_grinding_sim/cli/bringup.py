@@ -9,7 +9,8 @@ is reported with the end of its output; the command then exits with code 1 once 
 
 ``--plan-file plan.json --start`` runs that plan through the graph (grinding_executive starts it
 once the arm publishes joint states); ``--until-done`` then stops the graph when the job ends and
-exits 0 if it ran to its end (``done``), 2 if it was stopped or failed.
+exits 0 if it ran to its end (``done``), 2 if it was stopped or failed, and on a terminal shows the
+job's progress with an ETA (:mod:`robot_grinding_sim.cli.job_watch`).
 
 Nodes of other packages (robot_state_publisher, rviz2) exist only on a ROS install and are
 skipped; a node of this package whose module does not exist yet is skipped with a warning.
@@ -27,7 +28,8 @@ from typing import Any
 
 import click
 
-from robot_grinding_sim.cli.common import emit_json, json_option
+from robot_grinding_sim.cli.common import emit_json, json_option, progress
+from robot_grinding_sim.cli.job_watch import JobClock, ProgressListener
 from robot_grinding_sim.cli.processes import Child, node_command, quote, report_exits, report_unclean, stop_all
 
 #: how long the recorder may take to start recording before the other nodes start anyway, s
@@ -194,12 +196,45 @@ def bringup(
     old = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     children: list[Child] = []
     failed: list[str] = []
+    try:
+        with progress(None, "job: waiting for the start", enabled=until_done) as bar:
+            job_end = _run(to_start, env, children, failed, stop, duration, until_done, stop_on_exit, bar)
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+    why = (f"signal {received[0]}" if received else f"job {job_end}" if job_end
+           else ("duration reached" if not failed else "a node exited"))
+    click.echo(f"[bringup] stopped {len(children)} node(s) ({why})")
+    # a node must stop with exit code 0 when asked; anything else is a defect worth a red exit
+    unclean = report_unclean(children, failed, "bringup")
+    if failed or unclean:
+        sys.exit(1)  # (click.exceptions.Exit is swallowed by grinding's standalone_mode=False)
+    if until_done and job_end != "done":
+        click.echo(f"[bringup] the job did not run to its end ({job_end or why})", err=True)
+        sys.exit(2)
+
+
+def _run(to_start: list[dict[str, Any]], env: dict[str, str], children: list[Child], failed: list[str],
+         stop: threading.Event, duration: float | None, until_done: bool, stop_on_exit: bool, bar: Any) -> str | None:
+    """Start the nodes, watch them until ``stop``, the duration, the job's end or no node left; stop
+    them all. Returns the job's end (``done``, ``stopped``, ``failed``) with ``until_done``, else None.
+    ``bar``: a progress handle (common.progress); the job's progress goes there when it shows."""
+    clock: JobClock | None = None
+    listener: ProgressListener | None = None
     job_end: str | None = None
+    shown_total: float | None = None
+    if until_done and bar.active:
+        clock = JobClock()
+        try:
+            listener = ProgressListener(env, clock.feed_progress, clock.feed_clock)
+        except Exception as e:  # a bar is not worth a failed job
+            click.echo(f"[bringup] no progress bar: {e}", err=True)
     try:
         # the recorder first, and recording before the others start: what is published once (the
         # executive's command trajectory) is in the bag however slow discovery is on a busy machine
         for e in sorted(to_start, key=lambda e: e["name"] != "recorder"):
-            c = Child(e["name"], e["command"], env)
+            c = Child(e["name"], e["command"], env,
+                      on_line=clock.feed_line if clock is not None and e["name"] == "grinding_executive" else None)
             children.append(c)
             if e["name"] == "recorder":
                 deadline = time.monotonic() + RECORDER_READY_TIMEOUT
@@ -219,21 +254,16 @@ def bringup(
                     break
             if all(not c.alive() for c in children):
                 break
+            if clock is not None and (st := clock.state()) is not None:
+                # a new total (a resume) restarts the ETA; a new pass only changes the label
+                bar.update(st[0], st[1] if st[1] != shown_total else None, description=st[2])
+                shown_total = st[1]
             stop.wait(0.2)
     finally:
+        if listener is not None:
+            listener.close()
         stop_all(children)
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
-    why = (f"signal {received[0]}" if received else f"job {job_end}" if job_end
-           else ("duration reached" if not failed else "a node exited"))
-    click.echo(f"[bringup] stopped {len(children)} node(s) ({why})")
-    # a node must stop with exit code 0 when asked; anything else is a defect worth a red exit
-    unclean = report_unclean(children, failed, "bringup")
-    if failed or unclean:
-        sys.exit(1)  # (click.exceptions.Exit is swallowed by grinding's standalone_mode=False)
-    if until_done and job_end != "done":
-        click.echo(f"[bringup] the job did not run to its end ({job_end or why})", err=True)
-        sys.exit(2)
+    return job_end
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -40,6 +40,11 @@ def progress(total: float | None, description: str, enabled: bool = True) -> Ite
         def __init__(self, prog: Progress | None, task: Any) -> None:
             self._prog, self._task = prog, task
 
+        @property
+        def active(self) -> bool:
+            """True if the bar shows (enabled, and stderr is a terminal)."""
+            return self._prog is not None
+
         def advance(self, n: float = 1.0) -> None:
             if self._prog is not None:
                 self._prog.advance(self._task, n)

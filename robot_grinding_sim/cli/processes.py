@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 import click
 
@@ -27,10 +28,13 @@ def node_command(executable: str) -> list[str]:
 
 
 class Child:
-    """A running node: the process, a reader thread printing its output, the last lines."""
+    """A running node: the process, a reader thread printing its output (each line also to
+    ``on_line``, from that thread), the last lines."""
 
-    def __init__(self, name: str, cmd: list[str], env: dict[str, str]) -> None:
+    def __init__(self, name: str, cmd: list[str], env: dict[str, str],
+                 on_line: Callable[[str], None] | None = None) -> None:
         self.name = name
+        self.on_line = on_line
         self.cmd = cmd
         self.tail: collections.deque[str] = collections.deque(maxlen=25)
         self.proc = subprocess.Popen(
@@ -51,6 +55,8 @@ class Child:
             line = raw.decode(errors="replace").rstrip("\n")
             self.tail.append(line)
             click.echo(f"[{self.name}] {line}")
+            if self.on_line is not None:
+                self.on_line(line)
             if self.name == "grinding_executive" and self.job_end is None:
                 m = JOB_END.search(line)
                 if m:
