@@ -4,7 +4,8 @@ After the in-process run has written ``plan.json`` and its bag, the same plan ru
 node processes: ``grinding bringup sim --plan-file plan.json --start --until-done --record
 graph_bag`` (dynamics_node, collision_node, contact_solver_node, planner_node on standby,
 grinding_executive, recorder; DDS on loopback, a domain id of its own), with the plan's cell
-parameters given to every node. Then both bags are read back and each pass's mean force along the
+parameters given to every node; on a terminal a progress bar follows the job (cli/job_watch.py).
+Then both bags are read back and each pass's mean force along the
 tool axis compared (:mod:`robot_grinding_sim.core.record.pass_forces`); ``summary.json`` gets
 ``graph_vs_inprocess``. The graph's output is kept in ``graph.log``.
 """
@@ -13,9 +14,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -79,6 +82,55 @@ def then_through_graph(summary: dict[str, Any], out: Path, cell: Any, dynamics: 
         emit_json(summary)
 
 
+def _run_logged(cmd: list[str], log: Path, domain: int, enabled: bool) -> int:
+    """Run the bringup command with its output into ``log``; on a terminal a progress bar follows
+    the job (cli/job_watch.py). Returns the exit code (-1: timed out, the graph stopped)."""
+    from robot_grinding_sim.cli.common import progress
+    from robot_grinding_sim.cli.job_watch import JobClock, ProgressListener
+    from robot_grinding_sim.ros.environment import localhost_env
+
+    clock = JobClock()
+    with log.open("wb") as fh, progress(None, "graph: waiting for the start", enabled) as bar:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+        def copy() -> None:
+            assert proc.stdout is not None
+            for raw in proc.stdout:
+                fh.write(raw)
+                if b"[grinding_executive]" in raw:
+                    clock.feed_line(raw.decode(errors="replace"))
+
+        reader = threading.Thread(target=copy, daemon=True)
+        reader.start()
+        listener = None
+        if bar.active:
+            try:
+                listener = ProgressListener(localhost_env(domain), clock.feed_progress, clock.feed_clock)
+            except Exception as e:  # a bar is not worth a failed run
+                click.echo(f"graph: no progress bar: {e}", err=True)
+        deadline = time.monotonic() + GRAPH_TIMEOUT
+        shown_total = None
+        try:
+            while proc.poll() is None and time.monotonic() < deadline:
+                if (st := clock.state()) is not None:
+                    bar.update(st[0], st[1] if st[1] != shown_total else None, description=f"graph {st[2]}")
+                    shown_total = st[1]
+                time.sleep(0.2)
+            if proc.poll() is None:  # timed out: bringup stops its nodes on SIGINT
+                proc.send_signal(signal.SIGINT)
+                return -1
+            return proc.returncode
+        finally:
+            if listener is not None:
+                listener.close()
+            try:  # bringup stops its nodes (Ctrl-C reaches it too): give it the time to
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            reader.join(timeout=10)
+
+
 def run_through_graph(out: Path, cell: Any, as_json: bool = False,
                       dynamics: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run ``out/plan.json`` through the node graph, record ``out/graph_bag``, compare per pass with
@@ -112,12 +164,7 @@ def run_through_graph(out: Path, cell: Any, as_json: bool = False,
             click.echo(f"graph: running {plan} through the node graph (ROS_DOMAIN_ID={domain}; output in {log}) ...",
                        err=True)
         t0 = time.monotonic()
-        with log.open("wb") as fh:
-            try:
-                code = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, timeout=GRAPH_TIMEOUT,
-                                      env={**os.environ, "PYTHONUNBUFFERED": "1"}).returncode
-            except subprocess.TimeoutExpired:
-                code = -1
+        code = _run_logged(cmd, log, domain, enabled=not as_json)
         wall = time.monotonic() - t0
     if code != 0:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
