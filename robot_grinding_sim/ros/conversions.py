@@ -291,33 +291,49 @@ def joint_trajectory_to_arrays(
             positions, velocities/accelerations on some points only, NaN/inf, or times not
             strictly increasing / negative.
     """
-    names = list(msg.joint_names)
+    points = msg.points
+    fields = ("positions", "velocities", "accelerations")
+    counts = {f: [len(getattr(p, f)) for p in points] for f in fields}
+    times = np.array([time_to_sec(p.time_from_start) for p in points], dtype=float)
+
+    def values(field: str) -> np.ndarray:
+        return np.array([list(getattr(p, field)) for p in points], dtype=float)
+
+    return checked_trajectory(list(msg.joint_names), times, counts, values)
+
+
+def checked_trajectory(names: list[str], times: np.ndarray, counts: dict[str, Sequence[int]],
+                       values: Any) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """A JointTrajectory's parts checked (the errors of :func:`joint_trajectory_to_arrays`).
+
+    Args:
+        names: joint_names. times: (K,) time_from_start, s.
+        counts: per field (``positions``, ``velocities``, ``accelerations``) each point's number of values.
+        values: ``values(field)`` -> (K, n) array of a field whose counts are all n (called only then).
+    """
     if not names:
         raise InputError("joint_trajectory.joint_names: empty")
     if len(set(names)) != len(names):
         raise InputError(f"joint_trajectory.joint_names: duplicates in {names}")
-    if not msg.points:
+    k = len(times)
+    if not k:
         raise InputError("joint_trajectory.points: empty")
-    n, k = len(names), len(msg.points)
-    times = np.array([time_to_sec(p.time_from_start) for p in msg.points], dtype=float)
-    pos = np.empty((k, n))
+    n = len(names)
     extra: dict[str, np.ndarray | None] = {}
     for field in ("velocities", "accelerations"):
-        counts = [len(getattr(p, field)) for p in msg.points]
-        if all(c == 0 for c in counts):
+        c = counts[field]
+        if all(x == 0 for x in c):
             extra[field] = None
             continue
-        if any(c != n for c in counts):
+        if any(x != n for x in c):
             raise InputError(
-                f"joint_trajectory.points[].{field}: every point needs {n} values or none (got {counts})"
+                f"joint_trajectory.points[].{field}: every point needs {n} values or none (got {list(c)})"
             )
-        extra[field] = np.array([list(getattr(p, field)) for p in msg.points], dtype=float)
-    for i, p in enumerate(msg.points):
-        if len(p.positions) != n:
-            raise InputError(
-                f"joint_trajectory.points[{i}].positions: {len(p.positions)} values for {n} joints"
-            )
-        pos[i] = p.positions
+        extra[field] = values(field)
+    for i, x in enumerate(counts["positions"]):
+        if x != n:
+            raise InputError(f"joint_trajectory.points[{i}].positions: {x} values for {n} joints")
+    pos = values("positions")
     checks = [("positions", pos), *extra.items()]
     for field, arr in checks:
         if arr is not None and not np.all(np.isfinite(arr)):

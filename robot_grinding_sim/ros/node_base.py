@@ -326,6 +326,40 @@ class _Throttle:
             return True, self._suppressed.pop(key, 0)
 
 
+#: ``GRINDING_SLOW_CALLBACK_MS``: log every callback of a node that runs longer than this many
+#: milliseconds (a diagnosis of a lockstep graph's stalls: a callback that holds a node's only
+#: thread holds the loop); unset or empty: no timing
+SLOW_CALLBACK_ENV = "GRINDING_SLOW_CALLBACK_MS"
+
+
+def slow_callback_threshold() -> float | None:
+    """The threshold :data:`SLOW_CALLBACK_ENV` sets, s (None: unset)."""
+    raw = os.environ.get(SLOW_CALLBACK_ENV, "").strip()
+    if not raw:
+        return None
+    try:
+        ms = float(raw)
+    except ValueError:
+        raise InputError(f"{SLOW_CALLBACK_ENV}={raw!r} is not a number of milliseconds") from None
+    if not ms >= 0.0:
+        raise InputError(f"{SLOW_CALLBACK_ENV}={raw!r} must be >= 0 ms")
+    return ms * 1e-3
+
+
+def _timed(node: Any, what: str, fn: F, threshold: float) -> F:
+    @functools.wraps(fn)
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            took = time.perf_counter() - t0
+            if took > threshold:
+                node.get_logger().warning(f"slow callback: {what} took {took * 1e3:.1f} ms")
+
+    return timed  # type: ignore[return-value]
+
+
 def guarded(node: Any, what: str, throttle_s: float = 2.0) -> Callable[[F], F]:
     """Decorator: exceptions in the callback are logged (throttled) and swallowed.
 
@@ -339,8 +373,12 @@ def guarded(node: Any, what: str, throttle_s: float = 2.0) -> Callable[[F], F]:
         self.create_subscription(JointTrajectory, "x", guarded(self, "x")(self._on_x), 10)
     """
     throttle = _Throttle(throttle_s)
+    slow = slow_callback_threshold()
 
     def deco(fn: F) -> F:
+        if slow is not None:
+            fn = _timed(node, what, fn, slow)
+
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             st = _STOPPER

@@ -83,8 +83,10 @@ class JointLimits:
 
 
 def _cubic_coeffs(p0, v0, p1, v1, T):
+    """(6, ...) coefficients of the cubic Hermite segments from (p0, v0) to (p1, v1) over T
+    (arrays of one segment (n,), or of many (S, n) with T (S, 1))."""
     h = p1 - p0
-    c = np.zeros((6, p0.shape[0]))
+    c = np.zeros((6, *p0.shape))
     c[0], c[1] = p0, v0
     c[2] = (3.0 * h - (2.0 * v0 + v1) * T) / T**2
     c[3] = (-2.0 * h + (v0 + v1) * T) / T**3
@@ -92,8 +94,9 @@ def _cubic_coeffs(p0, v0, p1, v1, T):
 
 
 def _quintic_coeffs(p0, v0, a0, p1, v1, a1, T):
+    """As :func:`_cubic_coeffs`, with the accelerations a0, a1: the quintic segments."""
     h = p1 - p0
-    c = np.zeros((6, p0.shape[0]))
+    c = np.zeros((6, *p0.shape))
     c[0], c[1], c[2] = p0, v0, 0.5 * a0
     c[3] = (20.0 * h - (8.0 * v1 + 12.0 * v0) * T - (3.0 * a0 - a1) * T**2) / (2.0 * T**3)
     c[4] = (-30.0 * h + (14.0 * v1 + 16.0 * v0) * T + (3.0 * a0 - 2.0 * a1) * T**2) / (2.0 * T**4)
@@ -202,7 +205,9 @@ class TrajectoryInterpolator:
         # Full-arm arrays: unnamed joints hold their start position at rest.
         Pf = np.tile(q0, (k, 1))
         Pf[:, idx] = P
-        for i in range(k):
+        outside = (Pf < limits.lower - LIMIT_TOLERANCE) | (Pf > limits.upper + LIMIT_TOLERANCE)
+        if np.any(outside):  # the first such point, with check_positions' message
+            i = int(np.argwhere(outside)[0][0])
             limits.check_positions(Pf[i], f"{what}: point {i}")
         Vf = Af = None
         if V is not None:
@@ -242,14 +247,14 @@ class TrajectoryInterpolator:
             # C2 spline through the points, leaving with the start velocity, arriving at rest.
             spline = CubicSpline(t, Pf, axis=0, bc_type=((1, v_start), (1, np.zeros(n))))
             Vf = spline(t, 1)
-        coeffs = np.empty((K - 1, 6, n))
-        for s in range(K - 1):
-            T = t[s + 1] - t[s]
-            if Af is not None:
-                coeffs[s] = _quintic_coeffs(Pf[s], Vf[s], Af[s], Pf[s + 1], Vf[s + 1], Af[s + 1], T)
-            else:
-                coeffs[s] = _cubic_coeffs(Pf[s], Vf[s], Pf[s + 1], Vf[s + 1], T)
-        return cls(t, coeffs, Pf)
+        # every segment at once (a job's command has ~16,000: a Python loop took 0.1 s of the
+        # controller's callback); the formulas of _cubic_coeffs / _quintic_coeffs with (K-1, 1) T
+        T = np.diff(t)[:, None]
+        if Af is not None:
+            coeffs = _quintic_coeffs(Pf[:-1], Vf[:-1], Af[:-1], Pf[1:], Vf[1:], Af[1:], T)
+        else:
+            coeffs = _cubic_coeffs(Pf[:-1], Vf[:-1], Pf[1:], Vf[1:], T)
+        return cls(t, np.ascontiguousarray(coeffs.transpose(1, 0, 2)), Pf)
 
     @classmethod
     def to_target(
