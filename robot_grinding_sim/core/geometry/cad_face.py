@@ -322,6 +322,20 @@ class CadFace:
             res[ok] = parity
         return res
 
+    def trims_its_box(self, rel_tol: float = 1e-7) -> bool:
+        """True if the face is less than its parameter box: a wire leaves the box's edges (a hole,
+        a trimmed edge) by more than ``rel_tol`` of the box's larger side, or there is more than one wire."""
+        u0, u1, v0, v1 = self.uv_bounds
+        tol = rel_tol * max(u1 - u0, v1 - v0)
+        loops = self._uv_loops
+        for loop in loops:
+            V = loop.vertices
+            d = np.minimum.reduce([np.abs(V[:, 0] - u0), np.abs(V[:, 0] - u1), np.abs(V[:, 1] - v0),
+                                   np.abs(V[:, 1] - v1)])
+            if (d > tol).any():
+                return True
+        return len(loops) > 1
+
     def occ_classify(self, uv: tuple[float, float], tol: float = 1e-9) -> str:
         """OpenCascade's own classification of (u, v): ``"in"``, ``"out"`` or ``"on"`` (for checks)."""
         clf = occ_class("BRepClass", "BRepClass_FaceClassifier")(self.shape, occ("gp").gp_Pnt2d(*uv), tol)

@@ -1,11 +1,12 @@
-"""Exact closest point on a CAD face's (untrimmed) surface, for the tool's contact query.
+"""Exact closest point on a CAD face's surface, for the tool's contact query.
 
 :class:`FaceProjector` is the callback that ``CollisionScene.set_exact_surface``
 (:mod:`~robot_grinding_sim.core.geometry.collision`) takes: given points (k, 3) in the part frame
 it returns the closest points on the face's surface, the outward unit normals there and whether
-each lies on the face (within its parameter range: beside the face the scene takes the mesh's
-closest point, on the face's boundary, instead) (Gauss-Newton in (u, v), warm-started from the
-previous answer, so one or two surface evaluations per query while the tool moves smoothly).
+each lies on the face (within its parameter range and its trim: beside the face, or over a hole,
+the scene takes the mesh's closest point, on the face's boundary, instead) (Gauss-Newton in
+(u, v), warm-started from the previous answer, so one or two surface evaluations per query while
+the tool moves smoothly).
 Depth and normal are exact to the tolerance below (1e-12 m tangentially), not limited by a
 tessellation.
 """
@@ -89,14 +90,56 @@ def extrapolate(x, x_prev, period):
 def in_range(u, v, box):
     """(u, v) (wrapped into their periods) within the face's parameter range: box rows lo, hi and
     period (row 4) as :func:`face_project` takes them. A periodic parameter of a face that spans
-    its whole period always is; of a face that spans part of it (half a cylinder), the part."""
+    its whole period always is; of a face that spans part of it (half a cylinder), the part. A face
+    trimmed inside its box (a hole, a trimmed edge) carries its trim as a bitmap below row 4
+    (:func:`trim_rows`): (u, v) must also fall in a cell of the face."""
     for k in range(2):
         x, lo, hi, per = (u, v)[k], box[0, k], box[1, k], box[4, k]
         if per > 0.0 and hi - lo >= per - UV_SLACK:
             continue
         if not lo - UV_SLACK <= x <= hi + UV_SLACK and not (per > 0.0 and x >= lo + per - UV_SLACK):
             return False
+    if box.shape[0] > 5:
+        return in_trim(u, v, box)
     return True
+
+
+@njit(cache=True)
+def in_trim(u, v, box):
+    """Whether (u, v) falls in a cell of the trim bitmap that box rows 5.. hold (:func:`trim_rows`)."""
+    n = (int(box[5, 0]), int(box[5, 1]))
+    idx = 0
+    for k in range(2):
+        x, lo, hi, per = (u, v)[k], box[0, k], box[1, k], box[4, k]
+        if per > 0.0:
+            x = lo + (x - lo) % per
+        i = int(math.floor((x - lo) / (hi - lo) * n[k]))
+        idx = idx * n[k] + min(max(i, 0), n[k] - 1)
+    return box[6 + idx // 2, idx % 2] > 0.5
+
+
+#: cells of the trim bitmap along u and along v
+TRIM_CELLS = 256
+
+
+def trim_rows(face: Any, box: FloatArray, cells: int = TRIM_CELLS) -> FloatArray | None:
+    """The rows appended to the projector's box for a face trimmed inside its parameter box (None
+    for a face that is its whole box): row (cells, cells), then the cells' flags (1: on the face,
+    by the face's wires; u-major), two per row. The compiled query keeps its
+    signature; where the bitmap says "off the face" the scene and the compiled query take the
+    mesh's closest point, on the trimmed boundary (a ball over a plate's hole touches the rim,
+    not the plane across the hole)."""
+    trims = getattr(face, "trims_its_box", None)
+    if trims is None or not trims():
+        return None
+    lo, hi = box[0], box[1]
+    # a cell is on the face when its centre and its four corners are: the cells the trim crosses
+    # are left to the mesh, exact on the boundary to its tolerance
+    ticks = [lo[k] + np.arange(2 * cells + 1) * (hi[k] - lo[k]) / (2 * cells) for k in range(2)]
+    U, V = np.meshgrid(ticks[0], ticks[1], indexing="ij")
+    ins = face.contains(np.column_stack([U.ravel(), V.ravel()])).reshape(U.shape)
+    inside = ins[1::2, 1::2] & ins[:-1:2, :-1:2] & ins[2::2, :-1:2] & ins[:-1:2, 2::2] & ins[2::2, 2::2]
+    return np.vstack([[cells, cells], inside.astype(float).reshape(-1, 2)])
 
 
 @njit(cache=True)
@@ -337,6 +380,9 @@ class FaceProjector:
                 self.box[4, k] = self.box[1, k] - self.box[0, k]
             if self.box[4, k] > 0.0:
                 self.box[2, k], self.box[3, k] = -math.inf, math.inf
+        trim = trim_rows(face, self.box)
+        if trim is not None:
+            self.box = np.ascontiguousarray(np.vstack([self.box, trim]))
         self._out = np.empty(7)
 
     def _outward_sign(self, face: Any) -> float:
@@ -419,8 +465,8 @@ class FaceProjector:
         self._out[6] = 1.0 if self.on_face(u, v) else 0.0
 
     def on_face(self, u: float, v: float) -> bool:
-        """(u, v) within the face's parameter range (a periodic parameter always is). The range's
-        box: a face trimmed inside its box (a hole, a slanted edge) counts as the box."""
+        """(u, v) within the face's parameter range (a periodic parameter always is) and, for a
+        face trimmed inside its box (a hole, a slanted edge), on the face (:func:`trim_rows`)."""
         return bool(in_range(float(u), float(v), self.box))
 
     #: the collision scene may pass the mesh's closest points and signed distances (:func:`face_closest`)
