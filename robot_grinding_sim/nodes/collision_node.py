@@ -109,14 +109,16 @@ class CollisionNode(Node):
         t = ns * 1e-9
         if t < self._next_md - 1.0:  # time went backwards (sim reset): restart the rate limits
             self._next_md = self._next_marker = -np.inf
+        # ~/min_distance and ~/markers are for viewers, the recorder and monitors: computed only
+        # for someone (this callback is on the lockstep loop's path)
         rate = self.min_distance_rate
-        if rate > 0 and self.arm_names and t >= self._next_md:
+        if rate > 0 and self.arm_names and t >= self._next_md and self.pub_md.get_subscription_count() > 0:
             self._next_md = t + 1.0 / rate
             self.scene.set_robot_configuration(q)
             md = self.scene.min_distance(self.arm_names, [WORKPIECE])
             self.pub_md.publish(Float64(data=float(md.distance)))
         rate = self.marker_rate
-        if rate > 0 and t >= self._next_marker:
+        if rate > 0 and t >= self._next_marker and self.pub_markers.get_subscription_count() > 0:
             self._next_marker = t + 1.0 / rate
             self.pub_markers.publish(self._markers(rows, wire.time_msg(ns)))
 

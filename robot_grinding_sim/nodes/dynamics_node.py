@@ -521,8 +521,10 @@ class DynamicsNode(Node):
     def _publish_pose_and_id(self) -> None:
         st = self.sim.state
         stamp = self._stamp()
-        X = self.model.fk(st.q, self.tcp)
-        self.pub_pose.publish(cv.matrix_to_pose_stamped(X, self.base_frame, stamp))
+        # outputs for viewers and the recorder, off the loop's path: nothing built for nobody
+        if self.pub_pose.get_subscription_count() > 0:
+            X = self.model.fk(st.q, self.tcp)
+            self.pub_pose.publish(cv.matrix_to_pose_stamped(X, self.base_frame, stamp))
         if self.pub_id.get_subscription_count() > 0:  # an RNEA call only when someone listens
             tau_ff = self.model.rnea(st.q_ref, st.qd_ref, st.qdd_ref, gravity=self.sim.gravity)
             r = self._to_ros
