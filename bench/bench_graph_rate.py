@@ -75,6 +75,7 @@ class ClockWatch:
         rclpy.init(args=[])
         self.node = Node("bench_graph_rate_clock")
         self.last: tuple[float, float] | None = None
+        self.history: list[tuple[float, float]] = []  # every (wall, sim) heard, for the lag over the window
         self.node.create_subscription(Clock, "/clock", self._on_clock,
                                       QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT))
         self.ex = EventsExecutor()
@@ -85,6 +86,7 @@ class ClockWatch:
 
     def _on_clock(self, msg) -> None:
         self.last = (time.monotonic(), msg.clock.sec + msg.clock.nanosec * 1e-9)
+        self.history.append(self.last)
 
     def _spin(self) -> None:
         while not self.stop.is_set():
@@ -141,7 +143,7 @@ def main() -> None:
         def read() -> None:
             assert proc.stdout is not None
             for line in proc.stdout:
-                lines.append(line)
+                lines.append(f"{time.monotonic():.3f} {line}")
                 if "job running" in line:
                     running.set()
                 if "job done" in line or "job failed" in line or "job stopped" in line:
@@ -176,12 +178,18 @@ def main() -> None:
     sim = s1[1] - s0[1]
     steps = max(sim / args.dt, 1.0)
     rows = sorted(((name, (c1[name] - c0[name]) / steps * 1e6) for name in c0), key=lambda r: -r[1])
-    warnings = [ln.strip() for ln in window_lines if "cannot keep up" in ln]
+    # when each warning came, s after the window's start (the line's first field is the reader's clock)
+    warnings = [f"+{float(ln.split(' ', 1)[0]) - t_wall0:.1f} s: {ln.split(' ', 1)[1].strip()}"
+                for ln in window_lines if "cannot keep up" in ln]
+    # how far sim time fell behind the wall clock (x the asked factor, 1), s: the worst and when
+    lag = [((w - s0[0]) - (s - s0[1]), w - t_wall0) for w, s in clock.history if s0[0] <= w <= t_wall1]
+    worst_lag, worst_at = max(lag, default=(0.0, 0.0))
     keep_up = len(warnings)
     result = {"wall_s": wall, "simulated_s": sim, "real_time_factor": sim / wall, "dt_s": args.dt,
               "record": args.record, "work_per_step_us": dict(rows),
               "headroom_at_1x": min(args.dt * 1e6 / us for _, us in rows if us > 0),
-              "cannot_keep_up_warnings": warnings, "load_average": os.getloadavg()[0]}
+              "cannot_keep_up_warnings": warnings, "worst_lag_s": worst_lag, "worst_lag_at_s": worst_at,
+              "load_average": os.getloadavg()[0]}
     if args.json:
         print(json.dumps(result, indent=2))
         return
@@ -191,9 +199,21 @@ def main() -> None:
     print(f"{'node':<24} {'CPU us per step':>16} {'headroom at 1x':>15}")
     for name, us in rows:
         print(f"{name:<24} {us:>16.0f} {args.dt * 1e6 / us if us > 0 else float('inf'):>14.1f}x")
+    print(f"sim time's worst lag behind the wall clock in the window: {worst_lag * 1e3:.0f} ms at +{worst_at:.1f} s")
+    marks = [next((f"{l * 1e3:.0f}" for l, at in lag if at >= m), "-") for m in range(5, int(wall) + 1, 5)]
+    print(f"lag every 5 s, ms: {' '.join(marks)}")
+    if os.environ.get("BENCH_FINE"):
+        fine = [next((f"{l * 1e3:.0f}" for l, at in lag if at >= m / 10), "-") for m in range(1, 40)]
+        print(f"lag every 0.1 s for 4 s, ms: {' '.join(fine)}")
     print(f"'cannot keep up' warnings in the window: {keep_up}")
     for ln in warnings[:5]:
         print(f"  {ln}")
+    if os.environ.get("GRINDING_SLOW_CALLBACK_MS"):
+        slow = [f"+{float(ln.split(' ', 1)[0]) - t_wall0:.2f} s: {ln.split(' ', 1)[1].strip()}"
+                for ln in window_lines if "callback" in ln and " ms" in ln]
+        print(f"slow callbacks in the window: {len(slow)}")
+        for ln in slow[:40]:
+            print(f"  {ln}")
 
 
 if __name__ == "__main__":
