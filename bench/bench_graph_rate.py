@@ -16,7 +16,7 @@ Without ``--plan`` it first writes the full default plan (``grinding plan --no-o
 passes of curved_panel: longer than any window). Several minutes on 2 cores.
 
 Run: ``.venv/bin/python bench/bench_graph_rate.py [--window 60] [--record] [--plan plan.json]
-[--set key=value ...] [--json]``
+[--params-file F] [--fine] [--json]``
 """
 
 from __future__ import annotations
@@ -113,6 +113,7 @@ def main() -> None:
     ap.add_argument("--record", action="store_true", help="also run the recorder (an MCAP bag in a temp dir)")
     ap.add_argument("--params-file", action="append", default=[], help="extra ROS parameter yaml for every node")
     ap.add_argument("--dt", type=float, default=0.001, help="sim.dt of the graph (for the per-step figures), s")
+    ap.add_argument("--fine", action="store_true", help="also print the lag every 0.1 s for the window's first 4 s")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", "PYTHONUNBUFFERED": "1"}
@@ -202,7 +203,7 @@ def main() -> None:
     print(f"sim time's worst lag behind the wall clock in the window: {worst_lag * 1e3:.0f} ms at +{worst_at:.1f} s")
     marks = [next((f"{l * 1e3:.0f}" for l, at in lag if at >= m), "-") for m in range(5, int(wall) + 1, 5)]
     print(f"lag every 5 s, ms: {' '.join(marks)}")
-    if os.environ.get("BENCH_FINE"):
+    if args.fine:
         fine = [next((f"{l * 1e3:.0f}" for l, at in lag if at >= m / 10), "-") for m in range(1, 40)]
         print(f"lag every 0.1 s for 4 s, ms: {' '.join(fine)}")
     print(f"'cannot keep up' warnings in the window: {keep_up}")
