@@ -213,7 +213,7 @@ def main() -> None:
         slow = [f"+{float(ln.split(' ', 1)[0]) - t_wall0:.2f} s: {ln.split(' ', 1)[1].strip()}"
                 for ln in window_lines if "callback" in ln and " ms" in ln]
         print(f"slow callbacks in the window: {len(slow)}")
-        for ln in slow[:40]:
+        for ln in slow[:400]:
             print(f"  {ln}")
 
 
