@@ -257,3 +257,53 @@ def test_beside_the_face_the_projection_runs_along_the_box_edge(monkeypatch: pyt
             on_edge += 1
             assert evaluations[0] <= 60, f"{p}: {evaluations[0]} surface evaluations"
     assert on_edge >= 10
+
+
+def test_beside_a_face_without_a_compiled_evaluator_the_projection_runs_along_its_edge(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same on a surface of revolution (no compiled evaluator: the projector's Python
+    Gauss-Newton steps on CadFace.derivatives): points 10-30 mm beyond either end of the swept
+    profile and up to 10 mm off the surface end on the box's edge where |p - S| is stationary
+    along the edge (to 1e-9) and cannot shorten into the box, in a few evaluations, not the
+    50-step cap with the answer short of the edge curve's closest point."""
+    import surface_coverage as sc
+
+    from robot_grinding_sim.core.geometry.projector import FaceProjector
+
+    shape, (index,) = sc.revolution()
+    part = cad.CadPart(shape, source="revolution")
+    face = part.face(index)
+    proj = FaceProjector(face)
+    assert proj.arrays() is None  # the Python path
+    box = proj.box
+    evaluations = [0]
+    derivatives = face.derivatives
+
+    def counted(u, v):
+        evaluations[0] += 1
+        return derivatives(u, v)
+
+    monkeypatch.setattr(face, "derivatives", counted)
+    u0, u1, v0, v1 = face.uv_bounds
+    rng = np.random.default_rng(5)
+    on_edge = 0
+    for k in range(40):
+        end = k % 2  # 0: the profile's start, 1: its end
+        s = derivatives(rng.uniform(u0, u1), (v0, v1)[end])
+        along = s.dv[0] / np.linalg.norm(s.dv[0]) * (1.0 if end else -1.0)
+        p = s.points[0] + rng.uniform(0.01, 0.03) * along + rng.uniform(-0.01, 0.01) * s.normals[0]
+        evaluations[0] = 0
+        proj(p[None])
+        u, v = float(proj.st[0]), float(proj.st[1])
+        e = derivatives(u, v)
+        r = p - e.points[0]
+        grad_u, grad_v = -r @ e.du[0], -r @ e.dv[0]
+        tol_u = 1e-9 * np.linalg.norm(r) * np.linalg.norm(e.du[0])
+        assert abs(grad_u) <= tol_u, f"{p}: not converged along the edge: {grad_u}, ({u}, {v})"
+        if v != box[2 + end, 1]:  # the surface carried on past the profile's end has a foot there
+            assert abs(grad_v) <= 1e-9 * np.linalg.norm(r) * np.linalg.norm(e.dv[0]), f"{p}: not converged"
+            continue
+        on_edge += 1
+        assert (grad_v <= 0.0) if end else (grad_v >= 0.0), f"{p}: |p - S| shortens into the box"
+        assert evaluations[0] <= 20, f"{p}: {evaluations[0]} surface evaluations"
+    assert on_edge >= 10

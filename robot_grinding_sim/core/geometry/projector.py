@@ -180,6 +180,34 @@ def newton_step(p, ev, evu, evv, hu, hv):
 
 
 @njit(cache=True)
+def blocked_at_edge(u, v, du, dv, box):
+    """Which parameters a step (du, dv) from (u, v) would push out of the extended box (not a
+    periodic one): 0 none, 1 u, 2 v, 3 both. Clamping such a step cuts its outward part and
+    leaves an inward part that no line search accepts (60 iterations of 30 halvings, 1,800
+    evaluations: a millisecond a query in the collision node while the tool passed beside the
+    face); the projection moves along the edge instead (:func:`edge_step`)."""
+    lo_ext, hi_ext, per = box[2], box[3], box[4]
+    out_u = per[0] == 0.0 and ((u <= lo_ext[0] and du < 0.0) or (u >= hi_ext[0] and du > 0.0))
+    out_v = per[1] == 0.0 and ((v <= lo_ext[1] and dv < 0.0) or (v >= hi_ext[1] and dv > 0.0))
+    return (1 if out_u else 0) + (2 if out_v else 0)
+
+
+@njit(cache=True)
+def edge_step(p, S, Sf, Sf_h, h):
+    """Newton's step along an edge of the box for the closest point of p (3,): S (3,) the surface
+    point, Sf (3,) its derivative by the free parameter, Sf_h (3,) that derivative h further along
+    (its second derivative by differences; Gauss-Newton where the distance is not convex there).
+    Returns (step, whether it is below 1e-12 m)."""
+    r0, r1, r2 = p[0] - S[0], p[1] - S[1], p[2] - S[2]
+    g = Sf[0] * r0 + Sf[1] * r1 + Sf[2] * r2
+    a = Sf[0] * Sf[0] + Sf[1] * Sf[1] + Sf[2] * Sf[2]
+    curv = ((Sf_h[0] - Sf[0]) * r0 + (Sf_h[1] - Sf[1]) * r1 + (Sf_h[2] - Sf[2]) * r2) / h
+    hess = a - curv if a - curv > 0.0 else a
+    step = g / hess if hess > 0.0 else 0.0
+    return step, math.sqrt(a) * abs(step) < 1e-12
+
+
+@njit(cache=True)
 def descend(p, u, v, box, kind, frame, prm, tu, tv, pu, pv, hom, work, ev, evu, evv):
     """Closest point of p (3,) on the surface from (u, v), ev holding S, S_u, S_v there; returns
     the (u, v) reached (ev at it) and whether the step fell below 1e-12 m.
@@ -208,23 +236,22 @@ def descend(p, u, v, box, kind, frame, prm, tu, tv, pu, pv, hom, work, ev, evu, 
             nu, nv, ok = newton_step(p, ev, evu, evv, su, sv)
             if ok:
                 du, dv = nu, nv
-        # at an edge of the extended box with the step pointing out of it (the foot lies beyond:
-        # a point off the face's side), the clamp would cut the step's outward part and leave an
-        # inward part the line search halves 30 times, for 60 iterations (1,800 evaluations, a
-        # millisecond per query in the collision node while the tool passed beside the face):
-        # move along the edge instead (Gauss-Newton in the free parameter; in a corner, done)
-        out_u = per[0] == 0.0 and ((u <= lo_ext[0] and du < 0.0) or (u >= hi_ext[0] and du > 0.0))
-        out_v = per[1] == 0.0 and ((v <= lo_ext[1] and dv < 0.0) or (v >= hi_ext[1] and dv > 0.0))
-        if out_u and out_v:
+        blocked = blocked_at_edge(u, v, du, dv, box)
+        if blocked == 3:  # in a corner
             return u, v, False
-        if out_u or out_v:
-            S, Sf = ev[0], ev[2] if out_u else ev[1]
-            a = Sf[0] * Sf[0] + Sf[1] * Sf[1] + Sf[2] * Sf[2]
-            g = Sf[0] * (p[0] - S[0]) + Sf[1] * (p[1] - S[1]) + Sf[2] * (p[2] - S[2])
-            step = g / a if a > 0.0 else 0.0
-            if math.sqrt(a) * abs(step) < 1e-12:
+        if blocked != 0:  # along the edge: the free parameter's second derivative by differences
+            if blocked == 2:
+                su = hu if u + hu <= hi_ext[0] else -hu
+                surface_point(kind, frame, prm, tu, tv, pu, pv, hom, u + su, v, work, evu)
+                step, done = edge_step(p, ev[0], ev[1], evu[1], su)
+                du, dv = step, 0.0
+            else:
+                sv = hv if v + hv <= hi_ext[1] else -hv
+                surface_point(kind, frame, prm, tu, tv, pu, pv, hom, u, v + sv, work, evv)
+                step, done = edge_step(p, ev[0], ev[2], evv[2], sv)
+                du, dv = 0.0, step
+            if done:
                 return u, v, True
-            du, dv = (0.0, step) if out_u else (step, 0.0)
         f_new = f
         for _ in range(30):
             un = wrap_period(min(max(u + du, lo_ext[0]), hi_ext[0]), lo[0], per[0])
@@ -463,6 +490,23 @@ class FaceProjector:
             du, dv, done = gn_step(float(p[0]), float(p[1]), float(p[2]), S, Su, Sv)
             if done:
                 break
+            blocked = blocked_at_edge(u, v, du, dv, box)
+            if blocked == 3:  # in a corner
+                break
+            if blocked != 0:  # along the edge (descend's steps)
+                pf = np.asarray(p, dtype=float)
+                if blocked == 2:
+                    h = 1e-7 * (box[1, 0] - box[0, 0])
+                    h = h if u + h <= box[3, 0] else -h
+                    step, done = edge_step(pf, S, Su, self._eval(u + h, v)[1], h)
+                    du, dv = step, 0.0
+                else:
+                    h = 1e-7 * (box[1, 1] - box[0, 1])
+                    h = h if v + h <= box[3, 1] else -h
+                    step, done = edge_step(pf, S, Sv, self._eval(u, v + h)[2], h)
+                    du, dv = 0.0, step
+                if done:
+                    break
             u = wrap_period(min(max(u + du, box[2, 0]), box[3, 0]), box[0, 0], per[0])
             v = wrap_period(min(max(v + dv, box[2, 1]), box[3, 1]), box[0, 1], per[1])
             S, Su, Sv = self._eval(u, v)
