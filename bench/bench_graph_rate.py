@@ -179,9 +179,12 @@ def main() -> None:
     sim = s1[1] - s0[1]
     steps = max(sim / args.dt, 1.0)
     rows = sorted(((name, (c1[name] - c0[name]) / steps * 1e6) for name in c0), key=lambda r: -r[1])
-    # when each warning came, s after the window's start (the line's first field is the reader's clock)
-    warnings = [f"+{float(ln.split(' ', 1)[0]) - t_wall0:.1f} s: {ln.split(' ', 1)[1].strip()}"
-                for ln in window_lines if "cannot keep up" in ln]
+    def since_start(ln: str, digits: int = 1) -> str:
+        """A log line as '+t s: text', t s after the window's start (its first field is the reader's clock)."""
+        at, text = ln.split(" ", 1)
+        return f"+{float(at) - t_wall0:.{digits}f} s: {text.strip()}"
+
+    warnings = [since_start(ln) for ln in window_lines if "cannot keep up" in ln]
     # how far sim time fell behind the wall clock (x the asked factor, 1), s: the worst and when
     lag = [((w - s0[0]) - (s - s0[1]), w - t_wall0) for w, s in clock.history if s0[0] <= w <= t_wall1]
     worst_lag, worst_at = max(lag, default=(0.0, 0.0))
@@ -210,8 +213,7 @@ def main() -> None:
     for ln in warnings[:5]:
         print(f"  {ln}")
     if os.environ.get("GRINDING_SLOW_CALLBACK_MS"):
-        slow = [f"+{float(ln.split(' ', 1)[0]) - t_wall0:.2f} s: {ln.split(' ', 1)[1].strip()}"
-                for ln in window_lines if "callback" in ln and " ms" in ln]
+        slow = [since_start(ln, 2) for ln in window_lines if "callback" in ln and " ms" in ln]
         print(f"slow callbacks in the window: {len(slow)}")
         for ln in slow[:400]:
             print(f"  {ln}")
