@@ -23,6 +23,9 @@ and on SIGINT or SIGTERM closes it and exits 0 without a traceback, whatever the
   (the recorder writes out its bag; further signals are counted and ignored), the node is
   destroyed and the context shut down; errors while tearing down are logged, never raised.
 
+SIGUSR1 writes every thread's Python stack to the node's stderr and the node goes on (Python's
+``faulthandler``): how to see where a node that does not stop is waiting.
+
 A :class:`~robot_grinding_sim.ros.parameters.ParameterError` (or any
 :class:`~robot_grinding_sim.core.errors.InputError`) raised while the node is constructed is logged
 as one FATAL line naming the parameter and the process exits with code 1. A node asks for its own
@@ -36,6 +39,7 @@ as an error with the exception type.
 
 from __future__ import annotations
 
+import faulthandler
 import functools
 import gc
 import os
@@ -82,8 +86,12 @@ class _Stopper:
             return  # signal handlers can only be set from the main thread; the caller handles stops
         for sig in (signal.SIGINT, signal.SIGTERM):
             self._old[sig] = signal.signal(sig, self._on_signal)
+        # a node that hangs can be asked where (written from C: works while the main thread is stuck)
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
 
     def restore(self) -> None:
+        if self._old:
+            faulthandler.unregister(signal.SIGUSR1)
         for sig, handler in self._old.items():
             signal.signal(sig, handler)
         self._old.clear()

@@ -172,6 +172,7 @@ class Run:
     failures: list[str] = field(default_factory=list)
     wall: float = 0.0  # s from start to exit
     cpu: float = 0.0  # CPU seconds of the process when it got the first signal
+    stacks: str = ""  # the threads' stacks of a run that did not stop
 
     def problems(self) -> list[str]:
         out = list(self.failures)
@@ -249,12 +250,23 @@ def _one_run(launch_node: Any, node: str, index: int, tmp: Path, ft_port: int = 
         proc.wait(timeout=90)
     except subprocess.TimeoutExpired:
         run.failures.append("did not exit within 90 s of the signal")
+        run.stacks = _stacks(proc, started.log_path)
         proc.kill()
         proc.wait(timeout=10)
     run.returncode = proc.returncode
     run.wall = time.monotonic() - t_start
     run.log = started.log()
     return run
+
+
+def _stacks(proc: subprocess.Popen[bytes], log_path: Path) -> str:
+    """Every thread's Python stack of a node that does not stop (SIGUSR1: run_node's faulthandler)."""
+    before = log_path.stat().st_size
+    proc.send_signal(signal.SIGUSR1)
+    deadline, size = time.monotonic() + 10.0, -1
+    while time.monotonic() < deadline and size != (size := log_path.stat().st_size):
+        time.sleep(0.5)  # until the dump stops growing
+    return log_path.read_bytes()[before:].decode(errors="replace")
 
 
 class _Schedule:
@@ -369,7 +381,8 @@ def test_every_node_exits_cleanly_on_signals_at_random_moments(launch_node: Any,
             if r.problems():
                 failures.append(f"{node} run {r.index} ({r.phase}, {r.delay:.2f} s, signals {r.sent}): "
                                 f"{'; '.join(r.problems())}")
-                tails.append(f"--- {node} run {r.index}, log tail:\n{r.log[-1500:]}")
+                tails.append(f"--- {node} run {r.index}, log tail:\n{r.log[-1500:]}"
+                             + (f"\n--- its threads when it did not stop:\n{r.stacks}" if r.stacks else ""))
     report = "\n".join(summary)
     print(f"\n{report}\n{elapsed:.0f} s")
     head = f"{len(failures)} runs did not stop cleanly (seed {SEED}):\n{report}\n"
