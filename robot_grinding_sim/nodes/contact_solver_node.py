@@ -217,7 +217,8 @@ class ContactSolverNode(Node):
         if wrench_out:
             self.pub_wrench.publish(self.wrench_writer.encode(stamp, w))
         if ft_out:
-            R_WS = self.model.fk(q, self.ft_frame)[:3, :3]
+            # the tcp's pose at q is from_rows' (cached): the sensor is rigidly mounted to it
+            R_WS = self.ft.sensor_orientation(self.side.kinematics(q, need_minv=False).X[:3, :3])
             self.pub_ft.publish(self.ft_writer.encode(stamp, self.ft.measure(w, R_WS, t)))
 
 

@@ -13,7 +13,7 @@ from scipy.spatial.transform import Rotation
 from robot_grinding_sim.core.contact.ft_sensor import FTSensorModel, FTSensorParams
 from robot_grinding_sim.core.record import cdr_batch
 from robot_grinding_sim.core.record.bagwriter import BagWriter, default_typestore
-from robot_grinding_sim.core.record.tf_tree import DEFAULT_TF_RATE, RobotTf, TfStream
+from robot_grinding_sim.core.record.tf_tree import DEFAULT_TF_RATE, TF_TYPE, RobotTf, TfStream, tf_message
 
 STAMPS = np.array([0, 1_500_000_001, 605_910_000_000, 2_999_999_999])
 
@@ -139,8 +139,13 @@ def test_batched_link_poses_and_tf(ts) -> None:
         one = model.link_poses(q[i])
         assert all(np.array_equal(one[n], batch[n][i]) for n in one)
     stamps = np.arange(300) * 1_000_000  # 1 kHz: /tf at 100 Hz
-    a, b = TfStream(RobotTf(model, urdf), ts, DEFAULT_TF_RATE), TfStream(RobotTf(model, urdf), ts, DEFAULT_TF_RATE)
-    expected = [(k, topic, data) for k in range(300) for topic, data in a.add(int(stamps[k]), q[k])]
+    tree = RobotTf(model, urdf)
+    a, b = TfStream(tree, ts, DEFAULT_TF_RATE), TfStream(RobotTf(model, urdf), ts, DEFAULT_TF_RATE)
+    # what rosbags serializes from its own message objects, at the due stamps (every 10 ms)
+    expected = [(0, "/tf_static", bytes(ts.serialize_cdr(tf_message(ts, tree.static, 0), TF_TYPE)))]
+    expected += [(k, "/tf", bytes(ts.serialize_cdr(tf_message(ts, tree.transforms(q[k]), int(stamps[k])), TF_TYPE)))
+                 for k in range(0, 300, 10)]
+    assert [(k, topic, data) for k in range(300) for topic, data in a.add(int(stamps[k]), q[k])] == expected
     static, idx, rows = b.add_many(stamps[:150], q[:150])
     _, idx2, rows2 = b.add_many(stamps[150:], q[150:])
     got = [(0, "/tf_static", static)] + [(int(k), "/tf", r.tobytes()) for k, r in zip(

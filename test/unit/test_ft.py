@@ -140,3 +140,35 @@ def test_bad_samples():
         ft.measure(np.zeros(6), 2 * np.eye(3), 0.0)
     with pytest.raises(InputError, match="sample time"):
         ft.measure(np.zeros(6), np.eye(3), float("nan"))
+
+
+def test_sensor_orientation_from_the_tcp_is_pinocchios_sensor_frame(tmp_path):
+    """contact_solver_node and the in-process outputs take the sensor's orientation from the tcp's
+    (the two are rigidly mounted): Pinocchio's own frames agree at random q, on the package URDF
+    with the spindle turned on the sensor (so that the tcp's axes are not the sensor's)."""
+    import pinocchio as pin
+
+    from robot_grinding_sim.core.config import CellConfig
+    from robot_grinding_sim.core.job.ft import ft_sensor_model
+    from robot_grinding_sim.core.resources import default_urdf
+    from robot_grinding_sim.core.robot.dynamics import RobotModel
+
+    text = default_urdf().read_text()
+    mount = '<child link="spindle"/>\n    <origin xyz="0 0 0" rpy="0 0 0"/>'
+    assert mount in text
+    urdf = tmp_path / "turned.urdf"
+    urdf.write_text(text.replace(mount, '<child link="spindle"/>\n    <origin xyz="0.01 0 0" rpy="0.4 -0.7 1.2"/>'))
+    cell = CellConfig()
+    ft = ft_sensor_model(cell, RobotModel.from_urdf(urdf, tip_link=cell.tool.tcp_link))
+    assert np.abs(ft.params.X_S_tcp[:3, :3] - np.eye(3)).max() > 0.5
+    pm = pin.buildModelFromUrdf(str(urdf))
+    data = pm.createData()
+    f_tcp, f_ft = pm.getFrameId(cell.tool.tcp_link), pm.getFrameId(cell.ft_sensor.frame)
+    rng = np.random.default_rng(3)
+    R_tcp, R_ft = [], []
+    for _ in range(20):
+        pin.framesForwardKinematics(pm, data, rng.uniform(-3, 3, pm.nq))
+        R_tcp.append(data.oMf[f_tcp].rotation.copy())
+        R_ft.append(data.oMf[f_ft].rotation.copy())
+        np.testing.assert_allclose(ft.sensor_orientation(R_tcp[-1]), R_ft[-1], atol=1e-12)
+    np.testing.assert_allclose(ft.sensor_orientation(np.array(R_tcp)), np.array(R_ft), atol=1e-12)

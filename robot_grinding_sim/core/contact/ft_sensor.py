@@ -171,6 +171,11 @@ class FTSensorModel:
         out[3:] = cross3(p.tool_com, F)
         return out
 
+    def sensor_orientation(self, R_W_tcp: npt.ArrayLike) -> FloatArray:
+        """The sensor frame's orientation in the world (3, 3), or (K, 3, 3) for (K, 3, 3), from the
+        tcp's R_W_tcp: the two are rigidly connected (``X_S_tcp``), so no forward kinematics."""
+        return np.asarray(R_W_tcp, dtype=float) @ self.params.X_S_tcp[:3, :3].T
+
     def contact_wrench(self, wrench_tcp: npt.ArrayLike) -> FloatArray:
         """(6,) the contact wrench at the tcp (in tcp frame) moved to the sensor frame."""
         return transform_wrench(wrench_tcp, self.params.X_S_tcp)

@@ -80,7 +80,6 @@ def ft_readings(result: Any) -> tuple[np.ndarray, np.ndarray]:
 
     rec = result.record
     ft = ft_sensor_model(result.setup.cell, result.setup.model)
-    R_S_tcp = ft.params.X_S_tcp[:3, :3]
     K = len(rec["t"])
     w_tcp, out = np.empty((K, 6)), np.empty((K, 6))
     for s in range(0, K, BLOCK):
@@ -88,7 +87,7 @@ def ft_readings(result: Any) -> tuple[np.ndarray, np.ndarray]:
         R = tcp_poses(result, rec["step_index"][s:e])[:, :3, :3]
         w_tcp[s:e, :3] = np.einsum("kji,kj->ki", R, rec["force"][s:e])  # R^T f
         w_tcp[s:e, 3:] = np.einsum("kji,kj->ki", R, rec["torque"][s:e])
-        out[s:e] = ft.measure_many(w_tcp[s:e], R @ R_S_tcp.T, rec["t"][s:e])
+        out[s:e] = ft.measure_many(w_tcp[s:e], ft.sensor_orientation(R), rec["t"][s:e])
     return w_tcp, out
 
 

@@ -28,7 +28,6 @@ import sqlite3
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from io import StringIO
 from pathlib import Path
 from typing import Any
 
@@ -394,14 +393,13 @@ def metadata_dict(
 
 def write_metadata(bag_dir: Path, metadata: dict[str, Any]) -> None:
     """Write ``bag_dir/metadata.yaml`` atomically (temporary file + rename)."""
-    from ruamel.yaml import YAML
+    import yaml
 
-    yaml = YAML(typ="safe")
-    yaml.default_flow_style = False
-    text = StringIO()
-    yaml.dump(metadata, text)
+    # libyaml's emitter when PyYAML has it: the recorder rewrites this file at every checkpoint
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    text = yaml.dump(metadata, Dumper=dumper, default_flow_style=False, sort_keys=False)
     tmp = bag_dir / "metadata.yaml.tmp"
-    tmp.write_text(text.getvalue(), "utf8")
+    tmp.write_text(text, "utf8")
     tmp.replace(bag_dir / "metadata.yaml")
 
 

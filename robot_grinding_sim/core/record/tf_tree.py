@@ -183,6 +183,7 @@ class TfStream:
         self.static_sent = False
         self.last_ns: int | None = None
         self.count = 0  # messages made
+        self._layout: Any = None  # the /tf message's CDR layout (cdr_batch), made on first use
 
     def due(self, stamp_ns: int) -> bool:
         """Whether a joint state stamped ``stamp_ns`` makes a message: the first one (/tf_static),
@@ -196,16 +197,10 @@ class TfStream:
     def add(self, stamp_ns: int, q: FloatArray) -> list[tuple[str, bytes]]:
         """(topic, CDR bytes) to write for a joint state stamped ``stamp_ns`` with positions ``q``
         (nq,): ``/tf_static`` for the first one, ``/tf`` when one is due (never for a stamp that
-        does not advance)."""
-        out: list[tuple[str, bytes]] = []
-        if not self.static_sent:
-            self.static_sent = True
-            out.append((TF_STATIC_TOPIC, self.serialize(tf_message(self.typestore, self.tf.static, stamp_ns))))
-        if self._tf_due(stamp_ns):
-            self.last_ns = stamp_ns
-            out.append((TF_TOPIC, self.serialize(tf_message(self.typestore, self.tf.transforms(q), stamp_ns))))
-        self.count += len(out)
-        return out
+        does not advance). The bytes are :meth:`add_many`'s for a block of one."""
+        static, idx, rows = self.add_many([stamp_ns], np.asarray(q, dtype=float).reshape(1, -1))
+        out = [] if static is None else [(TF_STATIC_TOPIC, static)]
+        return out + [(TF_TOPIC, rows[0].tobytes())] if len(idx) else out
 
     def add_many(self, stamps_ns: Any, q: FloatArray) -> tuple[bytes | None, np.ndarray, np.ndarray]:
         """:meth:`add` for a block of joint states (stamps (N,) ns, positions (N, nq)) at once:
@@ -225,10 +220,14 @@ class TfStream:
                 self.last_ns = ns
                 due.append(k)
         idx = np.asarray(due, dtype=np.int64)
-        layout = cdr_batch.tf_message([(j.parent, j.child) for j in self.tf.moving])
+        if self._layout is None:
+            self._layout = cdr_batch.tf_message([(j.parent, j.child) for j in self.tf.moving])
+        layout = self._layout
+        if not len(idx):
+            return static, idx, np.zeros((0, layout.size), dtype=np.uint8)
         X = self.tf.transforms_many(np.asarray(q, dtype=float)[idx]).reshape(-1, 4, 4)
         quats = Rotation.from_matrix(X[:, :3, :3]).as_quat() if len(X) else np.zeros((0, 4))
-        values = np.hstack([X[:, :3, 3], quats]).reshape(len(idx), -1)
+        values = np.hstack([X[:, :3, 3], quats]).reshape(len(idx), 7 * len(self.tf.moving))
         self.count += len(idx)
         return static, idx, layout.pack(stamps[idx], values)
 
