@@ -273,6 +273,8 @@ class RecorderNode(Node):
             stamp = time.time_ns  # the node clock is the system clock: skip rclpy's Time objects
 
         def on_message(data: bytes, topic: str = topic) -> None:
+            if self._closed:  # a callback after close() (a caller spinning on): not received
+                return
             put((topic, stamp(), data))
             received[topic] += 1
 
@@ -351,17 +353,20 @@ class RecorderNode(Node):
 
     # -- shutdown -------------------------------------------------------------------------------
     def close(self) -> None:
-        """Stop subscribing, write every queued message, close the bag (called by run_node)."""
+        """Write every queued message, close the bag, stop subscribing (called by run_node after
+        the executor has stopped)."""
         if self._closed:
             return
         self._closed = True
+        # The executor has stopped: no callback queues anything more. The bag is written out and
+        # closed before the middleware is touched again, so a teardown that stalls cannot cost it.
+        self._queue.put(_STOP)
+        self._writer.join()
         for sub in list(self._subs.values()):
             try:
                 self.destroy_subscription(sub)
             except Exception:
                 pass
-        self._queue.put(_STOP)
-        self._writer.join()
         received = sum(self._received.values())
         computed = f", {self._computed} computed (/tf, /tf_static from /joint_states)" if self._tf is not None else ""
         print(
