@@ -19,7 +19,6 @@ skipped; a node of this package whose module does not exist yet is skipped with 
 from __future__ import annotations
 
 import ipaddress
-import signal
 import sys
 import threading
 import time
@@ -30,7 +29,15 @@ import click
 
 from robot_grinding_sim.cli.common import emit_json, json_option, progress
 from robot_grinding_sim.cli.job_watch import JobClock, ProgressListener
-from robot_grinding_sim.cli.processes import Child, node_command, quote, report_exits, report_unclean, stop_all
+from robot_grinding_sim.cli.processes import (
+    Child,
+    node_command,
+    quote,
+    report_exits,
+    report_unclean,
+    stop_all,
+    stop_on_signals,
+)
 
 #: how long the recorder may take to start recording before the other nodes start anyway, s
 RECORDER_READY_TIMEOUT = 120.0
@@ -186,22 +193,11 @@ def bringup(
         f"(ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']}, ROS_AUTOMATIC_DISCOVERY_RANGE={discovery_range})"
     )
 
-    stop = threading.Event()
-    received: list[int] = []
-
-    def _on_signal(signum: int, _frame: Any) -> None:
-        received.append(signum)
-        stop.set()
-
-    old = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     children: list[Child] = []
     failed: list[str] = []
-    try:
-        with progress(None, "job: waiting for the start", enabled=until_done) as bar:
-            job_end = _run(to_start, env, children, failed, stop, duration, until_done, stop_on_exit, bar)
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
+    with stop_on_signals() as (stop, received), \
+            progress(None, "job: waiting for the start", enabled=until_done) as bar:
+        job_end = _run(to_start, env, children, failed, stop, duration, until_done, stop_on_exit, bar)
     why = (f"signal {received[0]}" if received else f"job {job_end}" if job_end
            else ("duration reached" if not failed else "a node exited"))
     click.echo(f"[bringup] stopped {len(children)} node(s) ({why})")

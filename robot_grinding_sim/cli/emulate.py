@@ -24,16 +24,22 @@ graph's. DDS discovery stays on loopback; ``--domain-id`` must match the real gr
 
 from __future__ import annotations
 
-import signal
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import click
 
-from robot_grinding_sim.cli.processes import Child, node_command, quote, report_exits, report_unclean, stop_all
+from robot_grinding_sim.cli.processes import (
+    Child,
+    node_command,
+    quote,
+    report_exits,
+    report_unclean,
+    stop_all,
+    stop_on_signals,
+)
 
 #: netft_emulator's log line at its first reading (the emulated arm runs and its sensor reads)
 READY = "first reading"
@@ -165,37 +171,28 @@ def emulate(
     click.echo(f"[emulate] starting {', '.join(n for n, _ in commands)} in {namespace} (ROS_DOMAIN_ID="
                f"{env['ROS_DOMAIN_ID']}); arm: {controller_topic} -> /joint_states; Net F/T: 127.0.0.1:{port}")
 
-    stop = threading.Event()
-    received: list[int] = []
-
-    def _on_signal(signum: int, _frame: Any) -> None:
-        received.append(signum)
-        stop.set()
-
-    old = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     children: list[Child] = []
     failed: list[str] = []
-    try:
-        for name, cmd in commands:
-            children.append(Child(f"{namespace.strip('/')}/{name}", cmd, env))
-        t0 = time.monotonic()
-        netft = children[-1]
-        ready = False
-        while not stop.is_set():
-            if not ready and any(READY in line for line in list(netft.tail)):
-                ready = True
-                click.echo(f"[emulate] {READY_LINE}: the arm answers on /joint_states and the Net F/T streams "
-                           "its sensor model's readings")
-            if duration is not None and time.monotonic() - t0 >= duration:
-                break
-            report_exits(children, failed, "emulate")
-            if failed:
-                break  # a cell with a part missing is no cell: stop it all
-            stop.wait(0.2)
-    finally:
-        stop_all(children)
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
+    with stop_on_signals() as (stop, received):
+        try:
+            for name, cmd in commands:
+                children.append(Child(f"{namespace.strip('/')}/{name}", cmd, env))
+            t0 = time.monotonic()
+            netft = children[-1]
+            ready = False
+            while not stop.is_set():
+                if not ready and any(READY in line for line in list(netft.tail)):
+                    ready = True
+                    click.echo(f"[emulate] {READY_LINE}: the arm answers on /joint_states and the Net F/T streams "
+                               "its sensor model's readings")
+                if duration is not None and time.monotonic() - t0 >= duration:
+                    break
+                report_exits(children, failed, "emulate")
+                if failed:
+                    break  # a cell with a part missing is no cell: stop it all
+                stop.wait(0.2)
+        finally:
+            stop_all(children)
     why = f"signal {received[0]}" if received else ("a node exited" if failed else "duration reached")
     click.echo(f"[emulate] stopped {len(children)} node(s) ({why})")
     unclean = report_unclean(children, failed, "emulate")

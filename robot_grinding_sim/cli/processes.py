@@ -11,7 +11,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import click
 
@@ -19,6 +20,26 @@ import click
 STOP_TIMEOUT = 15.0
 #: grinding_executive's log line when the job ends (see nodes/grinding_executive.py)
 JOB_END = re.compile(r"\bjob (done|stopped|failed)\b")
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[tuple[threading.Event, list[int]]]:
+    """While the block runs, SIGINT and SIGTERM set the event it gets and are listed (signal
+    numbers, in order of arrival) instead of ending the launcher; the old handlers come back after.
+    The launcher then stops its children its own way (:func:`stop_all`)."""
+    stop = threading.Event()
+    received: list[int] = []
+
+    def on_signal(signum: int, _frame: object) -> None:
+        received.append(signum)
+        stop.set()
+
+    old = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop, received
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
 
 
 def node_command(executable: str) -> list[str]:
