@@ -158,6 +158,13 @@ def dist2(p, S):
 
 
 @njit(cache=True)
+def fd_step(x, h, hi_ext):
+    """The step of a difference in a parameter at x: forward by h, backward where x + h would
+    leave the extended box (its high end hi_ext)."""
+    return h if x + h <= hi_ext else -h
+
+
+@njit(cache=True)
 def newton_step(p, ev, evu, evv, hu, hv):
     """Newton step (du, dv) on the gradient of |p - S|^2 / 2, its Hessian's curvature terms
     r . S_uu, r . S_uv, r . S_vv from the first derivatives at (u + hu, v) and (u, v + hv) (evu,
@@ -228,9 +235,8 @@ def descend(p, u, v, box, kind, frame, prm, tu, tv, pu, pv, hom, work, ev, evu, 
             v = wrap_period(min(max(v + dv, lo_ext[1]), hi_ext[1]), lo[1], per[1])
             surface_point(kind, frame, prm, tu, tv, pu, pv, hom, u, v, work, ev)
             return u, v, True
-        if it >= 4:  # forward differences (backward at the extended box's high end)
-            su = hu if u + hu <= hi_ext[0] else -hu
-            sv = hv if v + hv <= hi_ext[1] else -hv
+        if it >= 4:
+            su, sv = fd_step(u, hu, hi_ext[0]), fd_step(v, hv, hi_ext[1])
             surface_point(kind, frame, prm, tu, tv, pu, pv, hom, u + su, v, work, evu)
             surface_point(kind, frame, prm, tu, tv, pu, pv, hom, u, v + sv, work, evv)
             nu, nv, ok = newton_step(p, ev, evu, evv, su, sv)
@@ -241,12 +247,12 @@ def descend(p, u, v, box, kind, frame, prm, tu, tv, pu, pv, hom, work, ev, evu, 
             return u, v, False
         if blocked != 0:  # along the edge: the free parameter's second derivative by differences
             if blocked == 2:
-                su = hu if u + hu <= hi_ext[0] else -hu
+                su = fd_step(u, hu, hi_ext[0])
                 surface_point(kind, frame, prm, tu, tv, pu, pv, hom, u + su, v, work, evu)
                 step, done = edge_step(p, ev[0], ev[1], evu[1], su)
                 du, dv = step, 0.0
             else:
-                sv = hv if v + hv <= hi_ext[1] else -hv
+                sv = fd_step(v, hv, hi_ext[1])
                 surface_point(kind, frame, prm, tu, tv, pu, pv, hom, u, v + sv, work, evv)
                 step, done = edge_step(p, ev[0], ev[2], evv[2], sv)
                 du, dv = 0.0, step
@@ -496,13 +502,11 @@ class FaceProjector:
             if blocked != 0:  # along the edge (descend's steps)
                 pf = np.asarray(p, dtype=float)
                 if blocked == 2:
-                    h = 1e-7 * (box[1, 0] - box[0, 0])
-                    h = h if u + h <= box[3, 0] else -h
+                    h = fd_step(u, 1e-7 * (box[1, 0] - box[0, 0]), box[3, 0])
                     step, done = edge_step(pf, S, Su, self._eval(u + h, v)[1], h)
                     du, dv = step, 0.0
                 else:
-                    h = 1e-7 * (box[1, 1] - box[0, 1])
-                    h = h if v + h <= box[3, 1] else -h
+                    h = fd_step(v, 1e-7 * (box[1, 1] - box[0, 1]), box[3, 1])
                     step, done = edge_step(pf, S, Sv, self._eval(u, v + h)[2], h)
                     du, dv = 0.0, step
                 if done:
