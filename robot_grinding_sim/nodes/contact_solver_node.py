@@ -157,6 +157,9 @@ class ContactSolverNode(Node):
                              rom.normal, force, patch_radius(self.tool_radius, -rom.gap), t - prev, J_tcp=kin.J)
 
     def _publish_removal(self) -> None:
+        # a display (RViz, the recorder): with no one listening, building it only stalls the loop
+        if self.pub_removal.get_subscription_count() == 0:
+            return
         volume = self.removal.volume()
         if volume == self._removal_shown:
             return

@@ -180,3 +180,37 @@ def test_bad_grids_are_refused_by_name() -> None:
         RemovalGrid(np.zeros((2, 3)), np.array([1.0, 0.0]))
     with pytest.raises(InputError, match="removal.pressure"):
         RemovalGrid(np.zeros((1, 3)), np.ones(1), pressure="parabolic")
+
+
+@pytest.mark.parametrize("rows, cols, cell", [(97, 131, 1e-3), (60, 45, 2e-4), (100, 100, 7e-4)])
+def test_display_mesh_is_the_block_maxima_around_the_removal(rows: int, cols: int, cell: float) -> None:
+    """The removal map's display: every k x k block's largest depth (nodes off the face count 0),
+    the blocks around any removal with one block of margin, two triangles per block corner on the
+    face; against the blocks pooled one by one over the whole grid."""
+    spacing = 2e-4
+    g = np.stack(np.meshgrid(np.arange(rows) * spacing, np.arange(cols) * spacing, indexing="ij"), -1).reshape(-1, 2)
+    rng = np.random.default_rng(rows)
+    grid = RemovalGrid(np.column_stack([g, np.zeros(len(g))]), np.full(len(g), spacing**2), shape=(rows, cols))
+    grid.inside = rng.random(len(g)) > 0.1
+    assert grid.display_mesh(cell)[0].shape == (0, 3)
+    k = max(1, round(cell / spacing))
+    for patch in [(slice(0, 3), slice(cols - 2, cols)), (slice(rows // 2, rows // 2 + 7), slice(5, cols - 9)),
+                  (slice(rows - 1, rows), slice(0, 1))]:
+        grid.depth[:] = 0.0  # each patch alone: at the grid's corners and edges, and inside
+        grid.depth.reshape(rows, cols)[patch] = rng.random(grid.depth.reshape(rows, cols)[patch].shape) * 1e-6
+        D = np.where(grid.inside, grid.depth, 0.0).reshape(rows, cols)
+        nr, nc = -(-rows // k), -(-cols // k)
+        blocks = np.array([[D[i * k:(i + 1) * k, j * k:(j + 1) * k].max() for j in range(nc)] for i in range(nr)])
+        hit = np.argwhere(blocks > 0)
+        (r0, c0), (r1, c1) = np.maximum(hit.min(0) - 1, 0), np.minimum(hit.max(0) + 2, (nr, nc))
+        V, T, depth = grid.display_mesh(cell)
+        m, n = r1 - r0, c1 - c0
+        corners = grid.points.reshape(rows, cols, 3)[r0 * k:r1 * k:k, c0 * k:c1 * k:k]
+        np.testing.assert_array_equal(V, corners.reshape(-1, 3))
+        np.testing.assert_array_equal(depth, blocks[r0:r1, c0:c1].ravel())
+        on_face = grid.inside.reshape(rows, cols)[r0 * k:r1 * k:k, c0 * k:c1 * k:k][:-1, :-1]
+        assert len(T) == 2 * on_face.sum() and T.max(initial=-1) < m * n
+        ids = np.arange(m * n).reshape(m, n)
+        quads = {(int(a), int(b), int(d)) for a, b, d in zip(ids[:-1, :-1][on_face], ids[:-1, 1:][on_face],
+                                                             ids[1:, 1:][on_face], strict=True)}
+        assert quads <= {tuple(t) for t in T.tolist()}

@@ -158,19 +158,26 @@ class RemovalGrid:
         Returns (vertices (M, 3) m, triangles (T, 3) vertex indices, depth (M,) m); empty arrays
         when nothing is removed or the grid is not regular."""
         empty = (np.zeros((0, 3)), np.zeros((0, 3), dtype=np.int64), np.zeros(0))
-        if self.shape is None or not np.any(self.depth[self.inside] > 0):
+        if self.shape is None:
+            return empty
+        hit = np.flatnonzero((self.depth > 0) & self.inside)
+        if len(hit) == 0:
             return empty
         rows, cols = self.shape
         k = max(1, int(round(cell / self.spacing)))
-        D = np.where(self.inside, self.depth, 0.0).reshape(rows, cols)
         P = self.points.reshape(rows, cols, 3)
         ri, ci = np.arange(0, rows, k), np.arange(0, cols, k)
-        pooled = np.maximum.reduceat(np.maximum.reduceat(D, ri, axis=0), ci, axis=1)
-        hit = np.argwhere(pooled > 0)
-        r0, c0 = np.maximum(hit.min(axis=0) - 1, 0)
-        r1, c1 = np.minimum(hit.max(axis=0) + 2, pooled.shape)
+        # the blocks around the removed nodes, one block of margin: the grid's other blocks hold
+        # nothing to show (a face grid has a million nodes; pooling all of them took 20 ms a map)
+        hr, hc = hit // cols, hit % cols
+        r0, r1 = max(int(hr.min()) // k - 1, 0), min(int(hr.max()) // k + 2, len(ri))
+        c0, c1 = max(int(hc.min()) // k - 1, 0), min(int(hc.max()) // k + 2, len(ci))
+        row_end = ri[r1] if r1 < len(ri) else rows
+        col_end = ci[c1] if c1 < len(ci) else cols
+        D = np.where(self.inside.reshape(rows, cols)[ri[r0]:row_end, ci[c0]:col_end],
+                     self.depth.reshape(rows, cols)[ri[r0]:row_end, ci[c0]:col_end], 0.0)
+        depth = np.maximum.reduceat(np.maximum.reduceat(D, ri[r0:r1] - ri[r0], axis=0), ci[c0:c1] - ci[c0], axis=1)
         V = P[ri[r0:r1]][:, ci[c0:c1]]
-        depth = pooled[r0:r1, c0:c1]
         m, n = depth.shape
         if m < 2 or n < 2:
             return empty
