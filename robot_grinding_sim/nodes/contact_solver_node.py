@@ -164,7 +164,8 @@ class ContactSolverNode(Node):
         if volume == self._removal_shown:
             return
         self._removal_shown = volume
-        V, T, depth = self.removal.display_mesh(self.p["removal_marker_cell"])
+        V, T, depth = self.removal.display_mesh(self.p["removal_marker_cell"],
+                                                self.p["removal_marker_max_triangles"] // 2)
         stamp = self.get_clock().now()
         if len(T) == 0:
             self.pub_removal.publish(cv.removal_to_marker_array(V, T, depth, self.base_frame, stamp.to_msg()))

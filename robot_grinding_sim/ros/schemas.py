@@ -111,6 +111,9 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
                   range=(0.0, 100.0), read_only=True),
         ParamSpec("removal_marker_cell", 0.001, "cell of the removal map's display mesh, m", range=(1e-4, 0.1),
                   read_only=True),
+        ParamSpec("removal_marker_max_triangles", 10000, "the removal map's display mesh grows its cells beyond "
+                  "removal_marker_cell to stay within this many triangles (40 bytes each in the marker)",
+                  range=(100, 10_000_000), read_only=True),
         ParamSpec("removal_interval", 0.005, "the removal map takes one state every removal_interval s of stamp "
                   "time, its force and sliding speed held over the interval (a display: the job's summary "
                   "integrates every sample); 0: every state", range=(0.0, 0.1), read_only=True),

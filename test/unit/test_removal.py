@@ -214,3 +214,22 @@ def test_display_mesh_is_the_block_maxima_around_the_removal(rows: int, cols: in
         quads = {(int(a), int(b), int(d)) for a, b, d in zip(ids[:-1, :-1][on_face], ids[:-1, 1:][on_face],
                                                              ids[1:, 1:][on_face], strict=True)}
         assert quads <= {tuple(t) for t in T.tolist()}
+
+
+def test_display_mesh_of_a_large_removal_stays_within_its_size() -> None:
+    """A face ground all over: the display grows its blocks by whole grid steps until it holds at
+    most max_blocks vertices, and is then exactly the display at that coarser cell."""
+    rows, cols, spacing = 400, 300, 2e-4
+    g = np.stack(np.meshgrid(np.arange(rows) * spacing, np.arange(cols) * spacing, indexing="ij"), -1).reshape(-1, 2)
+    grid = RemovalGrid(np.column_stack([g, np.zeros(len(g))]), np.full(len(g), spacing**2), shape=(rows, cols))
+    grid.depth[:] = np.random.default_rng(1).random(len(g)) * 1e-6
+    fine = grid.display_mesh(1e-3)
+    assert len(fine[0]) == 80 * 60
+    for max_blocks in (1000, 2500):
+        V, T, depth = grid.display_mesh(1e-3, max_blocks)
+        assert max_blocks / 4 < len(V) <= max_blocks
+        same = [k for k in range(5, 40) if len(grid.display_mesh(k * spacing)[0]) == len(V)]
+        assert len(same) == 1
+        for a, b in zip((V, T, depth), grid.display_mesh(same[0] * spacing), strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert all(np.array_equal(a, b) for a, b in zip(grid.display_mesh(1e-3, 10**6), fine, strict=True))

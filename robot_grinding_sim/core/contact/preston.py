@@ -151,9 +151,11 @@ class RemovalGrid:
         hit = d > floor * top
         return RemovalStats(top, float(d[hit].mean()), int(hit.sum()), float(d @ self.areas))
 
-    def display_mesh(self, cell: float) -> tuple[FloatArray, NDArray[np.int64], FloatArray]:
+    def display_mesh(self, cell: float, max_blocks: int = 0) -> tuple[FloatArray, NDArray[np.int64], FloatArray]:
         """A coarse triangle mesh of the removed region for viewers: nodes every ``cell`` m of a
         regular grid, the largest depth of each block, cut to the blocks around any removal.
+        With ``max_blocks`` > 0 the blocks grow (by whole grid steps) until the region holds at most
+        that many: a whole face at 1 mm is 80,000 triangles, 10 MB as a marker.
 
         Returns (vertices (M, 3) m, triangles (T, 3) vertex indices, depth (M,) m); empty arrays
         when nothing is removed or the grid is not regular."""
@@ -166,12 +168,15 @@ class RemovalGrid:
         rows, cols = self.shape
         k = max(1, int(round(cell / self.spacing)))
         P = self.points.reshape(rows, cols, 3)
-        ri, ci = np.arange(0, rows, k), np.arange(0, cols, k)
         # the blocks around the removed nodes, one block of margin: the grid's other blocks hold
         # nothing to show (a face grid has a million nodes; pooling all of them took 20 ms a map)
         hr, hc = hit // cols, hit % cols
-        r0, r1 = max(int(hr.min()) // k - 1, 0), min(int(hr.max()) // k + 2, len(ri))
-        c0, c1 = max(int(hc.min()) // k - 1, 0), min(int(hc.max()) // k + 2, len(ci))
+        lo_r, hi_r, lo_c, hi_c = int(hr.min()), int(hr.max()), int(hc.min()), int(hc.max())
+        while max_blocks > 0 and (hi_r // k - lo_r // k + 3) * (hi_c // k - lo_c // k + 3) > max_blocks:
+            k += 1
+        ri, ci = np.arange(0, rows, k), np.arange(0, cols, k)
+        r0, r1 = max(lo_r // k - 1, 0), min(hi_r // k + 2, len(ri))
+        c0, c1 = max(lo_c // k - 1, 0), min(hi_c // k + 2, len(ci))
         row_end = ri[r1] if r1 < len(ri) else rows
         col_end = ci[c1] if c1 < len(ci) else cols
         D = np.where(self.inside.reshape(rows, cols)[ri[r0]:row_end, ci[c0]:col_end],
