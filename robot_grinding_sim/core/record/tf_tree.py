@@ -226,7 +226,7 @@ class TfStream:
         if not len(idx):
             return static, idx, np.zeros((0, layout.size), dtype=np.uint8)
         X = self.tf.transforms_many(np.asarray(q, dtype=float)[idx]).reshape(-1, 4, 4)
-        quats = Rotation.from_matrix(X[:, :3, :3]).as_quat() if len(X) else np.zeros((0, 4))
+        quats = Rotation.from_matrix(X[:, :3, :3]).as_quat()
         values = np.hstack([X[:, :3, 3], quats]).reshape(len(idx), 7 * len(self.tf.moving))
         self.count += len(idx)
         return static, idx, layout.pack(stamps[idx], values)
