@@ -36,21 +36,28 @@ NODES = [
     "netft_emulator",
 ]
 
-ROS_WHEELS = [
-    # ROS 2 Kilted from PyPI (the pip path). A colcon workspace gets these from the ROS install.
-    "ros-kilted-rclpy",
-    "ros-kilted-rmw-fastrtps-cpp",
-    "ros-kilted-builtin-interfaces",
-    "ros-kilted-rosgraph-msgs",
-    "ros-kilted-std-msgs",
-    "ros-kilted-std-srvs",
-    "ros-kilted-geometry-msgs",
-    "ros-kilted-sensor-msgs",
-    "ros-kilted-trajectory-msgs",
-    "ros-kilted-visualization-msgs",
-    "ros-kilted-nav-msgs",
-    "ros-kilted-diagnostic-msgs",
+#: The standard ROS 2 packages the nodes use, as PyPI names without the distribution
+#: (``ros-<distro>-<name>``). A colcon workspace gets them from the ROS install instead.
+ROS_PACKAGES = [
+    "rclpy",
+    "rmw-fastrtps-cpp",
+    "builtin-interfaces",
+    "rosgraph-msgs",
+    "std-msgs",
+    "std-srvs",
+    "geometry-msgs",
+    "sensor-msgs",
+    "trajectory-msgs",
+    "visualization-msgs",
+    "nav-msgs",
+    "diagnostic-msgs",
 ]
+
+
+def ros_wheels(distro: str) -> list[str]:
+    """The pip path's ROS 2 wheels of one distribution (one distribution per venv)."""
+    return [f"ros-{distro}-{name}" for name in ROS_PACKAGES]
+
 
 setup(
     name=PACKAGE,
@@ -85,7 +92,9 @@ setup(
         "cadquery-ocp-novtk>=7.7; python_version >= '3.10'",
     ],
     extras_require={
-        "ros": ROS_WHEELS,
+        # the pip path's ROS 2: Kilted (``ros``, the README's commands) or Jazzy (``ros-jazzy``)
+        "ros": ros_wheels("kilted"),
+        "ros-jazzy": ros_wheels("jazzy"),
         "test": [
             "pytest>=8",
             "ruff>=0.6",

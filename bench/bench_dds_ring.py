@@ -35,6 +35,8 @@ def run_role(role: str, rounds: int, warmup: int) -> None:
     from sensor_msgs.msg import JointState, PointCloud2, PointField
     from std_msgs.msg import Float64MultiArray
 
+    from robot_grinding_sim.ros import compat
+
     rclpy.init()
     node = rclpy.create_node(f"ring_{role}_{os.getpid()}")
     js = JointState(name=[f"joint_{i}" for i in range(6)], position=[0.1] * 6, velocity=[0.2] * 6, effort=[0.0] * 6)
@@ -105,7 +107,7 @@ def run_role(role: str, rounds: int, warmup: int) -> None:
     except KeyboardInterrupt:
         pass
     finally:
-        rclpy.try_shutdown()
+        compat.shutdown()
 
 
 def main() -> int:

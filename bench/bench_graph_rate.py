@@ -93,13 +93,13 @@ class ClockWatch:
             self.ex.spin_once(timeout_sec=0.1)
 
     def close(self) -> None:
-        import rclpy
+        from robot_grinding_sim.ros import compat
 
         self.stop.set()
         self.thread.join(timeout=2.0)
         self.ex.shutdown()
         self.node.destroy_node()
-        rclpy.try_shutdown()
+        compat.shutdown()
 
 
 def snapshot(pids: dict[int, str]) -> dict[str, float]:

@@ -1,6 +1,11 @@
 """Nodes as child processes, for ``grinding bringup`` and ``grinding emulate``: start one with its
 output printed line by line prefixed ``[name]`` (the last lines kept for error reports), stop a
-set of them (SIGINT, then SIGTERM, then SIGKILL for a node that does not stop)."""
+set of them (SIGINT, then SIGTERM, then, for a node that still runs, its threads' stacks (SIGUSR1)
+and SIGKILL).
+
+A node starts with SIGINT and SIGTERM blocked (:func:`~robot_grinding_sim.ros.early_signals.blocked_for_child`):
+a stop that comes while its interpreter starts waits until the node's own handlers take it.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import click
+
+from robot_grinding_sim.ros.early_signals import blocked_for_child
 
 #: how long a node has to stop after SIGINT, s
 STOP_TIMEOUT = 15.0
@@ -58,13 +65,14 @@ class Child:
         self.on_line = on_line
         self.cmd = cmd
         self.tail: collections.deque[str] = collections.deque(maxlen=25)
-        self.proc = subprocess.Popen(
-            cmd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,  # our signal handling decides when a node stops
-        )
+        with blocked_for_child():
+            self.proc = subprocess.Popen(
+                cmd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,  # our signal handling decides when a node stops
+            )
         self.reported = False
         self.job_end: str | None = None
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -94,12 +102,22 @@ class Child:
         self._reader.join(timeout=5)
 
 
+#: how long a node that does not stop has to write its threads' stacks (SIGUSR1) before SIGKILL, s
+STACKS_TIMEOUT = 3.0
+
+
 def stop_all(children: list[Child]) -> None:
-    """SIGINT every live node, then SIGTERM, then SIGKILL those that do not stop."""
-    for sig, wait in ((signal.SIGINT, STOP_TIMEOUT), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+    """SIGINT every live node, then SIGTERM; a node that still runs is asked for its threads' stacks
+    (SIGUSR1: every node writes them to its output, printed with its name) and then killed."""
+    escalation = ((signal.SIGINT, STOP_TIMEOUT), (signal.SIGTERM, 5.0), (signal.SIGUSR1, STACKS_TIMEOUT),
+                  (signal.SIGKILL, 5.0))
+    for sig, wait in escalation:
         live = [c for c in children if c.alive()]
         if not live:
             break
+        if sig == signal.SIGUSR1:
+            click.echo(f"[stop] {', '.join(c.name for c in live)} did not stop after SIGINT and SIGTERM: "
+                       "their threads' stacks follow, then SIGKILL", err=True)
         for c in live:
             try:
                 c.proc.send_signal(sig)

@@ -50,7 +50,7 @@ from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.record.bag import normalize_topic
 from robot_grinding_sim.core.record.bagwriter import BagWriter, TopicQos
 from robot_grinding_sim.core.record.tf_tree import TF_STATIC_TOPIC, TF_TOPIC, TF_TYPE, TfStream
-from robot_grinding_sim.ros.node_base import load_robot, request_stop, run_node
+from robot_grinding_sim.ros.node_base import at_abort, load_robot, request_stop, run_node
 from robot_grinding_sim.ros.parameters import ParameterError, declare_parameters
 from robot_grinding_sim.ros.schemas import DEFAULT_TOPICS, node_specs  # noqa: F401 (DEFAULT_TOPICS re-exported)
 
@@ -167,6 +167,7 @@ class RecorderNode(Node):
         if self._open_error is not None:
             self._closed = True
             raise ParameterError("output", f"cannot create {out}: {self._open_error}", self.get_name())
+        at_abort(self._bag.discard)  # a stop before the node is up leaves no empty bag behind
         self._discover()
         # discovery runs on the wall clock: on sim time it would wait while /clock stands still
         # (a lockstep arm holding t = 0 for its contact side) and miss a job's first messages

@@ -1,13 +1,21 @@
-"""SIGINT/SIGTERM recorded from the first line of a node process until run_node takes over.
+"""SIGINT/SIGTERM from the first line of a node process until run_node takes over: exit 0 at once.
 
-A node's module imports rclpy, numpy and the core, which takes a while; a Ctrl-C that reaches the
-whole process group in that time must still end in exit code 0 without a traceback. Imported by
-``robot_grinding_sim.nodes`` (before any node module), this installs handlers that only record the
-signal, when the process is a node process: a ``ros2 run``/launch console script, ``grinding
+A node's module imports rclpy, numpy, OpenCascade and the core, which takes a second or more (much
+more while numba compiles on a fresh install); a Ctrl-C that reaches the whole process group in
+that time must end the process promptly, with exit code 0 and no traceback. Nothing exists yet that
+needs closing (no ROS context, no file of the node's), so the handler flushes the standard streams
+and leaves with ``os._exit(0)``: it runs in the main thread at the next bytecode, so the stop waits
+at most for the C call under way (an extension module's initialisation).
+
+Imported by ``robot_grinding_sim`` itself (the first module of every node's import), this installs
+the handlers when the process is a node process: a ``ros2 run``/launch console script, ``grinding
 bringup``'s ``python -c ... --ros-args``, or ``python -m robot_grinding_sim.nodes.<executable>``.
-Imported any other way (tests, the CLI), it installs nothing.
-:func:`robot_grinding_sim.ros.node_base.run_node` honours a recorded signal. Standard library only,
-so it is cheap to import first.
+Imported any other way (tests, the CLI), it installs nothing. It also unblocks SIGINT and SIGTERM:
+the package's launchers start node processes with both blocked (a signal mask survives exec), so a
+signal that arrives before these handlers exist (the interpreter's own start-up, where Python would
+raise KeyboardInterrupt or SIGTERM would kill it) waits, pending, and is handled here.
+:func:`robot_grinding_sim.ros.node_base.run_node` replaces the handlers with its own. Standard
+library only, so it is cheap to import first.
 """
 
 from __future__ import annotations
@@ -15,18 +23,39 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 #: executables whose process installs the early handlers (setup.py's NODES)
 EXECUTABLES = frozenset({"dynamics_node", "collision_node", "contact_solver_node", "planner_node",
                          "grinding_executive", "recorder", "description_publisher",
                          "hardware_driver", "netft_emulator"})
-#: signals received before run_node installed its own handlers
-RECEIVED: list[int] = []
+#: the signals a launcher blocks while it starts a node (:func:`blocked_for_child`)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-def _record(signum: int, _frame: object) -> None:
-    RECEIVED.append(signum)
+def exit_now(code: int = 0) -> None:
+    """Flush Python's and C's standard streams, then end the process with ``code`` (no clean-up:
+    the callers have nothing left to close)."""
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    try:  # C stdio (rcutils' console output) is not flushed by os._exit either
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+    except Exception:
+        pass
+    os._exit(code)
+
+
+def _exit_on_signal(_signum: int, _frame: object) -> None:
+    exit_now(0)
 
 
 def is_node_process(argv: list[str] | None = None, orig_argv: list[str] | None = None) -> bool:
@@ -51,9 +80,29 @@ def is_node_process(argv: list[str] | None = None, orig_argv: list[str] | None =
 
 
 def install_if_node_process() -> bool:
-    """Install the recording handlers in a node process's main thread; True if installed."""
+    """Install the exiting handlers in a node process's main thread and unblock SIGINT/SIGTERM;
+    True if installed."""
     if threading.current_thread() is not threading.main_thread() or not is_node_process():
         return False
-    signal.signal(signal.SIGINT, _record)
-    signal.signal(signal.SIGTERM, _record)
+    import faulthandler
+
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _exit_on_signal)
+    # where a node that does not stop is waiting: every thread's stack (written from C, works while
+    # the main thread is stuck; run_node registers it again)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # a pending one is handled now
     return True
+
+
+@contextmanager
+def blocked_for_child() -> Iterator[None]:
+    """``with blocked_for_child(): Popen(node)``: SIGINT/SIGTERM blocked in the calling thread while
+    it starts a node process, which inherits the mask through fork and exec; the node unblocks them
+    once its handlers are installed (:func:`install_if_node_process`). The calling thread's own
+    mask is restored on exit, and a signal that came meanwhile is delivered then."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)

@@ -8,20 +8,29 @@ Every node module ends with::
 :func:`run_node` sets the discovery range default, initialises rclpy, creates the node, spins it,
 and on SIGINT or SIGTERM closes it and exits 0 without a traceback, whatever the moment:
 
+- from the package's first import until :func:`run_node` starts, a signal ends the process at once
+  with 0 (:mod:`robot_grinding_sim.ros.early_signals`: nothing exists yet that needs closing);
 - the process installs its own SIGINT/SIGTERM handlers before ``rclpy.init`` (rclpy's are turned
   off: they shut the context down from under running callbacks, timers and the executor's wait
   set, which is where "context is not valid", "publisher's context is invalid" and "Unable to
   convert call argument" came from);
-- the handlers only set a stop flag and count (they never raise: an exception raised from a
-  signal handler lands wherever the main thread happens to be, e.g. inside a ctypes callback of
-  numba's compiler, which swallows it); spinning polls the flag every 0.1 s, and :func:`guarded`
-  callbacks no longer run; a long computation inside a callback (the planner's optimisation)
-  runs through :func:`stoppable`, which stops waiting for it at once (:class:`StopRequested`, a
-  BaseException, so no callback guard swallows it); a signal during the node's construction is
-  honoured when it returns (construction imports C extensions and loads files);
+- while the node is constructed (imports of C extensions, CAD and URDF loading, numba compiling
+  on a fresh install: up to minutes), a signal runs the hooks registered with :func:`at_abort`
+  (the recorder removes the bag it created) and ends the process with 0 at once: an exception
+  raised there would land inside a C extension's initialisation (OpenCascade through pybind11
+  turns it into ImportError) or numba's compiler (which swallows it), and there is nothing to
+  close yet;
+- while it spins, the handlers only set a stop flag and count (they never raise); spinning polls
+  the flag every 0.1 s, and :func:`guarded` callbacks no longer run; a long computation inside a
+  callback (the planner's optimisation) runs through :func:`stoppable`, which stops waiting for it
+  at once (:class:`StopRequested`, a BaseException, so no callback guard swallows it); a callback
+  that still holds the main thread :data:`STOP_GRACE_S` after the signal (numba compiling a kernel
+  on its first call) does not hold the stop: a watchdog thread closes the node and ends the process;
 - then the executor is shut down (no callback runs after), the node's ``close()`` runs to the end
   (the recorder writes out its bag; further signals are counted and ignored), the node is
-  destroyed and the context shut down; errors while tearing down are logged, never raised.
+  destroyed and the context shut down; errors while tearing down are logged, never raised. What
+  follows ``close()`` (DDS entities and the participant going away) is bounded: after
+  :data:`TEARDOWN_S` the watchdog ends the process with 0, its data already safe, and says so.
 
 SIGUSR1 writes every thread's Python stack to the node's stderr and the node goes on (Python's
 ``faulthandler``): how to see where a node that does not stop is waiting.
@@ -73,13 +82,40 @@ class StopRequested(BaseException):  # a request, not an error: no "Error" suffi
     """Raised by :func:`stoppable` when a stop is requested while it waits; ends the callback."""
 
 
+#: how long a callback may keep holding the main thread after a stop signal, s
+STOP_GRACE_S = 1.0
+#: how long the teardown after ``close()`` (executor, node, context) may take, s
+TEARDOWN_S = 3.0
+
+_ABORT_HOOKS: list[Callable[[], Any]] = []
+
+
+def at_abort(hook: Callable[[], Any]) -> None:
+    """Run ``hook`` if a stop signal ends the process while the node is still being constructed
+    (e.g. remove a file the constructor created). Hooks run in the signal handler, in order, and
+    their exceptions are ignored."""
+    _ABORT_HOOKS.append(hook)
+
+
 class _Stopper:
-    """SIGINT/SIGTERM handling of one node process (see the module docstring)."""
+    """SIGINT/SIGTERM handling of one node process (see the module docstring).
+
+    ``phase``: ``"construct"`` (a signal aborts the process), ``"spin"``, ``"stopping"`` (the
+    executor shuts down), ``"close"`` (the node's ``close()`` runs), ``"teardown"`` (after it),
+    ``"done"``.
+    """
 
     def __init__(self) -> None:
         self.event = threading.Event()
         self.signals = 0
+        self.phase = "construct"
+        self.node: Any = None
+        self.logger: Any = None
         self._old: dict[int, Any] = {}
+        self._phase_changed = threading.Condition()
+        self._watchdog: threading.Thread | None = None
+        self._close_lock = threading.Lock()
+        self._closed = False
 
     def install(self) -> None:
         if threading.current_thread() is not threading.main_thread():
@@ -98,10 +134,74 @@ class _Stopper:
 
     def _on_signal(self, _signum: int, _frame: Any) -> None:
         self.signals += 1
-        self.event.set()
+        if self.phase == "construct" and self.own_process:
+            for hook in _ABORT_HOOKS:
+                try:
+                    hook()
+                except Exception:
+                    pass
+            early_signals.exit_now(0)
+        self.stop()
+
+    #: whether the process is the node's own (a node executable), so the watchdog may end it
+    own_process = False
+
+    def set_phase(self, phase: str) -> None:
+        with self._phase_changed:
+            self.phase = phase
+            self._phase_changed.notify_all()
 
     def stop(self) -> None:
         self.event.set()
+
+    def start_watchdog(self) -> None:
+        """Start the thread that bounds the stop (:meth:`_watch`), in a node's own process; it waits
+        for the stop flag (started here rather than in the signal handler: a handler must not take
+        the locks ``Thread.start`` needs, the main thread may hold them)."""
+        if self.own_process and self._watchdog is None:
+            self._watchdog = threading.Thread(target=self._watch, name="stop_watchdog", daemon=True)
+            self._watchdog.start()
+
+    def _wait_phase(self, phases: tuple[str, ...], timeout: float | None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._phase_changed:
+            while self.phase not in phases:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0.0:
+                    return False
+                self._phase_changed.wait(left)
+        return True
+
+    def close_node(self) -> None:
+        """The node's ``close()``, once, from whichever thread comes first (the other waits for it)."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+            self.set_phase("close")
+            close = getattr(self.node, "close", None)
+            if callable(close):
+                _quietly("close", close, self.logger)
+
+    def _watch(self) -> None:
+        """Bound the stop (module docstring): a callback holding the main thread, a stalled teardown."""
+        self.event.wait()
+        if not self._wait_phase(("close", "teardown", "done"), STOP_GRACE_S):
+            self._say(f"the node did not reach close() {STOP_GRACE_S:.0f} s after the stop signal (a callback or "
+                      "the executor holds the main thread): closing it from here")
+            self.close_node()
+            _exit_process(0)
+        self._wait_phase(("teardown", "done"), None)  # close() runs to its end
+        if not self._wait_phase(("done",), TEARDOWN_S):
+            self._say(f"the node's teardown after close() took more than {TEARDOWN_S:.0f} s: leaving without it "
+                      "(everything is written)")
+            _exit_process(0)
+
+    def _say(self, text: str) -> None:
+        try:
+            self.logger.warning(text)
+        except Exception:
+            pass
 
 
 _STOPPER: _Stopper | None = None
@@ -193,12 +293,10 @@ def run_node(
     """
     global _STOPPER
     stopper = _Stopper()
+    own_process = early_signals.is_node_process() and threading.current_thread() is threading.main_thread()
+    stopper.own_process = own_process
     stopper.install()  # before anything slow: a signal from here on ends the process cleanly
     _STOPPER = stopper
-    if early_signals.RECEIVED:  # a signal arrived while the node's modules were being imported
-        stopper.signals = len(early_signals.RECEIVED)
-        stopper.event.set()
-    own_process = early_signals.is_node_process() and threading.current_thread() is threading.main_thread()
     try:
         code = _run(stopper, node_factory, args, multithreaded, default_name)
     finally:
@@ -219,21 +317,9 @@ def _exit_process(code: int) -> None:
     then: flush the streams and logging, and leave.
     """
     import logging
-    import os
 
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:
-            pass
     logging.shutdown()
-    try:  # C stdio (rcutils' console output) is not flushed by os._exit either
-        import ctypes
-
-        ctypes.CDLL(None).fflush(None)
-    except Exception:
-        pass
-    os._exit(code)
+    early_signals.exit_now(code)
 
 
 #: ``GRINDING_EXECUTOR``: ``events`` (default: rclpy's EventsExecutor, callbacks dispatched from C++)
@@ -274,11 +360,11 @@ def _run(stopper: _Stopper, node_factory: Callable[[], Any], args: Sequence[str]
         return 0  # stopped before rclpy was even initialised
     rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
     logger = rclpy.logging.get_logger(name)
+    stopper.logger = logger
     node = None
     try:
-        # Construction is not interrupted: it imports C extensions (OpenCascade through pybind11
-        # turns any exception inside a module's init into ImportError) and loads files; a signal
-        # meanwhile is honoured as soon as it returns.
+        # A signal during construction aborts the process (module docstring); outside a node's
+        # own process (a test calling run_node) it is honoured once construction returns.
         try:
             node = node_factory()
         except InputError as exc:  # ParameterError is an InputError
@@ -288,6 +374,13 @@ def _run(stopper: _Stopper, node_factory: Callable[[], Any], args: Sequence[str]
             logger.fatal(f"start-up failed: {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
             return 1
         logger = node.get_logger()
+        stopper.node, stopper.logger = node, logger
+        if stopper.event.is_set():  # a signal during construction (not in a node process)
+            stopper.close_node()
+            _quietly("destroy node", node.destroy_node, logger)
+            return 0
+        stopper.set_phase("spin")
+        stopper.start_watchdog()
         executor = MultiThreadedExecutor(num_threads=2) if multithreaded else single_threaded_executor(
             SingleThreadedExecutor, logger)
         executor.add_node(node)
@@ -302,14 +395,17 @@ def _run(stopper: _Stopper, node_factory: Callable[[], Any], args: Sequence[str]
                 executor.spin_once(timeout_sec=0.1)
         except (StopRequested, ExternalShutdownException):
             pass
-        _quietly("executor", executor.shutdown, logger)
-        close = getattr(node, "close", None)
-        if callable(close):
-            _quietly("close", close, logger)
+        stopper.set_phase("stopping")
+        _quietly("executor", lambda: executor.shutdown(timeout_sec=TEARDOWN_S), logger)
+        stopper.close_node()
+        stopper.set_phase("teardown")
         _quietly("destroy node", node.destroy_node, logger)
         return 0
     finally:
-        rclpy.try_shutdown(uninstall_handlers=False)  # rclpy would reset SIGINT/SIGTERM to SIG_DFL
+        from robot_grinding_sim.ros import compat
+
+        compat.shutdown()  # keeps our SIGINT/SIGTERM handlers (rclpy would reset them to SIG_DFL)
+        stopper.set_phase("done")
 
 
 class _Throttle:
@@ -412,7 +508,7 @@ def guarded(node: Any, what: str, throttle_s: float = 2.0) -> Callable[[F], F]:
     return deco
 
 
-__all__ = ["ParameterError", "StopRequested", "guarded", "request_stop", "run_node", "stoppable"]
+__all__ = ["ParameterError", "StopRequested", "at_abort", "guarded", "request_stop", "run_node", "stoppable"]
 
 
 def load_robot(params: dict[str, Any], node_name: str, tip_link: str | None = None,

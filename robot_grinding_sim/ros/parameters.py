@@ -44,9 +44,11 @@ def make_descriptor(spec: ParamSpec) -> Any:
     """The ``rcl_interfaces/ParameterDescriptor`` of a spec (range only where both bounds are finite)."""
     from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 
+    from robot_grinding_sim.ros.compat import parameter_type_id
+
     desc = ParameterDescriptor(
         name=spec.name,
-        type=int(_ros_type(spec)),
+        type=parameter_type_id(_ros_type(spec)),
         description=spec.description,
         read_only=spec.read_only,
     )

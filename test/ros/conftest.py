@@ -30,6 +30,8 @@ from typing import Any
 
 import pytest
 
+from robot_grinding_sim.ros.early_signals import blocked_for_child
+
 REPO = Path(__file__).resolve().parents[2]
 
 #: Default time limit of every wait (CI has 2 busy cores; DDS discovery can take seconds).
@@ -153,15 +155,27 @@ class NodeProcess:
             ) from None
 
     def stop(self, timeout: float = 20.0) -> int:
-        """SIGINT, then SIGKILL after ``timeout``; return the exit code."""
+        """SIGINT; a node still running after ``timeout`` writes its threads' stacks into its log
+        (SIGUSR1) and is killed. Returns the exit code."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
             try:
                 self.proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
+                self.stacks()
                 self.proc.kill()
                 self.proc.wait(timeout=10)
         return self.proc.returncode
+
+    def stacks(self, settle: float = 10.0) -> str:
+        """Every thread's Python stack of the running node (SIGUSR1: the nodes' faulthandler),
+        appended to its log and returned."""
+        before = self.log_path.stat().st_size
+        self.proc.send_signal(signal.SIGUSR1)
+        deadline, size = time.monotonic() + settle, -1
+        while time.monotonic() < deadline and size != (size := self.log_path.stat().st_size):
+            time.sleep(0.5)  # until the dump stops growing
+        return self.log_path.read_bytes()[before:].decode(errors="replace")
 
 
 @pytest.fixture
@@ -182,7 +196,8 @@ def launch_node(tmp_path: Path) -> Iterator[Callable[..., NodeProcess]]:
         cmd = node_command(executable, node_name, params_file, params, remaps, extra_args)
         log_path = tmp_path / f"{node_name or executable}.{next(serial)}.log"  # unique across threads
         fh = open(log_path, "wb")
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=node_env(env), cwd=str(REPO))
+        with blocked_for_child():  # as the package's launchers start a node (cli/processes.py)
+            proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=node_env(env), cwd=str(REPO))
         fh.close()
         node = NodeProcess(cmd, proc, log_path)
         started.append(node)
@@ -205,7 +220,9 @@ def rclpy_context() -> Iterator[Any]:
     ctx = Context()
     rclpy.init(context=ctx)
     yield ctx
-    rclpy.try_shutdown(context=ctx)
+    from robot_grinding_sim.ros import compat
+
+    compat.shutdown(ctx)
 
 
 @dataclass

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.ros import compat
 from robot_grinding_sim.ros.node_base import guarded
 from robot_grinding_sim.ros.parameters import ParameterError, ParamSpec, declare_parameters
 
@@ -34,7 +35,6 @@ def _node(*ros_args: str) -> Any:
 
 
 def test_declare_reads_yaml_and_coerces_ints(tmp_path: Path) -> None:
-    import rclpy
     from rclpy.parameter import Parameter
 
     f = tmp_path / "p.yaml"
@@ -54,7 +54,7 @@ def test_declare_reads_yaml_and_coerces_ints(tmp_path: Path) -> None:
         assert res.successful
     finally:
         node.destroy_node()
-        rclpy.try_shutdown(context=ctx)
+        compat.shutdown(ctx)
 
 
 @pytest.mark.parametrize(
@@ -70,7 +70,6 @@ def test_declare_reads_yaml_and_coerces_ints(tmp_path: Path) -> None:
 def test_bad_values_raise_parameter_error(
     rclpy_context: Any, tmp_path: Path, args: list[str], text: str
 ) -> None:
-    import rclpy
 
     node, ctx = _node(*args)
     try:
@@ -80,7 +79,7 @@ def test_bad_values_raise_parameter_error(
         assert err.value.node_name == "param_test"
     finally:
         node.destroy_node()
-        rclpy.try_shutdown(context=ctx)
+        compat.shutdown(ctx)
 
 
 class _Logger:

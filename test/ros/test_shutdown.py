@@ -52,7 +52,8 @@ pytestmark = pytest.mark.ros
 
 REPO = Path(__file__).resolve().parents[2]
 CELL = REPO / "config" / "cell.yaml"
-SIGNALS_PER_NODE = 20
+#: signals per node in the random-moments test (SHUTDOWN_TEST_SIGNALS=200: the long check of docs/nodes.md)
+SIGNALS_PER_NODE = int(os.environ.get("SHUTDOWN_TEST_SIGNALS", "20"))
 PARALLEL = int(os.environ.get("SHUTDOWN_TEST_PARALLEL", "4"))
 PHASES = ("ready", "working", "start-up", "working", "ready")  # run i is in PHASES[i % 5]
 BAD = ("Traceback", "KeyboardInterrupt", "RCLError", "InvalidHandle", "ExternalShutdownException",
@@ -502,6 +503,83 @@ def test_a_long_computation_in_a_callback_stops_at_once(tmp_path: Path) -> None:
     assert code == 0, out
     assert not [b for b in (*BAD, "Exception ignored", "not stopped") if b in out], out
     assert took < 10, f"took {took:.1f} s to stop"
+
+
+IMPORTING_NODE = """
+import sys, time
+import robot_grinding_sim  # the first import of every node process: its stop handling starts here
+print("importing", flush=True)
+t0 = time.monotonic()
+while time.monotonic() - t0 < 60:  # a node's imports that take a minute (numba compiling on a fresh install)
+    sum(i * i for i in range(10000))
+print("imported", flush=True)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_while_a_node_imports_ends_it_at_once_with_0(tmp_path: Path, sig: signal.Signals) -> None:
+    """Before run_node takes over there is nothing to close: a signal ends the process at once, exit 0."""
+    log = tmp_path / "out.log"
+    with log.open("wb") as fh:
+        proc = subprocess.Popen([sys.executable, "-c", IMPORTING_NODE, "--ros-args"], stdout=fh,
+                                stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    try:
+        assert _wait_until(lambda: "importing" in log.read_text(), proc), log.read_text()
+        time.sleep(random.uniform(0.0, 0.3))
+        proc.send_signal(sig)
+        t0 = time.monotonic()
+        code = proc.wait(timeout=WAIT)
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    out = log.read_text(errors="replace")
+    assert code == 0 and "imported" not in out and not [b for b in BAD if b in out], out
+    assert took < 3.0, f"took {took:.1f} s to stop"
+
+
+def test_a_signal_while_numba_compiles_in_construction_stops_the_node_at_once(tmp_path: Path) -> None:
+    """A cold numba cache (a fresh install): dynamics_node compiles its kernels while it is constructed,
+    for 10 CPU seconds or more; a signal then ends it with 0 within a second or two, not when the
+    construction ends (22 s after the signal before)."""
+    log = tmp_path / "out.log"
+    env = dict(os.environ, PYTHONUNBUFFERED="1", NUMBA_CACHE_DIR=str(tmp_path / "numba_cache"))
+    from conftest import node_command
+
+    cmd = node_command("dynamics_node", params_file=[CELL, REPO / "config" / "dynamics_node.yaml"],
+                       params={"lockstep": False})
+    with log.open("wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env)
+    try:
+        # well into the compilation: 3 CPU seconds (the imports take about 1.5), no start-up line yet
+        assert _wait_until(lambda: _cpu_seconds(proc.pid) >= 3.0, proc, poll=0.05), log.read_text()
+        assert log.stat().st_size == 0, f"the node was up before the test could signal it:\n{log.read_text()}"
+        proc.send_signal(random.choice([signal.SIGINT, signal.SIGTERM]))
+        t0 = time.monotonic()
+        code = proc.wait(timeout=WAIT)
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    out = log.read_text(errors="replace")
+    assert code == 0 and not [b for b in BAD if b in out], out
+    assert took < 3.0, f"took {took:.1f} s to stop"
+
+
+def test_a_node_started_by_the_launchers_takes_a_signal_at_any_moment_of_its_start(launch_node: Any) -> None:
+    """The launchers start a node with SIGINT/SIGTERM blocked (early_signals.blocked_for_child): a stop
+    in the interpreter's first milliseconds (where Python would raise KeyboardInterrupt during site's
+    imports, exit 1 with a traceback, or SIGTERM kill it) waits until the node's own handlers take it."""
+    rng = random.Random(SEED)
+    runs = []
+    for i in range(12):
+        node = launch_node("description_publisher", node_name=f"early_{i}", params_file=[CELL])
+        time.sleep(rng.uniform(0.0, 0.15))
+        node.proc.send_signal(rng.choice([signal.SIGINT, signal.SIGTERM]))
+        code = node.proc.wait(timeout=WAIT)
+        runs.append((i, code, [b for b in BAD if b in node.log()], node.log()[-500:]))
+    bad = [r for r in runs if r[1] != 0 or r[2]]
+    assert not bad, "\n".join(f"run {i}: exit {code}, {found}:\n{tail}" for i, code, found, tail in bad)
 
 
 def test_node_modules_run_with_python_m_are_node_processes() -> None:

@@ -148,6 +148,15 @@ class BagWriter:
     def is_open(self) -> bool:
         return self._open
 
+    def discard(self) -> None:
+        """Remove the bag directory this writer created, without closing it (a recording that never
+        started: nothing partial is left behind). Safe from any thread; errors are ignored."""
+        import shutil
+
+        if self._open:
+            self._open = False
+            shutil.rmtree(self.path, ignore_errors=True)
+
     def close(self) -> None:
         """Write the summary and ``metadata.yaml``; idempotent."""
         if not self._open:
