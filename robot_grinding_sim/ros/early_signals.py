@@ -54,6 +54,44 @@ def exit_now(code: int = 0) -> None:
     os._exit(code)
 
 
+def exit_later(seconds: float, code: int = 0) -> bool:
+    """End the process with ``_exit(code)`` after ``seconds``, from a thread of the C library's own
+    (a POSIX timer with ``SIGEV_THREAD`` whose function is libc's ``_exit``): it needs neither the
+    GIL nor the main thread, so it ends a process whose main thread is stuck in a C call that holds
+    the GIL, where no Python thread can run. For a teardown whose data is already written (run_node);
+    Python's streams are flushed now, what is written after may be lost. Returns False where the
+    timer cannot be made (not Linux/glibc): nothing is armed then."""
+    import ctypes
+
+    class _Sigevent(ctypes.Structure):  # struct sigevent (64 bytes on Linux)
+        _fields_ = [("value", ctypes.c_void_p), ("signo", ctypes.c_int), ("notify", ctypes.c_int),
+                    ("function", ctypes.c_void_p), ("attributes", ctypes.c_void_p), ("_pad", ctypes.c_byte * 32)]
+
+    class _Timespec(ctypes.Structure):
+        _fields_ = [("sec", ctypes.c_long), ("nsec", ctypes.c_long)]
+
+    class _Itimerspec(ctypes.Structure):
+        _fields_ = [("interval", _Timespec), ("value", _Timespec)]
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        event = _Sigevent(value=code, notify=2,  # SIGEV_THREAD: function(value) in a new thread
+                          function=ctypes.cast(libc._exit, ctypes.c_void_p).value)
+        timer = ctypes.c_void_p()
+        if libc.timer_create(1, ctypes.byref(event), ctypes.byref(timer)) != 0:  # CLOCK_MONOTONIC
+            return False
+        whole = int(seconds)
+        spec = _Itimerspec(value=_Timespec(whole, int((seconds - whole) * 1e9)))
+        return libc.timer_settime(timer, 0, ctypes.byref(spec), None) == 0
+    except (OSError, AttributeError):
+        return False
+
+
 def _exit_on_signal(_signum: int, _frame: object) -> None:
     exit_now(0)
 

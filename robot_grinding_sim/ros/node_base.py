@@ -30,7 +30,9 @@ and on SIGINT or SIGTERM closes it and exits 0 without a traceback, whatever the
   (the recorder writes out its bag; further signals are counted and ignored), the node is
   destroyed and the context shut down; errors while tearing down are logged, never raised. What
   follows ``close()`` (DDS entities and the participant going away) is bounded: after
-  :data:`TEARDOWN_S` the watchdog ends the process with 0, its data already safe, and says so.
+  :data:`TEARDOWN_S` the watchdog ends the process with 0, its data already safe, and says so;
+  2 s later a timer of the C library's own ends it with 0 even if the teardown holds the GIL
+  (:func:`~robot_grinding_sim.ros.early_signals.exit_later`).
 
 SIGUSR1 writes every thread's Python stack to the node's stderr and the node goes on (Python's
 ``faulthandler``): how to see where a node that does not stop is waiting.
@@ -395,9 +397,12 @@ def _run(stopper: _Stopper, node_factory: Callable[[], Any], args: Sequence[str]
                 executor.spin_once(timeout_sec=0.1)
         except (StopRequested, ExternalShutdownException):
             pass
+        stopper.stop()  # however the loop ended (a shut-down context too): the watchdog bounds what follows
         stopper.set_phase("stopping")
         _quietly("executor", lambda: executor.shutdown(timeout_sec=TEARDOWN_S), logger)
         stopper.close_node()
+        if stopper.own_process:  # armed from here: a teardown stuck in C with the GIL held starves the watchdog
+            early_signals.exit_later(TEARDOWN_S + 2.0)
         stopper.set_phase("teardown")
         _quietly("destroy node", node.destroy_node, logger)
         return 0

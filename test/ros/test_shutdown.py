@@ -505,6 +505,67 @@ def test_a_long_computation_in_a_callback_stops_at_once(tmp_path: Path) -> None:
     assert took < 10, f"took {took:.1f} s to stop"
 
 
+STUCK_NODE = """
+import sys, time
+from pathlib import Path
+from rclpy.node import Node
+from robot_grinding_sim.ros.node_base import run_node
+
+d, where = Path(sys.argv[1]), sys.argv[2]
+
+class Stuck(Node):
+    def __init__(self):
+        super().__init__("stuck")
+        self.timer = self.create_timer(0.05, self.tick)
+        self.get_logger().info("up")
+
+    def tick(self):
+        self.timer.cancel()
+        print("spinning", flush=True)
+        if where == "callback":  # a callback that does not return (a first call compiling for minutes)
+            time.sleep(600)
+
+    def close(self):
+        (d / "closed").touch()
+
+    def destroy_node(self):
+        if where == "teardown":  # what follows close() does not return (DDS going away)
+            print("destroying", flush=True)
+            time.sleep(600)
+        if where == "teardown-gil":  # ... in a C call that holds the GIL: no Python thread runs
+            import re
+            re.match(r"(a+)+$", "a" * 60 + "b")
+        super().destroy_node()
+
+sys.exit(run_node(Stuck))
+"""
+
+
+@pytest.mark.parametrize("where", ["callback", "teardown", "teardown-gil"])
+def test_a_node_stuck_in_a_callback_or_its_teardown_still_stops_with_0(tmp_path: Path, where: str) -> None:
+    """The stop watchdog (node_base): a callback still holding the main thread 1 s after the signal,
+    or a teardown after close() longer than 3 s, no longer holds the process (a launcher would SIGKILL
+    it: the CI failures of description_publisher and the recorder); close() has run either way."""
+    log = tmp_path / "out.log"
+    with log.open("wb") as fh:
+        proc = subprocess.Popen([sys.executable, "-c", STUCK_NODE, str(tmp_path), where, "--ros-args"], stdout=fh,
+                                stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    try:
+        assert _wait_until(lambda: "spinning" in log.read_text(), proc), log.read_text()
+        proc.send_signal(random.choice([signal.SIGINT, signal.SIGTERM]))
+        t0 = time.monotonic()
+        code = proc.wait(timeout=WAIT)
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    out = log.read_text(errors="replace")
+    assert code == 0 and (tmp_path / "closed").exists() and not [b for b in BAD if b in out], out
+    if where != "teardown-gil":  # (there, nothing in Python runs to say it)
+        assert ("did not reach close()" if where == "callback" else "teardown after close()") in out, out
+    assert took < 10.0, f"took {took:.1f} s to stop"
+
+
 IMPORTING_NODE = """
 import sys, time
 import robot_grinding_sim  # the first import of every node process: its stop handling starts here
