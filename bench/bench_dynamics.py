@@ -2,7 +2,7 @@
 
 Run:  .venv/bin/python bench/bench_dynamics.py [--urdf PATH] [--batch 10000]
 
-Prints a Markdown table (part | figure | ours | peer | ratio | target | command) for the README.
+Prints a Markdown table (part | figure | ours | peer | ratio | target | command) for docs/performance.md.
 Each figure is the best of several repeats (the least disturbed by other processes on a shared
 machine), in microseconds per call; the ratio is ours / peer (below 1: we are faster). The batched
 RNEA row compares our one call over B states with Pinocchio called from Python in a loop over the

@@ -512,7 +512,7 @@ def launch_description(mode: str) -> Any:
                                     condition=condition))
             continue
         if s.package == PACKAGE and not s.module_available() and mode != "real":
-            # not written yet (see the README): leave it out rather than fail the whole launch
+            # not written yet: leave it out rather than fail the whole launch
             entities.append(LogInfo(msg=f"robot_grinding_sim: node {s.executable} is not available yet; skipped",
                                     condition=condition))
             continue
