@@ -382,7 +382,9 @@ def test_every_node_exits_cleanly_on_signals_at_random_moments(launch_node: Any,
             if r.problems():
                 failures.append(f"{node} run {r.index} ({r.phase}, {r.delay:.2f} s, signals {r.sent}): "
                                 f"{'; '.join(r.problems())}")
-                tails.append(f"--- {node} run {r.index}, log tail:\n{r.log[-1500:]}"
+                fatal = r.log.find("Fatal Python error")  # a crash: its threads' stacks, not the module list after
+                tail = r.log[fatal:fatal + 6000] if fatal >= 0 else r.log[-1500:]
+                tails.append(f"--- {node} run {r.index}, log {'from the crash' if fatal >= 0 else 'tail'}:\n{tail}"
                              + (f"\n--- its threads when it did not stop:\n{r.stacks}" if r.stacks else ""))
     report = "\n".join(summary)
     print(f"\n{report}\n{elapsed:.0f} s")
