@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import math
-from pathlib import Path
 from typing import Any
 
 import click
@@ -13,6 +12,7 @@ import click
 from robot_grinding_sim.cli.cell_options import build_cell, common_cell_options
 from robot_grinding_sim.cli.common import emit_json, json_option
 from robot_grinding_sim.core.config import GENERATORS
+from robot_grinding_sim.core.outfiles import check_output, write_files
 
 
 def _positive(name: str) -> Any:
@@ -125,11 +125,13 @@ def _suggest_on_failure(job: Any, cell: Any, part: Any, faces: list[int] | None,
 
 
 def _coverage_line(report: Any) -> str:
+    dropped = (report.tool_reach or {}).get("dropped_waypoints")
     return (f"coverage {report.coverage * 100:.2f} % of {report.area * 1e6:.0f} mm^2 (upward, inside the margin; "
             f"within {report.as_dict()['radius_stepovers']:g} stepover of a pass), uncovered "
             f"{report.uncovered_area * 1e6:.1f} mm^2, worst gap {report.worst_gap * 1e3:.2f} mm"
-            + (f"; {report.unreachable_area * 1e6:.0f} mm^2 the ball cannot touch without cutting into the part "
-               f"({report.tool_reach['dropped_waypoints']} waypoints left out)" if report.unreachable_area > 0 else ""))
+            + (f"; {report.unreachable_area * 1e6:.0f} mm^2 the ball cannot touch without cutting into the part"
+               + (f" ({dropped} waypoints left out)" if dropped is not None else "") if report.unreachable_area > 0
+               else ""))
 
 
 @click.command("plan")
@@ -217,6 +219,10 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
         return
     if out_path is None:
         raise click.UsageError("--out plan.json is required (or --list-faces)")
+    # every output is checked before minutes of planning
+    for flag, path in (("--out", out_path), ("--csv", csv_path), ("--plot", plot_path)):
+        if path is not None:
+            check_output(path, flag)
     faces = None if list(wp.faces) == [-1] else [int(f) for f in wp.faces]
     if robot.lower() == "none":
         tool = planner.tool_parameters(cell, tool_radius or planner.ToolParameters.radius)
@@ -236,56 +242,61 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
     png = io.BytesIO()
     if plot_path:
         _render_plot(result, png)
-    written = [str(Path(out_path))]
-    plan_io.atomic_write(Path(out_path), text)
+    files: dict[str, str | bytes] = {out_path: text}
     if csv_path and csv_text is not None:
-        plan_io.atomic_write(Path(csv_path), csv_text)
-        written.append(str(csv_path))
+        files[csv_path] = csv_text
     if plot_path:
-        tmp = Path(plot_path).with_name(f".{Path(plot_path).name}.tmp")
-        tmp.write_bytes(png.getvalue())
-        tmp.replace(plot_path)
-        written.append(str(plot_path))
-    summary = {**result.summary(), "files": written, "timings_s": result.timings}
+        files[plot_path] = png.getvalue()
+    summary = {**result.summary(), "files": [str(p) for p in files], "timings_s": result.timings}
     for key in ("reachability", "collision", "force_target", "placement"):
         if getattr(result, key) is not None:
             summary[key] = getattr(result, key)
     if result.coverage is not None:
         summary["coverage"] = result.coverage.as_dict()
-    if as_json:
+    # the report too is made before anything is written: a failure in it leaves no file behind
+    lines = None if as_json else _report_lines(result, summary)
+    write_files(files)  # all of them or none
+    if lines is None:
         emit_json(summary)
         return
-    click.echo(f"{summary['passes']} passes ({summary['rows']} rows), {summary['waypoints']} waypoints, "
-               f"{summary['pass_length_m']:.3f} m of passes, grinding {summary['grinding_time_s']:.1f} s")
+    for line in lines:
+        click.echo(line)
+
+
+def _report_lines(result: Any, summary: dict[str, Any]) -> list[str]:
+    """The lines ``grinding plan`` prints (without --json)."""
+    out = [f"{summary['passes']} passes ({summary['rows']} rows), {summary['waypoints']} waypoints, "
+           f"{summary['pass_length_m']:.3f} m of passes, grinding {summary['grinding_time_s']:.1f} s"]
     if result.coverage is not None:
-        click.echo(_coverage_line(result.coverage))
+        out.append(_coverage_line(result.coverage))
     if result.placement is not None:
         from robot_grinding_sim.core.planning.placement import pose_text
 
         pl = result.placement
-        click.echo(f"workpiece pose chosen: '{pose_text(pl['pose'])}' (x y z m, roll pitch yaw rad; configured "
+        out.append(f"workpiece pose chosen: '{pose_text(pl['pose'])}' (x y z m, roll pitch yaw rad; configured "
                    f"'{pose_text(pl['configured_pose'])}'), {pl['ik_checked']} poses checked by IK, "
                    f"{pl['job_checked']} jobs built")
         near, tool = pl.get("margin_nearest"), pl.get("tool_nearest")
         if near is not None:
-            click.echo(f"  nearest where the margin {pl['margin_m'] * 1e3:.1f} mm applies: {near['link']} "
+            out.append(f"  nearest where the margin {pl['margin_m'] * 1e3:.1f} mm applies: {near['link']} "
                        f"{near['clearance_m'] * 1e3:.2f} mm at {near['where']}"
                        + (f" (the tool's clearance at the link's end: {near['required_m'] * 1e3:.2f} mm allowed)"
                           if near["required_m"] < pl["margin_m"] else ""))
         if tool is not None:
-            click.echo(f"  the tool on approach, pass and retreat (no margin): {tool['link']} "
+            out.append(f"  the tool on approach, pass and retreat (no margin): {tool['link']} "
                        f"{tool['clearance_m'] * 1e3:.2f} mm at {tool['where']}")
     if result.trajectory is not None:
-        click.echo(f"job trajectory: {len(result.trajectory.times)} knots, {result.trajectory.duration:.1f} s")
+        out.append(f"job trajectory: {len(result.trajectory.times)} knots, {result.trajectory.duration:.1f} s")
     if result.force_target is not None:
         ft = result.force_target
-        click.echo(f"force target {ft['target_force_n']:g} N: predicted mean per pass "
+        out.append(f"force target {ft['target_force_n']:g} N: predicted mean per pass "
                    + ", ".join(f"{m:.3f}" for m in ft["predicted_mean_force_n"]) + " N; offsets "
                    + ", ".join(f"{o * 1e6:+.2f}" for o in ft["offsets_m"]) + " um")
     if result.collision is not None:
-        click.echo(f"no collision: {result.collision['checked_samples']} samples, clearance >= "
+        out.append(f"no collision: {result.collision['checked_samples']} samples, clearance >= "
                    f"{result.collision['min_clearance_m'] * 1e3:.1f} mm (tool contact excluded on passes)")
-    click.echo("wrote " + ", ".join(written))
+    out.append("wrote " + ", ".join(summary["files"]))
+    return out
 
 
 @click.command("parts")

@@ -11,7 +11,6 @@ import io
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -120,25 +119,11 @@ def coverage_to_dict(report: Any) -> dict[str, Any] | None:
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in its folder and an atomic rename."""
-    path = Path(path)
-    if path.exists() and path.is_dir():
-        raise InputError(f"{path}: is a directory")
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.exists():
-        raise InputError(f"{path}: folder {folder} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
-    try:
-        with os.fdopen(fd, "w", newline="") as fh:
-            fh.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a plan is an ordinary file
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write ``text`` to ``path`` through a temporary file in its folder and an atomic rename
+    (:func:`robot_grinding_sim.core.outfiles.atomic_write`)."""
+    from robot_grinding_sim.core.outfiles import atomic_write as write
+
+    write(path, text)
 
 
 def plan_text(plan: Any) -> str:

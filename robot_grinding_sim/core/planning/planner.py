@@ -541,6 +541,9 @@ def crop_plan(result: Plan, part: Any, max_passes: int | None = None, pass_lengt
     out.coverage_model = result.coverage_model
     if result.coverage_model is not None:
         out.coverage = result.coverage_model.measure([p.points for p in passes])
+        if result.coverage is not None and out.coverage.tool_reach is None:
+            # where the ball cannot reach is a property of the part, not of the passes kept
+            out.coverage.tool_reach = result.coverage.tool_reach
     clearance = _Clearance(part)
     _poses_and_moves(out, clearance)
     out.mesh = clearance.mesh
