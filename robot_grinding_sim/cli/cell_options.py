@@ -77,8 +77,11 @@ def common_cell_options(f: Any) -> Any:
 
 
 def parse_sets(sets: Sequence[str]) -> dict[str, Any]:
-    """``name=value`` strings -> {name: value}, the value read as YAML (as ``ros2 param set`` does)."""
+    """``name=value`` strings -> {name: value}, the value read as YAML (as ``ros2 param set`` does;
+    ``1e5`` is a number: :func:`~robot_grinding_sim.core.parameters.yaml_load`)."""
     import yaml
+
+    from robot_grinding_sim.core.parameters import yaml_load
 
     out: dict[str, Any] = {}
     for item in sets:
@@ -91,7 +94,7 @@ def parse_sets(sets: Sequence[str]) -> dict[str, Any]:
             hint = f" (did you mean {', '.join(close)}?)" if close else ""
             raise InputError(f"--set {name}: unknown cell parameter{hint}")
         try:
-            out[name] = yaml.safe_load(text)
+            out[name] = yaml_load(text)
         except yaml.YAMLError as exc:
             raise InputError(f"--set {name}: cannot read {text!r} ({exc})") from None
     return out

@@ -25,11 +25,11 @@ def check_file(path: str) -> tuple[int, list[str]]:
     import yaml
 
     from robot_grinding_sim.core.config import config_from_mapping
-    from robot_grinding_sim.core.parameters import ParameterError, flatten_ros_parameters, validate_value
+    from robot_grinding_sim.core.parameters import ParameterError, flatten_ros_parameters, validate_value, yaml_load
     from robot_grinding_sim.ros.schemas import NODE_GROUPS, node_specs
 
     try:
-        doc = yaml.safe_load(Path(path).read_text())
+        doc = yaml_load(Path(path).read_text())
     except FileNotFoundError:
         return 0, [f"{path}: no such file"]
     except (OSError, UnicodeDecodeError) as exc:

@@ -81,10 +81,13 @@ def compare(sim_bag: str, real_bag: str, topic_sim: str, topic_real: str, align:
     measured force recorded in one real run). Bags: rosbag2 directories (sqlite3 or MCAP) or bare
     .mcap/.db3 files.
     """
+    from robot_grinding_sim.core.outfiles import check_output
     from robot_grinding_sim.core.record.bag import read_wrench
     from robot_grinding_sim.core.record.compare import compare_runs
     from robot_grinding_sim.core.record.reports import write_compare_report
 
+    if report_dir:
+        check_output(report_dir, "--report", kind="dir")
     sim = read_wrench(sim_bag, topic_sim, stamp=stamp)
     real = read_wrench(real_bag, topic_real, stamp=stamp)
     need = align == "progress"
@@ -135,12 +138,16 @@ def compare(sim_bag: str, real_bag: str, topic_sim: str, topic_real: str, align:
 def report(bag: str, topic: str, target: float | None, band: str, component: str, threshold: float,
            progress_topic: str, stamp: str, report_dir: str | None, embed: bool, as_json: bool) -> None:
     """Force statistics of one run in BAG, overall and per pass, against a target band."""
+    from robot_grinding_sim.core.outfiles import check_output
     from robot_grinding_sim.core.record.bag import read_wrench
     from robot_grinding_sim.core.record.compare import parse_band
     from robot_grinding_sim.core.record.reports import analyse_run, write_run_report
 
-    series = read_wrench(bag, topic, stamp=stamp)
+    # the values first (no bag read for a bad one), then the bag
     band_n = parse_band(band, target) if target is not None else None
+    if report_dir:
+        check_output(report_dir, "--report", kind="dir")
+    series = read_wrench(bag, topic, stamp=stamp)
     prog = _progress_or_none(bag, progress_topic, False)
     rep = analyse_run(series, component=component, threshold=threshold, target=target, band=band_n,
                       progress=prog)

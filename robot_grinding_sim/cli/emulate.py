@@ -49,36 +49,24 @@ READY_LINE = "cell ready"
 
 
 def _parse_sets(items: tuple[str, ...]) -> dict[str, Any]:
-    """``NAME=VALUE`` cell parameters, validated against core.config (a bad one names itself)."""
-    import yaml
-
+    """``NAME=VALUE`` cell parameters (:func:`~robot_grinding_sim.cli.cell_options.parse_sets`, as every
+    command reads them), validated against core.config (a bad one names itself)."""
+    from robot_grinding_sim.cli.cell_options import parse_sets
     from robot_grinding_sim.core.config import cell_specs, config_from_mapping
     from robot_grinding_sim.core.errors import InputError
     from robot_grinding_sim.core.parameters import ParameterError, validate_value
 
     specs = {s.name: s for s in cell_specs()}
     out: dict[str, Any] = {}
-    for item in items:
-        name, sep, text = item.partition("=")
-        name = name.strip()
-        if not sep:
-            raise click.BadParameter(f"{item!r}: expected NAME=VALUE", param_hint="--set")
-        if name not in specs:
-            raise click.BadParameter(f"{name}: not a cell parameter (grinding check-config --list)", param_hint="--set")
+    for name, value in parse_sets(items).items():
         try:
-            value = yaml.safe_load(text)
-            if isinstance(value, str):
-                try:  # YAML 1.1 reads 3e5 as a string
-                    value = float(value)
-                except ValueError:
-                    pass
             out[name] = validate_value(specs[name], value)
-        except (yaml.YAMLError, ParameterError) as exc:
-            raise click.BadParameter(f"{name}: {getattr(exc, 'problem', exc)}", param_hint="--set") from None
+        except ParameterError as exc:
+            raise InputError(f"--set {name}: {exc.problem}") from None
     try:
         config_from_mapping(out)  # the rules between parameters (e.g. the servo's stability at the step)
     except InputError as exc:
-        raise click.BadParameter(str(exc), param_hint="--set") from None
+        raise InputError(f"--set: {exc}") from None
     return out
 
 

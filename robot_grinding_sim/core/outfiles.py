@@ -62,7 +62,7 @@ def check_output(path: str | os.PathLike[str], what: str = "", kind: str = "file
     if kind == "file" and path.is_dir():
         raise InputError(f"{label}{path}: is a directory, expected a file")
     if kind == "dir" and path.exists() and not path.is_dir():
-        raise InputError(f"{label}{path}: exists and is not a directory")
+        raise InputError(f"{label}{path}: exists and is a file, not a directory")
     folder = _folder(path)
     if not folder.is_dir():
         raise _missing_folder(path, label)
