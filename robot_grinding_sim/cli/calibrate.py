@@ -59,7 +59,7 @@ def calibration_plan_cmd(plan: str | None, out: str, params_files: tuple[str, ..
 
     from robot_grinding_sim.cli.cell_options import build_cell
     from robot_grinding_sim.core.job.calibrate import calibration_plan
-    from robot_grinding_sim.core.job.setup import load_robot_model
+    from robot_grinding_sim.core.job.setup import cell_robot_model
     from robot_grinding_sim.core.planning.plan_io import atomic_write, cell_of, plan_text, read_plan
 
     out_path = Path(out)
@@ -78,7 +78,7 @@ def calibration_plan_cmd(plan: str | None, out: str, params_files: tuple[str, ..
 
         cell = build_cell({"params_files": params_files, "sets": sets})
         data = json.loads(plan_text(plan_job(cell, optimise=False, max_passes=1, pass_length=pass_length)))
-    model = load_robot_model(cell.robot.description_file, cell.tool.tcp_link)
+    model = cell_robot_model(cell)
     calib = calibration_plan(data, model, lift=lift, tilt=tilt, velocity_scale=velocity_scale)
     atomic_write(out_path, json.dumps(calib, separators=(",", ":"), allow_nan=False))
     traj = calib["trajectory"]

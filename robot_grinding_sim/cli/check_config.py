@@ -70,7 +70,11 @@ def check_file(path: str) -> tuple[int, list[str]]:
         cell = {k: v for k, v in values.items() if "." in k and k in every}
         if cell and not any(p.startswith(where) for p in problems):
             try:  # the rules between parameters (e.g. the servo's stability at the step)
-                config_from_mapping(cell)
+                cfg = config_from_mapping(cell)
+                if "robot.home" in cell:  # against the robot it is for, as dynamics_node checks it
+                    from robot_grinding_sim.core.job.setup import cell_robot_model
+
+                    cell_robot_model(cfg)
             except InputError as exc:
                 problems.append(f"{where}: {exc}")
     return count, problems

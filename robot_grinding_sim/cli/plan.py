@@ -76,7 +76,7 @@ def _robot_plan(cell: Any, part: Any, faces: list[int] | None, optimise: bool | 
 
     from robot_grinding_sim.core.geometry.tool_contact import tool_sphere_radius
     from robot_grinding_sim.core.job.plan_job import plan_job
-    from robot_grinding_sim.core.job.setup import load_robot_model
+    from robot_grinding_sim.core.job.setup import cell_robot_model
     from robot_grinding_sim.core.planning import placement, plan_io, planner
 
     if place is None:
@@ -84,7 +84,7 @@ def _robot_plan(cell: Any, part: Any, faces: list[int] | None, optimise: bool | 
                                                     progress=progress), cell, part, faces)
     if on_stage:
         on_stage("planning passes")
-    model = load_robot_model(cell.robot.description_file, cell.tool.tcp_link)
+    model = cell_robot_model(cell)
     radius = tool_sphere_radius(model, cell.tool.tcp_link, cell.tool.link)
     passes = planner.plan(part, faces, cell.passes.validate(), planner.tool_parameters(cell, radius), robot=None,
                           workpiece_pose=np.asarray(cell.workpiece.pose, dtype=float))

@@ -122,6 +122,38 @@ def load_robot_model(description_file: str, tcp_link: str) -> Any:
         raise InputError(f"{urdf}: cannot load the robot ({exc})") from exc
 
 
+def check_home(model: Any, home: Any) -> FloatArray:
+    """``robot.home`` checked against the robot it is for: one finite value per joint in the URDF's
+    order, each within the joint's limits. The one check of it: ``grinding check-config``, every
+    command's cell (``--set robot.home=...``) and dynamics_node call it.
+
+    Returns:
+        (n,) rad, the home configuration.
+
+    Raises:
+        ParameterError: named ``robot.home``, saying what is wrong.
+    """
+    from robot_grinding_sim.core.parameters import ParameterError
+    from robot_grinding_sim.core.robot.arm_sim import JointLimits
+
+    q = np.asarray(home, dtype=float).reshape(-1)
+    if q.shape != (model.nq,):
+        raise ParameterError("robot.home", f"expected {model.nq} values in the URDF's joint order "
+                             f"({', '.join(model.joint_names)}), got {q.size}")
+    try:
+        JointLimits.from_model(model).check_positions(q, "robot.home")
+    except InputError as exc:
+        raise ParameterError("robot.home", str(exc).removeprefix("robot.home: ")) from None
+    return q
+
+
+def cell_robot_model(cell: CellConfig) -> Any:
+    """The cell's robot (:func:`load_robot_model`) with its ``robot.home`` checked (:func:`check_home`)."""
+    model = load_robot_model(cell.robot.description_file, cell.tool.tcp_link)
+    check_home(model, cell.robot.home)
+    return model
+
+
 def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None) -> JobSetup:
     """Load robot and part, plan (or read the plan.json), build the scene and the pass paths.
 
@@ -142,7 +174,7 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None) -> 
     if cfg.plan_file:
         plan_data = read_plan(cfg.plan_file)
     cell = cfg.cell
-    model = load_robot_model(cell.robot.description_file, cell.tool.tcp_link)
+    model = cell_robot_model(cell)
     radius = tool_sphere_radius(model, cell.tool.tcp_link, cell.tool.link)
     law = make_contact_law(cell.contact)
     penetration = static_penetration(law, cell.process.target_force)
