@@ -60,7 +60,7 @@ def calibration_plan_cmd(plan: str | None, out: str, params_files: tuple[str, ..
     from robot_grinding_sim.cli.cell_options import build_cell
     from robot_grinding_sim.core.job.calibrate import calibration_plan
     from robot_grinding_sim.core.job.setup import cell_robot_model
-    from robot_grinding_sim.core.planning.plan_io import atomic_write, cell_of, plan_text, read_plan
+    from robot_grinding_sim.core.planning.plan_io import atomic_write, cell_of, check_plan, plan_text, read_plan
 
     out_path = Path(out)
     parent = out_path.parent if str(out_path.parent) else Path(".")
@@ -79,7 +79,9 @@ def calibration_plan_cmd(plan: str | None, out: str, params_files: tuple[str, ..
         cell = build_cell({"params_files": params_files, "sets": sets})
         data = json.loads(plan_text(plan_job(cell, optimise=False, max_passes=1, pass_length=pass_length)))
     model = cell_robot_model(cell)
+    check_plan(data, model, plan or "the planned pass")
     calib = calibration_plan(data, model, lift=lift, tilt=tilt, velocity_scale=velocity_scale)
+    check_plan(calib, model, "the calibration plan")  # what the cell will run, against the robot's limits
     atomic_write(out_path, json.dumps(calib, separators=(",", ":"), allow_nan=False))
     traj = calib["trajectory"]
     summary = {"out": str(out_path), "from": plan or "planned here", "duration_s": float(traj["times"][-1]),

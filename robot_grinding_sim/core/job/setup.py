@@ -163,7 +163,7 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None) -> 
     """
     from robot_grinding_sim.core.geometry import cad
     from robot_grinding_sim.core.planning import planner
-    from robot_grinding_sim.core.planning.plan_io import plan_from_dict, read_plan
+    from robot_grinding_sim.core.planning.plan_io import check_plan, plan_from_dict, read_plan
 
     cfg.validate()
     tm: dict[str, float] = {}
@@ -175,6 +175,8 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None) -> 
         plan_data = read_plan(cfg.plan_file)
     cell = cfg.cell
     model = cell_robot_model(cell)
+    if plan_data is not None:  # the whole plan against this robot, before anything runs
+        check_plan(plan_data, model, cfg.plan_file)
     radius = tool_sphere_radius(model, cell.tool.tcp_link, cell.tool.link)
     law = make_contact_law(cell.contact)
     penetration = static_penetration(law, cell.process.target_force)
