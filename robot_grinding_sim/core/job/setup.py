@@ -191,9 +191,11 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None) -> 
             raise InputError(f"{cfg.plan_file}: planned for a tool of radius {plan.tool.radius} m, the robot's "
                              f"({model.source}) has {radius} m")
         part = cad.load_part(plan.source, plan.unit if plan.unit != "m" else (wp.unit or None))
+        planner.check_part_size(part, radius, planner.robot_reach(model))
         source = f"{cfg.plan_file} ({plan.source})"
     else:
         part = cad.load_part(wp.part, wp.unit or None)
+        planner.check_part_size(part, radius, planner.robot_reach(model))  # before minutes of meshing
         faces = None if list(wp.faces) == [-1] else [int(f) for f in wp.faces]
         if on_stage:
             on_stage("planning passes")
