@@ -15,6 +15,7 @@ import click
 
 from robot_grinding_sim.cli.common import emit_json, json_option, stage_progress
 from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.outfiles import atomic_write, check_output
 
 
 def _find_plan(bag: str) -> Path:
@@ -60,12 +61,9 @@ def calibration_plan_cmd(plan: str | None, out: str, params_files: tuple[str, ..
     from robot_grinding_sim.cli.cell_options import build_cell
     from robot_grinding_sim.core.job.calibrate import calibration_plan
     from robot_grinding_sim.core.job.setup import cell_robot_model
-    from robot_grinding_sim.core.planning.plan_io import atomic_write, cell_of, check_plan, plan_text, read_plan
+    from robot_grinding_sim.core.planning.plan_io import cell_of, check_plan, plan_text, read_plan
 
-    out_path = Path(out)
-    parent = out_path.parent if str(out_path.parent) else Path(".")
-    if not parent.is_dir():
-        raise InputError(f"--out {out}: folder {parent} does not exist")
+    out_path = check_output(out, "--out")
     if plan:
         if params_files or sets:
             raise InputError("--params/--set apply to the pass planned here: give them to `grinding plan` instead")
@@ -131,10 +129,7 @@ def calibrate(bag: str, out: str, plan_file: str | None, params_files: tuple[str
     from robot_grinding_sim.core.job.calibrate import calibrate as run_calibration
     from robot_grinding_sim.core.planning.plan_io import cell_of, read_plan
 
-    out_path = Path(out)
-    parent = out_path.parent if str(out_path.parent) else Path(".")
-    if not parent.is_dir():
-        raise InputError(f"--out {out}: folder {parent} does not exist")
+    out_path = check_output(out, "--out")  # before minutes of fitting
     plan = Path(plan_file) if plan_file else _find_plan(bag)
     if not plan.is_file():
         raise InputError(f"--plan {plan}: no such file")
@@ -151,7 +146,7 @@ def calibrate(bag: str, out: str, plan_file: str | None, params_files: tuple[str
               f"ft_sensor.tool_mass, ft_sensor.tool_com\n"
               f"normal force, mean relative error predicted vs measured over {result.samples} pass samples: "
               f"{result.mre_before:.2%} before, {result.mre_after:.2%} after")
-    out_path.write_text(cell_yaml(result.cell, header))
+    atomic_write(out_path, cell_yaml(result.cell, header))
     summary = {**result.summary(), "out": str(out_path), "bag": str(bag), "plan": str(plan)}
     if as_json:
         emit_json(summary)

@@ -118,11 +118,12 @@ def check_config(files: tuple[str, ...], list_all: bool, write_defaults: str | N
                 click.echo(f"{r['name']:<32} {r['default']!s:<24} {r['description']} ({', '.join(r['nodes'])})")
         return
     if write_defaults:
+        from robot_grinding_sim.core.outfiles import write_files
+
         folder = Path(write_defaults)
         if not folder.is_dir():
             raise InputError(f"--write-defaults {folder}: not a directory")
-        for name, text in default_files().items():
-            (folder / name).write_text(text)
+        write_files({folder / name: text for name, text in default_files().items()})  # all or none
         click.echo(f"wrote {', '.join(default_files())} into {folder}")
         return
     if not files:
