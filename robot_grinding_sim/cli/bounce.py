@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from robot_grinding_sim.cli.common import emit_json, json_option, progress
+from robot_grinding_sim.cli.common import FINITE, emit_json, json_option, progress
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.outfiles import check_output, staged_dir
 
@@ -163,19 +163,19 @@ def write_plots(result: Any, out_dir: Path, title: str, radius: float) -> list[s
 
 
 @click.command("bounce")
-@click.option("--cr", type=float, default=1.0, show_default=True,
+@click.option("--cr", type=FINITE, default=1.0, show_default=True,
               help="Coefficient of restitution, in (0, 1].")
-@click.option("--dt", type=float, default=1e-3, show_default=True, help="Outer time step (s).")
-@click.option("--duration", type=float, default=3.0, show_default=True, help="Simulated time (s).")
+@click.option("--dt", type=FINITE, default=1e-3, show_default=True, help="Outer time step (s).")
+@click.option("--duration", type=FINITE, default=3.0, show_default=True, help="Simulated time (s).")
 @click.option("--model", type=click.Choice(MODELS), default="kelvin_voigt", show_default=True,
               help="Contact model: Kelvin-Voigt (closed form) or a Hunt-Crossley law (Hertz n = 1.5).")
-@click.option("--stiffness", type=float, default=1.4e8, show_default=True,
+@click.option("--stiffness", type=FINITE, default=1.4e8, show_default=True,
               help="Contact stiffness K (N/m; N/m^1.5 for the Hunt-Crossley models).")
-@click.option("--mass", type=float, default=1.0, show_default=True, help="Ball mass (kg).")
-@click.option("--height", type=float, default=1.0, show_default=True,
+@click.option("--mass", type=FINITE, default=1.0, show_default=True, help="Ball mass (kg).")
+@click.option("--height", type=FINITE, default=1.0, show_default=True,
               help="Initial gap between the ball's lowest point and the plane (m).")
-@click.option("--radius", type=float, default=0.1, show_default=True, help="Ball radius (m), for the plots.")
-@click.option("--gravity", type=float, default=9.81, show_default=True, help="Gravity (m/s^2, downwards).")
+@click.option("--radius", type=FINITE, default=0.1, show_default=True, help="Ball radius (m), for the plots.")
+@click.option("--gravity", type=FINITE, default=9.81, show_default=True, help="Gravity (m/s^2, downwards).")
 @click.option("--convention", type=click.Choice(("clamped", "unclamped")), default="clamped",
               show_default=True,
               help="Kelvin-Voigt restitution: clamped F >= 0 (ends at F = 0) or unclamped (at d = 0).")

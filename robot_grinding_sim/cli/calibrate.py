@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from robot_grinding_sim.cli.common import emit_json, json_option, stage_progress
+from robot_grinding_sim.cli.common import FINITE, FiniteRange, emit_json, json_option, stage_progress
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.outfiles import atomic_write, check_output
 
@@ -35,13 +35,13 @@ def _find_plan(bag: str) -> Path:
               help="Cell parameter file for the pass planned here (no PLAN); repeatable, later wins.")
 @click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
               help="Set a cell parameter of the pass planned here (no PLAN), e.g. --set process.dwell=1.")
-@click.option("--pass-length", type=click.FloatRange(min=1e-3), default=0.01, show_default=True,
+@click.option("--pass-length", type=FiniteRange(min=1e-3), default=0.01, show_default=True,
               help="Length of the one pass planned here (no PLAN), m.")
-@click.option("--lift", type=click.FloatRange(0.0, 1.5), default=0.25, show_default=True,
+@click.option("--lift", type=FiniteRange(0.0, 1.5), default=0.25, show_default=True,
               help="Shoulder lift before the sweep (the tool away from the part), rad.")
-@click.option("--tilt", type=click.FloatRange(0.05, 1.5), default=0.5, show_default=True,
+@click.option("--tilt", type=FiniteRange(0.05, 1.5), default=0.5, show_default=True,
               help="Wrist tilts of the sweep, +- rad (gravity seen from several directions).")
-@click.option("--velocity-scale", type=click.FloatRange(0.01, 1.0), default=0.3, show_default=True,
+@click.option("--velocity-scale", type=FiniteRange(0.01, 1.0), default=0.3, show_default=True,
               help="The sweep's moves keep every joint within this fraction of its velocity limit (and the TCP "
                    "within process.max_tcp_speed).")
 @json_option
@@ -105,7 +105,7 @@ def calibration_plan_cmd(plan: str | None, out: str, params_files: tuple[str, ..
               help="Set any cell parameter of the starting cell, e.g. --set contact.model=hunt_crossley.")
 @click.option("--fit-damping/--no-fit-damping", default=False,
               help="Fit contact.cr too (needs transients; a quasi-static pass barely shows the damping).")
-@click.option("--gap", type=float, default=1e-3, show_default=True,
+@click.option("--gap", type=FINITE, default=1e-3, show_default=True,
               help="Out of contact: the re-simulated tool at least this far from the part, m.")
 @click.option("--topic", default=None,
               help="The raw F/T reading (weight and bias in) [default: /hardware_driver/wrench_raw if the bag has "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -14,6 +15,31 @@ import click
 from robot_grinding_sim.core.jsonsafe import json_safe
 
 T = TypeVar("T")
+
+class FiniteFloat(click.ParamType):
+    """A float option that refuses NaN and inf, naming the option (click's float takes ``nan``)."""
+
+    name = "float"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        v = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(v):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return v
+
+
+class FiniteRange(click.FloatRange):
+    """click.FloatRange that refuses NaN and inf (a NaN compares false with both bounds and passed)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        v = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(v):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return super().convert(v, param, ctx)
+
+
+#: the type of every float option of the ``grinding`` commands
+FINITE = FiniteFloat()
 
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print the result as JSON on stdout (nothing else)."

@@ -31,6 +31,7 @@ from typing import Any
 
 import click
 
+from robot_grinding_sim.cli.common import FiniteRange
 from robot_grinding_sim.cli.processes import (
     Child,
     node_command,
@@ -83,25 +84,25 @@ def _parse_sets(items: tuple[str, ...]) -> dict[str, Any]:
                    "(repeatable).")
 @click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
               help="A true cell parameter of the emulated arm and contact, e.g. contact.stiffness=3e5 (repeatable).")
-@click.option("--servo-bandwidth", type=click.FloatRange(min=0.0, min_open=True), default=None,
+@click.option("--servo-bandwidth", type=FiniteRange(min=0.0, min_open=True), default=None,
               help="The emulated arm's joint servo bandwidth, rad/s (servo.bandwidth; lower: more lag).")
 @click.option("--port", type=click.IntRange(1, 65535), default=49152, show_default=True,
               help="UDP port of the emulated Net F/T on 127.0.0.1 (the driver's ft_port).")
-@click.option("--ft-rate", type=click.FloatRange(1.0, 20000.0), default=1000.0, show_default=True,
+@click.option("--ft-rate", type=FiniteRange(1.0, 20000.0), default=1000.0, show_default=True,
               help="RDT record rate, Hz.")
-@click.option("--counts-per-force", type=click.FloatRange(min=0.0, min_open=True), default=1e6, show_default=True,
+@click.option("--counts-per-force", type=FiniteRange(min=0.0, min_open=True), default=1e6, show_default=True,
               help="Counts per N (set the driver's counts_per_force to the same).")
-@click.option("--counts-per-torque", type=click.FloatRange(min=0.0, min_open=True), default=1e6, show_default=True,
+@click.option("--counts-per-torque", type=FiniteRange(min=0.0, min_open=True), default=1e6, show_default=True,
               help="Counts per N m (the driver's counts_per_torque).")
-@click.option("--drop", type=click.FloatRange(0.0, 1.0), default=0.0, help="Fault: fraction of records not sent.")
-@click.option("--reorder", type=click.FloatRange(0.0, 1.0), default=0.0, help="Fault: fraction of records swapped.")
-@click.option("--corrupt", type=click.FloatRange(0.0, 1.0), default=0.0,
+@click.option("--drop", type=FiniteRange(0.0, 1.0), default=0.0, help="Fault: fraction of records not sent.")
+@click.option("--reorder", type=FiniteRange(0.0, 1.0), default=0.0, help="Fault: fraction of records swapped.")
+@click.option("--corrupt", type=FiniteRange(0.0, 1.0), default=0.0,
               help="Fault: fraction of records replaced by a wrong-size datagram.")
-@click.option("--silent-after", type=click.FloatRange(min=0.0), default=None,
+@click.option("--silent-after", type=FiniteRange(min=0.0), default=None,
               help="Fault: the sensor falls silent this many seconds after it starts.")
 @click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True,
               help="Seed of the fault generator.")
-@click.option("--duration", type=click.FloatRange(min=0.0, min_open=True), default=None,
+@click.option("--duration", type=FiniteRange(min=0.0, min_open=True), default=None,
               help="Stop after this many seconds (default: until Ctrl-C).")
 @click.option("--print", "dry_run", is_flag=True, help="Print the commands instead of running them.")
 def emulate(

@@ -25,6 +25,8 @@ from typing import Any
 
 import click
 
+from robot_grinding_sim.cli.common import FiniteRange
+
 #: the graph runs slower than real time (lockstep over DDS): give up after this long, s
 GRAPH_TIMEOUT = 3600.0
 
@@ -53,7 +55,7 @@ def exchange_parameters(cell: Any, interval: float | None) -> dict[str, Any]:
 
 def graph_options(fn: Any) -> Any:
     """``--graph`` and ``--exchange-interval``, for ``demo`` and ``simulate``."""
-    fn = click.option("--exchange-interval", type=click.FloatRange(min=0.0, min_open=True), default=None,
+    fn = click.option("--exchange-interval", type=FiniteRange(min=0.0, min_open=True), default=None,
                       help="With --graph: H, the contact exchange interval of the graph, s (a multiple of sim.dt) "
                            "[default: dynamics_node's, 0.001].")(fn)
     return click.option("--graph", is_flag=True,

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from robot_grinding_sim.cli.cell_options import build_cell, common_cell_options
-from robot_grinding_sim.cli.common import emit_json, json_option
+from robot_grinding_sim.cli.common import FINITE, emit_json, json_option
 from robot_grinding_sim.core.config import GENERATORS
 from robot_grinding_sim.core.outfiles import check_output, write_files
 
@@ -136,12 +136,12 @@ def _coverage_line(report: Any) -> str:
 
 @click.command("plan")
 @click.argument("source", required=False, default=None)
-@click.option("--spacing", type=float, default=None, callback=_positive("--spacing"),
+@click.option("--spacing", type=FINITE, default=None, callback=_positive("--spacing"),
               help="Waypoint spacing along a pass (arc length), m. [passes.spacing; cell default: 0.002]")
-@click.option("--angle", type=float, default=None, help="Raster angle about the face normal, deg. [passes.angle]")
-@click.option("--margin", type=float, default=None,
+@click.option("--angle", type=FINITE, default=None, help="Raster angle about the face normal, deg. [passes.angle]")
+@click.option("--margin", type=FINITE, default=None,
               help="Keep waypoints this far from the face boundary and holes, m. [passes.margin; cell default: 0.005]")
-@click.option("--tool-radius", type=float, default=None, callback=_positive("--tool-radius"),
+@click.option("--tool-radius", type=FINITE, default=None, callback=_positive("--tool-radius"),
               help="Radius of the spherical tool, m, without a robot (with one: its URDF's ball). [default: 0.02]")
 @click.option("--generator", type=click.Choice(list(GENERATORS)), default=None,
               help="geodesic: level curves of the geodesic distance from a guide section, even stepover on any "
@@ -150,15 +150,15 @@ def _coverage_line(report: Any) -> str:
 @click.option("--iso-direction", type=click.Choice(["u", "v"]), default=None, help="Iso passes run along u or v.")
 @click.option("--order", type=click.Choice(["zigzag", "oneway"]), default=None, help="Pass order. [zigzag]")
 @click.option("--reverse", is_flag=True, default=None, help="Travel the first pass in the opposite direction.")
-@click.option("--lead", type=float, default=None, help="Tool lead angle, deg. [process.lead]")
-@click.option("--tilt", type=float, default=None, help="Tool tilt angle, deg. [process.tilt]")
+@click.option("--lead", type=FINITE, default=None, help="Tool lead angle, deg. [process.lead]")
+@click.option("--tilt", type=FINITE, default=None, help="Tool tilt angle, deg. [process.tilt]")
 @click.option("--robot", default="default", show_default=True,
               help="URDF of the robot for the job trajectory, 'default' (UR10e + ball tool), or 'none' (passes only).")
 @click.option("--optimise/--no-optimise", default=None,
               help="With a robot: the force-target optimisation by simulation, and the predicted force per pass "
                    "[default: optimise.enabled, on].")
 @click.option("--max-passes", type=int, default=None, help="Keep only the first N passes.")
-@click.option("--pass-length", type=float, default=None, help="Keep only the middle L m of each pass.")
+@click.option("--pass-length", type=FINITE, default=None, help="Keep only the middle L m of each pass.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), default=None, help="Write plan.json here.")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None,
               help="Also write the waypoints as CSV.")
@@ -205,6 +205,9 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
     if robot.lower() not in ("none", "default"):
         extra["robot.description_file"] = robot
     cell = build_cell(options, None, extra)
+    from robot_grinding_sim.core.job.setup import JobConfig
+
+    JobConfig(cell=cell, max_passes=max_passes, pass_length=pass_length).validate()  # before any work
     wp = cell.workpiece
     part = cad.load_part(wp.part, wp.unit or None)
     if list_faces:
