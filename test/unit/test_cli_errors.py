@@ -108,11 +108,18 @@ def test_a_read_only_folder_is_refused_before_the_work(tmp_path: Path, readonly_
     assert listing(readonly_dir) == []
 
 
-def test_a_full_disk_is_one_line_and_leaves_nothing(tmp_path: Path, tmpfs) -> None:
-    """A 64 kB tmpfs: flat_plate's plan.json (about 300 kB) does not fit."""
+@pytest.mark.parametrize("cmd", ["plan", "simulate"])
+def test_a_full_disk_is_one_line_and_leaves_nothing(tmp_path: Path, tmpfs, cmd: str) -> None:
+    """A 64 kB tmpfs: flat_plate's plan.json (about 300 kB) does not fit, nor a job's bag."""
     full = tmpfs("size=64k")
-    out = grinding("plan", "flat_plate", "--robot", "none", "--out", str(full / "plan.json"), cwd=tmp_path)
-    fails_cleanly(out, "plan", str(full / "plan.json"), "No space left on device")
+    if cmd == "plan":
+        target = full / "plan.json"
+        out = grinding("plan", "flat_plate", "--robot", "none", "--out", str(target), cwd=tmp_path)
+    else:
+        target = full / "run"
+        out = grinding("simulate", "flat_plate", "--max-passes", "1", "--pass-length", "0.01", "--no-optimise",
+                       "--out", str(target), cwd=tmp_path)
+    fails_cleanly(out, cmd, str(target), "No space left on device")
     assert listing(full) == []
 
 
