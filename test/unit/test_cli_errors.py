@@ -365,3 +365,26 @@ def test_every_subcommand_fails_in_one_line_and_writes_nothing(tmp_path: Path, a
     out = grinding(*args, cwd=tmp_path, timeout=300)
     fails_cleanly(out, args[0], needle)
     assert listing(tmp_path) == ["afile"]
+
+
+@pytest.mark.parametrize(("exc", "code", "needle"), [(RuntimeError("boom"), 1, "internal error: RuntimeError: boom"),
+                                                     (MemoryError(), 2, "out of memory"),
+                                                     (OSError(errno.EIO, "Input/output error", "x.bin"), 2,
+                                                      "x.bin: Input/output error")])
+def test_anything_else_is_one_line_too(monkeypatch, capsys, exc: BaseException, code: int, needle: str) -> None:
+    """Exceptions the commands do not expect still end in one line (a defect: exit 1, and the traceback
+    with GRINDING_TRACEBACK=1)."""
+    from robot_grinding_sim.core.geometry import parts
+
+    def boom() -> None:
+        raise exc
+
+    monkeypatch.setattr(parts, "list_parts", boom)
+    monkeypatch.delenv("GRINDING_TRACEBACK", raising=False)
+    assert main(["parts"]) == code
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("grinding parts: ") and needle in err, err
+    if code == 1:
+        monkeypatch.setenv("GRINDING_TRACEBACK", "1")
+        with pytest.raises(RuntimeError, match="boom"):
+            main(["parts"])
