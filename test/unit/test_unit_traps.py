@@ -109,7 +109,7 @@ def test_waypoints_are_bounded_before_any_pass_is_made() -> None:
 
     part = cad.CadPart(shapes.make_box((10.0, 10.0, 0.05), (-5.0, -5.0, 0.0)), source="big_plate")
     params = PassParameters(stepover=1e-4, spacing=1e-4, margin=0.005)
-    with pytest.raises(InputError, match=r"passes.stepover 0.0001 m and passes.spacing 0.0001 m make about 1e\+10 waypoints"):
+    with pytest.raises(InputError, match=r"stepover 0.0001 m and passes.spacing 0.0001 m make about 1e\+10 waypoints"):
         planner.plan(part, None, params, planner.ToolParameters(radius=0.02))
 
 
