@@ -196,7 +196,7 @@ def bringup(
     children: list[Child] = []
     failed: list[str] = []
     with stop_on_signals() as (stop, received), \
-            progress(None, "job: waiting for the start", enabled=until_done) as bar:
+            progress(None, "job: waiting for the start", enabled=until_done, plain=False) as bar:
         job_end = _run(to_start, env, children, failed, stop, duration, until_done, stop_on_exit, bar)
     why = (f"signal {received[0]}" if received else f"job {job_end}" if job_end
            else ("duration reached" if not failed else "a node exited"))

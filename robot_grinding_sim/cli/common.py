@@ -71,6 +71,8 @@ class _Lines:
     active = False
     #: an open-ended stage reports at most this often, s
     PLAIN_PERIOD = 30.0
+    #: no two lines closer than this, s (a quick stage prints its name only)
+    MIN_GAP = 2.0
 
     def __init__(self, description: str, total: float | None) -> None:
         self.prefix = _prog()
@@ -96,7 +98,7 @@ class _Lines:
         elapsed = now - self.t0
         if self.total:
             tenth = int(10 * min(self.done / self.total, 1.0))
-            if tenth > self.tenth:
+            if tenth > self.tenth and now - self.t_last >= self.MIN_GAP:
                 self.tenth = tenth
                 left = elapsed * (self.total - self.done) / self.done if self.done > 0 else float("nan")
                 click.echo(f"{self.prefix}: {self.description} {100 * self.done / self.total:3.0f}% "
@@ -109,11 +111,12 @@ class _Lines:
 
 
 @contextmanager
-def progress(total: float | None, description: str, enabled: bool = True) -> Iterator[Any]:
+def progress(total: float | None, description: str, enabled: bool = True, plain: bool = True) -> Iterator[Any]:
     """A rich progress bar on stderr; yields an object with ``advance(n)`` and ``update(completed=)``.
 
-    When stderr is not a terminal (a log), plain progress lines instead (:class:`_Lines`). A no-op
-    when ``enabled`` is false (``--json``: stdout is the document, stderr only errors).
+    When stderr is not a terminal (a log), plain progress lines instead (:class:`_Lines`; ``plain``
+    False: nothing, for callers that only feed a bar on a terminal). A no-op when ``enabled`` is
+    false (``--json``: stdout is the document, stderr only errors).
     """
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -153,7 +156,7 @@ def progress(total: float | None, description: str, enabled: bool = True) -> Ite
         yield _Handle(None, None)
         return
     if not console.is_terminal:
-        yield _Lines(description, total)
+        yield _Lines(description, total) if plain else _Handle(None, None)
         return
     with Progress(
         TextColumn("{task.description}"),

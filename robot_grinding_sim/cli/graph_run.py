@@ -92,7 +92,7 @@ def _run_logged(cmd: list[str], log: Path, domain: int, enabled: bool) -> int:
     from robot_grinding_sim.ros.environment import localhost_env
 
     clock = JobClock()
-    with log.open("wb") as fh, progress(None, "graph: waiting for the start", enabled) as bar:
+    with log.open("wb") as fh, progress(None, "graph: waiting for the start", enabled, plain=False) as bar:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
