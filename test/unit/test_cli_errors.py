@@ -323,9 +323,30 @@ def test_long_commands_print_progress_lines_into_a_log(tmp_path: Path) -> None:
     text = (tmp_path / "log.txt").read_text()
     assert code == 0, text[-3000:]
     lines = text.splitlines()
-    assert "grinding simulate: planning passes" in lines
-    assert "grinding simulate: final run" in lines
-    assert any(ln.startswith("grinding simulate: simulating") and "%" in ln and "elapsed" in ln for ln in lines)
+    for stage in ("loading robot and part", "planning passes", "final run", "simulating"):
+        assert f"grinding simulate: {stage}" in lines, text[-3000:]
+
+
+def test_progress_lines_give_the_share_done_and_the_time_left(monkeypatch, capsys) -> None:
+    """The plain lines of a stage with a total, on a clock we drive: one per tenth passed, no two
+    closer than MIN_GAP, the time left from the rate so far."""
+    from robot_grinding_sim.cli import common
+
+    now = [100.0]
+    monkeypatch.setattr(common.time, "monotonic", lambda: now[0])
+    bar = common._Lines("simulating", 50.0)
+    for done in range(1, 51):  # 1 s of wall time per unit of work
+        now[0] += 1.0
+        bar.update(float(done))
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "grinding: simulating"
+    assert lines[1] == "grinding: simulating  10% (0:00:05 elapsed, 0:00:45 left)"
+    assert lines[-1] == "grinding: simulating 100% (0:00:50 elapsed, 0:00:00 left)"
+    assert len(lines) == 11
+    bar.update(0.0, description="writing")  # a new stage: its name
+    now[0] += 0.5
+    bar.update(25.0, total=50.0)  # 50 % after 0.5 s: within MIN_GAP of the stage line, no line yet
+    assert capsys.readouterr().err.splitlines() == ["grinding: writing"]
 
 
 # -- every subcommand: bad paths and bad values ------------------------------------------------------
