@@ -65,7 +65,11 @@ def _parse_sets(items: tuple[str, ...]) -> dict[str, Any]:
         except ParameterError as exc:
             raise InputError(f"--set {name}: {exc.problem}") from None
     try:
-        config_from_mapping(out)  # the rules between parameters (e.g. the servo's stability at the step)
+        cell = config_from_mapping(out)  # the rules between parameters (e.g. the servo's stability at the step)
+        if "robot.home" in out:  # against the robot, as dynamics_node checks it at start
+            from robot_grinding_sim.core.job.setup import cell_robot_model
+
+            cell_robot_model(cell)
     except InputError as exc:
         raise InputError(f"--set: {exc}") from None
     return out
