@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
         return 2
     except click.UsageError as exc:
-        click.echo(f"{prog}: error: {exc.format_message()}", err=True)
+        click.echo(f"{prog}: error: {_one_line(exc.format_message())}", err=True)
         return 2
     except GrindingSimError as exc:
         click.echo(f"{prog}: error: {_one_line(str(exc))}", err=True)
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         click.echo(f"{prog}: aborted", err=True)
         return 130
     except click.ClickException as exc:
-        click.echo(f"{prog}: error: {exc.format_message()}", err=True)
+        click.echo(f"{prog}: error: {_one_line(exc.format_message())}", err=True)
         return exc.exit_code
     except Exception as exc:
         # a defect, not bad input: still one line (the traceback with GRINDING_TRACEBACK=1)

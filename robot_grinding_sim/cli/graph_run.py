@@ -169,9 +169,9 @@ def run_through_graph(out: Path, cell: Any, as_json: bool = False,
         code = _run_logged(cmd, log, domain, enabled=not as_json)
         wall = time.monotonic() - t0
     if code != 0:
-        tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
-        raise click.ClickException(f"the node graph did not run the job to its end (exit code {code}); "
-                                   f"see {log}:\n{tail}")
+        last = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()][-1:]
+        raise click.ClickException(f"the node graph did not run the job to its end (exit code {code}); see {log}"
+                                   + (f" (its last line: {last[0]})" if last else ""))
     rows = compare_pass_forces(pass_force_means(out / "bag"), pass_force_means(bag))
     entry = {"passes": rows,
              "max_abs_relative_difference": max(abs(r["relative_difference"]) for r in rows),
