@@ -236,12 +236,13 @@ def test_robot_home_is_checked_by_check_config_and_set_alike(tmp_path: Path) -> 
     assert listing(tmp_path) == ["home.yaml"]
 
 
-def test_the_dynamics_node_uses_the_same_check() -> None:
-    """dynamics_node calls core.job.setup.check_home (no copy of it): the node's source names it."""
-    from robot_grinding_sim.nodes import dynamics_node
-
-    src = Path(dynamics_node.__file__).read_text()
-    assert "check_home(" in src and "expected {m.nq} values" not in src
+def test_robot_home_past_a_joint_limit_is_refused_by_check_config(tmp_path: Path) -> None:
+    """The same words as dynamics_node's refusal at start (test/ros/test_dynamics_node.py, HOME_PAST_LIMIT)."""
+    (tmp_path / "home.yaml").write_text("/**:\n  ros__parameters:\n    robot:\n"
+                                        "      home: [0.0, -1.2, 1.9, -2.27, -1.57, 10.0]\n")
+    out = grinding("check-config", "home.yaml", cwd=tmp_path)
+    fails_cleanly(out, "check-config", "parameter 'robot.home': wrist_3_joint = 10 is outside its limits "
+                                       "[-6.28319, 6.28319]")
 
 
 def test_numbers_as_users_write_them(tmp_path: Path) -> None:
