@@ -183,6 +183,7 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
     import math as _math
 
     from robot_grinding_sim.core.geometry import cad
+    from robot_grinding_sim.core.job.setup import JobConfig
     from robot_grinding_sim.core.planning import plan_io, planner
 
     extra: dict[str, Any] = {}
@@ -205,9 +206,13 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
     if robot.lower() not in ("none", "default"):
         extra["robot.description_file"] = robot
     cell = build_cell(options, None, extra)
-    from robot_grinding_sim.core.job.setup import JobConfig
-
     JobConfig(cell=cell, max_passes=max_passes, pass_length=pass_length).validate()  # before any work
+    if not list_faces:
+        if out_path is None:
+            raise click.UsageError("--out plan.json is required (or --list-faces)")
+        for flag, path in (("--out", out_path), ("--csv", csv_path), ("--plot", plot_path)):
+            if path is not None:
+                check_output(path, flag)  # a read-only folder is refused before minutes of planning
     wp = cell.workpiece
     part = cad.load_part(wp.part, wp.unit or None)
     if list_faces:
@@ -220,12 +225,7 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
             for r in rows:
                 click.echo(f"{r['index']:4d}  {r['type']:<11s} {r['area'] * 1e6:12.1f} mm^2")
         return
-    if out_path is None:
-        raise click.UsageError("--out plan.json is required (or --list-faces)")
-    # every output is checked before minutes of planning
-    for flag, path in (("--out", out_path), ("--csv", csv_path), ("--plot", plot_path)):
-        if path is not None:
-            check_output(path, flag)
+    assert out_path is not None
     faces = None if list(wp.faces) == [-1] else [int(f) for f in wp.faces]
     if robot.lower() == "none":
         tool = planner.tool_parameters(cell, tool_radius or planner.ToolParameters.radius)
