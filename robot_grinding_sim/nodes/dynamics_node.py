@@ -88,6 +88,7 @@ from trajectory_msgs.msg import JointTrajectory
 from robot_grinding_sim.core.config import config_from_mapping
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.job.coupled_step import ArmContactStepper, NormalContactModel
+from robot_grinding_sim.core.job.setup import check_home
 from robot_grinding_sim.core.robot.arm_sim import TrajectoryInterpolator
 from robot_grinding_sim.ros import conversions as cv
 from robot_grinding_sim.ros import trajectory_wire, wire
@@ -128,10 +129,10 @@ class DynamicsNode(Node):
         self.joint_names = list(names)
         self._to_model = np.array([self.joint_names.index(j) for j in m.joint_names])  # ros -> model
         self._to_ros = np.array([m.joint_names.index(j) for j in self.joint_names])  # model -> ros
-        self.q_home = np.asarray(cell.robot.home, dtype=float)
-        if self.q_home.shape != (m.nq,):
-            raise ParameterError("robot.home", f"expected {m.nq} values in the URDF's joint order "
-                                 f"({', '.join(m.joint_names)}), got {self.q_home.size}", NODE_NAME)
+        try:  # the same check as grinding check-config and the commands' cells
+            self.q_home = check_home(m, cell.robot.home)
+        except ParameterError as exc:
+            raise ParameterError(exc.name, exc.problem, NODE_NAME) from None
         try:
             self.stepper = ArmContactStepper(m, self.q_home, cell.servo, cell.sim.gravity, self.tcp)
         except InputError as exc:

@@ -194,6 +194,9 @@ def test_contact_wrench_is_balanced_by_the_motors(launch_node, probe) -> None:
         ({"sim.dt": 0.01}, "parameter 'sim.dt': 0.01 s is too long for the servo"),
         ({"robot.description_file": "/nonexistent/robot.urdf"}, "parameter 'robot.description_file': file not"),
         ({"robot.home": [0.0, 0.0, 0.0]}, "parameter 'robot.home': expected 6 values"),
+        # the words of grinding check-config for the same value (one check: core.job.setup.check_home)
+        ({"robot.home": [0.0, -1.2, 1.9, -2.27, -1.57, 10.0]},
+         "parameter 'robot.home': wrist_3_joint = 10 is outside its limits [-6.28319, 6.28319]"),
         ({"servo.bandwidth": -1.0}, "parameter 'servo.bandwidth': -1.0 is below the minimum"),
         ({"coupling": "euler"}, "parameter 'coupling': 'euler' is not one of"),
         ({"joint_state_decimation": 5}, "parameter 'joint_state_decimation': 5: with lockstep"),

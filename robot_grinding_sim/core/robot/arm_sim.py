@@ -38,6 +38,9 @@ from robot_grinding_sim.core.robot import arm_kernels as ak
 #: Slack on joint limits when validating commands (rad or m): commands read back from
 #: joint_states round to float32 in some tools.
 LIMIT_TOLERANCE = 1e-6
+#: relative slack of the mean velocity between two points over the velocity limit (times in files
+#: are rounded to 1 ns: 1e-6 of a 1 ms segment)
+CHORD_TOLERANCE = 1e-4
 
 
 @dataclass(frozen=True)
@@ -156,7 +159,8 @@ class TrajectoryInterpolator:
         Raises:
             InputError: unknown or duplicate joint names, wrong shapes, NaN/inf, times not strictly
                 increasing or negative, positions outside the joint limits, velocities above the
-                velocity limits, or unnamed joints without a ``start``.
+                velocity limits (at the points, or on average between two points), or unnamed
+                joints without a ``start``.
         """
         names = list(names)
         unknown = [nm for nm in names if nm not in limits.names]
@@ -218,6 +222,19 @@ class TrajectoryInterpolator:
                 i, j = (int(x) for x in np.argwhere(over)[0])
                 raise InputError(
                     f"{what}: point {i}: velocity of {limits.names[j]} {Vf[i, j]:.6g} exceeds its limit "
+                    f"{limits.velocity[j]:.6g}"
+                )
+        if k > 1:
+            # between points: the mean velocity of a segment is at most its peak, so a segment whose
+            # mean exceeds the limit (a 1 rad jump between points 20 ms apart) is refused whatever the
+            # velocities at its ends say (with slack for the rounding of times written to files)
+            mean = np.diff(Pf, axis=0) / np.diff(t)[:, None]
+            over = np.abs(mean) > limits.velocity * (1 + CHORD_TOLERANCE)
+            if np.any(over):
+                i, j = (int(x) for x in np.argwhere(over)[0])
+                raise InputError(
+                    f"{what}: points {i} -> {i + 1}: {limits.names[j]} moves {Pf[i + 1, j] - Pf[i, j]:.6g} in "
+                    f"{t[i + 1] - t[i]:.6g} s, a mean velocity of {mean[i, j]:.6g} beyond its limit "
                     f"{limits.velocity[j]:.6g}"
                 )
         if A is not None:
