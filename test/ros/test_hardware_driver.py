@@ -447,9 +447,9 @@ def test_the_driver_acts_on_the_newest_reading_and_knows_how_old_it_is(launch_no
     # reading delivered passes the limit 0.05 s after the jump, while the gap in arrivals is 0.2 s
     n_out = len(out.items)
     for d_ms in range(50, 500, 50):
-        held = emulator.held
-        emulator.faults = RDTFaults(delay=d_ms / 1e3)
-        probe.wait_for(lambda h=held: emulator.held >= h + 0.04 * FT_RATE, what="the delay to grow", procs=[drv])
+        sent = emulator.sent
+        emulator.faults = RDTFaults(delay=d_ms / 1e3)  # nothing leaves for 50 ms, then records flow again
+        probe.wait_for(lambda s0=sent: emulator.sent >= s0 + 10, what="records at the new delay", procs=[drv])
     assert len(out.items) == n_out and diag_values(diag)["state"] == "ok", diag_values(diag)
     emulator.faults = RDTFaults(delay=0.65)
     newest = emulator.last_sample  # nothing leaves for 0.2 s now
