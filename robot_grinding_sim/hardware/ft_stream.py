@@ -119,8 +119,8 @@ class StreamClock:
         self.rate_hz, self.window = r, w
         self.period = 1.0 / r
         self._bucket = w / _BUCKETS
-        # (bucket index, smallest a_n - n / r in it, first (n, a) seen in it)
-        self._mins: collections.deque[tuple[int, float, tuple[int, float]]] = collections.deque()
+        # (bucket index, smallest a_n - n / r in it, the a_n of that smallest)
+        self._mins: collections.deque[tuple[int, float, float]] = collections.deque()
         self._last: tuple[int, float] | None = None
 
     def reset(self) -> None:
@@ -140,9 +140,9 @@ class StreamClock:
         mins = self._mins
         if mins and mins[-1][0] == b:
             if offset < mins[-1][1]:
-                mins[-1] = (b, offset, mins[-1][2])
+                mins[-1] = (b, offset, taken_at)
         else:
-            mins.append((b, offset, (n, taken_at)))
+            mins.append((b, offset, taken_at))
         while mins and mins[0][0] <= b - _BUCKETS:
             mins.popleft()
         self._last = (n, taken_at)
@@ -160,14 +160,20 @@ class StreamClock:
         return self.offset() + np.asarray(n, dtype=np.float64) * self.period
 
     def measured_rate(self) -> float:
-        """Records per second of host time over the window (NaN until it spans a second)."""
-        if not self._mins or self._last is None:
+        """The stream's record rate on the host's clock, Hz, from the drift of the offset's lower
+        envelope: the promptest record of the window's older half against that of its newer half
+        (a busy reader's delays do not bias it unless it was late for half a window); NaN until
+        those are a second apart. A stream at ``r (1 - e)`` drifts by ``e`` s per s:
+        ``rate = r (1 - drift)``."""
+        mins = list(self._mins)
+        if len(mins) < 2:
             return math.nan
-        n0, a0 = self._mins[0][2]
-        n1, a1 = self._last
+        half = len(mins) // 2
+        _, o0, a0 = min(mins[:half], key=lambda m: m[1])
+        _, o1, a1 = min(mins[half:], key=lambda m: m[1])
         if a1 - a0 < 1.0:
             return math.nan
-        return (n1 - n0) / (a1 - a0)
+        return self.rate_hz * (1.0 - (o1 - o0) / (a1 - a0))
 
     @property
     def rate_error(self) -> str | None:

@@ -115,7 +115,7 @@ from robot_grinding_sim.core.robot.command_guard import CommandGuard, GuardParam
 from robot_grinding_sim.core.robot.safety import SafetyLimits, SafetyMonitor, Trip
 from robot_grinding_sim.hardware.ft_stream import FTReadings
 from robot_grinding_sim.ros import conversions as cv
-from robot_grinding_sim.ros import node_base
+from robot_grinding_sim.ros import node_base, wire
 from robot_grinding_sim.ros.node_base import guarded, load_robot, run_node
 from robot_grinding_sim.ros.parameters import ParameterError, declare_parameters
 from robot_grinding_sim.ros.schemas import node_specs
@@ -127,6 +127,8 @@ TARE_WINDOW = 0.1
 STATUS_ERROR = 1 << 31
 #: at most one log line per this many seconds about refused streamed points
 STREAM_LOG_PERIOD = 1.0
+#: the interpreter's thread switch interval in the driver's process, s (Python's default: 5 ms)
+SWITCH_INTERVAL = 5e-4
 
 
 def _ipv4(value: str, name: str) -> str:
@@ -153,6 +155,9 @@ class HardwareDriver(Node):
         super().__init__(NODE_NAME, **kwargs)
         p = declare_parameters(self, node_specs(NODE_NAME))
         self.p = p
+        # the F/T reader thread, woken by a datagram, waits for the interpreter lock while the
+        # executor's thread runs Python: at most this long (default 5 ms: 2.5 control periods)
+        sys.setswitchinterval(SWITCH_INTERVAL)
         cell = config_from_mapping(p, allow_unknown=True)
         self.model = load_robot(p, NODE_NAME, tip_link=cell.tool.tcp_link, links=("tool.tcp_link", "ft_sensor.frame"))
         m = self.model
@@ -209,11 +214,17 @@ class HardwareDriver(Node):
         self.plan_note = "no plan yet (grinding/plan): streaming uncorrected"
 
         self.pub_out = self.create_publisher(JointTrajectory, p["output_topic"], 10)
+        # the F/T outputs (up to ft_rate each) and the joint states (500 Hz on a UR) as CDR bytes
+        # (ros/wire.py): the reader thread and the executor share one interpreter lock
         self.pub_wrench = self.create_publisher(WrenchStamped, "ft_sensor/wrench", 100)
         self.pub_raw = self.create_publisher(WrenchStamped, "~/wrench_raw", 100)
         self.pub_tcp = self.create_publisher(WrenchStamped, "~/wrench_tcp", 100)
+        self._w_sensor = wire.wrench_stamped_bytes(self.ft_frame)
+        self._w_tcp = wire.wrench_stamped_bytes(self.tcp_frame)
+        self.js_reader = wire.JointStateReader(self.model.joint_names, "joint_states")
         self.pub_diag = self.create_publisher(DiagnosticArray, "diagnostics", 10)
-        self.create_subscription(JointState, "joint_states", guarded(self, "joint_states")(self._on_joints), 50)
+        self.create_subscription(JointState, "joint_states", guarded(self, "joint_states")(self._on_joints), 50,
+                                 raw=True)
         self.create_subscription(JointTrajectory, "joint_trajectory_controller/joint_trajectory",
                                  guarded(self, "joint_trajectory_controller/joint_trajectory")(self._on_command), 10)
         self.create_service(Trigger, "~/tare", self._service("tare", self._on_tare))
@@ -268,13 +279,6 @@ class HardwareDriver(Node):
     def _mono() -> float:
         return time.monotonic()
 
-    def _stamp(self, sampled: float | None = None) -> Any:
-        """ROS time now, or at monotonic time ``sampled`` (a reading's sample time)."""
-        now = self.get_clock().now().nanoseconds * 1e-9
-        if sampled is not None:
-            now -= max(0.0, time.monotonic() - sampled)
-        return cv.sec_to_time(now)
-
     def _now(self) -> float:
         """ROS time, s (the clock that stamps the executive's commands)."""
         return self.get_clock().now().nanoseconds * 1e-9
@@ -283,14 +287,9 @@ class HardwareDriver(Node):
         return self._stop.is_set() or node_base.stop_requested()
 
     # -- robot side ----------------------------------------------------------------------------
-    def _on_joints(self, msg: JointState) -> None:
-        pos = cv.joint_state_to_dict(msg, "position")
-        missing = [j for j in self.model.joint_names if j not in pos]
-        if missing:
-            raise InputError(f"joint_states: missing joints {missing}")
-        q = np.array([pos[j] for j in self.model.joint_names])
-        vel = cv.joint_state_to_dict(msg, "velocity")
-        qd = np.array([vel.get(j, 0.0) for j in self.model.joint_names])
+    def _on_joints(self, data: bytes) -> None:
+        _, q, qd = self.js_reader.read(data, need_velocity=True)
+        qd = np.zeros_like(q) if qd is None else qd
         R = self.model.fk(q, self.ft_frame)[:3, :3]
         with self._lock:
             self._q, self._qd, self._R_WS = q, qd, R
@@ -430,7 +429,7 @@ class HardwareDriver(Node):
         times (monotonic): every one is filtered and judged, the newest is published."""
         now = self._mono()
         raw = readings.newest
-        stamp = self._stamp(readings.newest_time)
+        stamp = wire.stamp_ns(self._now() - max(0.0, self._mono() - readings.newest_time))  # its sample time
         sensor = None
         with self._lock:
             self._raw.extend(zip(readings.sample_times.tolist(), readings.wrenches, strict=True))
@@ -443,10 +442,10 @@ class HardwareDriver(Node):
                 self._f_count += len(readings)
                 self._tripped(self.safety.wrenches(readings.sample_times, processed, now))
                 sensor = processed[-1]
-        self.pub_raw.publish(cv.array_to_wrench_stamped(raw, self.ft_frame, stamp))
+        self.pub_raw.publish(self._w_sensor.encode(stamp, raw))
         if sensor is not None:
-            self.pub_wrench.publish(cv.array_to_wrench_stamped(sensor, self.ft_frame, stamp))
-            self.pub_tcp.publish(cv.array_to_wrench_stamped(self.proc.to_tcp(sensor), self.tcp_frame, stamp))
+            self.pub_wrench.publish(self._w_sensor.encode(stamp, sensor))
+            self.pub_tcp.publish(self._w_tcp.encode(stamp, self.proc.to_tcp(sensor)))
 
     def _read_netft(self) -> None:
         client = self.client

@@ -37,6 +37,16 @@ def test_waiting_until_both_streams_speak_refuses_commands_without_latching() ->
     assert s.refusal() is None and s.waiting() == []
 
 
+def test_nothing_latches_while_a_stream_has_not_spoken() -> None:
+    """F/T readings without joint states yet (a driver starting): old F/T data does not latch a stop
+    that nothing could hold (there is no measured position); commands are refused meanwhile."""
+    s = SafetyMonitor(LIMITS)
+    s.ft_alive(0.0)
+    assert s.check(1.0) == [] and not s.latched and s.refusal() == "no joint states received yet"
+    s.joint_state(1.0)
+    assert [t.cause for t in s.check(1.0)] == [FT_STALE]
+
+
 def test_over_force_latches_at_the_reading_and_reset_waits_until_it_is_gone() -> None:
     s = ready()
     (trip,) = s.wrench(1.0, [30.0, 0.0, 45.0, 0.0, 0.0, 0.0])  # |F| = 54.08 N

@@ -202,8 +202,12 @@ class SafetyMonitor:
         self.last_joints = t
 
     def check(self, t: float) -> list[Trip]:
-        """The F/T data's age and the joint states' silence at ``t``; returns the new trips."""
+        """The F/T data's age and the joint states' silence at ``t``; returns the new trips (none
+        while waiting for a stream's first message: commands are refused then, and there is no
+        measured position to hold)."""
         lim, new = self.limits, []
+        if self.waiting():
+            return new
         if self.last_ft is not None and t - self.last_ft > lim.ft_timeout:
             new += self._latch(FT_STALE, self._stale(t), self.last_ft + lim.ft_timeout, t)
         last = self.last_joints
