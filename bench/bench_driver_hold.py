@@ -66,10 +66,14 @@ def sensor_main(conn: Any, rate: float) -> None:
     from robot_grinding_sim.hardware.rdt_emulator import RDTEmulator
 
     calm = np.array([0.5, -0.3, 2.0, 0.01, 0.02, 0.0])
-    state = {"at": math.inf, "to": calm}
+    state: dict[str, Any] = {"at": math.inf, "to": calm, "sent_at": None}
 
-    def source(t: float) -> np.ndarray:
-        return state["to"] if t >= state["at"] else calm
+    def source(t: float) -> np.ndarray:  # called as each record is built, right before it is sent
+        if t >= state["at"]:
+            if state["sent_at"] is None:
+                state["sent_at"] = time.monotonic()
+            return state["to"]
+        return calm
 
     with RDTEmulator(source, rate_hz=rate, counts_per_force=1e6, counts_per_torque=1e6) as emu:
         conn.send(("ready", emu.address[1], emu.epoch))
@@ -79,8 +83,11 @@ def sensor_main(conn: Any, rate: float) -> None:
                 break
             if cmd == "step":  # arg: delay from now, s -> the event's time.monotonic()
                 t = emu.clock() + arg
+                state["sent_at"] = None
                 state["at"], state["to"] = t, calm + np.array([0.0, 0.0, OVER_FORCE_N, 0, 0, 0])
                 conn.send(emu.epoch + math.ceil(t * rate - 1e-9) / rate)
+            elif cmd == "sent_at":  # when the first record of the step was sent (time.monotonic())
+                conn.send(state["sent_at"])
             elif cmd == "calm":
                 state["at"] = math.inf
                 conn.send(None)
@@ -279,6 +286,7 @@ def main() -> int:
 
         results: dict[str, list[tuple[float, float | None]]] = {"over-force": [], "silence": [], "e-stop": []}
         spurious: list[str] = []
+        sensor_lag: list[float] = []  # over-force: the emulated sensor's own delay in sending the event
         rng = random.Random(0)
 
         def calm_and_reset() -> None:
@@ -324,6 +332,9 @@ def main() -> int:
             t_event = sensor.ask("step", 0.01 + 0.02 * rng.random())
             t_hold = hold_after(n0, "the over-force")
             results["over-force"].append((t_hold - t_event, own()))
+            sent_at = sensor.ask("sent_at")
+            if sent_at is not None:
+                sensor_lag.append(sent_at - t_event)
             if "over-force" not in probe.diag.get("causes", ""):
                 spurious.append(probe.diag.get("causes", "?"))
             sensor.ask("calm")
@@ -365,6 +376,12 @@ def main() -> int:
             print(f"{k:<11} {percentile(lat, 0.5) * 1e3:8.1f} {percentile(lat, 0.9) * 1e3:8.1f} {max(lat) * 1e3:8.1f}"
                   f"      {percentile(lat, 0.5) / period:6.1f} {percentile(lat, 0.9) / period:6.1f} "
                   f"{max(lat) / period:6.1f}          {within}/{len(lat)}          {own_txt}")
+        if sensor_lag:
+            print(f"over-force: the emulated sensor sent the event's first record "
+                  f"{percentile(sensor_lag, 0.5) * 1e3:.1f} ms (median; max {max(sensor_lag) * 1e3:.1f} ms) after its "
+                  "sample instant (its process starved)")
+        load = os.getloadavg()
+        print(f"load average at the end: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} ({os.cpu_count()} cores)")
         print(f"spurious stops: {len(spurious)} in {duration:.0f} s"
               + (f" ({', '.join(f'{c}: {spurious.count(c)}' for c in sorted(set(spurious)))})" if spurious else ""))
         # the emulated devices share the cores too: a starved sensor or arm is silent for real

@@ -34,6 +34,7 @@ import numpy as np
 
 from robot_grinding_sim.core.errors import InputError, ModelError
 from robot_grinding_sim.core.robot import arm_kernels as ak
+from robot_grinding_sim.core.robot.velocity_limits import VelocityClamp, peak_velocity, within_velocity_limits
 
 #: Slack on joint limits when validating commands (rad or m): commands read back from
 #: joint_states round to float32 in some tools.
@@ -291,42 +292,9 @@ class TrajectoryInterpolator:
         return cls(t, coeffs, np.vstack([q0, q]))
 
     def peak_velocity(self) -> tuple[np.ndarray, np.ndarray]:
-        """(n,) the largest ``|qd_ref|`` of each joint over the trajectory, rad/s, and (n,) when, s
-        from its start: exact for cubic segments (the ends, and the extremum inside,
-        ``c1 - c2^2 / (3 c3)`` at ``-c2 / (3 c3)``), sampled at 64 points for quintic ones."""
-        c = self._coeffs
-        n = self.positions.shape[1]
-        if c.shape[0] == 0:
-            return np.zeros(n), np.zeros(n)
-        t0 = self.knots[:-1, None]  # (S, 1)
-        T = np.diff(self.knots)[:, None]
-        c1, c2, c3, c4, c5 = c[:, 1], c[:, 2], c[:, 3], c[:, 4], c[:, 5]
-        cand = [np.abs(c1), np.abs(c1 + T * (2 * c2 + T * (3 * c3 + T * (4 * c4 + T * 5 * c5))))]
-        when = [np.broadcast_to(t0, c1.shape), np.broadcast_to(t0 + T, c1.shape)]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            tau = -c2 / (3.0 * c3)
-            vertex = c1 - c2**2 / (3.0 * c3)
-        cubic = (c4 == 0.0) & (c5 == 0.0)
-        inside = cubic & (c3 != 0.0) & (tau > 0.0) & (tau < T)
-        cand.append(np.where(inside, np.abs(vertex), 0.0))
-        when.append(np.where(inside, t0 + tau, 0.0))
-        quintic = ~cubic.all(axis=1)
-        if quintic.any():  # velocity is a quartic: sampled
-            u = np.linspace(0.0, 1.0, 64)[None, :, None] * T[quintic][:, :, None]  # (Q, 64, 1)
-            k = [x[quintic][:, None, :] for x in (c1, c2, c3, c4, c5)]
-            v = k[0] + u * (2 * k[1] + u * (3 * k[2] + u * (4 * k[3] + u * 5 * k[4])))  # (Q, 64, n)
-            i = np.abs(v).argmax(axis=1)  # (Q, n)
-            sampled = np.zeros_like(c1)
-            at = np.zeros_like(c1)
-            sampled[quintic] = np.take_along_axis(np.abs(v), i[:, None, :], axis=1)[:, 0]
-            at[quintic] = t0[quintic] + np.take_along_axis(np.broadcast_to(u, v.shape), i[:, None, :], axis=1)[:, 0]
-            cand.append(sampled)
-            when.append(at)
-        values = np.stack(cand)  # (C, S, n)
-        times = np.stack([np.broadcast_to(w, c1.shape) for w in when])
-        flat = values.reshape(-1, n)
-        best = flat.argmax(axis=0)
-        return flat[best, np.arange(n)], times.reshape(-1, n)[best, np.arange(n)]
+        """(n,) the largest ``|qd_ref|`` of each joint, rad/s, and (n,) when, s from the start
+        (:func:`~robot_grinding_sim.core.robot.velocity_limits.peak_velocity`)."""
+        return peak_velocity(self.knots, self._coeffs)
 
     def sample(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Reference (q, qd, qdd), each (n,), at ``t`` s after the start (clamped to [0, duration])."""
@@ -422,33 +390,6 @@ def wrench_to_root(model: Any, q: np.ndarray, wrench: Sequence[float], frame: st
         raise InputError(f"wrench: unknown frame {frame!r}; known frames: {model.link_names}")
     R = model.fk(q, frame)[:3, :3]
     return np.concatenate([R @ w[:3], R @ w[3:]]), frame
-
-
-@dataclass(frozen=True)
-class VelocityClamp:
-    """A trajectory the simulated controller slowed down to the joint velocity limits.
-
-    Attributes:
-        joint: the joint furthest over its limit.
-        peak: its peak ``|qd_ref|`` as commanded, rad/s (m/s).
-        limit: its velocity limit (URDF), rad/s (m/s).
-        factor: the commanded times were multiplied by this (> 1).
-        duration: the trajectory's duration as commanded (from its start), s.
-    """
-
-    joint: str
-    peak: float
-    limit: float
-    factor: float
-    duration: float
-
-    def __str__(self) -> str:
-        return (f"{self.joint} would reach {self.peak:.4g} rad/s, above its velocity limit {self.limit:.4g} rad/s: "
-                f"slowed down {self.factor:.4g}x ({self.duration:.4g} s -> {self.duration * self.factor:.4g} s)")
-
-
-#: the most a command is slowed down (a larger factor: refused)
-MAX_SLOWDOWN = 1e4
 
 
 @dataclass
@@ -559,12 +500,9 @@ class ArmSimulator:
         trajectory that fails validation raises InputError and leaves the current goal unchanged.
 
         With ``limit_velocity``, the motion as it will be followed (from the reference, through the
-        interpolation) is held to the joint velocity limits, as a drive limits its speed: a
-        trajectory whose interpolated velocity would exceed a limit is slowed down (its times
-        stretched by the smallest factor that keeps every joint within its limit; ``last_clamp``
-        says by how much and why; None when it was within). One that cannot be brought within
-        (the reference itself faster than a limit, or a slow-down beyond :data:`MAX_SLOWDOWN`)
-        raises InputError and leaves the goal unchanged.
+        interpolation) is held to the joint velocity limits, as a drive limits its speed
+        (:func:`~robot_grinding_sim.core.robot.velocity_limits.within_velocity_limits`; what was
+        slowed down in ``last_clamp``, None when nothing was; InputError if it cannot be).
         """
         t0 = self.state.t if start_time is None else max(float(start_time), self.state.t)
         start = self.reference(t0)
@@ -572,39 +510,17 @@ class ArmSimulator:
                                             start=start)
         clamp = None
         if limit_velocity:
-            traj, clamp = self._slowed(traj, names, times, positions, velocities, accelerations, start)
+            t = np.asarray(times, dtype=float)
+
+            def stretched(factor: float) -> TrajectoryInterpolator:
+                v = None if velocities is None else np.asarray(velocities, dtype=float) / factor
+                a = None if accelerations is None else np.asarray(accelerations, dtype=float) / factor**2
+                return TrajectoryInterpolator.build(self.limits, names, t * factor, positions, v, a, start=start)
+
+            traj, clamp = within_velocity_limits(traj, stretched, self.limits.names, self.limits.velocity)
         self.set_trajectory(traj, t0)
         self.last_clamp = clamp
         return traj
-
-    def _slowed(self, traj: TrajectoryInterpolator, names: Sequence[str], times: Sequence[float],
-                positions: np.ndarray, velocities: np.ndarray | None, accelerations: np.ndarray | None,
-                start: tuple[np.ndarray, np.ndarray, np.ndarray]
-                ) -> tuple[TrajectoryInterpolator, VelocityClamp | None]:
-        """``traj``, or the same stretched in time until its peak velocities are within the limits."""
-        lim = np.where(np.isfinite(self.limits.velocity) & (self.limits.velocity > 0), self.limits.velocity, np.inf)
-        peak, _ = traj.peak_velocity()
-        ratio = peak / lim
-        if ratio.max() <= 1.0 + 1e-9:
-            return traj, None
-        j = int(ratio.argmax())
-        first = VelocityClamp(self.limits.names[j], float(peak[j]), float(lim[j]), 1.0, traj.duration)
-        t = np.asarray(times, dtype=float)
-        factor, r = 1.0, float(ratio.max())
-        for _ in range(60):
-            factor *= r * (1.0 + 1e-6)
-            if factor > MAX_SLOWDOWN:
-                break
-            v = None if velocities is None else np.asarray(velocities, dtype=float) / factor
-            a = None if accelerations is None else np.asarray(accelerations, dtype=float) / factor**2
-            slowed = TrajectoryInterpolator.build(self.limits, names, t * factor, positions, v, a, start=start)
-            r = float((slowed.peak_velocity()[0] / lim).max())
-            if r <= 1.0 + 1e-9:
-                return slowed, VelocityClamp(first.joint, first.peak, first.limit, factor, first.duration)
-            r = max(r, 1.0 + 1e-3)
-        raise InputError(f"trajectory refused: {first.joint} would reach {first.peak:.4g} rad/s, above its velocity "
-                         f"limit {first.limit:.4g} rad/s, and no slow-down up to {MAX_SLOWDOWN:g}x brings it within "
-                         "(the reference already moves faster)")
 
     def command_positions(
         self, target: Sequence[float], min_duration: float = 0.0, velocity_scale: float = 0.5
