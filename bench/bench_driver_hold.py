@@ -171,7 +171,12 @@ class Probe:
         self.holds: list[float] = []
         self.diag: dict[str, str] = {}
         self.lock = threading.Lock()
+        from geometry_msgs.msg import WrenchStamped
+
         self.node.create_subscription(JointTrajectory, OUT_TOPIC, self._on_out, 100)
+        # the driver's raw readings: (arrival, the driver's date of the reading as time.monotonic(), Fz)
+        self.raw: list[tuple[float, float, float]] = []
+        self.node.create_subscription(WrenchStamped, "/hardware_driver/wrench_raw", self._on_raw, 1000)
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 100)
         self.estop = self.node.create_client(SetBool, "/hardware_driver/emergency_stop")
         self.reset = self.node.create_client(Trigger, "/hardware_driver/reset")
@@ -186,6 +191,13 @@ class Probe:
         if len(msg.points) == 1 and not any(msg.points[0].velocities):
             with self.lock:
                 self.holds.append(t)
+
+    def _on_raw(self, msg: Any) -> None:
+        t = time.monotonic()
+        dated = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec - (time.time() - time.monotonic())
+        with self.lock:
+            self.raw.append((t, dated, msg.wrench.force.z))
+            del self.raw[:-2000]
 
     def _on_diag(self, msg: Any) -> None:
         for s in msg.status:
@@ -287,6 +299,7 @@ def main() -> int:
         results: dict[str, list[tuple[float, float | None]]] = {"over-force": [], "silence": [], "e-stop": []}
         spurious: list[str] = []
         sensor_lag: list[float] = []  # over-force: the emulated sensor's own delay in sending the event
+        dating: list[float] = []  # over-force: the driver's sample time of the event's reading - the true one
         rng = random.Random(0)
 
         def calm_and_reset() -> None:
@@ -335,6 +348,10 @@ def main() -> int:
             sent_at = sensor.ask("sent_at")
             if sent_at is not None:
                 sensor_lag.append(sent_at - t_event)
+            with probe.lock:  # the driver's date of the event's reading against the truth
+                first = next(((a, d) for a, d, fz in probe.raw if fz > OVER_FORCE_N / 2 and d >= t_event - 0.05), None)
+            if first is not None:
+                dating.append(first[1] - t_event)
             if "over-force" not in probe.diag.get("causes", ""):
                 spurious.append(probe.diag.get("causes", "?"))
             sensor.ask("calm")
@@ -380,6 +397,10 @@ def main() -> int:
             print(f"over-force: the emulated sensor sent the event's first record "
                   f"{percentile(sensor_lag, 0.5) * 1e3:.1f} ms (median; max {max(sensor_lag) * 1e3:.1f} ms) after its "
                   "sample instant (its process starved)")
+        if dating:
+            print(f"over-force: the driver dated the event's reading {percentile(dating, 0.5) * 1e3:+.2f} ms (median; "
+                  f"{min(dating) * 1e3:+.2f} to {max(dating) * 1e3:+.2f} ms) from its true sample instant (its own "
+                  "figure counts from that date)")
         load = os.getloadavg()
         print(f"load average at the end: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} ({os.cpu_count()} cores)")
         print(f"spurious stops: {len(spurious)} in {duration:.0f} s"
