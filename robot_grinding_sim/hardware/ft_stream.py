@@ -17,15 +17,15 @@ estimate is the smallest ``a_n - n / r`` over the last ``window`` seconds of hos
 sample time of record ``n`` is ``t_n = min(a - n'/r) + n / r``. So the age ``now - t_n`` is the
 time since the sensor sent it, *less the smallest delay seen in the window* (the fixed latency
 of the wire and of waking the reader: tens of microseconds on loopback); every delay beyond that
-(a backlog in the socket, a reader that fell behind, a network hold-up) is in it. A constant extra
-latency from the very first record cannot be told from the clock offset; a delay that starts
-later (as any backlog does) can.
+(a backlog in the socket, a reader that fell behind, a network hold-up) is in it.
 
-Two errors bound it, both pessimistic (ages too large, never too small): a sensor whose true rate
-is ``r (1 - e)`` makes ages grow by up to ``e * window`` (50 ppm of crystal drift, 5 s: 0.25 ms);
-and a stream that was never delivered promptly within the window has no prompt record to learn
-from. A nominal rate that is wrong by more than :data:`RATE_TOLERANCE` is reported
-(:attr:`StreamClock.rate_error`), since it makes the ages meaningless.
+Its limits. A constant extra latency from the very first record cannot be told from the clock
+offset; a delay that starts later (as any backlog does) can, for as long as a prompt record is in
+the window: a delay that lasts longer than ``window`` (10 s) becomes the new normal and the ages
+shrink back (a stop it caused stays latched; a reset after that long succeeds). A sensor whose true
+rate is ``r (1 - e)`` makes ages too large by up to ``e * window`` (50 ppm of crystal drift: 0.5 ms);
+a nominal rate off by more than :data:`RATE_TOLERANCE` is reported (:attr:`StreamClock.rate_error`:
+e.g. 1000 Hz set for a 500 Hz stream), so an unreported one inflates ages by at most 50 ms.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ FloatArray = npt.NDArray[np.float64]
 
 #: relative difference between the measured and the nominal record rate beyond which
 #: :attr:`StreamClock.rate_error` reports it (a rate set wrong, e.g. 1000 Hz for a 500 Hz stream)
-RATE_TOLERANCE = 0.02
+RATE_TOLERANCE = 0.005
 #: number of buckets the window is kept in (the window's minimum moves in steps of window / this)
 _BUCKETS = 10
 
@@ -110,7 +110,7 @@ class StreamClock:
         window: how much host time the offset's minimum is taken over, s (> 0).
     """
 
-    def __init__(self, rate_hz: float, window: float = 5.0) -> None:
+    def __init__(self, rate_hz: float, window: float = 10.0) -> None:
         r, w = float(rate_hz), float(window)
         if not math.isfinite(r) or r <= 0.0:
             raise InputError(f"StreamClock rate_hz must be finite and > 0 Hz, got {rate_hz!r}")

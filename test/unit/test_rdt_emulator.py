@@ -363,7 +363,8 @@ def test_client_dates_a_backlog_by_the_sensor_clock() -> None:
     the emulator's delay fault holds every record 0.3 s, the newest reading of each read is 0.3 s
     old by the client's estimate, which matches the true send instant (the emulator's sample grid,
     ``epoch + ft_sequence / rate``) to within the smallest delay the client has seen; with the
-    delay off, the burst of held records is one read whose newest is fresh again.
+    delay off, the burst of held records comes in one read (or a few), dated right, all but the
+    newest of each read superseded.
 
     The tolerance (TOL) is for a reader starved on a loaded machine during the first, prompt
     0.2 s (the estimate learns from the promptest read): far below the 0.3 s the old client missed."""
@@ -384,14 +385,15 @@ def test_client_dates_a_backlog_by_the_sensor_clock() -> None:
             ages.append(b.taken_at - b.newest_time)
         assert worst <= TOL, worst
         assert max(ages) >= delay - TOL, max(ages)  # the old client: ~0
+        held, sup0, seen0 = emu.held, c.superseded, c.received + c.lost
         emu.faults = RDTFaults()
-        burst = c.read_batch()
-        while len(burst) < 50:  # the held records arrive as one burst (in one read or a few)
-            burst = c.read_batch()
-        true = emu.epoch + burst.ft_sequence / rate
-        assert float(np.abs(burst.sample_times - true).max()) <= TOL
-        assert burst.sample_times[-1] - burst.sample_times[0] >= 0.5 * delay
-        assert c.superseded >= len(burst) - 1
+        burst = []  # the held records arrive at once: in one read, or a few on a loaded machine (the
+        while c.received + c.lost - seen0 < held:  # socket holds 0.25 s: the rest are counted lost)
+            burst.append(c.read_batch())
+        for b in burst:
+            true = emu.epoch + b.ft_sequence / rate
+            assert float(np.abs(b.sample_times - true).max()) <= TOL
+        assert c.superseded - sup0 >= held - len(burst)
 
 
 def test_client_counts_what_the_emulator_injected() -> None:
