@@ -34,6 +34,7 @@ import numpy as np
 
 from robot_grinding_sim.core.errors import InputError, ModelError
 from robot_grinding_sim.core.robot import arm_kernels as ak
+from robot_grinding_sim.core.robot.velocity_limits import VelocityClamp, peak_velocity, within_velocity_limits
 
 #: Slack on joint limits when validating commands (rad or m): commands read back from
 #: joint_states round to float32 in some tools.
@@ -307,6 +308,11 @@ class TrajectoryInterpolator:
         coeffs = _cubic_coeffs(q0, qd0, q, np.zeros_like(q), T)[None]
         return cls(t, coeffs, np.vstack([q0, q]))
 
+    def peak_velocity(self) -> tuple[np.ndarray, np.ndarray]:
+        """(n,) the largest ``|qd_ref|`` of each joint, rad/s, and (n,) when, s from the start
+        (:func:`~robot_grinding_sim.core.robot.velocity_limits.peak_velocity`)."""
+        return peak_velocity(self.knots, self._coeffs)
+
     def sample(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Reference (q, qd, qdd), each (n,), at ``t`` s after the start (clamped to [0, duration])."""
         out = np.empty((3, self.positions.shape[1]))
@@ -463,6 +469,8 @@ class ArmSimulator:
         self._next: tuple[TrajectoryInterpolator, float] | None = None
         self._wrench = np.zeros(6)  # root-frame axes, about the acting link's origin
         self._wrench_link: str | None = None
+        #: what the last command_trajectory(limit_velocity=True) slowed down, or None
+        self.last_clamp: VelocityClamp | None = None
 
     # -- commands ---------------------------------------------------------------------------------
     def reference(self, t: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -501,17 +509,34 @@ class ArmSimulator:
         velocities: np.ndarray | None = None,
         accelerations: np.ndarray | None = None,
         start_time: float | None = None,
+        limit_velocity: bool = False,
     ) -> TrajectoryInterpolator:
         """Validate and follow a joint trajectory (see :meth:`TrajectoryInterpolator.build`).
 
         It starts at ``start_time`` (sim s, default now) from the reference at that time. A
         trajectory that fails validation raises InputError and leaves the current goal unchanged.
+
+        With ``limit_velocity``, the motion as it will be followed (from the reference, through the
+        interpolation) is held to the joint velocity limits, as a drive limits its speed
+        (:func:`~robot_grinding_sim.core.robot.velocity_limits.within_velocity_limits`; what was
+        slowed down in ``last_clamp``, None when nothing was; InputError if it cannot be).
         """
         t0 = self.state.t if start_time is None else max(float(start_time), self.state.t)
-        traj = TrajectoryInterpolator.build(
-            self.limits, names, times, positions, velocities, accelerations, start=self.reference(t0)
-        )
+        start = self.reference(t0)
+        traj = TrajectoryInterpolator.build(self.limits, names, times, positions, velocities, accelerations,
+                                            start=start)
+        clamp = None
+        if limit_velocity:
+            t = np.asarray(times, dtype=float)
+
+            def stretched(factor: float) -> TrajectoryInterpolator:
+                v = None if velocities is None else np.asarray(velocities, dtype=float) / factor
+                a = None if accelerations is None else np.asarray(accelerations, dtype=float) / factor**2
+                return TrajectoryInterpolator.build(self.limits, names, t * factor, positions, v, a, start=start)
+
+            traj, clamp = within_velocity_limits(traj, stretched, self.limits.names, self.limits.velocity)
         self.set_trajectory(traj, t0)
+        self.last_clamp = clamp
         return traj
 
     def command_positions(
