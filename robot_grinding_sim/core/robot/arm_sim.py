@@ -143,6 +143,7 @@ class TrajectoryInterpolator:
         accelerations: np.ndarray | None = None,
         start: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
         what: str = "joint_trajectory",
+        check_speed: bool = True,
     ) -> TrajectoryInterpolator:
         """Validate a trajectory and build its interpolant.
 
@@ -156,12 +157,14 @@ class TrajectoryInterpolator:
                 when the first point is later than 0, and unnamed joints hold q. Default: the
                 first point, at rest.
             what: the name used in error messages.
+            check_speed: refuse velocities above the limits (at the points, or on average between
+                two points). False for a command a drive slows down to its limits instead
+                (:meth:`ArmSimulator.command_trajectory` with ``limit_velocity``).
 
         Raises:
             InputError: unknown or duplicate joint names, wrong shapes, NaN/inf, times not strictly
                 increasing or negative, positions outside the joint limits, velocities above the
-                velocity limits (at the points, or on average between two points), or unnamed
-                joints without a ``start``.
+                velocity limits (with ``check_speed``), or unnamed joints without a ``start``.
         """
         names = list(names)
         unknown = [nm for nm in names if nm not in limits.names]
@@ -219,13 +222,13 @@ class TrajectoryInterpolator:
             Vf = np.zeros((k, n))
             Vf[:, idx] = V
             over = np.abs(Vf) > limits.velocity * (1 + 1e-9)
-            if np.any(over):
+            if check_speed and np.any(over):
                 i, j = (int(x) for x in np.argwhere(over)[0])
                 raise InputError(
                     f"{what}: point {i}: velocity of {limits.names[j]} {Vf[i, j]:.6g} exceeds its limit "
                     f"{limits.velocity[j]:.6g}"
                 )
-        if k > 1:
+        if k > 1 and check_speed:
             # between points: the mean velocity of a segment is at most its peak, so a segment whose
             # mean exceeds the limit (a 1 rad jump between points 20 ms apart) is refused whatever the
             # velocities at its ends say (with slack for the rounding of times written to files)
@@ -524,7 +527,7 @@ class ArmSimulator:
         t0 = self.state.t if start_time is None else max(float(start_time), self.state.t)
         start = self.reference(t0)
         traj = TrajectoryInterpolator.build(self.limits, names, times, positions, velocities, accelerations,
-                                            start=start)
+                                            start=start, check_speed=not limit_velocity)
         clamp = None
         if limit_velocity:
             t = np.asarray(times, dtype=float)
