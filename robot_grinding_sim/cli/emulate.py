@@ -106,6 +106,10 @@ def _parse_sets(items: tuple[str, ...]) -> dict[str, Any]:
               help="Fault: the sensor falls silent this many seconds after it starts.")
 @click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True,
               help="Seed of the fault generator.")
+@click.option("--nice", "niceness", type=click.IntRange(-20, 19), default=-10, show_default=True,
+              help="Niceness of the emulated arm and sensor: they stand for hardware with its own processors "
+                   "and must keep real time while the real-mode graph and other work load this machine "
+                   "(below 0 needs the privilege to raise a priority; without it they run at 0, with a warning).")
 @click.option("--duration", type=FiniteRange(min=0.0, min_open=True), default=None,
               help="Stop after this many seconds (default: until Ctrl-C).")
 @click.option("--print", "dry_run", is_flag=True, help="Print the commands instead of running them.")
@@ -125,6 +129,7 @@ def emulate(
     corrupt: float,
     silent_after: float | None,
     seed: int,
+    niceness: int,
     duration: float | None,
     dry_run: bool,
 ) -> None:
@@ -169,7 +174,11 @@ def emulate(
     with stop_on_signals() as (stop, received):
         try:
             for name, cmd in commands:
-                children.append(Child(f"{namespace.strip('/')}/{name}", cmd, env))
+                children.append(Child(f"{namespace.strip('/')}/{name}", cmd, env, nice=niceness))
+            if children and children[0].nice_error:
+                click.echo(f"[emulate] WARNING: cannot run the emulated cell at niceness {niceness} "
+                           f"({children[0].nice_error}): it runs at 0 and may fall behind real time on a busy "
+                           "machine", err=True)
             t0 = time.monotonic()
             netft = children[-1]
             ready = False

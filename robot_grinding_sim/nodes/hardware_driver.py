@@ -25,8 +25,9 @@ F/T side (``ft_backend``):
   corrupt (wrong-size) records are counted by the client and skipped; records whose status word
   has bit 31 set (the sensor reports an error) are counted and not used. Each read takes every
   record queued (hardware/netft.py): the driver acts on the newest, dated by its rdt_sequence at
-  ``ft_rate`` (the sensor's RDT output rate; hardware/ft_stream.py says what the age measures); the
-  older ones of the read go through the filter and the force limits but are not published.
+  ``ft_rate`` (the sensor's RDT output rate; hardware/ft_stream.py says what the age measures); every
+  reading of the read goes through the filter and the force limits and is published, stamped with
+  its sample time.
 - ``topic``: ``ft_topic`` (geometry_msgs/WrenchStamped, raw readings in ``ft_sensor.frame``), dated
   by ``header.stamp`` (0: on arrival).
 Every reading is dated by when the sensor took it, not when the driver got it: the F/T stop fires
@@ -426,11 +427,12 @@ class HardwareDriver(Node):
     # -- F/T side ------------------------------------------------------------------------------
     def _on_readings(self, readings: FTReadings) -> None:
         """One read's raw readings (k, 6) in the sensor frame, oldest first, dated by their sample
-        times (monotonic): every one is filtered and judged, the newest is published."""
+        times (monotonic): every one is filtered, judged and published, each stamped with its own
+        sample time (a log keeps every reading the sensor sent; the decisions use the newest)."""
         now = self._mono()
-        raw = readings.newest
-        stamp = wire.stamp_ns(self._now() - max(0.0, self._mono() - readings.newest_time))  # its sample time
-        sensor = None
+        wall = self._now() - now  # monotonic -> wall clock
+        stamps = [wire.stamp_ns(wall + min(t, now)) for t in readings.sample_times.tolist()]  # their sample times
+        processed = None
         with self._lock:
             self._raw.extend(zip(readings.sample_times.tolist(), readings.wrenches, strict=True))
             self.ft_age_max = max(self.ft_age_max, now - readings.newest_time)
@@ -441,11 +443,11 @@ class HardwareDriver(Node):
                 self._f_sum += self._R_WS @ processed[:, :3].sum(axis=0)  # the force is the same at the tcp
                 self._f_count += len(readings)
                 self._tripped(self.safety.wrenches(readings.sample_times, processed, now))
-                sensor = processed[-1]
-        self.pub_raw.publish(self._w_sensor.encode(stamp, raw))
-        if sensor is not None:
-            self.pub_wrench.publish(self._w_sensor.encode(stamp, sensor))
-            self.pub_tcp.publish(self._w_tcp.encode(stamp, self.proc.to_tcp(sensor)))
+        for i, stamp in enumerate(stamps):
+            self.pub_raw.publish(self._w_sensor.encode(stamp, readings.wrenches[i]))
+            if processed is not None:
+                self.pub_wrench.publish(self._w_sensor.encode(stamp, processed[i]))
+                self.pub_tcp.publish(self._w_tcp.encode(stamp, self.proc.to_tcp(processed[i])))
 
     def _read_netft(self) -> None:
         client = self.client
