@@ -147,6 +147,10 @@ def _ipv4(value: str, name: str) -> str:
     return str(ip)
 
 
+#: how far the measured position is carried along its velocity to judge a command (s): a few control
+#: periods of waiting for this node's thread, not a silent arm
+MAX_CARRY_S = 0.05
+
 class HardwareDriver(Node):
     """The driver (see the module docstring)."""
 
@@ -172,7 +176,8 @@ class HardwareDriver(Node):
                 position_margin=p["position_margin"], velocity_factor=p["velocity_factor"],
                 max_tcp_speed=cell.process.max_tcp_speed, workspace_min=p["workspace_min"],
                 workspace_max=p["workspace_max"],
-                tcp_link=self.tcp_frame, start_tolerance=p["start_tolerance"]))
+                tcp_link=self.tcp_frame, start_tolerance=p["start_tolerance"],
+                tracking_tolerance=p["tracking_tolerance"]))
         except InputError as exc:
             name = "workspace_max" if "workspace" in str(exc) else "position_margin"
             raise ParameterError(name, str(exc), NODE_NAME) from None
@@ -191,6 +196,7 @@ class HardwareDriver(Node):
         self._lock = threading.RLock()
         self._q: np.ndarray | None = None
         self._qd = np.zeros(self.model.nq)  # measured joint velocities, rad/s (0 if not published)
+        self._q_at = 0.0  # when the last joint state arrived, monotonic s
         self._R_WS: np.ndarray | None = None
         self._raw: collections.deque[tuple[float, np.ndarray]] = collections.deque(
             maxlen=max(1, int(TARE_WINDOW * p["ft_rate"]) + 1))
@@ -294,7 +300,21 @@ class HardwareDriver(Node):
         R = self.model.fk(q, self.ft_frame)[:3, :3]
         with self._lock:
             self._q, self._qd, self._R_WS = q, qd, R
-            self.safety.joint_state(self._mono())
+            self._q_at = self._mono()
+            self.safety.joint_state(self._q_at)
+
+    def _q_now(self) -> np.ndarray | None:
+        """The measured position carried to now along the measured velocity (call under the lock).
+
+        The guard judges a command from where the arm is when the controller starts it; the last
+        joint state is older than that by the time it waited for this thread (a busy machine: a few
+        control periods), which at a link's full speed is enough to read a planned move as faster than
+        the limit. Carried at most :data:`MAX_CARRY_S` (older data is the safety monitor's business).
+        """
+        if self._q is None:
+            return None
+        age = min(max(self._mono() - self._q_at, 0.0), MAX_CARRY_S)
+        return self._q + self._qd * age
 
     def _hold(self) -> None:
         """One point at the measured position, reached in one control period (call under the lock)."""
@@ -303,6 +323,7 @@ class HardwareDriver(Node):
             return
         msg = JointTrajectory(joint_names=list(self.model.joint_names))
         msg.header.frame_id = self.base_frame
+        msg.header.stamp = cv.sec_to_time(self._now())  # when the hold was given (the controller starts it now)
         msg.points.append(JointTrajectoryPoint(positions=self._q.tolist(), velocities=[0.0] * len(self._q),
                                                time_from_start=cv.sec_to_duration(self.period)))
         self.pub_out.publish(msg)
@@ -327,7 +348,7 @@ class HardwareDriver(Node):
 
     def _on_command(self, msg: JointTrajectory) -> None:
         with self._lock:
-            why, q, qd = self.safety.refusal(), self._q, self._qd
+            why, q, qd = self.safety.refusal(), self._q_now(), self._qd
         if why is not None:
             self._refuse([why])
             return
@@ -397,7 +418,7 @@ class HardwareDriver(Node):
                 return
             if self._f_count:
                 self._f_mean, self._f_sum, self._f_count = self._f_sum / self._f_count, np.zeros(3), 0
-            now, q = self._now(), self._q
+            now, q = self._now(), self._q_now()
             point = self.fc.update(now, self._f_mean)
             if point is None or q is None:
                 return

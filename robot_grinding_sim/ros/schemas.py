@@ -203,6 +203,10 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
         ParamSpec("start_tolerance", 0.05, "a command's first knot at time 0 may be this far (any joint) from the "
                   "measured position, rad: the executive stamps commands ahead, so that knot is where its "
                   "reference will be, not where the arm is", range=(0.0, 3.2), read_only=True),
+        ParamSpec("tracking_tolerance", _GUARD.tracking_tolerance, "how far the measured TCP may be from its "
+                  "reference, m: the chord from where the arm is to a command's first knot later than 0 may be "
+                  "this much longer than the planned motion (its speed over process.max_tcp_speed by this over "
+                  "the knot's time)", range=(0.0, 0.1), read_only=True),
         ParamSpec("diagnostics_rate", 1.0, "rate of /diagnostics, Hz (and on every stop, reset and refusal)",
                   range=(0.01, 100.0), read_only=True),
         ParamSpec("force_control", False, "force control along the surface normal (admittance.*): instead of "

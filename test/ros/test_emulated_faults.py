@@ -80,7 +80,11 @@ def is_hold(msg: Any) -> bool:
 
 
 def holds_after(out: Timed, n: int) -> list[tuple[float, Any]]:
-    return [(t, m) for t, m in out.items[n:] if is_hold(m)]
+    """The holds since ``out.items[n]``, each with the time the driver gave it (its header.stamp: on a
+    busy machine this process may take the message seconds after it was sent)."""
+    from robot_grinding_sim.ros import conversions as cv
+
+    return [(cv.time_to_sec(m.header.stamp) or t, m) for t, m in out.items[n:] if is_hold(m)]
 
 
 def set_param(probe: Any, node: str, name: str, value: Any) -> None:
@@ -195,6 +199,15 @@ def test_faults_of_the_whole_cell_stop_the_arm_and_the_job(plans: dict[str, Path
         probe.wait_for(lambda: holds_after(out, n_out), timeout=60, what="the hold after the silence")
         t_hold = holds_after(out, n_out)[0][0]
         probe.wait_for(lambda: "F/T stale" in status().get("causes", ""), timeout=30, what="cause F/T stale")
+        # every reading sent before the silence taken here (a busy machine: this process may be behind)
+        quiet = [len(raw.items), time.monotonic()]
+
+        def drained() -> bool:
+            if len(raw.items) != quiet[0]:
+                quiet[:] = [len(raw.items), time.monotonic()]
+            return time.monotonic() - quiet[1] > 1.0
+
+        probe.wait_for(drained, timeout=60, what="the readings sent before the silence")
         last = max(cv.time_to_sec(m.header.stamp) for _, m in raw.items)
         seen = t_hold - (last + FT_TIMEOUT)
         own = float(status()["hold_after_s"])

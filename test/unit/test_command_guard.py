@@ -165,6 +165,31 @@ def test_tcp_speed_between_knots(model: RobotModel, ydf: yourdfpy.URDF, guard: C
             assert v.value == pytest.approx(1.02 * 0.25, rel=1e-9)
 
 
+def test_the_chord_from_where_the_arm_is_allows_its_tracking_error(model: RobotModel, ydf: yourdfpy.URDF) -> None:
+    """A point streamed 50 ms ahead at a planned speed of 0.245 m/s (0.98 of the limit), seen from an arm
+    that lags its reference: the chord from the measured TCP is longer by the lag. Within
+    tracking_tolerance (1 mm) it passes (limit 0.25 + 0.001 / 0.05 m/s), beyond it it is refused, and
+    a chord that does not start at the measured state keeps the plain limit."""
+    guard = CommandGuard(model, GuardParams(tracking_tolerance=1e-3))
+    direction = np.array([0.0, 0.01, -0.01, 0.0, 0.0, 0.0])
+    dist = np.linalg.norm(tcp_position(ydf, HOME + direction) - tcp_position(ydf, HOME))
+    ahead = 0.05
+    for lag, ok in ((0.8e-3, True), (1.3e-3, False)):
+        # the point is 0.245 m/s x 50 ms beyond the reference; the arm is `lag` behind the reference
+        reach = (0.245 * ahead + lag) / dist
+        res = guard.check(model.joint_names, [ahead], (HOME + reach * direction)[None], None, HOME)
+        assert res.ok is ok, res.reasons
+        if not ok:
+            (v,) = res.violations
+            assert (v.check, v.knot) == ("implied tcp speed", 0)
+            assert v.limit == pytest.approx(0.25 + 1e-3 / ahead, rel=1e-12)
+            assert v.value == pytest.approx(0.245 + lag / ahead, rel=1e-3)  # FK's curvature over 0.1 mm
+    # between two knots of the command (not from the measured state): the plain limit
+    q1 = HOME + 0.26 * ahead / dist * direction
+    res = guard.check(model.joint_names, [0.0, ahead], np.vstack([HOME, q1]), None, HOME)
+    assert not res.ok and res.violations[0].limit == 0.25
+
+
 def test_tcp_speed_from_velocities(model: RobotModel, ydf: yourdfpy.URDF, guard: CommandGuard) -> None:
     direction = np.array([0.3, -0.5, 0.8, 0.1, -0.2, 0.4])
     h = 1e-6  # central difference of yourdfpy's FK: the TCP speed for a unit joint rate

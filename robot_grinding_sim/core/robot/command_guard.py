@@ -147,6 +147,11 @@ class GuardParams:
         tcp_link: the link whose origin is the TCP.
         start_tolerance: how far (rad or m, per joint) a first knot at t = 0 may be from the
             current configuration, >= 0.
+        tracking_tolerance: how far (m) the measured TCP may be from its reference while the arm
+            follows one, >= 0: the chord from where the arm is to a first knot later than 0 may be
+            longer than the planned motion by this much, so its speed may exceed ``max_tcp_speed``
+            by ``tracking_tolerance / t[0]`` (a stream of points 50 ms ahead of an arm that lags its
+            reference by a tracking error, at a planned speed near the limit).
     """
 
     position_margin: float = 0.01
@@ -156,6 +161,7 @@ class GuardParams:
     workspace_max: FloatArray = field(default_factory=lambda: np.array([1.5, 1.5, 1.5]))
     tcp_link: str = "tcp"
     start_tolerance: float = 1e-3
+    tracking_tolerance: float = 1e-3
 
     def __post_init__(self) -> None:
         checks = (
@@ -163,6 +169,7 @@ class GuardParams:
             ("velocity_factor", lambda v: 0.0 < v <= 1.0, "in (0, 1]"),
             ("max_tcp_speed", lambda v: v > 0.0, "> 0 m/s"),
             ("start_tolerance", lambda v: v >= 0.0, ">= 0 rad"),
+            ("tracking_tolerance", lambda v: v >= 0.0, ">= 0 m"),
         )
         for name, ok, what in checks:
             raw = getattr(self, name)
@@ -422,16 +429,20 @@ class CommandGuard:
             self._tcp_speed(found, "tcp speed", knot_speed, all_knots, t_of, note)
         if dt.size:
             _, chord_speed = tcp_speeds(m, p.tcp_link, seg_t, seg_q)
-            self._tcp_speed(found, "implied tcp speed", chord_speed, seg_end, t_of, note)
+            limit = np.full(dt.size, p.max_tcp_speed)
+            if cur is not None and t[0] > 0.0:  # the chord from where the arm is: its tracking error
+                limit[0] += p.tracking_tolerance / dt[0]
+            self._tcp_speed(found, "implied tcp speed", chord_speed, seg_end, t_of, note, limit)
         return GuardResult(not found, tuple(found))
 
     def _tcp_speed(self, found: list[Violation], check: str, speed: FloatArray, knots: npt.NDArray[np.int64],
-                   t_of: Any, note: str) -> None:
-        rows = np.flatnonzero(speed > self.params.max_tcp_speed)
+                   t_of: Any, note: str, limit: FloatArray | None = None) -> None:
+        limit = np.full(speed.shape, self.params.max_tcp_speed) if limit is None else limit
+        rows = np.flatnonzero(speed > limit)
         if rows.size:
             k = int(rows[0])
             found.append(Violation(check, "TCP", int(knots[k]), t_of(int(knots[k])), float(speed[k]),
-                                   self.params.max_tcp_speed, rows.size, "m/s", note))
+                                   float(limit[k]), rows.size, "m/s", note))
 
     def check_trajectory(self, trajectory: Any, q_current: Any = None) -> GuardResult:
         """:meth:`check` for an object with ``joint_names``, ``times``, ``positions`` and
