@@ -340,8 +340,9 @@ def test_an_arm_that_stops_in_the_pass_fails_the_job_and_retreats(launch_node, p
     """The arm's controller is told "stop here" 4 mm into the 10 mm pass (a one-point trajectory at
     the arm's position, published here to the controller's topic, as a driver or an operator would):
     the arm holds while the executive's reference runs on. The joint error this leaves to the plan's
-    end stays under the 0.05 rad tracking limit, and the clock alone made this job "done" without a
-    retreat; now the tool is off its path on the part: the job stops, retreats, and fails."""
+    end stays under the 0.05 rad tracking limit, and the clock alone made this job "done" with the
+    tool on the part; now it is not done: it fails once settle_time has passed without the arm at
+    the plan's end, and the tool retreats from where it stopped."""
     arm, ex, c = start_cell(launch_node, probe, plan_file)
     assert call(probe, "start").success
     probe.wait_for(lambda: any(m.data[0] == 0 and m.data[1] > 0.004 for m in c["progress"].messages),
@@ -356,9 +357,12 @@ def test_an_arm_that_stops_in_the_pass_fails_the_job_and_retreats(launch_node, p
     hold.publish(stop_here)
     probe.wait_for(state_is(c, "failed", "done", "stopped"), what="the job's end", timeout=120, procs=[ex, arm])
     text = c["state"].last.data
-    assert text.startswith("failed: the tool is") and "off its path on pass 0" in text, text
-    # the executive sent its stop after the hold: braking on the path, then the retreat
+    assert text.startswith("failed: the arm did not reach the plan's end") and "retreating from pass 0" in text, text
+    # after the hold, the executive's retreat from where the arm stopped: the arm follows it
     assert len(c["cmd"].messages) > n_cmd + 1 and "sent retreat" in ex.log()
+    q_cmd_end = np.array(c["cmd"].messages[-1].points[-1].positions)
+    probe.wait_for(lambda: np.max(np.abs(q_of(c["js"].last) - q_cmd_end)) < 1e-4, what="arm at the retreat's end",
+                   procs=[arm, ex])
 
 
 def test_joint_states_stamped_an_hour_behind_are_named_and_never_end_done(launch_node, probe, plan_file) -> None:

@@ -267,10 +267,11 @@ def tool(job, q):
 
 def test_an_arm_stopped_in_the_last_pass_fails_the_job_and_the_tool_retreats(job) -> None:
     """The arm stops 4 mm into the last 10 mm pass: the joint error left to the plan's end stays under
-    the 0.05 rad tracking limit, so the clock alone ended this job "done" without a retreat. The
-    tool leaves its path on the part by more than the path tolerance (half a stepover) 0.25 s
-    later at 10 mm/s: the job stops, retreats along the normal and ends failed."""
-    model, plan, cell, *_ = job
+    the 0.05 rad tracking limit, so the clock alone ended this job "done", the tool still on the part.
+    Now it is not done: once settle_time has passed without the arm at the plan's end, the job
+    fails saying how far the tool is from it, and retreats from where the arm is along the pass's
+    normal (the arm being at the part)."""
+    model, plan, cell, query = job
     ex = make(job)
     traj = plan.trajectory
     start = ex.start(0.0, traj.positions[0])
@@ -280,13 +281,58 @@ def test_an_arm_stopped_in_the_last_pass_fails_the_job_and_the_tool_retreats(job
     end = start.stamp + traj.duration
     # the joint error it leaves at the plan's end is under the joint tracking limit
     assert np.max(np.abs(arm(end) - traj.positions[-1])) < ex.settings.tracking_error_limit
-    sent = drive(ex, 0.0, end + 3.0, arm)
+    sent = drive(ex, 0.0, end + ex.settings.settle_time + 2.0, arm)
     assert len(sent) == 1 and sent[0].command.kind == "retreat"
-    tol = ex.settings.path_tolerance * plan.pass_params.stepover
-    t_detect = sent[0].stamp - ex.settings.command_lead
-    assert t_stop < t_detect <= t_stop + tol / cell.process.feed + 0.05
+    assert sent[0].stamp - ex.settings.command_lead == pytest.approx(end + ex.settings.settle_time, abs=0.005)
     assert ex.state is JobState.FAILED
-    assert "pass 1" in ex.reason and "off its path" in ex.reason and f"{tol * 1e3:.3g} mm" in ex.reason
+    assert "did not reach the plan's end" in ex.reason and "retreating from pass 1" in ex.reason
+    # the retreat: from where the arm stopped, approach along the CAD surface's normal there
+    c = sent[0].command
+    np.testing.assert_allclose(c.positions[0], arm(end), atol=1e-12)
+    p0, p1 = tool(job, c.positions[0]), tool(job, c.positions[-1])
+    out = p1 - p0
+    assert np.linalg.norm(out) == pytest.approx(cell.process.approach, abs=1e-8)
+    assert math.degrees(math.acos(min(1.0, float(out @ query.query(p0).normal) / np.linalg.norm(out)))) < 0.05
+
+
+def test_a_tool_pushed_across_its_path_stops_the_job_a_lag_along_it_does_not(job) -> None:
+    """Across the path (sideways on the part) the tool may be off by the path tolerance (half a
+    stepover) at most: beyond, the job stops and retreats. Along the path (a lag) or along the
+    normal (the force controller's correction) the same distance is not off the path."""
+    model, plan, cell, *_ = job
+    traj = plan.trajectory
+    _, t0, t1 = pass_window(job, 0)
+
+    def shifted(ex, start, direction, by):
+        """The arm where the command puts it, its TCP moved by ``by`` m along ``direction(k)`` from
+        the middle of pass 0 on (joint-space shift through the Jacobian's pseudo-inverse)."""
+        def arm(t):
+            q = frozen(start)(t)
+            tau = t - start.stamp
+            if not t0 + 0.5 * (t1 - t0) <= tau <= t1:
+                return q
+            p = tool(job, q)
+            k = ex._nearest(0, p)
+            return q + np.linalg.pinv(model.jacobian(q)[:3]) @ (by * direction(k))
+        return arm
+
+    tol = 0.5 * plan.pass_params.stepover
+    across = {}
+    for name, direction in (("across", lambda ex, k: np.cross(ex._normals[0][1][k], ex._tangents[0][k])),
+                            ("along", lambda ex, k: ex._tangents[0][k]),
+                            ("normal", lambda ex, k: ex._normals[0][1][k])):
+        ex = make(job)
+        start = ex.start(0.0, traj.positions[0])
+        sent = drive(ex, 0.0, start.stamp + t1 + 0.2, shifted(ex, start, lambda k, d=direction, ex=ex: d(ex, k),
+                                                               1.5 * tol))
+        across[name] = (ex.state, sent, ex.reason)
+    state, sent, reason = across["across"]
+    assert state is JobState.STOPPING and len(sent) == 1 and sent[0].command.kind == "retreat"
+    assert "off its path on pass 0" in reason and f"path tolerance {tol * 1e3:.3g} mm" in reason
+    assert float(re.search(r"the tool is ([0-9.]+) mm off", reason).group(1)) == pytest.approx(1.5 * tol * 1e3,
+                                                                                              rel=0.02)
+    for name in ("along", "normal"):
+        assert across[name][0] is JobState.RUNNING and not across[name][1], (name, across[name][2])
 
 
 def test_done_only_once_a_joint_state_shows_the_arm_at_the_plans_end(job) -> None:
@@ -305,7 +351,8 @@ def test_done_only_once_a_joint_state_shows_the_arm_at_the_plans_end(job) -> Non
 
 def test_an_arm_short_of_the_plans_end_fails_the_job(job) -> None:
     """The arm stops in the last retreat (along the normal, where the tool's path on the part stays
-    within its tolerance) 5 mm short of the plan's end: not done; failed once settle_time has passed."""
+    within its tolerance) 5 mm short of the plan's end: not done; failed once settle_time has passed,
+    saying how far the tool is from the plan's end."""
     model, plan, *_ = job
     ex = make(job)
     traj = plan.trajectory
@@ -315,9 +362,11 @@ def test_an_arm_short_of_the_plans_end_fails_the_job(job) -> None:
     ts = np.linspace(end - 1.0, end, 2001)
     t_stop = next(t for t in ts if np.linalg.norm(tool(job, frozen(start)(t)) - p_end) < 5e-3)
     arm = frozen(start, t_stop)
-    drive(ex, 0.0, end + ex.settings.settle_time + 0.5, arm)
+    sent = drive(ex, 0.0, end + ex.settings.settle_time + ex.settings.command_lead + 1.0, arm)
     assert ex.state is JobState.FAILED
     assert "did not reach the plan's end" in ex.reason
+    # 5 mm above the part is within the approach distance: the tool retreats from there
+    assert [s.command.kind for s in sent] == ["retreat"] and "retreating from pass 1" in ex.reason
     assert float(re.search(r"the tool is ([0-9.]+) mm from it", ex.reason).group(1)) == pytest.approx(5.0, abs=0.05)
 
 
@@ -365,11 +414,14 @@ def test_a_driver_repeating_its_last_state_is_not_alive(job) -> None:
     assert "no usable joint states" in ex.reason and "out of order" in ex.reason
 
 
-def test_a_sim_clock_that_restarts_is_followed(job) -> None:
-    """Sim time restarting (a new dynamics_node): the stamps and the receive clock go back together;
-    the states count again at once (not out of order)."""
+def test_a_sim_clock_that_holds_or_restarts_is_followed(job) -> None:
+    """Sim time held (both clocks stand) or restarting (a new dynamics_node: the stamps and the
+    receive clock go back together): the states count (not out of order)."""
     ex = make(job)
     q0 = job[1].trajectory.positions[0]
+    for _ in range(3):  # sim time held (a lockstep arm waiting for its contact side): repeats are fine
+        ex.on_joint_state(0.0, q0, received=0.0)
+    assert ex.joint_state_problem == ""
     ex.on_joint_state(500.0, q0, received=500.001)
     ex.on_joint_state(0.5, q0, received=0.501)
     assert ex.joint_state_problem == ""

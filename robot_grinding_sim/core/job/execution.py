@@ -12,18 +12,21 @@ arm (a ros2_control ``joint_trajectory_controller``, the simulated or the real o
   ``process.approach``;
 - supervision: every measured joint state is compared with the commanded reference at its stamp;
   a joint error above ``tracking_error_limit``, the tool off its path on the part (the TCP of the
-  measured joints farther than ``path_tolerance`` x the plan's stepover from the reference's, across
-  the path: approach, dwell, pass and retreat), or no usable joint state for
-  ``joint_states_timeout`` while running, stop the job with the reason; so does the arm's side
-  saying that it refused a command or stopped the arm (:meth:`JobExecution.on_controller_fault`):
-  a short job's motion may stay within the tracking limit while the arm never moves;
+  measured joints farther than ``path_tolerance`` x the plan's stepover from the reference's across
+  the path: neither along the pass, a lag, nor along the normal, the force controller's correction;
+  on approach, dwell, pass and retreat), or no usable joint state for ``joint_states_timeout``
+  while running, stop the job with the reason; so does the arm's side saying that it refused a
+  command or stopped the arm (:meth:`JobExecution.on_controller_fault`): a short job's motion may
+  stay within the tracking limit while the arm never moves;
 - usable joint states: stamped within ``max_clock_skew`` of the time they are received (this
   node's clock) and after the last usable one. A state outside the skew (the arm's clock off this
   node's, or a state delivered late) or out of order counts for nothing: not as alive, not for
   tracking, not for a start (which is refused naming the offset); the silence it leaves names it;
 - ``done``: the job's last knot is not enough: a usable joint state stamped at or after it must show
   the tool within the path tolerance of the plan's end (and the joints within the tracking limit)
-  within ``settle_time``; else the job fails, saying where the tool is.
+  within ``settle_time``; else the job fails, saying where the tool is, and, if the tool is at the
+  part (within ``process.approach`` of a pass: an arm that stopped in a pass), retreats from where
+  the arm is along that pass's normal.
 
 Where the arm is along the plan (the ``/grinding/progress`` layout of docs/compare.md: pass index,
 arc length) comes from the job time each command knot stands for. Times are the clock of the
@@ -116,6 +119,11 @@ class JobExecution:
         self.model, self.traj, self.settings, self.process = model, traj, settings, process
         paths = job_paths(plan)
         self._normals = {g.index: (g.positions, g.normals) for g in paths.passes}
+        # each pass's direction of travel at its waypoints (N, 3): a lag along it is not off the path
+        self._tangents = {g.index: np.gradient(g.positions, axis=0) if len(g.positions) > 1
+                          else np.zeros_like(g.positions) for g in paths.passes}
+        for t in self._tangents.values():
+            t /= np.maximum(np.linalg.norm(t, axis=1, keepdims=True), 1e-300)
         self.vmax = np.where(np.isfinite(model.velocity_limits) & (model.velocity_limits > 0),
                              model.velocity_limits, 1.0)
         self.amax = np.full(model.nq, DEFAULT_ACCELERATION_LIMIT)
@@ -133,6 +141,7 @@ class JobExecution:
         self.last_path_error = 0.0
         self.max_path_error = 0.0
         self._end_distance = math.nan  # the tool's distance from the plan's end at the last state past it, m
+        self._q_last: FloatArray | None = None  # the joints of the last usable state while running
         # the last usable joint state: its stamp and receive time (arm's clock, this clock)
         self._last_stamp: float | None = None
         self._last_received: float | None = None
@@ -273,9 +282,11 @@ class JobExecution:
 
     def _normal(self, pass_index: int, q: FloatArray) -> FloatArray:
         """The pass's outward normal (root frame) nearest to the TCP at ``q``."""
-        pos, nrm = self._normals[pass_index]
-        p = self.model.fk(q)[:3, 3]
-        return nrm[int(np.argmin(np.linalg.norm(pos - p, axis=1)))]
+        return self._normals[pass_index][1][self._nearest(pass_index, self.model.fk(q)[:3, 3])]
+
+    def _nearest(self, pass_index: int, p: FloatArray) -> int:
+        """The index of the pass's waypoint nearest to the TCP position ``p`` (root frame, m)."""
+        return int(np.argmin(np.linalg.norm(self._normals[pass_index][0] - p, axis=1)))
 
     # -- supervision ---------------------------------------------------------------------------
 
@@ -319,6 +330,8 @@ class JobExecution:
         if self._last_stamp is not None and t <= self._last_stamp:
             if self._last_received is not None and received < self._last_received:
                 pass  # this clock went back with the stamps: sim time restarted, start over
+            elif t == self._last_stamp and received == self._last_received:
+                pass  # both clocks stand (sim time held, e.g. a lockstep arm waiting): a repeat, not stale
             else:
                 self._unordered += 1
                 return False
@@ -349,12 +362,16 @@ class JobExecution:
             j = int(np.argmax(err))
             return self.stop(t, f"tracking error {self.last_error:.4g} rad on joint {self.model.joint_names[j]} "
                                 f"over the limit {self.settings.tracking_error_limit:g} rad", failed=True)
+        self._q_last = q
         seg = self._segment(tau)
         if seg is not None and seg["kind"] in AT_PART:
             p, p_ref = self.model.fk(q)[:3, 3], self.model.fk(q_ref)[:3, 3]
-            n = self._normal(seg["pass_index"], q_ref)
+            k = self._nearest(seg["pass_index"], p_ref)
+            n, d = self._normals[seg["pass_index"]][1][k], self._tangents[seg["pass_index"]][k]
             e = p - p_ref
-            self.last_path_error = float(np.linalg.norm(e - (e @ n) * n))  # across the path: not along n
+            e = e - (e @ n) * n
+            e = e - (e @ d) * d  # across the path: neither a lag along it nor the force correction along n
+            self.last_path_error = float(np.linalg.norm(e))
             self.max_path_error = max(self.max_path_error, self.last_path_error)
             if self.last_path_error > self.path_tolerance:
                 return self.stop(t, f"the tool is {self.last_path_error * 1e3:.3g} mm off its path on pass "
@@ -382,12 +399,35 @@ class JobExecution:
         if self.sent is not None and now >= self.sent.stamp + self.sent.command.duration:
             if self.state == JobState.RUNNING:
                 if now >= self.sent.stamp + self.sent.command.duration + self.settings.settle_time:
-                    self.state, self.reason = JobState.FAILED, self._not_at_end()
+                    return self._fail_at_end(now)
             elif self.state == JobState.PAUSING:
                 self.state = JobState.PAUSED
             elif self.state == JobState.STOPPING:
                 self.state = JobState.FAILED if self._failed else JobState.STOPPED
         return None
+
+    def _fail_at_end(self, now: float) -> Sent | None:
+        """The job is past its end + settle_time without the arm at the plan's end: failed; if the
+        tool is at the part (within process.approach of a pass's path), a retreat from where the arm
+        is along that pass's normal (returned; the job ends failed after it)."""
+        reason = self._not_at_end()
+        q = self._q_last
+        at = None
+        if q is not None:
+            p = self.model.fk(q)[:3, 3]
+            dist = {i: float(np.linalg.norm(pos[self._nearest(i, p)] - p)) for i, (pos, _) in self._normals.items()}
+            i = min(dist, key=dist.get) if dist else None
+            if i is not None and dist[i] <= self.process.approach:
+                at = i
+        if at is None:
+            self.state, self.reason = JobState.FAILED, reason
+            return None
+        n = self._normal(at, q)
+        cmd = cmds.retreat(self.model, q, n, self.process.approach, self.process.approach_time,
+                           what=f"retreat from pass {at}")
+        cmd.job_times[:] = math.nan
+        self.state, self.reason, self._failed = JobState.STOPPING, f"{reason}; retreating from pass {at}", True
+        return self._send(cmd, now)
 
     def _not_at_end(self) -> str:
         """Why a job past its end plus settle_time is not done."""
