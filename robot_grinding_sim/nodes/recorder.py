@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from rclpy.clock import Clock, ClockType
-from rclpy.event_handler import SubscriptionEventCallbacks
+from rclpy.event_handler import SubscriptionEventCallbacks, UnsupportedEventTypeError
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.subscription import Subscription
@@ -312,14 +312,20 @@ class RecorderNode(Node):
                 reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
                 durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE,
             )
+            # a publisher this subscription cannot match: match it now rather than at the next check
+            # (and not rclpy's warning that its messages will not be received: they will)
+            on_incompatible = lambda _info, topic=topic: self._match(topic)  # noqa: E731
             events = SubscriptionEventCallbacks(
                 message_lost=lambda info, loss=loss: loss.lost_event(info.total_count_change),
-                # a publisher this subscription cannot match: match it now rather than at the next check
-                incompatible_qos=lambda _info, topic=topic: self._match(topic),
-            )
-            subs[(reliable, latched)] = self.create_subscription(self._types[topic][1], topic,
-                                                                 self._callback(topic), qos, raw=True,
-                                                                 event_callbacks=events)
+                incompatible_qos=on_incompatible)
+            try:
+                sub = self.create_subscription(self._types[topic][1], topic, self._callback(topic), qos, raw=True,
+                                               event_callbacks=events)
+            except UnsupportedEventTypeError:  # a middleware without the sample-lost event
+                sub = self.create_subscription(self._types[topic][1], topic, self._callback(topic), qos, raw=True,
+                                               event_callbacks=SubscriptionEventCallbacks(
+                                                   incompatible_qos=on_incompatible))
+            subs[(reliable, latched)] = sub
             self.get_logger().info(
                 f"subscribed to {topic} ({self._types[topic][0]}, {'reliable' if reliable else 'best effort'}"
                 f"{', transient local' if latched else ''}"
@@ -331,7 +337,6 @@ class RecorderNode(Node):
         put = self._queue.put
         received = self._received
         take = self._loss[topic].take
-        # the sample's source time goes along only where the stamps stand in for sequence numbers
         if self.get_parameter("use_sim_time").value:
             clock = self.get_clock()
 

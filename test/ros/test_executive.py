@@ -336,6 +336,7 @@ def test_a_bad_plan_is_refused_and_the_executive_stays_up(launch_node, probe, tm
     assert "Traceback" not in ex.log()
 
 
+@pytest.mark.slow
 def test_an_arm_that_stops_in_the_pass_fails_the_job_and_retreats(launch_node, probe, plan_file) -> None:
     """The arm's controller is told "stop here" 4 mm into the 10 mm pass (a one-point trajectory at
     the arm's position, published here to the controller's topic, as a driver or an operator would):
@@ -365,6 +366,7 @@ def test_an_arm_that_stops_in_the_pass_fails_the_job_and_retreats(launch_node, p
                    procs=[arm, ex])
 
 
+@pytest.mark.slow
 def test_joint_states_stamped_an_hour_behind_are_named_and_never_end_done(launch_node, probe, plan_file) -> None:
     """An arm whose joint states are stamped 1 h behind the executive's clock (this probe is the arm:
     it subscribes to the command topic and publishes the plan's first knot, never moving). Before,

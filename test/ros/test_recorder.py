@@ -288,6 +288,7 @@ def report_of(bag: Path) -> dict[str, Any] | None:
     return None if text is None else json.loads(text)
 
 
+@pytest.mark.slow
 def test_a_best_effort_publisher_joining_after_a_reliable_one_is_recorded(
         tmp_path: Path, launch_node: Any, probe: Any) -> None:
     """The recorder subscribed reliably (the one publisher was reliable); a best-effort publisher
@@ -323,6 +324,7 @@ def test_a_best_effort_publisher_joining_after_a_reliable_one_is_recorded(
     assert "best effort" in rec.log()
 
 
+@pytest.mark.slow
 def test_messages_lost_on_the_way_are_counted_in_the_metadata_and_on_exit(
         tmp_path: Path, launch_node: Any, probe: Any) -> None:
     """A publisher whose stream reaches the recorder with gaps: the recorder is stopped (SIGSTOP)
