@@ -84,6 +84,9 @@ def main() -> int:
     ap.add_argument("--depth", type=int, default=50,
                     help="the publisher's history depth (default 50: the package's own 1 kHz publishers)")
     ap.add_argument("--out", default=None, help="bag directory (default: a temporary one, deleted)")
+    ap.add_argument("--stall", type=float, default=0.0,
+                    help="halfway, the publisher stalls this long (s) and then sends what fell due at once, as a "
+                         "descheduled publisher does (default 0: only what the machine's load causes)")
     ap.add_argument("--no-peer", action="store_true",
                     help="skip the peer run (a bare rclpy raw subscriber that only counts)")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -152,6 +155,7 @@ def main() -> int:
         rclpy.shutdown()
 
     result = {"minutes": args.minutes, "rate_hz": args.rate, "storage": args.storage, "publisher_depth": args.depth,
+              "stall_s": args.stall,
               "recorder": ours,
               "peer_bare_rclpy_counter": peer}
     if peer:
@@ -204,7 +208,11 @@ def _phase(args: argparse.Namespace, node: Any, topic: str, cmd: list[str], log_
         late_max = 0.0
         refused = 0
         load = []
+        stall_at = total // 2 if args.stall > 0 else -1
         while sent < total:
+            if sent == stall_at:
+                time.sleep(args.stall)
+                stall_at = -1
             now = time.monotonic()
             due = min(total, int((now - t0) * args.rate) + 1)
             late_max = max(late_max, (due - sent - 1) / args.rate)
