@@ -114,11 +114,13 @@ def yaml_value(v: Any) -> str:
     """A parameter value as rcl reads it after ``-p name:=`` (YAML flow style)."""
     import yaml
 
+    from robot_grinding_sim.core.parameters import yaml_load
+
     if isinstance(v, str):
-        # plain if YAML reads it back as the same string, else quoted
-        if v and v.strip() == v and yaml.safe_load(v) == v:
+        # plain if YAML reads it back as the same string (1e5 is a number to rcl), else quoted
+        if v and v.strip() == v and yaml_load(v) == v:
             return v
-        return yaml.safe_dump(v).strip().splitlines()[0]
+        return yaml.safe_dump(v, default_style="'").strip().splitlines()[0]
     return yaml.safe_dump(v, default_flow_style=True).strip().removesuffix("...").strip()
 
 

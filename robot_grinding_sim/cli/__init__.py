@@ -6,13 +6,17 @@ rclpy) never slow another down.
 
 Conventions every subcommand follows:
 - ``--help`` everywhere; ``--json`` where a program reads the output (JSON alone on stdout).
-- Bad input: exit code 2 and one line ``grinding <cmd>: error: <what is wrong>`` on stderr.
+- Bad input (and any file-system failure: missing, not a directory, read-only, full disk): exit
+  code 2 and one line ``grinding <cmd>: error: <what is wrong>`` on stderr, nothing written
+  (outputs go through :mod:`robot_grinding_sim.core.outfiles`). A defect is one line too
+  (``internal error``, exit 1; ``GRINDING_TRACEBACK=1`` shows the traceback).
 - Anything long shows a progress bar on stderr (``robot_grinding_sim.cli.common.progress``).
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import click
@@ -76,10 +80,20 @@ def main(argv: list[str] | None = None) -> int:
         click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
         return 2
     except click.UsageError as exc:
-        click.echo(f"{prog}: error: {exc.format_message()}", err=True)
+        click.echo(f"{prog}: error: {_one_line(exc.format_message())}", err=True)
         return 2
-    except (GrindingSimError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-        click.echo(f"{prog}: error: {exc}", err=True)
+    except GrindingSimError as exc:
+        click.echo(f"{prog}: error: {_one_line(str(exc))}", err=True)
+        return 2
+    except OSError as exc:
+        # any file-system failure (missing, not a directory, read-only, full disk, permission):
+        # the path and the reason, as the system states them
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        click.echo(f"{prog}: error: {where}{exc.strerror or exc}", err=True)
+        return 2
+    except MemoryError:
+        click.echo(f"{prog}: error: out of memory (the input asks for more than this machine has; check the "
+                   "part's size and unit, the spacing and the duration)", err=True)
         return 2
     except click.exceptions.Exit as exc:
         return exc.exit_code
@@ -87,9 +101,21 @@ def main(argv: list[str] | None = None) -> int:
         click.echo(f"{prog}: aborted", err=True)
         return 130
     except click.ClickException as exc:
-        click.echo(f"{prog}: error: {exc.format_message()}", err=True)
+        click.echo(f"{prog}: error: {_one_line(exc.format_message())}", err=True)
         return exc.exit_code
+    except Exception as exc:
+        # a defect, not bad input: still one line (the traceback with GRINDING_TRACEBACK=1)
+        if os.environ.get("GRINDING_TRACEBACK"):
+            raise
+        click.echo(f"{prog}: internal error: {type(exc).__name__}: {_one_line(str(exc))} (a bug: please report "
+                   "it; GRINDING_TRACEBACK=1 shows the traceback)", err=True)
+        return 1
     return rv if isinstance(rv, int) else 0
+
+
+def _one_line(text: str) -> str:
+    """An error message on one line (a multi-line message keeps its lines, joined by '; ')."""
+    return "; ".join(ln.strip() for ln in text.splitlines() if ln.strip())
 
 
 if __name__ == "__main__":

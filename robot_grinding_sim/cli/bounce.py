@@ -13,10 +13,14 @@ from typing import Any
 
 import click
 
-from robot_grinding_sim.cli.common import emit_json, json_option, progress
+from robot_grinding_sim.cli.common import FINITE, emit_json, json_option, progress
 from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.outfiles import check_output, staged_dir
 
 MODELS = ("kelvin_voigt", "hunt_crossley", "lankarani_nikravesh", "flores")
+#: the most outer steps of a run, and the most plot samples (checked before the run)
+MAX_STEPS = 1e8
+MAX_PLOT_SAMPLES = 1e7
 PANELS = ("force_time", "force_penetration", "velocity_time", "velocity_penetration", "energy")
 
 
@@ -58,6 +62,9 @@ def simulate_ball(model: str = "kelvin_voigt", cr: float = 1.0, dt: float = 1e-3
     _check("--gravity", gravity, 0.0, False)
     if model not in MODELS:
         raise InputError(f"--model must be one of {', '.join(MODELS)}, got {model!r}")
+    if duration / dt > MAX_STEPS:
+        raise InputError(f"--duration {duration:g} s at --dt {dt:g} s is {duration / dt:.3g} steps, more than "
+                         f"{MAX_STEPS:.0e}: shorten the duration or lengthen the step")
     contact = make_model(model, stiffness, cr, convention, exponent)
     eng = NormalContactEngine(contact, mass, -mass * gravity, height, 0.0)
     kw: dict[str, float] = {}
@@ -68,6 +75,9 @@ def simulate_ball(model: str = "kelvin_voigt", cr: float = 1.0, dt: float = 1e-3
             d_max = ((exponent + 1.0) * mass * v0 * v0 / (2.0 * stiffness)) ** (1.0 / (exponent + 1.0))
             t_c = 2.94 * d_max / v0
         kw = {"output_dt": min(1e-3, max(duration, 1e-6) / 2000.0), "contact_output_dt": t_c / 200.0}
+        if duration / kw["output_dt"] > MAX_PLOT_SAMPLES:
+            raise InputError(f"--plot: {duration:g} s sampled every {kw['output_dt']:g} s is more than "
+                             f"{MAX_PLOT_SAMPLES:.0e} samples; shorten the --duration")
     with progress(duration, "bounce", enabled=show_progress) as bar:
         result = eng.run(duration, dt, on_progress=lambda t: bar.update(completed=t), **kw)
     wall = result.wall_time_s  # the simulation itself (not the progress bar's start-up)
@@ -153,19 +163,19 @@ def write_plots(result: Any, out_dir: Path, title: str, radius: float) -> list[s
 
 
 @click.command("bounce")
-@click.option("--cr", type=float, default=1.0, show_default=True,
+@click.option("--cr", type=FINITE, default=1.0, show_default=True,
               help="Coefficient of restitution, in (0, 1].")
-@click.option("--dt", type=float, default=1e-3, show_default=True, help="Outer time step (s).")
-@click.option("--duration", type=float, default=3.0, show_default=True, help="Simulated time (s).")
+@click.option("--dt", type=FINITE, default=1e-3, show_default=True, help="Outer time step (s).")
+@click.option("--duration", type=FINITE, default=3.0, show_default=True, help="Simulated time (s).")
 @click.option("--model", type=click.Choice(MODELS), default="kelvin_voigt", show_default=True,
               help="Contact model: Kelvin-Voigt (closed form) or a Hunt-Crossley law (Hertz n = 1.5).")
-@click.option("--stiffness", type=float, default=1.4e8, show_default=True,
+@click.option("--stiffness", type=FINITE, default=1.4e8, show_default=True,
               help="Contact stiffness K (N/m; N/m^1.5 for the Hunt-Crossley models).")
-@click.option("--mass", type=float, default=1.0, show_default=True, help="Ball mass (kg).")
-@click.option("--height", type=float, default=1.0, show_default=True,
+@click.option("--mass", type=FINITE, default=1.0, show_default=True, help="Ball mass (kg).")
+@click.option("--height", type=FINITE, default=1.0, show_default=True,
               help="Initial gap between the ball's lowest point and the plane (m).")
-@click.option("--radius", type=float, default=0.1, show_default=True, help="Ball radius (m), for the plots.")
-@click.option("--gravity", type=float, default=9.81, show_default=True, help="Gravity (m/s^2, downwards).")
+@click.option("--radius", type=FINITE, default=0.1, show_default=True, help="Ball radius (m), for the plots.")
+@click.option("--gravity", type=FINITE, default=9.81, show_default=True, help="Gravity (m/s^2, downwards).")
 @click.option("--convention", type=click.Choice(("clamped", "unclamped")), default="clamped",
               show_default=True,
               help="Kelvin-Voigt restitution: clamped F >= 0 (ends at F = 0) or unclamped (at d = 0).")
@@ -176,14 +186,16 @@ def bounce(cr: float, dt: float, duration: float, model: str, stiffness: float, 
            radius: float, gravity: float, convention: str, plot_dir: str | None, as_json: bool) -> None:
     """Drop a ball on a rigid plane and report every bounce (speeds in m/s, forces in N, times in s)."""
     _check("--radius", radius, 0.0, True)
-    if plot_dir is not None and Path(plot_dir).exists() and not Path(plot_dir).is_dir():
-        raise InputError(f"--plot {plot_dir!r} exists and is not a directory")
+    if plot_dir is not None:
+        check_output(plot_dir, "--plot", kind="dir")
     result, summary = simulate_ball(model, cr, dt, duration, stiffness, mass, height, gravity, convention,
                                     dense=plot_dir is not None, show_progress=not as_json)
     if plot_dir is not None:
         title = f"{model} ({convention})" if model == "kelvin_voigt" else model
         title += f", c_r = {cr:g}, dt = {dt * 1e3:g} ms, K = {stiffness:g}, m = {mass:g} kg"
-        summary["plots"] = write_plots(result, Path(plot_dir), title, radius)
+        with staged_dir(plot_dir, "--plot") as tmp:  # every panel, or none
+            files = write_plots(result, tmp, title, radius)
+        summary["plots"] = [str(Path(plot_dir) / Path(f).name) for f in files]
     if as_json:
         emit_json(summary)
         return

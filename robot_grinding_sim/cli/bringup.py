@@ -27,7 +27,7 @@ from typing import Any
 
 import click
 
-from robot_grinding_sim.cli.common import emit_json, json_option, progress
+from robot_grinding_sim.cli.common import FiniteRange, emit_json, json_option, progress
 from robot_grinding_sim.cli.job_watch import JobClock, ProgressListener
 from robot_grinding_sim.cli.processes import (
     Child,
@@ -86,7 +86,7 @@ def _check_address(value: str | None, option: str) -> str | None:
 )
 @click.option(
     "--duration",
-    type=click.FloatRange(min=0.0, min_open=True),
+    type=FiniteRange(min=0.0, min_open=True),
     default=None,
     help="Stop every node after this many seconds (default: run until Ctrl-C).",
 )
@@ -196,7 +196,7 @@ def bringup(
     children: list[Child] = []
     failed: list[str] = []
     with stop_on_signals() as (stop, received), \
-            progress(None, "job: waiting for the start", enabled=until_done) as bar:
+            progress(None, "job: waiting for the start", enabled=until_done, plain=False) as bar:
         job_end = _run(to_start, env, children, failed, stop, duration, until_done, stop_on_exit, bar)
     why = (f"signal {received[0]}" if received else f"job {job_end}" if job_end
            else ("duration reached" if not failed else "a node exited"))

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import click
 
-from robot_grinding_sim.cli.common import emit_json, json_option, stage_progress
+from robot_grinding_sim.cli.common import FINITE, FiniteRange, emit_json, json_option, stage_progress
 from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.outfiles import atomic_write, check_output
 
 
 def _find_plan(bag: str) -> Path:
@@ -34,13 +35,13 @@ def _find_plan(bag: str) -> Path:
               help="Cell parameter file for the pass planned here (no PLAN); repeatable, later wins.")
 @click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
               help="Set a cell parameter of the pass planned here (no PLAN), e.g. --set process.dwell=1.")
-@click.option("--pass-length", type=click.FloatRange(min=1e-3), default=0.01, show_default=True,
+@click.option("--pass-length", type=FiniteRange(min=1e-3), default=0.01, show_default=True,
               help="Length of the one pass planned here (no PLAN), m.")
-@click.option("--lift", type=click.FloatRange(0.0, 1.5), default=0.25, show_default=True,
+@click.option("--lift", type=FiniteRange(0.0, 1.5), default=0.25, show_default=True,
               help="Shoulder lift before the sweep (the tool away from the part), rad.")
-@click.option("--tilt", type=click.FloatRange(0.05, 1.5), default=0.5, show_default=True,
+@click.option("--tilt", type=FiniteRange(0.05, 1.5), default=0.5, show_default=True,
               help="Wrist tilts of the sweep, +- rad (gravity seen from several directions).")
-@click.option("--velocity-scale", type=click.FloatRange(0.01, 1.0), default=0.3, show_default=True,
+@click.option("--velocity-scale", type=FiniteRange(0.01, 1.0), default=0.3, show_default=True,
               help="The sweep's moves keep every joint within this fraction of its velocity limit (and the TCP "
                    "within process.max_tcp_speed).")
 @json_option
@@ -59,13 +60,10 @@ def calibration_plan_cmd(plan: str | None, out: str, params_files: tuple[str, ..
 
     from robot_grinding_sim.cli.cell_options import build_cell
     from robot_grinding_sim.core.job.calibrate import calibration_plan
-    from robot_grinding_sim.core.job.setup import load_robot_model
-    from robot_grinding_sim.core.planning.plan_io import atomic_write, cell_of, plan_text, read_plan
+    from robot_grinding_sim.core.job.setup import cell_robot_model
+    from robot_grinding_sim.core.planning.plan_io import cell_of, check_plan, plan_text, read_plan
 
-    out_path = Path(out)
-    parent = out_path.parent if str(out_path.parent) else Path(".")
-    if not parent.is_dir():
-        raise InputError(f"--out {out}: folder {parent} does not exist")
+    out_path = check_output(out, "--out")
     if plan:
         if params_files or sets:
             raise InputError("--params/--set apply to the pass planned here: give them to `grinding plan` instead")
@@ -78,8 +76,10 @@ def calibration_plan_cmd(plan: str | None, out: str, params_files: tuple[str, ..
 
         cell = build_cell({"params_files": params_files, "sets": sets})
         data = json.loads(plan_text(plan_job(cell, optimise=False, max_passes=1, pass_length=pass_length)))
-    model = load_robot_model(cell.robot.description_file, cell.tool.tcp_link)
+    model = cell_robot_model(cell)
+    check_plan(data, model, plan or "the planned pass")
     calib = calibration_plan(data, model, lift=lift, tilt=tilt, velocity_scale=velocity_scale)
+    check_plan(calib, model, "the calibration plan")  # what the cell will run, against the robot's limits
     atomic_write(out_path, json.dumps(calib, separators=(",", ":"), allow_nan=False))
     traj = calib["trajectory"]
     summary = {"out": str(out_path), "from": plan or "planned here", "duration_s": float(traj["times"][-1]),
@@ -105,7 +105,7 @@ def calibration_plan_cmd(plan: str | None, out: str, params_files: tuple[str, ..
               help="Set any cell parameter of the starting cell, e.g. --set contact.model=hunt_crossley.")
 @click.option("--fit-damping/--no-fit-damping", default=False,
               help="Fit contact.cr too (needs transients; a quasi-static pass barely shows the damping).")
-@click.option("--gap", type=float, default=1e-3, show_default=True,
+@click.option("--gap", type=FINITE, default=1e-3, show_default=True,
               help="Out of contact: the re-simulated tool at least this far from the part, m.")
 @click.option("--topic", default=None,
               help="The raw F/T reading (weight and bias in) [default: /hardware_driver/wrench_raw if the bag has "
@@ -129,10 +129,7 @@ def calibrate(bag: str, out: str, plan_file: str | None, params_files: tuple[str
     from robot_grinding_sim.core.job.calibrate import calibrate as run_calibration
     from robot_grinding_sim.core.planning.plan_io import cell_of, read_plan
 
-    out_path = Path(out)
-    parent = out_path.parent if str(out_path.parent) else Path(".")
-    if not parent.is_dir():
-        raise InputError(f"--out {out}: folder {parent} does not exist")
+    out_path = check_output(out, "--out")  # before minutes of fitting
     plan = Path(plan_file) if plan_file else _find_plan(bag)
     if not plan.is_file():
         raise InputError(f"--plan {plan}: no such file")
@@ -149,7 +146,7 @@ def calibrate(bag: str, out: str, plan_file: str | None, params_files: tuple[str
               f"ft_sensor.tool_mass, ft_sensor.tool_com\n"
               f"normal force, mean relative error predicted vs measured over {result.samples} pass samples: "
               f"{result.mre_before:.2%} before, {result.mre_after:.2%} after")
-    out_path.write_text(cell_yaml(result.cell, header))
+    atomic_write(out_path, cell_yaml(result.cell, header))
     summary = {**result.summary(), "out": str(out_path), "bag": str(bag), "plan": str(plan)}
     if as_json:
         emit_json(summary)

@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from robot_grinding_sim.cli.common import FINITE
 from robot_grinding_sim.core.config import CellConfig, cell_specs
 from robot_grinding_sim.core.errors import InputError
 
@@ -56,16 +57,16 @@ def common_cell_options(f: Any) -> Any:
                      help="Cell parameter file (ROS 2 yaml, '/**: ros__parameters:'); repeatable, later wins."),
         click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
                      help="Set any cell parameter, e.g. --set contact.cr=0.3 (`grinding check-config --list`)."),
-        cell_option("--target-force", "process.target_force", type=float),
-        cell_option("--stiffness", "contact.stiffness", type=float),
-        cell_option("--cr", "contact.cr", type=float),
+        cell_option("--target-force", "process.target_force", type=FINITE),
+        cell_option("--stiffness", "contact.stiffness", type=FINITE),
+        cell_option("--cr", "contact.cr", type=FINITE),
         cell_option("--model", "contact.model", type=click.Choice(list(_SPECS["contact.model"].choices))),
-        cell_option("--dt", "sim.dt", type=float),
-        cell_option("--output-dt", "sim.output_dt", type=float),
-        cell_option("--force-ratio", "contact.force_ratio", type=float),
-        cell_option("--servo-bandwidth", "servo.bandwidth", type=float),
-        cell_option("--feed", "process.feed", type=float),
-        cell_option("--stepover", "passes.stepover", type=float),
+        cell_option("--dt", "sim.dt", type=FINITE),
+        cell_option("--output-dt", "sim.output_dt", type=FINITE),
+        cell_option("--force-ratio", "contact.force_ratio", type=FINITE),
+        cell_option("--servo-bandwidth", "servo.bandwidth", type=FINITE),
+        cell_option("--feed", "process.feed", type=FINITE),
+        cell_option("--stepover", "passes.stepover", type=FINITE),
         cell_option("--unit", "workpiece.unit"),
         cell_option("--workpiece-pose", "workpiece.pose", convert=parse_pose),
         cell_option("--face", "workpiece.faces", multiple=True, type=int, default=(),
@@ -77,8 +78,11 @@ def common_cell_options(f: Any) -> Any:
 
 
 def parse_sets(sets: Sequence[str]) -> dict[str, Any]:
-    """``name=value`` strings -> {name: value}, the value read as YAML (as ``ros2 param set`` does)."""
+    """``name=value`` strings -> {name: value}, the value read as YAML (as ``ros2 param set`` does;
+    ``1e5`` is a number: :func:`~robot_grinding_sim.core.parameters.yaml_load`)."""
     import yaml
+
+    from robot_grinding_sim.core.parameters import yaml_load
 
     out: dict[str, Any] = {}
     for item in sets:
@@ -91,7 +95,7 @@ def parse_sets(sets: Sequence[str]) -> dict[str, Any]:
             hint = f" (did you mean {', '.join(close)}?)" if close else ""
             raise InputError(f"--set {name}: unknown cell parameter{hint}")
         try:
-            out[name] = yaml.safe_load(text)
+            out[name] = yaml_load(text)
         except yaml.YAMLError as exc:
             raise InputError(f"--set {name}: cannot read {text!r} ({exc})") from None
     return out

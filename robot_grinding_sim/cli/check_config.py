@@ -25,11 +25,11 @@ def check_file(path: str) -> tuple[int, list[str]]:
     import yaml
 
     from robot_grinding_sim.core.config import config_from_mapping
-    from robot_grinding_sim.core.parameters import ParameterError, flatten_ros_parameters, validate_value
+    from robot_grinding_sim.core.parameters import ParameterError, flatten_ros_parameters, validate_value, yaml_load
     from robot_grinding_sim.ros.schemas import NODE_GROUPS, node_specs
 
     try:
-        doc = yaml.safe_load(Path(path).read_text())
+        doc = yaml_load(Path(path).read_text())
     except FileNotFoundError:
         return 0, [f"{path}: no such file"]
     except (OSError, UnicodeDecodeError) as exc:
@@ -70,7 +70,11 @@ def check_file(path: str) -> tuple[int, list[str]]:
         cell = {k: v for k, v in values.items() if "." in k and k in every}
         if cell and not any(p.startswith(where) for p in problems):
             try:  # the rules between parameters (e.g. the servo's stability at the step)
-                config_from_mapping(cell)
+                cfg = config_from_mapping(cell)
+                if "robot.home" in cell:  # against the robot it is for, as dynamics_node checks it
+                    from robot_grinding_sim.core.job.setup import cell_robot_model
+
+                    cell_robot_model(cfg)
             except InputError as exc:
                 problems.append(f"{where}: {exc}")
     return count, problems
@@ -114,11 +118,12 @@ def check_config(files: tuple[str, ...], list_all: bool, write_defaults: str | N
                 click.echo(f"{r['name']:<32} {r['default']!s:<24} {r['description']} ({', '.join(r['nodes'])})")
         return
     if write_defaults:
+        from robot_grinding_sim.core.outfiles import write_files
+
         folder = Path(write_defaults)
         if not folder.is_dir():
             raise InputError(f"--write-defaults {folder}: not a directory")
-        for name, text in default_files().items():
-            (folder / name).write_text(text)
+        write_files({folder / name: text for name, text in default_files().items()})  # all or none
         click.echo(f"wrote {', '.join(default_files())} into {folder}")
         return
     if not files:

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from robot_grinding_sim.cli.common import emit_json, json_option
+from robot_grinding_sim.cli.common import FINITE, emit_json, json_option
 
 ALIGN_CHOICES = ("auto", "time", "progress", "xcorr")
 COMPONENT_CHOICES = ("fz", "normal", "norm")
@@ -42,7 +42,7 @@ def _common_options(fn: Any) -> Any:
                       show_default=True,
                       help="Force compared: fz (z in the message frame), normal (along the run's mean "
                       "in-contact force direction), norm (|F|).")(fn)
-    fn = click.option("--threshold", type=float, default=1.0, show_default=True,
+    fn = click.option("--threshold", type=FINITE, default=1.0, show_default=True,
                       help="In contact where the (measured) force exceeds this, N.")(fn)
     fn = click.option("--progress-topic", default="/grinding/progress", show_default=True,
                       help="Progress topic: Float64MultiArray [pass_index, arc_length_m, stamp_s, ...].")(fn)
@@ -66,7 +66,7 @@ def _common_options(fn: Any) -> Any:
               help="time: header stamps + lag by cross-correlation within --max-lag; xcorr: lag searched "
               "over every overlap (runs on different clocks); progress: by pass index and arc length; "
               "auto: progress if both bags have it, else time if the stamps overlap, else xcorr.")
-@click.option("--max-lag", type=float, default=1.0, show_default=True,
+@click.option("--max-lag", type=FINITE, default=1.0, show_default=True,
               help="Lag search half-width for --align time, s.")
 @_common_options
 @json_option
@@ -81,10 +81,13 @@ def compare(sim_bag: str, real_bag: str, topic_sim: str, topic_real: str, align:
     measured force recorded in one real run). Bags: rosbag2 directories (sqlite3 or MCAP) or bare
     .mcap/.db3 files.
     """
+    from robot_grinding_sim.core.outfiles import check_output
     from robot_grinding_sim.core.record.bag import read_wrench
     from robot_grinding_sim.core.record.compare import compare_runs
     from robot_grinding_sim.core.record.reports import write_compare_report
 
+    if report_dir:
+        check_output(report_dir, "--report", kind="dir")
     sim = read_wrench(sim_bag, topic_sim, stamp=stamp)
     real = read_wrench(real_bag, topic_real, stamp=stamp)
     need = align == "progress"
@@ -127,7 +130,7 @@ def compare(sim_bag: str, real_bag: str, topic_sim: str, topic_real: str, align:
 @click.argument("bag", type=click.Path())
 @click.option("--topic", default="/ft_sensor/wrench", show_default=True,
               help="Wrench topic (leading slash optional).")
-@click.option("--target", type=float, default=None, help="Target force, N (e.g. 5).")
+@click.option("--target", type=FINITE, default=None, help="Target force, N (e.g. 5).")
 @click.option("--band", default="5%", show_default=True,
               help="Half-width of the target band: newtons (0.5) or a percentage of the target (10%).")
 @_common_options
@@ -135,12 +138,16 @@ def compare(sim_bag: str, real_bag: str, topic_sim: str, topic_real: str, align:
 def report(bag: str, topic: str, target: float | None, band: str, component: str, threshold: float,
            progress_topic: str, stamp: str, report_dir: str | None, embed: bool, as_json: bool) -> None:
     """Force statistics of one run in BAG, overall and per pass, against a target band."""
+    from robot_grinding_sim.core.outfiles import check_output
     from robot_grinding_sim.core.record.bag import read_wrench
     from robot_grinding_sim.core.record.compare import parse_band
     from robot_grinding_sim.core.record.reports import analyse_run, write_run_report
 
-    series = read_wrench(bag, topic, stamp=stamp)
+    # the values first (no bag read for a bad one), then the bag
     band_n = parse_band(band, target) if target is not None else None
+    if report_dir:
+        check_output(report_dir, "--report", kind="dir")
+    series = read_wrench(bag, topic, stamp=stamp)
     prog = _progress_or_none(bag, progress_topic, False)
     rep = analyse_run(series, component=component, threshold=threshold, target=target, band=band_n,
                       progress=prog)

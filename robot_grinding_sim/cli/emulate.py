@@ -31,6 +31,7 @@ from typing import Any
 
 import click
 
+from robot_grinding_sim.cli.common import FiniteRange
 from robot_grinding_sim.cli.processes import (
     Child,
     node_command,
@@ -49,36 +50,28 @@ READY_LINE = "cell ready"
 
 
 def _parse_sets(items: tuple[str, ...]) -> dict[str, Any]:
-    """``NAME=VALUE`` cell parameters, validated against core.config (a bad one names itself)."""
-    import yaml
-
+    """``NAME=VALUE`` cell parameters (:func:`~robot_grinding_sim.cli.cell_options.parse_sets`, as every
+    command reads them), validated against core.config (a bad one names itself)."""
+    from robot_grinding_sim.cli.cell_options import parse_sets
     from robot_grinding_sim.core.config import cell_specs, config_from_mapping
     from robot_grinding_sim.core.errors import InputError
     from robot_grinding_sim.core.parameters import ParameterError, validate_value
 
     specs = {s.name: s for s in cell_specs()}
     out: dict[str, Any] = {}
-    for item in items:
-        name, sep, text = item.partition("=")
-        name = name.strip()
-        if not sep:
-            raise click.BadParameter(f"{item!r}: expected NAME=VALUE", param_hint="--set")
-        if name not in specs:
-            raise click.BadParameter(f"{name}: not a cell parameter (grinding check-config --list)", param_hint="--set")
+    for name, value in parse_sets(items).items():
         try:
-            value = yaml.safe_load(text)
-            if isinstance(value, str):
-                try:  # YAML 1.1 reads 3e5 as a string
-                    value = float(value)
-                except ValueError:
-                    pass
             out[name] = validate_value(specs[name], value)
-        except (yaml.YAMLError, ParameterError) as exc:
-            raise click.BadParameter(f"{name}: {getattr(exc, 'problem', exc)}", param_hint="--set") from None
+        except ParameterError as exc:
+            raise InputError(f"--set {name}: {exc.problem}") from None
     try:
-        config_from_mapping(out)  # the rules between parameters (e.g. the servo's stability at the step)
+        cell = config_from_mapping(out)  # the rules between parameters (e.g. the servo's stability at the step)
+        if "robot.home" in out:  # against the robot, as dynamics_node checks it at start
+            from robot_grinding_sim.core.job.setup import cell_robot_model
+
+            cell_robot_model(cell)
     except InputError as exc:
-        raise click.BadParameter(str(exc), param_hint="--set") from None
+        raise InputError(f"--set: {exc}") from None
     return out
 
 
@@ -95,25 +88,29 @@ def _parse_sets(items: tuple[str, ...]) -> dict[str, Any]:
                    "(repeatable).")
 @click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
               help="A true cell parameter of the emulated arm and contact, e.g. contact.stiffness=3e5 (repeatable).")
-@click.option("--servo-bandwidth", type=click.FloatRange(min=0.0, min_open=True), default=None,
+@click.option("--servo-bandwidth", type=FiniteRange(min=0.0, min_open=True), default=None,
               help="The emulated arm's joint servo bandwidth, rad/s (servo.bandwidth; lower: more lag).")
 @click.option("--port", type=click.IntRange(1, 65535), default=49152, show_default=True,
               help="UDP port of the emulated Net F/T on 127.0.0.1 (the driver's ft_port).")
-@click.option("--ft-rate", type=click.FloatRange(1.0, 20000.0), default=1000.0, show_default=True,
+@click.option("--ft-rate", type=FiniteRange(1.0, 20000.0), default=1000.0, show_default=True,
               help="RDT record rate, Hz.")
-@click.option("--counts-per-force", type=click.FloatRange(min=0.0, min_open=True), default=1e6, show_default=True,
+@click.option("--counts-per-force", type=FiniteRange(min=0.0, min_open=True), default=1e6, show_default=True,
               help="Counts per N (set the driver's counts_per_force to the same).")
-@click.option("--counts-per-torque", type=click.FloatRange(min=0.0, min_open=True), default=1e6, show_default=True,
+@click.option("--counts-per-torque", type=FiniteRange(min=0.0, min_open=True), default=1e6, show_default=True,
               help="Counts per N m (the driver's counts_per_torque).")
-@click.option("--drop", type=click.FloatRange(0.0, 1.0), default=0.0, help="Fault: fraction of records not sent.")
-@click.option("--reorder", type=click.FloatRange(0.0, 1.0), default=0.0, help="Fault: fraction of records swapped.")
-@click.option("--corrupt", type=click.FloatRange(0.0, 1.0), default=0.0,
+@click.option("--drop", type=FiniteRange(0.0, 1.0), default=0.0, help="Fault: fraction of records not sent.")
+@click.option("--reorder", type=FiniteRange(0.0, 1.0), default=0.0, help="Fault: fraction of records swapped.")
+@click.option("--corrupt", type=FiniteRange(0.0, 1.0), default=0.0,
               help="Fault: fraction of records replaced by a wrong-size datagram.")
-@click.option("--silent-after", type=click.FloatRange(min=0.0), default=None,
+@click.option("--silent-after", type=FiniteRange(min=0.0), default=None,
               help="Fault: the sensor falls silent this many seconds after it starts.")
 @click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True,
               help="Seed of the fault generator.")
-@click.option("--duration", type=click.FloatRange(min=0.0, min_open=True), default=None,
+@click.option("--nice", "niceness", type=click.IntRange(-20, 19), default=-10, show_default=True,
+              help="Niceness of the emulated arm and sensor: they stand for hardware with its own processors "
+                   "and must keep real time while the real-mode graph and other work load this machine "
+                   "(below 0 needs the privilege to raise a priority; without it they run at 0, with a warning).")
+@click.option("--duration", type=FiniteRange(min=0.0, min_open=True), default=None,
               help="Stop after this many seconds (default: until Ctrl-C).")
 @click.option("--print", "dry_run", is_flag=True, help="Print the commands instead of running them.")
 def emulate(
@@ -132,6 +129,7 @@ def emulate(
     corrupt: float,
     silent_after: float | None,
     seed: int,
+    niceness: int,
     duration: float | None,
     dry_run: bool,
 ) -> None:
@@ -176,7 +174,11 @@ def emulate(
     with stop_on_signals() as (stop, received):
         try:
             for name, cmd in commands:
-                children.append(Child(f"{namespace.strip('/')}/{name}", cmd, env))
+                children.append(Child(f"{namespace.strip('/')}/{name}", cmd, env, nice=niceness))
+            if children and children[0].nice_error:
+                click.echo(f"[emulate] WARNING: cannot run the emulated cell at niceness {niceness} "
+                           f"({children[0].nice_error}): it runs at 0 and may fall behind real time on a busy "
+                           "machine", err=True)
             t0 = time.monotonic()
             netft = children[-1]
             ready = False

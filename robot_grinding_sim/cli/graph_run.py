@@ -25,6 +25,8 @@ from typing import Any
 
 import click
 
+from robot_grinding_sim.cli.common import FiniteRange
+
 #: the graph runs slower than real time (lockstep over DDS): give up after this long, s
 GRAPH_TIMEOUT = 3600.0
 
@@ -53,7 +55,7 @@ def exchange_parameters(cell: Any, interval: float | None) -> dict[str, Any]:
 
 def graph_options(fn: Any) -> Any:
     """``--graph`` and ``--exchange-interval``, for ``demo`` and ``simulate``."""
-    fn = click.option("--exchange-interval", type=click.FloatRange(min=0.0, min_open=True), default=None,
+    fn = click.option("--exchange-interval", type=FiniteRange(min=0.0, min_open=True), default=None,
                       help="With --graph: H, the contact exchange interval of the graph, s (a multiple of sim.dt) "
                            "[default: dynamics_node's, 0.001].")(fn)
     return click.option("--graph", is_flag=True,
@@ -90,7 +92,7 @@ def _run_logged(cmd: list[str], log: Path, domain: int, enabled: bool) -> int:
     from robot_grinding_sim.ros.environment import localhost_env
 
     clock = JobClock()
-    with log.open("wb") as fh, progress(None, "graph: waiting for the start", enabled) as bar:
+    with log.open("wb") as fh, progress(None, "graph: waiting for the start", enabled, plain=False) as bar:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
@@ -167,9 +169,9 @@ def run_through_graph(out: Path, cell: Any, as_json: bool = False,
         code = _run_logged(cmd, log, domain, enabled=not as_json)
         wall = time.monotonic() - t0
     if code != 0:
-        tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
-        raise click.ClickException(f"the node graph did not run the job to its end (exit code {code}); "
-                                   f"see {log}:\n{tail}")
+        last = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()][-1:]
+        raise click.ClickException(f"the node graph did not run the job to its end (exit code {code}); see {log}"
+                                   + (f" (its last line: {last[0]})" if last else ""))
     rows = compare_pass_forces(pass_force_means(out / "bag"), pass_force_means(bag))
     entry = {"passes": rows,
              "max_abs_relative_difference": max(abs(r["relative_difference"]) for r in rows),

@@ -5,14 +5,14 @@ from __future__ import annotations
 import io
 import json
 import math
-from pathlib import Path
 from typing import Any
 
 import click
 
 from robot_grinding_sim.cli.cell_options import build_cell, common_cell_options
-from robot_grinding_sim.cli.common import emit_json, json_option
+from robot_grinding_sim.cli.common import FINITE, emit_json, json_option
 from robot_grinding_sim.core.config import GENERATORS
+from robot_grinding_sim.core.outfiles import check_output, write_files
 
 
 def _positive(name: str) -> Any:
@@ -76,7 +76,7 @@ def _robot_plan(cell: Any, part: Any, faces: list[int] | None, optimise: bool | 
 
     from robot_grinding_sim.core.geometry.tool_contact import tool_sphere_radius
     from robot_grinding_sim.core.job.plan_job import plan_job
-    from robot_grinding_sim.core.job.setup import load_robot_model
+    from robot_grinding_sim.core.job.setup import cell_robot_model
     from robot_grinding_sim.core.planning import placement, plan_io, planner
 
     if place is None:
@@ -84,7 +84,7 @@ def _robot_plan(cell: Any, part: Any, faces: list[int] | None, optimise: bool | 
                                                     progress=progress), cell, part, faces)
     if on_stage:
         on_stage("planning passes")
-    model = load_robot_model(cell.robot.description_file, cell.tool.tcp_link)
+    model = cell_robot_model(cell)
     radius = tool_sphere_radius(model, cell.tool.tcp_link, cell.tool.link)
     passes = planner.plan(part, faces, cell.passes.validate(), planner.tool_parameters(cell, radius), robot=None,
                           workpiece_pose=np.asarray(cell.workpiece.pose, dtype=float))
@@ -125,21 +125,23 @@ def _suggest_on_failure(job: Any, cell: Any, part: Any, faces: list[int] | None,
 
 
 def _coverage_line(report: Any) -> str:
+    dropped = (report.tool_reach or {}).get("dropped_waypoints")
     return (f"coverage {report.coverage * 100:.2f} % of {report.area * 1e6:.0f} mm^2 (upward, inside the margin; "
             f"within {report.as_dict()['radius_stepovers']:g} stepover of a pass), uncovered "
             f"{report.uncovered_area * 1e6:.1f} mm^2, worst gap {report.worst_gap * 1e3:.2f} mm"
-            + (f"; {report.unreachable_area * 1e6:.0f} mm^2 the ball cannot touch without cutting into the part "
-               f"({report.tool_reach['dropped_waypoints']} waypoints left out)" if report.unreachable_area > 0 else ""))
+            + (f"; {report.unreachable_area * 1e6:.0f} mm^2 the ball cannot touch without cutting into the part"
+               + (f" ({dropped} waypoints left out)" if dropped is not None else "") if report.unreachable_area > 0
+               else ""))
 
 
 @click.command("plan")
 @click.argument("source", required=False, default=None)
-@click.option("--spacing", type=float, default=None, callback=_positive("--spacing"),
+@click.option("--spacing", type=FINITE, default=None, callback=_positive("--spacing"),
               help="Waypoint spacing along a pass (arc length), m. [passes.spacing; cell default: 0.002]")
-@click.option("--angle", type=float, default=None, help="Raster angle about the face normal, deg. [passes.angle]")
-@click.option("--margin", type=float, default=None,
+@click.option("--angle", type=FINITE, default=None, help="Raster angle about the face normal, deg. [passes.angle]")
+@click.option("--margin", type=FINITE, default=None,
               help="Keep waypoints this far from the face boundary and holes, m. [passes.margin; cell default: 0.005]")
-@click.option("--tool-radius", type=float, default=None, callback=_positive("--tool-radius"),
+@click.option("--tool-radius", type=FINITE, default=None, callback=_positive("--tool-radius"),
               help="Radius of the spherical tool, m, without a robot (with one: its URDF's ball). [default: 0.02]")
 @click.option("--generator", type=click.Choice(list(GENERATORS)), default=None,
               help="geodesic: level curves of the geodesic distance from a guide section, even stepover on any "
@@ -148,15 +150,15 @@ def _coverage_line(report: Any) -> str:
 @click.option("--iso-direction", type=click.Choice(["u", "v"]), default=None, help="Iso passes run along u or v.")
 @click.option("--order", type=click.Choice(["zigzag", "oneway"]), default=None, help="Pass order. [zigzag]")
 @click.option("--reverse", is_flag=True, default=None, help="Travel the first pass in the opposite direction.")
-@click.option("--lead", type=float, default=None, help="Tool lead angle, deg. [process.lead]")
-@click.option("--tilt", type=float, default=None, help="Tool tilt angle, deg. [process.tilt]")
+@click.option("--lead", type=FINITE, default=None, help="Tool lead angle, deg. [process.lead]")
+@click.option("--tilt", type=FINITE, default=None, help="Tool tilt angle, deg. [process.tilt]")
 @click.option("--robot", default="default", show_default=True,
               help="URDF of the robot for the job trajectory, 'default' (UR10e + ball tool), or 'none' (passes only).")
 @click.option("--optimise/--no-optimise", default=None,
               help="With a robot: the force-target optimisation by simulation, and the predicted force per pass "
                    "[default: optimise.enabled, on].")
 @click.option("--max-passes", type=int, default=None, help="Keep only the first N passes.")
-@click.option("--pass-length", type=float, default=None, help="Keep only the middle L m of each pass.")
+@click.option("--pass-length", type=FINITE, default=None, help="Keep only the middle L m of each pass.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), default=None, help="Write plan.json here.")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None,
               help="Also write the waypoints as CSV.")
@@ -181,6 +183,7 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
     import math as _math
 
     from robot_grinding_sim.core.geometry import cad
+    from robot_grinding_sim.core.job.setup import JobConfig
     from robot_grinding_sim.core.planning import plan_io, planner
 
     extra: dict[str, Any] = {}
@@ -203,6 +206,13 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
     if robot.lower() not in ("none", "default"):
         extra["robot.description_file"] = robot
     cell = build_cell(options, None, extra)
+    JobConfig(cell=cell, max_passes=max_passes, pass_length=pass_length).validate()  # before any work
+    if not list_faces:
+        if out_path is None:
+            raise click.UsageError("--out plan.json is required (or --list-faces)")
+        for flag, path in (("--out", out_path), ("--csv", csv_path), ("--plot", plot_path)):
+            if path is not None:
+                check_output(path, flag)  # a read-only folder is refused before minutes of planning
     wp = cell.workpiece
     part = cad.load_part(wp.part, wp.unit or None)
     if list_faces:
@@ -215,8 +225,7 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
             for r in rows:
                 click.echo(f"{r['index']:4d}  {r['type']:<11s} {r['area'] * 1e6:12.1f} mm^2")
         return
-    if out_path is None:
-        raise click.UsageError("--out plan.json is required (or --list-faces)")
+    assert out_path is not None
     faces = None if list(wp.faces) == [-1] else [int(f) for f in wp.faces]
     if robot.lower() == "none":
         tool = planner.tool_parameters(cell, tool_radius or planner.ToolParameters.radius)
@@ -236,56 +245,61 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
     png = io.BytesIO()
     if plot_path:
         _render_plot(result, png)
-    written = [str(Path(out_path))]
-    plan_io.atomic_write(Path(out_path), text)
+    files: dict[str, str | bytes] = {out_path: text}
     if csv_path and csv_text is not None:
-        plan_io.atomic_write(Path(csv_path), csv_text)
-        written.append(str(csv_path))
+        files[csv_path] = csv_text
     if plot_path:
-        tmp = Path(plot_path).with_name(f".{Path(plot_path).name}.tmp")
-        tmp.write_bytes(png.getvalue())
-        tmp.replace(plot_path)
-        written.append(str(plot_path))
-    summary = {**result.summary(), "files": written, "timings_s": result.timings}
+        files[plot_path] = png.getvalue()
+    summary = {**result.summary(), "files": [str(p) for p in files], "timings_s": result.timings}
     for key in ("reachability", "collision", "force_target", "placement"):
         if getattr(result, key) is not None:
             summary[key] = getattr(result, key)
     if result.coverage is not None:
         summary["coverage"] = result.coverage.as_dict()
-    if as_json:
+    # the report too is made before anything is written: a failure in it leaves no file behind
+    lines = None if as_json else _report_lines(result, summary)
+    write_files(files)  # all of them or none
+    if lines is None:
         emit_json(summary)
         return
-    click.echo(f"{summary['passes']} passes ({summary['rows']} rows), {summary['waypoints']} waypoints, "
-               f"{summary['pass_length_m']:.3f} m of passes, grinding {summary['grinding_time_s']:.1f} s")
+    for line in lines:
+        click.echo(line)
+
+
+def _report_lines(result: Any, summary: dict[str, Any]) -> list[str]:
+    """The lines ``grinding plan`` prints (without --json)."""
+    out = [f"{summary['passes']} passes ({summary['rows']} rows), {summary['waypoints']} waypoints, "
+           f"{summary['pass_length_m']:.3f} m of passes, grinding {summary['grinding_time_s']:.1f} s"]
     if result.coverage is not None:
-        click.echo(_coverage_line(result.coverage))
+        out.append(_coverage_line(result.coverage))
     if result.placement is not None:
         from robot_grinding_sim.core.planning.placement import pose_text
 
         pl = result.placement
-        click.echo(f"workpiece pose chosen: '{pose_text(pl['pose'])}' (x y z m, roll pitch yaw rad; configured "
+        out.append(f"workpiece pose chosen: '{pose_text(pl['pose'])}' (x y z m, roll pitch yaw rad; configured "
                    f"'{pose_text(pl['configured_pose'])}'), {pl['ik_checked']} poses checked by IK, "
                    f"{pl['job_checked']} jobs built")
         near, tool = pl.get("margin_nearest"), pl.get("tool_nearest")
         if near is not None:
-            click.echo(f"  nearest where the margin {pl['margin_m'] * 1e3:.1f} mm applies: {near['link']} "
+            out.append(f"  nearest where the margin {pl['margin_m'] * 1e3:.1f} mm applies: {near['link']} "
                        f"{near['clearance_m'] * 1e3:.2f} mm at {near['where']}"
                        + (f" (the tool's clearance at the link's end: {near['required_m'] * 1e3:.2f} mm allowed)"
                           if near["required_m"] < pl["margin_m"] else ""))
         if tool is not None:
-            click.echo(f"  the tool on approach, pass and retreat (no margin): {tool['link']} "
+            out.append(f"  the tool on approach, pass and retreat (no margin): {tool['link']} "
                        f"{tool['clearance_m'] * 1e3:.2f} mm at {tool['where']}")
     if result.trajectory is not None:
-        click.echo(f"job trajectory: {len(result.trajectory.times)} knots, {result.trajectory.duration:.1f} s")
+        out.append(f"job trajectory: {len(result.trajectory.times)} knots, {result.trajectory.duration:.1f} s")
     if result.force_target is not None:
         ft = result.force_target
-        click.echo(f"force target {ft['target_force_n']:g} N: predicted mean per pass "
+        out.append(f"force target {ft['target_force_n']:g} N: predicted mean per pass "
                    + ", ".join(f"{m:.3f}" for m in ft["predicted_mean_force_n"]) + " N; offsets "
                    + ", ".join(f"{o * 1e6:+.2f}" for o in ft["offsets_m"]) + " um")
     if result.collision is not None:
-        click.echo(f"no collision: {result.collision['checked_samples']} samples, clearance >= "
+        out.append(f"no collision: {result.collision['checked_samples']} samples, clearance >= "
                    f"{result.collision['min_clearance_m'] * 1e3:.1f} mm (tool contact excluded on passes)")
-    click.echo("wrote " + ", ".join(written))
+    out.append("wrote " + ", ".join(summary["files"]))
+    return out
 
 
 @click.command("parts")

@@ -60,7 +60,7 @@ class Child:
     ``on_line``, from that thread), the last lines."""
 
     def __init__(self, name: str, cmd: list[str], env: dict[str, str],
-                 on_line: Callable[[str], None] | None = None) -> None:
+                 on_line: Callable[[str], None] | None = None, nice: int = 0) -> None:
         self.name = name
         self.on_line = on_line
         self.cmd = cmd
@@ -73,6 +73,7 @@ class Child:
                 env=env,
                 start_new_session=True,  # our signal handling decides when a node stops
             )
+        self.nice_error = set_niceness(self.proc.pid, nice) if nice else None
         self.reported = False
         self.job_end: str | None = None
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -104,6 +105,18 @@ class Child:
 
 #: how long a node that does not stop has to write its threads' stacks (SIGUSR1) before SIGKILL, s
 STACKS_TIMEOUT = 3.0
+
+
+def set_niceness(pid: int, nice: int) -> str | None:
+    """Give process ``pid`` the niceness ``nice`` (negative: more CPU than the rest when the machine is
+    busy); the reason it could not (no privilege to raise a priority), else None."""
+    import os
+
+    try:
+        os.setpriority(os.PRIO_PROCESS, pid, nice)
+    except (PermissionError, ProcessLookupError, OSError) as exc:
+        return f"{type(exc).__name__}: {exc.strerror or exc}"
+    return None
 
 
 def stop_all(children: list[Child]) -> None:

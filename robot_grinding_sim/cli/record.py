@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from robot_grinding_sim.cli.common import emit_json, json_option
+from robot_grinding_sim.cli.common import FINITE, emit_json, json_option
 
 
 def _ros_value(v: object) -> str:
@@ -32,9 +32,9 @@ def _ros_value(v: object) -> str:
 @click.option("-a", "--all", "all_topics", is_flag=True,
               help="Record every topic (except /rosout, /parameter_events).")
 @click.option("-s", "--storage", type=click.Choice(("mcap", "sqlite3")), default="mcap", show_default=True)
-@click.option("-d", "--duration", type=float, default=0.0, show_default=True,
+@click.option("-d", "--duration", type=FINITE, default=0.0, show_default=True,
               help="Stop after this many seconds (0: until Ctrl-C / SIGTERM).")
-@click.option("--flush-period", type=float, default=1.0, show_default=True,
+@click.option("--flush-period", type=FINITE, default=1.0, show_default=True,
               help="Checkpoint period, s: a killed recorder loses at most this much.")
 @click.option("--params-file", type=click.Path(exists=True, dir_okay=False), default=None,
               help="A ROS parameter file for the node (options given here override it).")

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from robot_grinding_sim.cli.cell_options import build_cell, common_cell_options
-from robot_grinding_sim.cli.common import emit_json, json_option, stage_progress
+from robot_grinding_sim.cli.common import FINITE, emit_json, json_option, stage_progress
 from robot_grinding_sim.cli.graph_run import graph_dynamics, graph_options, then_through_graph
 from robot_grinding_sim.core.errors import InputError
 
@@ -61,7 +61,7 @@ def print_table(s: dict) -> None:
               help="Run this plan.json: its part, pose, passes, offsets and job trajectory, with its cell "
                    "parameters unless changed here (no re-optimisation unless --optimise).")
 @click.option("--max-passes", type=int, default=None, help="Plan only the first N passes.")
-@click.option("--pass-length", type=float, default=None, help="Keep only the middle L m of each pass.")
+@click.option("--pass-length", type=FINITE, default=None, help="Keep only the middle L m of each pass.")
 @click.option("--optimise/--no-optimise", default=None,
               help="Force-target optimisation of the commanded penetration per pass [default: on when planning, "
                    "off with --plan].")

@@ -15,8 +15,10 @@ Every problem raises :class:`ParameterError`, whose message names the parameter.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -240,6 +242,31 @@ def flatten_ros_parameters(tree: Mapping[str, Any], prefix: str = "") -> dict[st
     return out
 
 
+#: numbers as users write them that YAML 1.1 (PyYAML) reads as strings: an exponent without a dot
+#: (``1e5``, ``2E-3``, ``+1e+5``), which rcl's parameter parser (strtod) reads as a double
+_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$")
+
+
+@functools.cache
+def _yaml_loader() -> Any:
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        """yaml.SafeLoader that reads ``1e5`` as a number (see :func:`yaml_load`)."""
+
+    Loader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+0123456789"))
+    return Loader
+
+
+def yaml_load(stream: Any) -> Any:
+    """Parse YAML (a string or a file) the way parameter values are meant: ``yaml.safe_load``, but a
+    number with an exponent and no dot (``1e5``, ``3E-4``) is a float, as rcl reads it, not the
+    string YAML 1.1 makes of it. Every parameter file and ``--set`` value goes through here."""
+    import yaml
+
+    return yaml.load(stream, Loader=_yaml_loader())  # a SafeLoader subclass
+
+
 def load_params_file(path: str | os.PathLike[str], node_name: str | None = None) -> dict[str, Any]:
     """Read a ROS 2 parameter yaml file and return the flattened parameters that apply to a node.
 
@@ -254,7 +281,7 @@ def load_params_file(path: str | os.PathLike[str], node_name: str | None = None)
     path = os.fspath(path)
     try:
         with open(path, encoding="utf-8") as fh:
-            doc = yaml.safe_load(fh)
+            doc = yaml_load(fh)
     except FileNotFoundError as exc:
         raise InputError(f"parameter file not found: {path}") from exc
     except yaml.YAMLError as exc:

@@ -24,12 +24,35 @@ libcurl that cannot be read or patched here; and it is not a dependency of this 
 on the pip path nor in rosdep). The protocol is four fields and two struct layouts: this client is
 those, in plain Python, with the counters the driver's diagnostics report.
 
+Reading: newest first. A driver must act on the newest reading, not on the oldest one queued: a
+reader that reads records one by one, oldest first, and falls behind the stream (a busy machine, a
+slow callback) acts on readings that are older and older (2.3 MB, 2,800 records, 2.8 s of a 1 kHz
+stream were once queued in a 4 MB socket buffer while the driver acted on them one by one; a 200 N
+reading reached it 543 ms after the sensor sent it, and it reported 0.3 ms). So
+:meth:`NetFTClient.read_batch` waits for the first datagram, then takes every datagram queued
+(non-blocking), and returns all the valid records oldest first (:class:`NetFTBatch`; the consumer
+acts on the newest and may still look at the others, e.g. to check every one against a limit);
+:meth:`NetFTClient.read` returns the newest alone. Records taken behind a newer one in the same
+read count as ``superseded``. The socket's receive buffer holds about ``buffer_seconds`` of records
+(the kernel drops what arrives beyond it, counted as ``lost``), so no read ever finds seconds of
+old data.
+
+Sample times: with the nominal record rate ``rate_hz``, each record's host sample time is
+estimated from its ``rdt_sequence`` (:class:`~robot_grinding_sim.hardware.ft_stream.StreamClock`:
+the sensor's clock against the host's, what the age means and its bounds are in that module's
+docstring); without it, a record's sample time is when it was taken off the socket. Why
+``rdt_sequence`` and not ``ft_sequence``: the records leave the sensor at the RDT output rate, which
+the driver is configured with; ``ft_sequence`` counts the sensor's internal samples, whose rate
+(7 kHz on a Net F/T, other on other ATI boxes) relates to the output rate in a sensor-specific way.
+
 Sequence accounting (``rdt_sequence`` is a uint32 that wraps; compared modulo 2**32):
 - a record newer than the last accepted one by k > 1 adds k - 1 to ``lost``;
 - a record not newer (older or repeated) adds 1 to ``out_of_order`` and is skipped; a swapped
   pair therefore shows as one lost record (the gap when the later record came first) and one
   out-of-order record (the earlier one arriving late, skipped);
 - a datagram that is not 36 bytes adds 1 to ``bad_packets`` and is skipped.
+- a valid record taken in the same read as a newer one adds 1 to ``superseded`` (it is returned in
+  the batch, but it is not the reading to act on).
 ``start()`` restarts the accounting (the sensor restarts rdt_sequence at each request).
 """
 
@@ -48,6 +71,7 @@ import numpy as np
 import numpy.typing as npt
 
 from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.hardware.ft_stream import FTReadings, StreamClock
 
 __all__ = [
     "CMD_BIAS",
@@ -59,6 +83,7 @@ __all__ = [
     "RECORD_SIZE",
     "REQUEST",
     "REQUEST_SIZE",
+    "NetFTBatch",
     "NetFTClient",
     "NetFTSample",
     "encode_request",
@@ -80,8 +105,15 @@ _SEQ_MOD = 1 << 32
 _SEQ_HALF = 1 << 31
 # bigger than any datagram we accept, so an oversize one is seen whole and counted, not truncated
 _RECV_BYTES = 2048
-# room for a few hundred ms of a 7 kHz stream while the reader is descheduled (kernel-capped)
-_RCVBUF_BYTES = 4 << 20
+# bytes the kernel charges a 36-byte datagram against the receive buffer (832 measured on loopback,
+# Linux 6; a NIC's skb can be larger, so the buffer holds at most about buffer_seconds)
+_DATAGRAM_COST = 832
+# smallest receive buffer asked for (bytes; the kernel doubles it): a few dozen records
+_RCVBUF_MIN = 16 << 10
+# buffer asked for without a nominal rate (bytes): ~150 records
+_RCVBUF_DEFAULT = 64 << 10
+# most datagrams one read takes (a bound on its work; the buffer holds far fewer)
+_MAX_BATCH = 100_000
 _LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _HOSTNAME = re.compile(rf"^(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*\.?$")
 
@@ -105,7 +137,9 @@ class NetFTSample:
         rdt_sequence: record number in the current stream (uint32, from 1).
         ft_sequence: the sensor's internal sample number (uint32).
         status: the sensor's status word (0 = healthy; bit 31 set = an error).
-        received_at: ``time.monotonic()`` when the datagram was read, s.
+        received_at: ``time.monotonic()`` when the datagram was taken off the socket, s.
+        sample_time: ``time.monotonic()`` when the sensor sent it, s (estimated from the sequence
+            with the client's ``rate_hz``, see the module docstring; ``received_at`` without one).
     """
 
     wrench: npt.NDArray[np.float64]
@@ -114,6 +148,30 @@ class NetFTSample:
     ft_sequence: int
     status: int
     received_at: float
+    sample_time: float
+
+
+@dataclass(frozen=True)
+class NetFTBatch(FTReadings):
+    """Every valid record one :meth:`NetFTClient.read_batch` took, oldest first (an
+    :class:`~robot_grinding_sim.hardware.ft_stream.FTReadings` with the RDT fields).
+
+    Attributes:
+        counts: (k, 6) int64, the raw counts.
+        rdt_sequence: (k,) int64, each record's rdt_sequence (uint32 as received).
+        ft_sequence: (k,) int64, each record's ft_sequence.
+    """
+
+    counts: npt.NDArray[np.int64]
+    rdt_sequence: npt.NDArray[np.int64]
+    ft_sequence: npt.NDArray[np.int64]
+
+    def sample(self, i: int = -1) -> NetFTSample:
+        """Record ``i`` (default the newest) as a :class:`NetFTSample`."""
+        w = self.wrenches[i].copy()
+        w.setflags(write=False)
+        return NetFTSample(w, tuple(int(c) for c in self.counts[i]), int(self.rdt_sequence[i]),  # type: ignore[arg-type]
+                           int(self.ft_sequence[i]), int(self.status[i]), self.taken_at, float(self.sample_times[i]))
 
 
 def _check_host(host: object) -> str:
@@ -154,21 +212,26 @@ class NetFTClient:
 
     Example::
 
-        with NetFTClient("192.168.1.1", counts_per_force=1e6, counts_per_torque=1e6) as ft:
+        with NetFTClient("192.168.1.1", counts_per_force=1e6, counts_per_torque=1e6, rate_hz=1000.0) as ft:
             ft.start()
-            sample = ft.read()          # NetFTSample, wrench (6,) in N, N m
+            batch = ft.read_batch()     # every record queued, oldest first; act on batch.newest
+            sample = ft.read()          # the newest only: NetFTSample, wrench (6,) in N, N m
             ft.bias()
 
-    One thread reads (``read``); commands (``start``, ``stop``, ``bias``) may come from any
-    thread. The socket is connected to (host, port), so datagrams from anyone else are dropped by
-    the kernel.
+    One thread reads (``read``, ``read_batch``); commands (``start``, ``stop``, ``bias``) may come
+    from any thread. The socket is connected to (host, port), so datagrams from anyone else are
+    dropped by the kernel.
 
     Args:
         host: the sensor's IPv4 address or a resolvable host name.
         port: its RDT port, 1..65535.
         counts_per_force: counts per N (> 0).
         counts_per_torque: counts per N m (> 0).
-        timeout: how long ``read`` waits for a valid record, s (> 0).
+        timeout: how long a read waits for a valid record, s (> 0).
+        rate_hz: the sensor's RDT output rate, Hz (> 0): the nominal rate the records' sample times
+            are estimated with; None: no estimate (sample time = when taken off the socket).
+        buffer_seconds: how many seconds of records (at ``rate_hz``) the socket's receive buffer
+            holds, s (> 0; the kernel caps it at net.core.rmem_max).
 
     Raises:
         InputError: a bad argument (named in the message).
@@ -181,6 +244,8 @@ class NetFTClient:
         counts_per_force: float = 1e6,
         counts_per_torque: float = 1e6,
         timeout: float = 0.1,
+        rate_hz: float | None = None,
+        buffer_seconds: float = 0.25,
     ) -> None:
         self.host = _check_host(host)
         if isinstance(port, bool) or not isinstance(port, (int, np.integer)) or not 1 <= int(port) <= 65535:
@@ -189,13 +254,18 @@ class NetFTClient:
         self.counts_per_force = _positive(counts_per_force, "counts_per_force")
         self.counts_per_torque = _positive(counts_per_torque, "counts_per_torque")
         self.timeout = _positive(timeout, "timeout")
+        self.clock = None if rate_hz is None else StreamClock(_positive(rate_hz, "rate_hz"))
+        buffer_seconds = _positive(buffer_seconds, "buffer_seconds")
         self._scale = np.array([1.0 / self.counts_per_force] * 3 + [1.0 / self.counts_per_torque] * 3)
+        # the kernel doubles what is asked and charges each datagram ~_DATAGRAM_COST bytes
+        rcvbuf = _RCVBUF_DEFAULT if self.clock is None else max(
+            _RCVBUF_MIN, int(buffer_seconds * self.clock.rate_hz * _DATAGRAM_COST / 2))
         self._sock: socket.socket | None = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
             try:
-                self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _RCVBUF_BYTES)
+                self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
             except OSError:
-                pass  # the kernel's default buffer still works, with less slack
+                pass  # the kernel's default buffer (~200 kB) still works
             self._sock.connect((self.host, self.port))
         except OSError as exc:
             self._sock.close()
@@ -203,16 +273,23 @@ class NetFTClient:
             raise InputError(f"NetFTClient cannot open a UDP socket to {self.host}:{self.port}: {exc}") from None
         self._streaming = False
         self._last_seq: int | None = None
+        self._seq_unwrapped = 0  # the last accepted rdt_sequence, unwrapped (the clock's record number)
         self.lost = 0
         self.out_of_order = 0
         self.bad_packets = 0
         self.received = 0
+        self.superseded = 0
 
     # ---------------------------------------------------------------------------------------
     @property
     def local_address(self) -> tuple[str, int]:
         """(ip, port) the records must be sent to (the client's end of the socket)."""
         return self._socket().getsockname()
+
+    @property
+    def receive_buffer(self) -> int:
+        """The socket's receive buffer as the kernel set it, bytes."""
+        return int(self._socket().getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF))
 
     @property
     def streaming(self) -> bool:
@@ -232,13 +309,15 @@ class NetFTClient:
             # sending this one; the error is now cleared, so send again
             self._socket().send(encode_request(command, count))
 
-    def _drain(self) -> None:
-        """Discard datagrams queued from an earlier stream (their sequence numbers are stale)."""
+    def _drain(self, into: list[bytes] | None = None) -> None:
+        """Take every datagram queued now, without waiting (into ``into``, or discarded)."""
         sock = self._socket()
         sock.setblocking(False)
         try:
-            while True:
-                sock.recv(_RECV_BYTES)
+            while into is None or len(into) < _MAX_BATCH:
+                data = sock.recv(_RECV_BYTES)
+                if into is not None:
+                    into.append(data)
         except (BlockingIOError, InterruptedError, ConnectionRefusedError):
             pass
         finally:
@@ -246,9 +325,13 @@ class NetFTClient:
 
     def start(self, count: int = 0) -> None:
         """Ask for ``count`` records (0: stream until ``stop()``); restarts the sequence accounting
-        (``lost``, ``out_of_order``, ``bad_packets`` and ``received`` keep counting)."""
-        self._drain()
+        and the sample clock (``lost``, ``out_of_order``, ``bad_packets``, ``received`` and
+        ``superseded`` keep counting)."""
+        self._drain()  # datagrams of an earlier stream: their sequence numbers are stale
         self._last_seq = None
+        self._seq_unwrapped = 0
+        if self.clock is not None:
+            self.clock.reset()
         self._send(CMD_START, count)
         self._streaming = True
 
@@ -262,10 +345,19 @@ class NetFTClient:
         self._send(CMD_BIAS, 0)
 
     def read(self, timeout: float | None = None) -> NetFTSample:
-        """The next valid, newer record.
+        """The newest valid record queued (see :meth:`read_batch`; the others count as superseded).
+
+        Raises:
+            TimeoutError: no valid record arrived within the timeout.
+        """
+        return self.read_batch(timeout).sample(-1)
+
+    def read_batch(self, timeout: float | None = None) -> NetFTBatch:
+        """Every valid, newer record queued, oldest first: waits for a datagram, then takes all
+        that are queued without waiting.
 
         Args:
-            timeout: wait at most this long, s (default: the client's ``timeout``).
+            timeout: wait at most this long for a valid record, s (default: the client's ``timeout``).
 
         Raises:
             TimeoutError: no valid record arrived within the timeout (bad packets and
@@ -280,27 +372,53 @@ class NetFTClient:
                 raise TimeoutError(f"no valid Net F/T record from {self.host}:{self.port} within {limit:g} s")
             sock.settimeout(remaining)
             try:
-                data = sock.recv(_RECV_BYTES)
+                datas = [sock.recv(_RECV_BYTES)]
             except TimeoutError:
                 continue
             except ConnectionRefusedError:
                 continue  # ICMP port unreachable from the sensor's address: nothing is listening yet
-            now = time.monotonic()
+            self._drain(datas)
+            batch = self._accept(datas, time.monotonic())
+            if batch is not None:
+                return batch
+
+    def _accept(self, datas: list[bytes], taken: float) -> NetFTBatch | None:
+        """The valid, newer records among ``datas`` (in arrival order), counted; None if none."""
+        kept: list[bytes] = []
+        numbers: list[int] = []
+        for data in datas:
             if len(data) != RECORD_SIZE:
                 self.bad_packets += 1
                 continue
-            rdt_seq, ft_seq, status, *counts = RECORD.unpack(data)
-            if self._last_seq is not None:
+            rdt_seq = int.from_bytes(data[:4], "big")
+            if self._last_seq is None:
+                self._seq_unwrapped = rdt_seq
+            else:
                 step = (rdt_seq - self._last_seq) % _SEQ_MOD
                 if step == 0 or step >= _SEQ_HALF:
                     self.out_of_order += 1
                     continue
                 self.lost += step - 1
+                self._seq_unwrapped += step
             self._last_seq = rdt_seq
-            self.received += 1
-            wrench = np.array(counts, dtype=np.float64) * self._scale
-            wrench.setflags(write=False)
-            return NetFTSample(wrench, tuple(counts), rdt_seq, ft_seq, status, now)  # type: ignore[arg-type]
+            kept.append(data)
+            numbers.append(self._seq_unwrapped)
+        if not kept:
+            return None
+        k = len(kept)
+        self.received += k
+        self.superseded += k - 1
+        joined = b"".join(kept)
+        words = np.frombuffer(joined, dtype=">u4").reshape(k, 9).astype(np.int64)
+        counts = np.frombuffer(joined, dtype=">i4").reshape(k, 9)[:, 3:].astype(np.int64)
+        wrenches = counts * self._scale
+        wrenches.setflags(write=False)
+        if self.clock is None:
+            times = np.full(k, taken)
+        else:
+            self.clock.observe(numbers[-1], taken)
+            times = np.asarray(self.clock.sample_time(numbers), dtype=np.float64)
+        return NetFTBatch(wrenches, times, taken, words[:, 2], counts, words[:, 0], words[:, 1])
 
     def close(self) -> None:
         """Stop the stream (if started) and close the socket; closing twice is harmless."""
@@ -332,5 +450,5 @@ class NetFTClient:
     def __repr__(self) -> str:
         return (
             f"NetFTClient({self.host}:{self.port}, received={self.received}, lost={self.lost}, "
-            f"out_of_order={self.out_of_order}, bad_packets={self.bad_packets})"
+            f"out_of_order={self.out_of_order}, bad_packets={self.bad_packets}, superseded={self.superseded})"
         )

@@ -9,12 +9,14 @@ records of 36, big-endian) from a thread with a UDP socket bound to a loopback a
 - stop (command 0): streaming stops;
 - bias (command 0x42): the current raw reading (counts) is subtracted from every later record.
 
-Time: the emulator's clock ``t`` runs from ``start()`` (s, monotonic). Samples lie on the grid
-``t_k = k / rate_hz``; a record sent for sample k carries ``ft_sequence = k mod 2**32`` and the
-wrench ``source(t_k)`` (N, N m, sensor frame), so a receiver can tell which instant it got.
+Time: the emulator's clock ``t`` runs from ``start()`` (s, monotonic; ``epoch`` is its zero on
+``time.monotonic()``). Samples lie on the grid ``t_k = k / rate_hz``; a record sent for sample k
+carries ``ft_sequence = k mod 2**32`` and the wrench ``source(t_k)`` (N, N m, sensor frame), so a
+receiver can tell which instant it got; ``last_sample`` is the newest sample instant sent.
 When the thread falls behind by more than ``max_lag`` (the process was descheduled), the skipped
-samples are not sent late in a burst: the grid jumps forward (ft_sequence jumps, rdt_sequence
-does not) and ``late_skips`` counts it.
+samples are not sent late in a burst: the grid jumps forward and ``late_skips`` counts it. Their
+rdt_sequence numbers are used (as silence uses them), so rdt_sequence stays the sensor's clock, as
+on a real sensor that never skips: a receiver sees them as lost records.
 
 Faults (:class:`RDTFaults`, each record drawn from a seeded generator, applied in this order):
 - silence (``silence(True)`` or ``t >= silent_after``): the record is not sent; its
@@ -22,11 +24,16 @@ Faults (:class:`RDTFaults`, each record drawn from a seeded generator, applied i
 - drop (``drop_fraction``): the record is not sent, its rdt_sequence is used;
 - corrupt (``corrupt_fraction``): a datagram of the wrong size goes out in its place;
 - reorder (``reorder_fraction``): the record is held and sent right after the next one sent
-  (a swapped pair). A record held when the stream ends is discarded.
+  (a swapped pair). A record held when the stream ends is discarded;
+- delay (``delay``, s): every datagram leaves ``delay`` after its sample instant, in order (a
+  sensor whose data reaches the host late, or a receiver's backlog made on purpose): switched on
+  at run time, the receiver's newest reading grows ``delay`` old; switched off (0), everything held
+  leaves at once, a burst of old records. Stop and start discard what is held.
 """
 
 from __future__ import annotations
 
+import collections
 import ipaddress
 import math
 import select
@@ -79,12 +86,14 @@ class RDTFaults:
         reorder_fraction: probability that a record is swapped with the next one, [0, 1].
         corrupt_fraction: probability that a wrong-size datagram replaces a record, [0, 1].
         silent_after: emulator time after which nothing is sent, s (>= 0), or None.
+        delay: how long after its sample instant each datagram leaves, s (>= 0).
     """
 
     drop_fraction: float = 0.0
     reorder_fraction: float = 0.0
     corrupt_fraction: float = 0.0
     silent_after: float | None = None
+    delay: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("drop_fraction", "reorder_fraction", "corrupt_fraction"):
@@ -94,6 +103,10 @@ class RDTFaults:
             if not math.isfinite(s) or s < 0.0:
                 raise InputError(f"RDTFaults silent_after must be >= 0 s (or None), got {self.silent_after!r}")
             object.__setattr__(self, "silent_after", s)
+        d = float(self.delay)
+        if not math.isfinite(d) or d < 0.0:
+            raise InputError(f"RDTFaults delay must be >= 0 s, got {self.delay!r}")
+        object.__setattr__(self, "delay", d)
 
 
 def _zero_source(t: float) -> npt.ArrayLike:
@@ -121,7 +134,8 @@ class RDTEmulator:
         max_lag: how far behind the grid the thread may fall before skipping ahead, s (> 0).
 
     Attributes (counters, read any time): sent (valid records sent), dropped, corrupted,
-    reordered (records held and sent late), silenced, late_skips, bad_requests (datagrams that
+    reordered (records held and sent late), silenced, late_skips (and the samples they skipped:
+    skipped; a finite request still sends its count of records), bad_requests (datagrams that
     are not 8-byte requests with header 0x1234), send_errors; ``error``: the exception the source
     raised (streaming stops), else None.
     """
@@ -188,9 +202,12 @@ class RDTEmulator:
         self._seq = 0
         self._k_next = 0
         self._held: bytes | None = None
+        # datagrams waiting for the delay fault: (sample instant, bytes, is a record)
+        self._delayed: collections.deque[tuple[float, bytes, bool]] = collections.deque()
+        self.last_sample: float | None = None
         self._bias = np.zeros(6, dtype=np.int64)
         self.sent = self.dropped = self.corrupted = self.reordered = self.silenced = 0
-        self.late_skips = self.bad_requests = self.send_errors = 0
+        self.late_skips = self.skipped = self.bad_requests = self.send_errors = 0
         self.error: BaseException | None = None
 
     # ---------------------------------------------------------------------------------------
@@ -230,6 +247,16 @@ class RDTEmulator:
         """Emulator time, s since ``start()``."""
         return time.monotonic() - self._t0
 
+    @property
+    def epoch(self) -> float:
+        """``time.monotonic()`` at emulator time 0 (sample k left the sensor at epoch + k / rate_hz)."""
+        return self._t0
+
+    @property
+    def held(self) -> int:
+        """Datagrams held by the delay fault now."""
+        return len(self._delayed)
+
     def silence(self, on: bool = True) -> None:
         """Fall silent (nothing sent) until ``silence(False)``."""
         self._silent = bool(on)
@@ -265,15 +292,18 @@ class RDTEmulator:
     def _run(self) -> None:
         period = 1.0 / self.rate_hz
         while not self._closing.is_set():
+            wait = _IDLE_POLL_S
             if self._streaming:
-                wait = min(_IDLE_POLL_S, max(0.0, self._k_next * period - self.clock()))
-            else:
-                wait = _IDLE_POLL_S
+                wait = min(wait, max(0.0, self._k_next * period - self.clock()))
+            if self._delayed:
+                wait = min(wait, max(0.0, self._delayed[0][0] + self.faults.delay - self.clock()))
             readable, _, _ = select.select([self._sock], [], [], wait)
             if readable:
                 self._serve_requests()
             if self._streaming:
                 self._emit_due(period)
+            if self._delayed:
+                self._flush(self.clock())
 
     def _serve_requests(self) -> None:
         while True:
@@ -294,12 +324,14 @@ class RDTEmulator:
                 self._owner = addr
                 self._seq = 0
                 self._held = None
+                self._delayed.clear()
                 self._remaining = count if count > 0 else None
                 self._k_next = math.ceil(self.clock() * self.rate_hz)
                 self._streaming = True
             elif command == CMD_STOP:
                 self._streaming = False
                 self._held = None
+                self._delayed.clear()
             else:
                 raw = self._raw_counts(self.clock())
                 if raw is not None:
@@ -323,8 +355,12 @@ class RDTEmulator:
     def _emit_due(self, period: float) -> None:
         now = self.clock()
         if now - self._k_next * period > self.max_lag:
-            self._k_next = math.ceil(now * self.rate_hz)
+            k_new = math.ceil(now * self.rate_hz)
+            skipped = k_new - self._k_next
+            self._k_next = k_new
+            self._seq = (self._seq + skipped) & 0xFFFFFFFF  # the sensor's clock ran on: lost records
             self.late_skips += 1
+            self.skipped += skipped
         while self._streaming and self._k_next * period <= now:
             k = self._k_next
             self._k_next += 1
@@ -351,20 +387,41 @@ class RDTEmulator:
         if f.corrupt_fraction > 0.0 and rng.random() < f.corrupt_fraction:
             size = int(_BAD_SIZES[rng.integers(len(_BAD_SIZES))])
             self.corrupted += 1
-            self._send(bytes(rng.integers(0, 256, size, dtype=np.uint8)))
+            self._out(bytes(rng.integers(0, 256, size, dtype=np.uint8)), t, False)
             return
         counts = np.clip(raw - self._bias, *_INT32)
         packet = RECORD.pack(self._seq, k & 0xFFFFFFFF, self._status, *(int(c) for c in counts))
         if self._held is None and f.reorder_fraction > 0.0 and rng.random() < f.reorder_fraction:
             self._held = packet
             return
-        if self._send(packet):
-            self.sent += 1
+        self._out(packet, t, True)
         if self._held is not None:
             held, self._held = self._held, None
-            if self._send(held):
-                self.sent += 1
+            if self._out(held, t, True):
                 self.reordered += 1
+
+    def _out(self, packet: bytes, t: float, record: bool) -> bool:
+        """Send a datagram of sample instant ``t`` now, or hold it for the delay fault (then True)."""
+        if self.faults.delay > 0.0 or self._delayed:
+            self._delayed.append((t, packet, record))
+            if self.faults.delay <= 0.0:
+                self._flush(self.clock())
+            return True
+        return self._sent(packet, t, record)
+
+    def _flush(self, now: float) -> None:
+        """Send the held datagrams whose delay is over (all of them once the delay is 0), in order."""
+        delay = self.faults.delay
+        while self._delayed and self._delayed[0][0] + delay <= now:
+            t, packet, record = self._delayed.popleft()
+            self._sent(packet, t, record)
+
+    def _sent(self, packet: bytes, t: float, record: bool) -> bool:
+        ok = self._send(packet)
+        if ok and record:
+            self.sent += 1
+            self.last_sample = t if self.last_sample is None else max(self.last_sample, t)
+        return ok
 
     def _send(self, packet: bytes) -> bool:
         if self._owner is None:

@@ -51,6 +51,15 @@ Bad commands (unknown joint names, NaN, positions outside the limits, velocities
 a command of the wrong length, unsorted times) are rejected with a warning naming the problem; the
 arm keeps its current goal. A bad parameter stops the node at start-up naming the parameter.
 
+Velocity limits (as a drive limits its speed): a trajectory whose motion as the arm will follow it
+(from the current reference, through the interpolation) would exceed a joint's URDF velocity limit
+is slowed down (its times stretched by the smallest factor that keeps every joint within its
+limit; core/robot/arm_sim.py ``limit_velocity``), with one warning naming the joint, the velocity
+it would have reached, the limit and the slow-down (further ones within 5 s are counted in the
+next). A 3 rad step commanded in 10 ms used to be followed as it came: the arm swung at 600-2,100
+rad/s for 25 s without a word. One that cannot be brought within (the reference already faster
+than a limit) is rejected with the reason.
+
 Timing: the simulation advances in steps of ``sim.dt`` of sim time. A steady wall timer at
 ``update_rate`` Hz advances, at each tick, as many steps as ``real_time_factor`` x the wall time
 elapsed since the last tick allows (the remainder carries over), at most
@@ -88,6 +97,7 @@ from trajectory_msgs.msg import JointTrajectory
 from robot_grinding_sim.core.config import config_from_mapping
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.job.coupled_step import ArmContactStepper, NormalContactModel
+from robot_grinding_sim.core.job.setup import check_home
 from robot_grinding_sim.core.robot.arm_sim import TrajectoryInterpolator
 from robot_grinding_sim.ros import conversions as cv
 from robot_grinding_sim.ros import trajectory_wire, wire
@@ -100,6 +110,8 @@ NODE_NAME = "dynamics_node"
 
 #: A trajectory whose header.stamp lies further ahead than this (s) is rejected.
 MAX_START_DELAY = 60.0
+#: at most one warning about slowed-down trajectories per this many seconds
+CLAMP_LOG_PERIOD = 5.0
 _EPS = 1e-9
 #: origins of the stamps kept by max_lag (older ones: stamps of states long answered)
 _ANCHORS_KEPT = 2000
@@ -128,10 +140,10 @@ class DynamicsNode(Node):
         self.joint_names = list(names)
         self._to_model = np.array([self.joint_names.index(j) for j in m.joint_names])  # ros -> model
         self._to_ros = np.array([m.joint_names.index(j) for j in self.joint_names])  # model -> ros
-        self.q_home = np.asarray(cell.robot.home, dtype=float)
-        if self.q_home.shape != (m.nq,):
-            raise ParameterError("robot.home", f"expected {m.nq} values in the URDF's joint order "
-                                 f"({', '.join(m.joint_names)}), got {self.q_home.size}", NODE_NAME)
+        try:  # the same check as grinding check-config and the commands' cells
+            self.q_home = check_home(m, cell.robot.home)
+        except ParameterError as exc:
+            raise ParameterError(exc.name, exc.problem, NODE_NAME) from None
         try:
             self.stepper = ArmContactStepper(m, self.q_home, cell.servo, cell.sim.gravity, self.tcp)
         except InputError as exc:
@@ -165,6 +177,8 @@ class DynamicsNode(Node):
         self._last_wall: float | None = None
         self._next_pose_t = 0.0
         self._lag_warned = 0.0
+        self._clamp_logged = -np.inf  # when a slowed-down trajectory was last logged (monotonic)
+        self._clamped = 0  # slowed down since then
         self._wait_warned = 0.0
         self._last_progress = time.monotonic()
         self._rate_window: tuple[float, float] | None = None  # (wall, sim time) where the rate check began
@@ -304,7 +318,15 @@ class DynamicsNode(Node):
             # e.g. a wall-clock stamp while this node runs sim time from 0: it would never start
             raise InputError(f"header.stamp {stamp:.3f} s is {start - self.sim.state.t:.1f} s ahead of the node's "
                              f"time {self.sim_now():.3f} s (more than {MAX_START_DELAY:g} s); stamp 0 starts now")
-        traj = self.sim.command_trajectory(names, times, pos, vel, acc, start_time=start)
+        traj = self.sim.command_trajectory(names, times, pos, vel, acc, start_time=start, limit_velocity=True)
+        clamp = self.sim.last_clamp
+        if clamp is not None:
+            self._clamped += 1
+            now = time.monotonic()
+            if now - self._clamp_logged >= CLAMP_LOG_PERIOD:
+                more = f" ({self._clamped - 1} more slowed down since the last warning)" if self._clamped > 1 else ""
+                self.get_logger().warning(f"trajectory slowed down to the velocity limits: {clamp}{more}")
+                self._clamp_logged, self._clamped = now, 0
         self.get_logger().info(
             f"trajectory accepted: {len(times)} points, {traj.duration:.3f} s, {len(names)} joints")
 

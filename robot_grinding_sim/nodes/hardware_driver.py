@@ -9,9 +9,12 @@ Robot side (standard ros2_control topics; the robot's own driver runs the contro
 - subscribes ``joint_trajectory_controller/joint_trajectory`` (relative, remappable; what the
   executive publishes) and forwards each trajectory as it is to ``output_topic`` (default
   ``/scaled_joint_trajectory_controller/joint_trajectory``, a UR) once CommandGuard accepts it
-  against the measured position (joint limits with ``position_margin``, ``velocity_factor`` of the
-  velocity limits, the cell's ``process.max_tcp_speed`` (the planner's and the executive's limit
-  too), the TCP box, ``start_tolerance``). A refused trajectory is
+  against the measured position and velocity, as the controller will execute it from its
+  ``header.stamp`` (a stamp in the past starts it part-way: a step to the point due now, refused
+  beyond ``start_tolerance``; one that ended before now is refused; core/robot/command_guard.py)
+  (joint limits with ``position_margin``, ``velocity_factor`` of the velocity limits, also at the
+  peak of the interpolated motion, the cell's ``process.max_tcp_speed`` (the planner's and the
+  executive's limit too), the TCP box, ``start_tolerance``). A refused trajectory is
   logged with its reasons, counted and named on /diagnostics, and not forwarded. A trajectory
   without points (a controller's "stop here") is forwarded unless stopped.
 - subscribes ``joint_states`` (sensor_msgs/JointState, the robot driver's ``/joint_states``).
@@ -20,8 +23,18 @@ F/T side (``ft_backend``):
 - ``netft``: a reader thread streams RDT records from ``ft_sensor_ip`` (an IPv4 address, checked at
   start-up) : ``ft_port`` with ``counts_per_force`` / ``counts_per_torque``; lost, out-of-order and
   corrupt (wrong-size) records are counted by the client and skipped; records whose status word
-  has bit 31 set (the sensor reports an error) are counted and not used.
-- ``topic``: ``ft_topic`` (geometry_msgs/WrenchStamped, raw readings in ``ft_sensor.frame``).
+  has bit 31 set (the sensor reports an error) are counted and not used. Each read takes every
+  record queued (hardware/netft.py): the driver acts on the newest, dated by its rdt_sequence at
+  ``ft_rate`` (the sensor's RDT output rate; hardware/ft_stream.py says what the age measures); every
+  reading of the read goes through the filter and the force limits and is published, stamped with
+  its sample time.
+- ``topic``: ``ft_topic`` (geometry_msgs/WrenchStamped, raw readings in ``ft_sensor.frame``), dated
+  by ``header.stamp`` (0: on arrival).
+Every reading is dated by when the sensor took it, not when the driver got it: the F/T stop fires
+when the newest reading is older than ``ft_timeout`` (a silent sensor, or a backlog of old data), a
+trip's latency (``hold_after_s``) counts from the offending reading's sample time, and
+/diagnostics says how old the data is (``ft_age_s``; ``ft_age_max_s``, the oldest newest reading
+acted on).
 Each reading is processed with the tool's weight at the sensor's orientation (forward kinematics of
 the newest joint state; ``ft_sensor.tool_mass`` / ``tool_com``, or the URDF's inertials below the
 sensor when the mass is negative; gravity ``sim.gravity``), ``ft_sensor.bias`` until ``~/tare``, and
@@ -33,14 +46,16 @@ sensor when the mass is negative; gravity ``sim.gravity``), ``ft_sensor.bias`` u
 Readings that arrive before any joint state are published raw only (no orientation to compensate).
 
 Safety (core/robot/safety.py): ``|F|`` over ``max_force`` or ``|T|`` over ``max_torque`` (the
-compensated, filtered wrench), F/T silent for longer than ``ft_timeout``, joint states silent for
-longer than ``joint_states_timeout`` (both armed by their first message), or ``~/emergency_stop``
+compensated, filtered wrench, every reading of a read), the newest F/T reading older than
+``ft_timeout`` (F/T stale), joint states silent for longer than ``joint_states_timeout`` (both
+armed by their first message), or ``~/emergency_stop``
 (std_srvs/SetBool, true) latch a stop: a hold (one point at the measured position, velocities 0,
 time_from_start one period of ``control_rate``, stamp 0: now) goes to ``output_topic`` at once
 (over-force: in the thread that read the sample; silence: the timeouts are checked at
 ``control_rate`` and, with netft, by the reader thread as it waits), and every command is refused
 until ``~/reset`` (std_srvs/Trigger), which fails with the reason while a cause persists (a wrench
-still over a limit, a stream still silent). SetBool false does not release a latched stop. Until
+still over a limit, F/T data still stale, joint states still silent). SetBool false does not
+release a latched stop. Until
 the first joint state and F/T reading commands are refused ("waiting").
 
 Force control (``force_control`` true; ``admittance.*``, core/job/force_control.py,
@@ -61,9 +76,11 @@ target_n, correction_m, correction_rate_m_s, active, limited]``) each streamed p
 0.1 s minus the tool's weight becomes the bias.
 
 ``diagnostics`` (diagnostic_msgs/DiagnosticArray, ``/diagnostics``): state (ok / waiting / stopped
-with the causes), the F/T client's counters (received, lost, out_of_order, bad_packets,
-status_errors), commands forwarded and refused with the last refusal's reasons, the newest |F| and
-|T|, and ``hold_after_s`` (from the cause of the last stop to its hold's publication), at
+with the causes), the F/T client's counters (received, lost, out_of_order, bad_packets, superseded:
+taken behind a newer one in the same read; status_errors), the F/T data's age (``ft_age_s`` now,
+``ft_age_max_s`` the largest age of a newest reading when it was taken), commands forwarded and
+refused with the last refusal's reasons, the newest |F| and |T|, and ``hold_after_s`` (from the
+cause of the last stop, e.g. the offending reading's sample time, to its hold's publication), at
 ``diagnostics_rate`` and on every stop, reset and refusal.
 
 Exit: SIGINT/SIGTERM at any moment exit 0 (run_node); ``close()`` stops the reader thread, then
@@ -97,8 +114,9 @@ from robot_grinding_sim.core.job.force_control import NormalForceControl, plan_n
 from robot_grinding_sim.core.job.ft import ft_sensor_model
 from robot_grinding_sim.core.robot.command_guard import CommandGuard, GuardParams
 from robot_grinding_sim.core.robot.safety import SafetyLimits, SafetyMonitor, Trip
+from robot_grinding_sim.hardware.ft_stream import FTReadings
 from robot_grinding_sim.ros import conversions as cv
-from robot_grinding_sim.ros import node_base
+from robot_grinding_sim.ros import node_base, wire
 from robot_grinding_sim.ros.node_base import guarded, load_robot, run_node
 from robot_grinding_sim.ros.parameters import ParameterError, declare_parameters
 from robot_grinding_sim.ros.schemas import node_specs
@@ -110,6 +128,8 @@ TARE_WINDOW = 0.1
 STATUS_ERROR = 1 << 31
 #: at most one log line per this many seconds about refused streamed points
 STREAM_LOG_PERIOD = 1.0
+#: the interpreter's thread switch interval in the driver's process, s (Python's default: 5 ms)
+SWITCH_INTERVAL = 5e-4
 
 
 def _ipv4(value: str, name: str) -> str:
@@ -136,6 +156,9 @@ class HardwareDriver(Node):
         super().__init__(NODE_NAME, **kwargs)
         p = declare_parameters(self, node_specs(NODE_NAME))
         self.p = p
+        # the F/T reader thread, woken by a datagram, waits for the interpreter lock while the
+        # executor's thread runs Python: at most this long (default 5 ms: 2.5 control periods)
+        sys.setswitchinterval(SWITCH_INTERVAL)
         cell = config_from_mapping(p, allow_unknown=True)
         self.model = load_robot(p, NODE_NAME, tip_link=cell.tool.tcp_link, links=("tool.tcp_link", "ft_sensor.frame"))
         m = self.model
@@ -167,10 +190,13 @@ class HardwareDriver(Node):
         # shared with the reader thread: the lock orders stops, holds and forwarded commands
         self._lock = threading.RLock()
         self._q: np.ndarray | None = None
+        self._qd = np.zeros(self.model.nq)  # measured joint velocities, rad/s (0 if not published)
         self._R_WS: np.ndarray | None = None
         self._raw: collections.deque[tuple[float, np.ndarray]] = collections.deque(
             maxlen=max(1, int(TARE_WINDOW * p["ft_rate"]) + 1))
         self.forwarded = self.refused = self.status_errors = self.topic_received = 0
+        self.ft_age_max = 0.0  # the largest age of a read's newest reading when it was taken, s
+        self._rate_warned = False
         self.last_refusal = ""
         self.hold_after: float | None = None
         self._stop = threading.Event()
@@ -189,11 +215,17 @@ class HardwareDriver(Node):
         self.plan_note = "no plan yet (grinding/plan): streaming uncorrected"
 
         self.pub_out = self.create_publisher(JointTrajectory, p["output_topic"], 10)
+        # the F/T outputs (up to ft_rate each) and the joint states (500 Hz on a UR) as CDR bytes
+        # (ros/wire.py): the reader thread and the executor share one interpreter lock
         self.pub_wrench = self.create_publisher(WrenchStamped, "ft_sensor/wrench", 100)
         self.pub_raw = self.create_publisher(WrenchStamped, "~/wrench_raw", 100)
         self.pub_tcp = self.create_publisher(WrenchStamped, "~/wrench_tcp", 100)
+        self._w_sensor = wire.wrench_stamped_bytes(self.ft_frame)
+        self._w_tcp = wire.wrench_stamped_bytes(self.tcp_frame)
+        self.js_reader = wire.JointStateReader(self.model.joint_names, "joint_states")
         self.pub_diag = self.create_publisher(DiagnosticArray, "diagnostics", 10)
-        self.create_subscription(JointState, "joint_states", guarded(self, "joint_states")(self._on_joints), 50)
+        self.create_subscription(JointState, "joint_states", guarded(self, "joint_states")(self._on_joints), 50,
+                                 raw=True)
         self.create_subscription(JointTrajectory, "joint_trajectory_controller/joint_trajectory",
                                  guarded(self, "joint_trajectory_controller/joint_trajectory")(self._on_command), 10)
         self.create_service(Trigger, "~/tare", self._service("tare", self._on_tare))
@@ -218,7 +250,7 @@ class HardwareDriver(Node):
 
             try:
                 self.client = NetFTClient(ft_ip, p["ft_port"], p["counts_per_force"], p["counts_per_torque"],
-                                          timeout=min(0.05, self.period))
+                                          timeout=min(0.05, self.period), rate_hz=p["ft_rate"])
                 self.client.start()
             except (InputError, OSError) as exc:
                 if self.client is not None:
@@ -235,7 +267,7 @@ class HardwareDriver(Node):
             f"ready: commands from {self.resolve_topic_name('joint_trajectory_controller/joint_trajectory')} -> "
             f"{self.pub_out.topic_name} after the guard; F/T from {source} in '{self.ft_frame}' (tool "
             f"{par.tool_mass:.3f} kg at {np.round(par.tool_com, 4).tolist()} m); stops on |F| > {p['max_force']:g} N, "
-            f"|T| > {p['max_torque']:g} N m, F/T silent > {p['ft_timeout']:g} s, joint states silent > "
+            f"|T| > {p['max_torque']:g} N m, F/T data older than {p['ft_timeout']:g} s, joint states silent > "
             f"{p['joint_states_timeout']:g} s, ~/emergency_stop; control rate {p['control_rate']:g} Hz; robot "
             f"{p['robot_ip']}" + ("" if self.fc is None else
                                  f"; FORCE CONTROL along the normal (admittance M {cell.admittance.mass:g} kg, "
@@ -248,13 +280,6 @@ class HardwareDriver(Node):
     def _mono() -> float:
         return time.monotonic()
 
-    def _stamp(self, received: float | None = None) -> Any:
-        """ROS time now, or at monotonic time ``received`` (a reading's arrival)."""
-        now = self.get_clock().now().nanoseconds * 1e-9
-        if received is not None:
-            now -= max(0.0, time.monotonic() - received)
-        return cv.sec_to_time(now)
-
     def _now(self) -> float:
         """ROS time, s (the clock that stamps the executive's commands)."""
         return self.get_clock().now().nanoseconds * 1e-9
@@ -263,15 +288,12 @@ class HardwareDriver(Node):
         return self._stop.is_set() or node_base.stop_requested()
 
     # -- robot side ----------------------------------------------------------------------------
-    def _on_joints(self, msg: JointState) -> None:
-        pos = cv.joint_state_to_dict(msg, "position")
-        missing = [j for j in self.model.joint_names if j not in pos]
-        if missing:
-            raise InputError(f"joint_states: missing joints {missing}")
-        q = np.array([pos[j] for j in self.model.joint_names])
+    def _on_joints(self, data: bytes) -> None:
+        _, q, qd = self.js_reader.read(data, need_velocity=True)
+        qd = np.zeros_like(q) if qd is None else qd
         R = self.model.fk(q, self.ft_frame)[:3, :3]
         with self._lock:
-            self._q, self._R_WS = q, R
+            self._q, self._qd, self._R_WS = q, qd, R
             self.safety.joint_state(self._mono())
 
     def _hold(self) -> None:
@@ -305,14 +327,17 @@ class HardwareDriver(Node):
 
     def _on_command(self, msg: JointTrajectory) -> None:
         with self._lock:
-            why, q = self.safety.refusal(), self._q
+            why, q, qd = self.safety.refusal(), self._q, self._qd
         if why is not None:
             self._refuse([why])
             return
         if msg.points:
             try:
                 names, times, pos, vel, _ = cv.joint_trajectory_to_arrays(msg)
-                result = self.guard.check(names, times, pos, vel, q)
+                # as the controller executes it: a stamp in the past starts it part-way (a step)
+                stamp = cv.time_to_sec(msg.header.stamp)
+                late = max(0.0, self._now() - stamp) if stamp > 0.0 else 0.0
+                result = self.guard.check(names, times, pos, vel, q, late=late, qd_current=qd)
             except InputError as exc:
                 self._refuse([str(exc)])
                 return
@@ -378,7 +403,8 @@ class HardwareDriver(Node):
                 return
             names = list(self.model.joint_names)
             ahead = point.time - now
-            result = self.guard.check(names, [ahead], point.positions[None], point.velocities[None], q)
+            result = self.guard.check(names, [ahead], point.positions[None], point.velocities[None], q,
+                                      qd_current=self._qd)
             if result.ok:
                 msg = JointTrajectory(joint_names=names)
                 msg.header.frame_id = self.base_frame
@@ -399,30 +425,36 @@ class HardwareDriver(Node):
                                       f"{self.last_refusal}")
 
     # -- F/T side ------------------------------------------------------------------------------
-    def _on_reading(self, raw: np.ndarray, received: float) -> None:
-        """One raw reading (6,) in the sensor frame, received at monotonic ``received``."""
-        stamp = self._stamp(received)
+    def _on_readings(self, readings: FTReadings) -> None:
+        """One read's raw readings (k, 6) in the sensor frame, oldest first, dated by their sample
+        times (monotonic): every one is filtered, judged and published, each stamped with its own
+        sample time (a log keeps every reading the sensor sent; the decisions use the newest)."""
+        now = self._mono()
+        wall = self._now() - now  # monotonic -> wall clock
+        stamps = [wire.stamp_ns(wall + min(t, now)) for t in readings.sample_times.tolist()]  # their sample times
         processed = None
         with self._lock:
-            self._raw.append((received, raw))
+            self._raw.extend(zip(readings.sample_times.tolist(), readings.wrenches, strict=True))
+            self.ft_age_max = max(self.ft_age_max, now - readings.newest_time)
             if self._R_WS is None:
-                self.safety.ft_alive(received)
+                self.safety.ft_alive(readings.newest_time)
             else:
-                processed = self.proc.process(raw, self._R_WS)
-                self._f_sum += self._R_WS @ processed.sensor[:3]  # the force is the same at the tcp
-                self._f_count += 1
-                self._tripped(self.safety.wrench(received, processed.sensor))
-        self.pub_raw.publish(cv.array_to_wrench_stamped(raw, self.ft_frame, stamp))
-        if processed is not None:
-            self.pub_wrench.publish(cv.array_to_wrench_stamped(processed.sensor, self.ft_frame, stamp))
-            self.pub_tcp.publish(cv.array_to_wrench_stamped(processed.tcp, self.tcp_frame, stamp))
+                processed = self.proc.process_many(readings.wrenches, self._R_WS)
+                self._f_sum += self._R_WS @ processed[:, :3].sum(axis=0)  # the force is the same at the tcp
+                self._f_count += len(readings)
+                self._tripped(self.safety.wrenches(readings.sample_times, processed, now))
+        for i, stamp in enumerate(stamps):
+            self.pub_raw.publish(self._w_sensor.encode(stamp, readings.wrenches[i]))
+            if processed is not None:
+                self.pub_wrench.publish(self._w_sensor.encode(stamp, processed[i]))
+                self.pub_tcp.publish(self._w_tcp.encode(stamp, self.proc.to_tcp(processed[i])))
 
     def _read_netft(self) -> None:
         client = self.client
         last_error = ""
         while not self._stopping():
             try:
-                sample = client.read()
+                batch = client.read_batch()
             except TimeoutError:
                 self._check()
                 continue
@@ -435,23 +467,31 @@ class HardwareDriver(Node):
                 self._check()
                 time.sleep(self.period)
                 continue
-            if sample.status & STATUS_ERROR:
-                self.status_errors += 1
-                self._check()
-                continue
-            try:
-                self._on_reading(np.array(sample.wrench), sample.received_at)
-            except Exception as exc:  # keep reading; say what it was
-                if str(exc) != last_error:
-                    last_error = str(exc)
-                    self.get_logger().error(f"F/T reading: {type(exc).__name__}: {exc}")
+            healthy = (batch.status & STATUS_ERROR) == 0
+            self.status_errors += int((~healthy).sum())
+            readings = batch.select(healthy)
+            if readings is not None:
+                try:
+                    self._on_readings(readings)
+                except Exception as exc:  # keep reading; say what it was
+                    if str(exc) != last_error:
+                        last_error = str(exc)
+                        self.get_logger().error(f"F/T reading: {type(exc).__name__}: {exc}")
             self._check()
+            why = client.clock.rate_error
+            if why is not None and not self._rate_warned:
+                self._rate_warned = True
+                self.get_logger().warning(f"Net F/T: {why}")
 
     def _on_ft_topic(self, msg: WrenchStamped) -> None:
         if msg.header.frame_id not in ("", self.ft_frame):
             raise InputError(f"frame_id '{msg.header.frame_id}', expected '{self.ft_frame}' (the sensor frame)")
         self.topic_received += 1
-        self._on_reading(cv.wrench_to_array(msg), self._mono())
+        mono, stamp = self._mono(), cv.time_to_sec(msg.header.stamp)
+        # dated by its stamp (the driver's ROS clock; a stamp ahead counts as now), else on arrival
+        sampled = mono - max(0.0, self._now() - stamp) if stamp > 0.0 else mono
+        self._on_readings(FTReadings(cv.wrench_to_array(msg)[None], np.array([sampled]), mono,
+                                     np.zeros(1, dtype=np.int64)))
 
     # -- supervision ---------------------------------------------------------------------------
     def _check(self) -> None:
@@ -534,6 +574,8 @@ class HardwareDriver(Node):
                 "commands_forwarded": str(self.forwarded), "commands_refused": str(self.refused),
                 "last_refusal": self.last_refusal, "force_n": f"{s.last_force:.4g}",
                 "torque_nm": f"{s.last_torque:.4g}",
+                "ft_age_s": "" if s.last_ft is None else f"{s.ft_age(self._mono()):.6f}",
+                "ft_age_max_s": f"{self.ft_age_max:.6f}", "ft_timeout_s": f"{s.limits.ft_timeout:g}",
                 "stops": str(s.trips),
                 "hold_after_s": "" if self.hold_after is None else f"{self.hold_after:.6f}",
                 "control_period_s": f"{self.period:.6g}",
@@ -549,7 +591,9 @@ class HardwareDriver(Node):
             if c is not None:
                 values.update(ft_sensor_ip=c.host, ft_received=str(c.received), ft_lost=str(c.lost),
                               ft_out_of_order=str(c.out_of_order), ft_bad_packets=str(c.bad_packets),
-                              ft_status_errors=str(self.status_errors))
+                              ft_superseded=str(c.superseded), ft_status_errors=str(self.status_errors),
+                              ft_rate_measured_hz=f"{c.clock.measured_rate():.6g}",
+                              ft_rate_error=c.clock.rate_error or "")
             else:
                 values.update(ft_topic=self.p["ft_topic"], ft_received=str(self.topic_received))
             st = DiagnosticStatus(name=f"{self.get_name()}: safety", hardware_id=self.p["robot_ip"], level=level,

@@ -399,6 +399,11 @@ def _run(stopper: _Stopper, node_factory: Callable[[], Any], args: Sequence[str]
             pass
         stopper.stop()  # however the loop ended (a shut-down context too): the watchdog bounds what follows
         stopper.set_phase("stopping")
+        # the node leaves the executor first: the EventsExecutor then unhooks its entities'
+        # middleware callbacks, so no DDS thread calls into an entity while destroy_node frees it
+        # (rclpy's EventsExecutor crashes on entities destroyed under it: ros2/rclpy#1644; a
+        # netft_emulator and an executive stopped just after start-up died with -11 there)
+        _quietly("executor", lambda: executor.remove_node(node), logger)
         _quietly("executor", lambda: executor.shutdown(timeout_sec=TEARDOWN_S), logger)
         stopper.close_node()
         if stopper.own_process:  # armed from here: a teardown stuck in C with the GIL held starves the watchdog

@@ -180,14 +180,16 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
                   read_only=True),
         ParamSpec("ft_topic", "/force_torque_sensor_broadcaster/wrench", "raw readings in ft_sensor.frame "
                   "(geometry_msgs/WrenchStamped; ft_backend topic)", read_only=True),
-        ParamSpec("ft_rate", 1000.0, "rate of the F/T readings (the Net F/T's RDT rate, or the topic's), Hz: the "
-                  "low-pass filter's sample rate", range=(1.0, 20000.0), read_only=True),
+        ParamSpec("ft_rate", 1000.0, "rate of the F/T readings (the Net F/T's RDT output rate, or the topic's), Hz: "
+                  "the low-pass filter's sample rate and, for the Net F/T, the clock its records are dated by",
+                  range=(1.0, 20000.0), read_only=True),
         ParamSpec("max_force", _SAFETY.max_force, "stop when |F| of the compensated wrench exceeds this, N",
                   range=(1e-3, 1e5), read_only=True),
         ParamSpec("max_torque", _SAFETY.max_torque, "stop when |T| of the compensated wrench (about the sensor's "
                   "origin) exceeds this, N m", range=(1e-3, 1e5), read_only=True),
-        ParamSpec("ft_timeout", _SAFETY.ft_timeout, "stop when no F/T reading arrives for longer than this, s",
-                  range=(1e-3, 60.0), read_only=True),
+        ParamSpec("ft_timeout", _SAFETY.ft_timeout, "stop when the newest F/T reading is older than this (from "
+                  "when the sensor took it: the sensor silent, or its data late), s", range=(1e-3, 60.0),
+                  read_only=True),
         ParamSpec("joint_states_timeout", _SAFETY.joint_states_timeout, "stop when no joint state arrives for longer "
                   "than this, s", range=(1e-3, 60.0), read_only=True),
         ParamSpec("position_margin", _GUARD.position_margin, "commands keep this far inside the URDF position "

@@ -110,8 +110,11 @@ def _fails_cleanly(args: list[str], out: Path, needle: str) -> None:
     proc = subprocess.run([GRINDING, "simulate", *args, "--out", str(out)], capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 2, proc.stderr[-2000:]
+    # one error line, the last; progress lines (stderr is not a terminal here) may precede it
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and needle in lines[0] and lines[0].startswith("grinding simulate: error:")
+    errors = [ln for ln in lines if ln.startswith("grinding simulate: error:")]
+    assert len(errors) == 1 and lines[-1] == errors[0] and needle in errors[0], proc.stderr
+    assert all(ln.startswith("grinding simulate: ") for ln in lines), proc.stderr
     assert not out.exists()
     assert not list(out.parent.glob(f".{out.name}.*"))
 

@@ -67,7 +67,7 @@ def run_on_the_cell(tmp: Path, probe: Any, plan: Path, params: list[Path]) -> Pa
     """The plan through real mode on a fresh emulated cell; the bag."""
     tmp.mkdir()
     bag = tmp / "bag"
-    with EmulatedSession(tmp, real_nice=10) as s:
+    with EmulatedSession(tmp) as s:
         s.start_cell()
         s.start_real(plan, [*params, real_params(tmp / "real.yaml", s.port)], bag)
         s.start_job(probe)

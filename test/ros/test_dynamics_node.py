@@ -162,6 +162,36 @@ def test_bad_commands_are_rejected_and_the_goal_kept(launch_node, probe) -> None
     _wait_at(probe, js, node, goal, what="a good trajectory after the bad ones")
 
 
+def test_a_step_command_is_slowed_to_the_velocity_limits_and_said(launch_node, probe) -> None:
+    """Issue 22: a 3 rad step in 10 ms was followed as it came (a cubic peaking at 450 rad/s) and the
+    simulated arm swung at 600-2,100 rad/s for 25 s without a word. Now it is slowed down to the URDF
+    velocity limit, as a drive would, with one warning naming the joint, the velocity, the limit and
+    the slow-down; the joint states never exceed the limit (+5 %: the servo's lag) and the arm arrives."""
+    import xml.etree.ElementTree as ET
+
+    urdf = REPO / "urdf" / "ur10e_grinding.urdf"
+    limit = next(float(j.find("limit").get("velocity")) for j in ET.parse(urdf).getroot().iter("joint")
+                 if j.get("name") == "shoulder_pan_joint")
+    node, js = _start(launch_node, probe)
+    pub = probe.publisher(JointTrajectory, TRAJ_TOPIC, procs=[node])
+    goal = Q0.copy()
+    goal[0] += 3.0
+    msg = JointTrajectory(joint_names=JOINTS)
+    msg.points = [JointTrajectoryPoint(positions=goal.tolist(), time_from_start=cv.sec_to_duration(0.01))]
+    n0 = len(js.messages)
+    pub.publish(msg)
+    log = probe.wait_for_log(node, "slowed down to the velocity limits")
+    line = next(x for x in log.splitlines() if "slowed down to the velocity limits" in x)
+    assert "[WARN]" in line and "shoulder_pan_joint would reach 450 rad/s" in line, line
+    assert f"velocity limit {limit:.4g} rad/s" in line, line
+    _wait_at(probe, js, node, goal, tol=2e-3, what="the step's goal")
+    speeds = [float(np.abs(np.asarray(m.velocity)).max()) for m in js.messages[n0:] if len(m.velocity) == 6]
+    print(f"\n{line}\npeak joint speed {max(speeds):.3f} rad/s over {len(speeds)} joint states (limit {limit:.4g})")
+    assert max(speeds) <= 1.05 * limit, max(speeds)
+    assert log.count("slowed down to the velocity limits") == 1
+    assert node.stop() == 0
+
+
 def test_contact_wrench_is_balanced_by_the_motors(launch_node, probe) -> None:
     from robot_grinding_sim.core.robot.dynamics import RobotModel
 
@@ -194,6 +224,9 @@ def test_contact_wrench_is_balanced_by_the_motors(launch_node, probe) -> None:
         ({"sim.dt": 0.01}, "parameter 'sim.dt': 0.01 s is too long for the servo"),
         ({"robot.description_file": "/nonexistent/robot.urdf"}, "parameter 'robot.description_file': file not"),
         ({"robot.home": [0.0, 0.0, 0.0]}, "parameter 'robot.home': expected 6 values"),
+        # the words of grinding check-config for the same value (one check: core.job.setup.check_home)
+        ({"robot.home": [0.0, -1.2, 1.9, -2.27, -1.57, 10.0]},
+         "parameter 'robot.home': wrist_3_joint = 10 is outside its limits [-6.28319, 6.28319]"),
         ({"servo.bandwidth": -1.0}, "parameter 'servo.bandwidth': -1.0 is below the minimum"),
         ({"coupling": "euler"}, "parameter 'coupling': 'euler' is not one of"),
         ({"joint_state_decimation": 5}, "parameter 'joint_state_decimation': 5: with lockstep"),

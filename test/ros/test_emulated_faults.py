@@ -194,7 +194,7 @@ def test_faults_of_the_whole_cell_stop_the_arm_and_the_job(plans: dict[str, Path
         assert r.success, r.message
         probe.wait_for(lambda: holds_after(out, n_out), timeout=60, what="the hold after the silence")
         t_hold = holds_after(out, n_out)[0][0]
-        probe.wait_for(lambda: "F/T silent" in status().get("causes", ""), timeout=30, what="cause F/T silent")
+        probe.wait_for(lambda: "F/T stale" in status().get("causes", ""), timeout=30, what="cause F/T stale")
         last = max(cv.time_to_sec(m.header.stamp) for _, m in raw.items)
         seen = t_hold - (last + FT_TIMEOUT)
         own = float(status()["hold_after_s"])
@@ -204,7 +204,7 @@ def test_faults_of_the_whole_cell_stop_the_arm_and_the_job(plans: dict[str, Path
         probe.wait_for(lambda: executive_state(state).startswith("failed"), timeout=60, what="the job failed")
         assert "hardware_driver reports an error" in executive_state(state), executive_state(state)
         r = probe.call(Trigger, "/hardware_driver/reset")
-        assert not r.success and "F/T silent" in r.message, r.message
+        assert not r.success and "F/T stale" in r.message, r.message
         n_raw = len(raw.items)
         r = probe.call(SetBool, "/emulated/netft_emulator/silence", SetBool.Request(data=False))
         assert r.success, r.message

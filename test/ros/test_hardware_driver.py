@@ -27,6 +27,7 @@ logic); it is not a timing benchmark.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from pathlib import Path
@@ -78,12 +79,24 @@ def start_driver(launch_node, port: int, **extra):
 
 @pytest.fixture
 def emulator():
-    """The Net F/T on loopback; ``emu.wrench[:]`` sets what it reads."""
+    """The Net F/T on loopback; ``emu.wrench[:]`` sets what it reads; ``emu.step = (t, wrench)``
+    makes it read ``wrench`` from emulator time ``t`` on (a sensor event at a known instant)."""
     wrench = W0.copy()
-    emu = RDTEmulator(lambda t: wrench, rate_hz=FT_RATE, counts_per_force=1e6, counts_per_torque=1e6)
+
+    def source(t: float) -> np.ndarray:
+        at, after = emu.step
+        return after if t >= at else wrench
+
+    emu = RDTEmulator(source, rate_hz=FT_RATE, counts_per_force=1e6, counts_per_torque=1e6)
     emu.wrench = wrench
+    emu.step = (np.inf, W0)
     with emu:
         yield emu
+
+
+def first_sample_at(emu: RDTEmulator, t: float) -> float:
+    """time.monotonic() of the first sample the emulator takes at or after its time ``t``."""
+    return emu.epoch + math.ceil(t * emu.rate_hz - 1e-9) / emu.rate_hz
 
 
 class FakeArm:
@@ -120,12 +133,15 @@ def arm(rclpy_context):
 
 
 class Timed:
-    """Messages with their arrival time here (wall clock, the ROS clock of every process here)."""
+    """Messages with their arrival time here (wall clock, the ROS clock of every process here; and
+    ``mono``: time.monotonic(), the emulator's clock)."""
 
     def __init__(self) -> None:
         self.items: list[tuple[float, object]] = []
+        self.mono: list[float] = []
 
     def __call__(self, msg) -> None:
+        self.mono.append(time.monotonic())
         self.items.append((time.time(), msg))
 
     @property
@@ -230,6 +246,16 @@ def test_commands_are_forwarded_refused_and_stopped(launch_node, probe, emulator
     probe.wait_for(lambda: len(out.items) == 2, what="the second forwarded trajectory", procs=[drv])
     assert out.messages == [good, good]
 
+    # stamped 5 s in the past (issue 22): a point 0.2 rad away at 1 s is, for the controller, a step of
+    # 0.2 rad now (it samples the trajectory at now - stamp, past its end): refused, named, not forwarded
+    past = trajectory([[0.2, 0.0, 0.0, 0.0, 0.0, 0.0]], times=(1.0,), lead=-5.0)
+    pub.publish(past)
+    probe.wait_for(lambda: diag_values(diag).get("commands_refused") == "2", what="the late trajectory refused",
+                   procs=[drv])
+    reason = diag_values(diag)["last_refusal"]
+    assert "shoulder_pan_joint start 0.2 rad" in reason and "s in the past" in reason, reason
+    assert len(out.items) == 2
+
     # the emergency stop: a hold at once, commands refused until ~/reset; SetBool false does not release
     r = probe.call(SetBool, "/hardware_driver/emergency_stop", SetBool.Request(data=True), procs=[drv])
     assert r.success, r.message
@@ -238,7 +264,7 @@ def test_commands_are_forwarded_refused_and_stopped(launch_node, probe, emulator
     d = wait_state(probe, diag, drv, "stopped")
     assert d["causes"] == "emergency stop"
     pub.publish(good)
-    probe.wait_for(lambda: diag_values(diag).get("commands_refused") == "2", what="refused while stopped",
+    probe.wait_for(lambda: diag_values(diag).get("commands_refused") == "3", what="refused while stopped",
                    procs=[drv])
     assert "emergency stop" in diag_values(diag)["last_refusal"]
     r = probe.call(SetBool, "/hardware_driver/emergency_stop", SetBool.Request(data=False), procs=[drv])
@@ -312,20 +338,20 @@ def test_wrench_tare_and_stops_on_silence_and_over_force(launch_node, probe, emu
     probe.wait_for(lambda: len(wrench.items) >= n0 + 30, what="wrenches after the tare", procs=[drv])
     np.testing.assert_allclose(np.array([wrench_of(m) for m in wrench.messages[-10:]]), 0.0, atol=2e-6)
 
-    # the sensor falls silent: hold within 2 control periods of the timeout's expiry
+    # the sensor falls silent: hold within 2 control periods of the moment its newest record (the
+    # emulator's own sample instant) passed the age limit
     emulator.silence(True)
     probe.wait_for(lambda: out.items, what="the hold after the F/T silence", procs=[drv])
-    t_hold, hold = out.items[0]
+    t_hold, hold = out.mono[0], out.items[0][1]
     assert is_hold(hold), hold
-    last = max(cv.time_to_sec(m.header.stamp) for m in wrench.messages)
-    seen = t_hold - (last + FT_TIMEOUT)
+    seen = t_hold - (emulator.epoch + emulator.last_sample + FT_TIMEOUT)
     d = wait_state(probe, diag, drv, "stopped")
-    assert d["causes"] == "F/T silent", d
+    assert d["causes"] == "F/T stale", d
     own = float(d["hold_after_s"])
     print(f"F/T silent -> hold: driver {periods(own)}, seen here {periods(seen)}")
     assert -PERIOD <= seen and own <= 2 * PERIOD + ALLOWANCE and seen <= 2 * PERIOD + ALLOWANCE
     r = probe.call(Trigger, "/hardware_driver/reset", procs=[drv])
-    assert not r.success and "F/T silent" in r.message, r.message
+    assert not r.success and "F/T stale" in r.message, r.message
     emulator.silence(False)
     n0 = len(wrench.items)
     probe.wait_for(lambda: len(wrench.items) > n0, what="readings again", procs=[drv])
@@ -333,16 +359,15 @@ def test_wrench_tare_and_stops_on_silence_and_over_force(launch_node, probe, emu
     assert r.success, r.message
     wait_state(probe, diag, drv, "ok")
 
-    # over-force: hold within 2 control periods of the first reading over the limit
-    n_out, n0 = len(out.items), len(wrench.items)
-    emulator.wrench[:] = [0.0, 0.0, 80.0, 0.0, 0.0, 0.0]
+    # over-force: hold within 2 control periods of the first reading over the limit (the emulator's
+    # sample instant: the sensor's event)
+    n_out = len(out.items)
+    t_event = emulator.clock() + 0.05
+    emulator.step = (t_event, np.array([0.0, 0.0, 80.0, 0.0, 0.0, 0.0]))
     probe.wait_for(lambda: len(out.items) > n_out, what="the hold after the over-force", procs=[drv])
-    t_hold, hold = out.items[n_out]
+    t_hold, hold = out.mono[n_out], out.items[n_out][1]
     assert is_hold(hold), hold
-    probe.wait_for(lambda: any(np.linalg.norm(wrench_of(m)[:3]) > MAX_FORCE for m in wrench.messages[n0:]),
-                   what="the over-limit reading", procs=[drv])
-    first = next(m for m in wrench.messages[n0:] if np.linalg.norm(wrench_of(m)[:3]) > MAX_FORCE)
-    seen = t_hold - cv.time_to_sec(first.header.stamp)
+    seen = t_hold - first_sample_at(emulator, t_event)
     d = wait_state(probe, diag, drv, "stopped")
     assert d["causes"] == "over-force", d
     own = float(d["hold_after_s"])
@@ -351,12 +376,105 @@ def test_wrench_tare_and_stops_on_silence_and_over_force(launch_node, probe, emu
     assert own <= 2 * PERIOD + ALLOWANCE and seen <= 2 * PERIOD + ALLOWANCE
     r = probe.call(Trigger, "/hardware_driver/reset", procs=[drv])
     assert not r.success and "over-force" in r.message, r.message
-    emulator.wrench[:] = W0
+    emulator.step = (np.inf, W0)
     n0 = len(wrench.items)
     probe.wait_for(lambda: len(wrench.items) > n0 + 5, what="calm readings again", procs=[drv])
     r = probe.call(Trigger, "/hardware_driver/reset", procs=[drv])
     assert r.success, r.message
     stopped_clean(drv)
+
+
+def test_the_driver_acts_on_the_newest_reading_and_knows_how_old_it_is(launch_node, probe, emulator, arm) -> None:
+    """Issue 22: the driver took records oldest first and dated them on arrival, so it acted on
+    readings seconds old and reported them fresh. The emulated Net F/T (delay fault: every record
+    leaves ``delay`` after the sensor took it, a backlog at the protocol level) shows, from outside:
+
+    1. data 0.3 s late: /diagnostics says so (``ft_age_s``), and an over-force in it holds the arm
+       with ``hold_after_s`` counted from the sensor's event, which agrees with what this process
+       sees from the emulator's sample instant (it was 0.3 ms: counted from the arrival);
+    2. the held records released at once (a burst): one read takes them, the newest is acted on
+       (``ft_superseded``) and the data is fresh again (``ft_age_s``);
+    3. data falling further and further behind while records keep arriving (the delay grows in
+       steps of 50 ms: no gap between records is near ft_timeout): "F/T stale" holds the arm within
+       2 control periods of the newest delivered reading's passing the age limit, and ~/reset refuses
+       until the data is fresh again (the old driver never stopped: records kept coming).
+    """
+    out = Timed()
+    probe.node.create_subscription(JointTrajectory, OUT_TOPIC, out, 10)
+    diag = probe.subscribe(DiagnosticArray, "/diagnostics")
+    drv = start_driver(launch_node, emulator.address[1])
+    wait_state(probe, diag, drv, "ok", "the driver has joint states and F/T readings")
+    probe.wait_for(lambda: int(diag_values(diag).get("ft_received", "0")) > 2 * FT_RATE, procs=[drv],
+                   what="2 s of prompt readings (the driver's clock learns the offset)")
+    fresh = float(diag_values(diag)["ft_age_s"])
+
+    # 1. late data; an over-force in it
+    delay = 0.3
+    emulator.faults = RDTFaults(delay=delay)
+    n_diag = len(diag.messages)
+    probe.wait_for(lambda: len(diag.messages) > n_diag + 10, what="2 s of diagnostics with the delay", procs=[drv])
+    ages = [float(v["ft_age_s"]) for v in (diag_values_of(m) for m in diag.messages[n_diag + 5:]) if v]
+    assert min(ages) >= delay - ALLOWANCE and diag_values(diag)["state"] == "ok", (ages, diag_values(diag))
+    n_out = len(out.items)
+    t_event = emulator.clock() + 0.05
+    emulator.step = (t_event, np.array([0.0, 0.0, 80.0, 0.0, 0.0, 0.0]))
+    probe.wait_for(lambda: len(out.items) > n_out, what="the hold after the late over-force", procs=[drv])
+    assert is_hold(out.items[n_out][1])
+    seen = out.mono[n_out] - first_sample_at(emulator, t_event)
+    d = wait_state(probe, diag, drv, "stopped")
+    own = float(d["hold_after_s"])
+    print(f"\nF/T data {delay:g} s late: ft_age_s {np.median(ages):.3f} s (fresh: {fresh:.6f} s); over-force -> hold: "
+          f"driver {own * 1e3:.1f} ms, seen here {seen * 1e3:.1f} ms from the sensor's event")
+    assert d["causes"] == "over-force" and "s old" in d["message"], d
+    assert own >= delay - ALLOWANCE and abs(own - seen) <= ALLOWANCE, (own, seen)
+
+    # 2. the backlog released: a burst; the newest is acted on
+    emulator.step = (np.inf, W0)
+    sup0 = int(d["ft_superseded"])
+    held = emulator.held
+    emulator.faults = RDTFaults()
+    probe.wait_for(lambda: float(diag_values(diag).get("ft_age_s", "1")) < ALLOWANCE, what="fresh data again",
+                   procs=[drv])
+    d = diag_values(diag)
+    print(f"burst of {held} held records: {int(d['ft_superseded']) - sup0} superseded; ft_age_s {d['ft_age_s']}")
+    assert int(d["ft_superseded"]) - sup0 >= held // 2, (held, d)
+    r = probe.call(Trigger, "/hardware_driver/reset", procs=[drv])
+    assert r.success, r.message
+    wait_state(probe, diag, drv, "ok")
+
+    # 3. data falling behind while records keep arriving: the delay grows to 0.45 s in steps of 50 ms
+    # (the driver stays ok: the data is younger than ft_timeout), then jumps to 0.65 s: the newest
+    # reading delivered passes the limit 0.05 s after the jump, while the gap in arrivals is 0.2 s
+    n_out = len(out.items)
+    for d_ms in range(50, 500, 50):
+        sent = emulator.sent
+        emulator.faults = RDTFaults(delay=d_ms / 1e3)  # nothing leaves for 50 ms, then records flow again
+        probe.wait_for(lambda s0=sent: emulator.sent >= s0 + 10, what="records at the new delay", procs=[drv])
+    assert len(out.items) == n_out and diag_values(diag)["state"] == "ok", diag_values(diag)
+    emulator.faults = RDTFaults(delay=0.65)
+    newest = emulator.last_sample  # nothing leaves for 0.2 s now
+    probe.wait_for(lambda: len(out.items) > n_out, what="the hold on stale data", procs=[drv])
+    assert is_hold(out.items[n_out][1])
+    seen = out.mono[n_out] - (emulator.epoch + newest + FT_TIMEOUT)
+    d = wait_state(probe, diag, drv, "stopped")
+    assert d["causes"] == "F/T stale", d
+    own = float(d["hold_after_s"])
+    print(f"F/T data falling behind -> hold: driver {periods(own)}, seen here {periods(seen)} after the newest "
+          "reading's age passed ft_timeout")
+    assert -PERIOD <= seen <= 2 * PERIOD + ALLOWANCE and own <= 2 * PERIOD + ALLOWANCE
+    r = probe.call(Trigger, "/hardware_driver/reset", procs=[drv])
+    assert not r.success and "F/T stale" in r.message and "s old" in r.message, r.message
+    emulator.faults = RDTFaults()
+    probe.wait_for(lambda: probe.call(Trigger, "/hardware_driver/reset", procs=[drv]).success,
+                   what="a reset once the data is fresh", procs=[drv])
+    stopped_clean(drv)
+
+
+def diag_values_of(m) -> dict[str, str]:
+    for s in m.status:
+        if s.name.endswith("hardware_driver: safety"):
+            return {k.key: k.value for k in s.values}
+    return {}
 
 
 @pytest.mark.parametrize("bad", ["10.0.0.256", "ft-sensor.local", ""])

@@ -18,6 +18,7 @@ from robot_grinding_sim.core.robot.arm_sim import (
     ComputedTorqueController,
     JointLimits,
     TrajectoryInterpolator,
+    VelocityClamp,
     parse_initial_positions,
     wrench_to_root,
 )
@@ -157,6 +158,62 @@ def test_initial_positions_parsing() -> None:
 
 
 # -- control and dynamics -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("quintic", [False, True])
+def test_peak_velocity_is_the_densely_sampled_maximum(limits: JointLimits, quintic: bool) -> None:
+    """Against the interpolant sampled every 10 us (exact for cubic segments: their extremum in
+    closed form; quintic ones sampled at 64 points a segment)."""
+    names = list(limits.names)
+    rng = np.random.default_rng(5)
+    P = Q0 + rng.uniform(-0.15, 0.15, (4, 6))  # chords within the velocity limits (build refuses others)
+    V = rng.uniform(-0.5, 0.5, (4, 6))
+    A = rng.uniform(-2, 2, (4, 6)) if quintic else None
+    traj = TrajectoryInterpolator.build(limits, names, [0.3, 0.5, 0.9, 1.2], P, V, A,
+                                        start=(Q0, np.full(6, 0.1), np.zeros(6)))
+    ts = np.arange(0.0, traj.duration, 1e-5)
+    dense = np.abs(np.array([traj.sample(t)[1] for t in ts])).max(axis=0)
+    peak, when = traj.peak_velocity()
+    np.testing.assert_allclose(peak, dense, rtol=1e-3 if quintic else 1e-6)
+    for j in range(6):
+        assert abs(abs(traj.sample(when[j])[1][j]) - peak[j]) < 1e-9
+
+
+def test_a_step_command_is_slowed_down_to_the_velocity_limits(model: RobotModel) -> None:
+    """Issue 22: 3 rad in 10 ms (a rest-to-rest cubic peaking at 450 rad/s) was followed as it came
+    and the arm swung at 600-2,100 rad/s. With limit_velocity the simulator stretches it until the
+    interpolated velocity is within the limit (a drive's speed limit) and says by how much; the arm
+    then moves within its limits and arrives."""
+    sim = ArmSimulator(model, Q0)
+    goal = Q0.copy()
+    goal[0] += 3.0
+    traj = sim.command_trajectory(model.joint_names, [0.01], goal[None], limit_velocity=True)
+    clamp = sim.last_clamp
+    limit = float(model.velocity_limits[0])
+    assert isinstance(clamp, VelocityClamp) and clamp.joint == "shoulder_pan_joint"
+    assert clamp.peak == pytest.approx(1.5 * 3.0 / 0.01, rel=1e-9) and clamp.limit == limit
+    # a rest-to-rest cubic (positions only: C2 spline from rest to rest) peaks at 1.5 x the chord
+    assert clamp.factor == pytest.approx(1.5 * 3.0 / limit / 0.01, rel=1e-5)
+    assert traj.peak_velocity()[0][0] <= limit * (1 + 1e-9)
+    assert "450 rad/s" in str(clamp) and "slowed down" in str(clamp)
+    worst = 0.0
+    while sim.state.t < traj.duration + 1.0:
+        worst = max(worst, float(np.abs(sim.step(1e-3).qd).max()))
+    np.testing.assert_allclose(sim.state.q, goal, atol=1e-4)
+    assert worst <= 1.05 * limit, worst  # the servo tracks the reference (its lag: a few %)
+    # within the limits: followed as it is
+    sim.command_trajectory(model.joint_names, [4.0], Q0[None], limit_velocity=True)  # 3 rad: 1.125 rad/s
+    assert sim.last_clamp is None
+
+
+def test_a_command_faster_than_the_limits_cannot_be_slowed_from_a_faster_reference(model: RobotModel) -> None:
+    sim = ArmSimulator(model, Q0)
+    sim.trajectory = TrajectoryInterpolator(np.array([0.0, 1.0]), np.zeros((1, 6, 6)), np.vstack([Q0, Q0]))
+    sim.trajectory._coeffs[0, 1, 0] = 10.0  # a reference already at 10 rad/s: beyond the limit 2.09
+    sim.trajectory._coeffs[0, 0] = Q0
+    goal = Q0 + 0.01
+    with pytest.raises(InputError, match="shoulder_pan_joint would reach .* no slow-down"):
+        sim.command_trajectory(model.joint_names, [0.5], goal[None], limit_velocity=True)
 
 
 def test_tracks_trajectory_to_goal(model: RobotModel) -> None:

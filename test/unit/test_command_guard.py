@@ -214,6 +214,96 @@ def test_q_current_holds_other_joints_and_checks_the_first_move(model: RobotMode
         guard.check(["wrist_3_joint"], [1.0], [[0.5]])
 
 
+def test_a_trajectory_stamped_in_the_past_is_judged_from_now(model: RobotModel, guard: CommandGuard) -> None:
+    """Issue 22: a point 0.2 rad away at t = 1 s, stamped 5 s in the past, was judged as 0.2 rad/s
+    and forwarded; the controller samples it at now - stamp, past its end: a step. Refused, naming the
+    joint, the step and the limit, and how late the stamp is."""
+    pan = model.joint_names.index("shoulder_pan_joint")
+    target = HOME.copy()
+    target[pan] += 0.2
+    assert guard.check(model.joint_names, [1.0], target[None], q_current=HOME).ok  # stamp 0: 0.2 rad/s
+    res = guard.check(model.joint_names, [1.0], target[None], q_current=HOME, late=5.0)
+    assert not res.ok
+    (v,) = res.violations
+    assert (v.check, v.subject, v.value, v.limit) == ("start", "shoulder_pan_joint", pytest.approx(0.2), 1e-3)
+    assert "5.0000 s in the past" in str(v) and "ended 4.0000 s ago" in str(v)
+
+
+def test_a_stamp_in_the_past_inside_the_trajectory_is_a_step_to_the_point_due_now(
+        model: RobotModel, guard: CommandGuard) -> None:
+    """Late by 1.5 s on knots at 1, 2, 3 s: the controller starts at the point due at 1.5 s, the
+    midpoint of the linear segment (positions only) or the cubic Hermite one (with velocities)."""
+    pan = model.joint_names.index("shoulder_pan_joint")
+    q = np.tile(HOME, (3, 1))
+    q[:, pan] += [0.1, 0.2, 0.3]
+    res = guard.check(model.joint_names, [1.0, 2.0, 3.0], q, q_current=HOME, late=1.5)
+    starts = [v for v in res.violations if v.check == "start"]
+    assert [(v.subject, v.knot) for v in starts] == [("shoulder_pan_joint", 0)]
+    assert starts[0].value == pytest.approx(0.15, abs=1e-12) and "knot 0 is the point due now" in str(starts[0])
+    # with velocities 0.1 rad/s at every knot the Hermite midpoint is the linear one too (a straight line)
+    qd = np.zeros((3, 6))
+    qd[:, pan] = 0.1
+    res = guard.check(model.joint_names, [1.0, 2.0, 3.0], q, qd, q_current=HOME, late=1.5)
+    assert [v.value for v in res.violations if v.check == "start"] == [pytest.approx(0.15, abs=1e-12)]
+    # from the point due now on, the rest is what it was: from the arm at that point, nothing to refuse
+    here = HOME.copy()
+    here[pan] += 0.15
+    assert guard.check(model.joint_names, [1.0, 2.0, 3.0], q, qd, q_current=here, late=1.5).ok
+
+
+@pytest.fixture(scope="module")
+def joint_guard(model: RobotModel) -> CommandGuard:
+    """Joint limits only (a TCP speed limit far away): the shoulder's moves here are fast at the TCP."""
+    return CommandGuard(model, GuardParams(max_tcp_speed=100.0))
+
+
+def test_a_stamp_in_the_past_before_the_first_knot_shortens_the_move(model: RobotModel,
+                                                                     joint_guard: CommandGuard) -> None:
+    """0.9 rad in 1 s is 0.9 rad/s (within 0.9 x 2.094); stamped 0.5 s in the past the controller has
+    0.5 s left for it: 1.8 rad/s implied, still within; 0.6 s late: 2.25 rad/s, refused."""
+    pan = model.joint_names.index("shoulder_pan_joint")
+    target = HOME.copy()
+    target[pan] += 0.9
+    assert joint_guard.check(model.joint_names, [1.0], target[None], q_current=HOME, late=0.5).ok
+    res = joint_guard.check(model.joint_names, [1.0], target[None], q_current=HOME, late=0.6)
+    (v,) = [v for v in res.violations if v.subject == "shoulder_pan_joint"]
+    assert v.check == "implied velocity" and v.value == pytest.approx(0.9 / 0.4)
+    assert v.limit == pytest.approx(0.9 * LIMITS["shoulder_pan_joint"][2]) and "0.6000 s in the past" in str(v)
+    with pytest.raises(InputError, match="q_current"):
+        joint_guard.check(model.joint_names, [1.0], target[None], late=0.5)
+    with pytest.raises(InputError, match="late"):
+        joint_guard.check(model.joint_names, [1.0], target[None], q_current=HOME, late=-1.0)
+
+
+def test_the_interpolated_velocity_peaks_inside_a_segment(model: RobotModel, joint_guard: CommandGuard) -> None:
+    """A rest-to-rest cubic Hermite segment (JTC's interpolation with velocities) peaks at 1.5 x its
+    chord velocity mid-segment: 1.5 rad/s of chord (within the limit 1.885) is 2.25 rad/s there. The
+    knots (velocity 0) and the chord passed; the peak is refused. From a moving arm (qd_current), the
+    move to the first knot starts at its velocity."""
+    pan = model.joint_names.index("shoulder_pan_joint")
+    limit = 0.9 * LIMITS["shoulder_pan_joint"][2]
+    target = HOME.copy()
+    target[pan] += 1.5
+    res = joint_guard.check(model.joint_names, [1.0], target[None], np.zeros((1, 6)), q_current=HOME)
+    (v,) = res.violations
+    assert (v.check, v.subject) == ("interpolated velocity", "shoulder_pan_joint")
+    assert v.value == pytest.approx(2.25, rel=1e-12) and v.limit == pytest.approx(limit)
+    assert joint_guard.check(model.joint_names, [1.0], target[None], q_current=HOME).ok  # linear: 1.5 rad/s
+    # 1.0 rad in 1 s from rest: peak 1.5 (passes); from -1 rad/s (moving away) it must turn round:
+    # v(tau) = -1 + 10 tau - 9 tau^2 peaks at 16/9 rad/s (within); from -1.5 rad/s at 2.45 rad/s (refused)
+    target[pan] = HOME[pan] + 1.0
+    assert joint_guard.check(model.joint_names, [1.0], target[None], np.zeros((1, 6)), q_current=HOME).ok
+    moving = np.zeros(6)
+    moving[pan] = -1.0
+    assert joint_guard.check(model.joint_names, [1.0], target[None], np.zeros((1, 6)), q_current=HOME,
+                       qd_current=moving).ok
+    moving[pan] = -1.5
+    res = joint_guard.check(model.joint_names, [1.0], target[None], np.zeros((1, 6)), q_current=HOME, qd_current=moving)
+    (v,) = res.violations
+    # c2 = 3 + 3 = 6, c3 = -2 - 1.5 = -3.5: peak -1.5 + 36 / 10.5
+    assert v.check == "interpolated velocity" and v.value == pytest.approx(-1.5 + 36 / 10.5, rel=1e-12)
+
+
 def test_the_planned_job_trajectory_passes(guard: CommandGuard) -> None:
     from robot_grinding_sim.core.config import CellConfig
     from robot_grinding_sim.core.job.plan_job import plan_job

@@ -126,6 +126,38 @@ def test_butterworth_matches_scipy_and_the_continuous_response() -> None:
     assert ours.max() == pytest.approx(1 + math.exp(-math.pi * zeta / math.sqrt(1 - zeta**2)), abs=1e-3)
 
 
+@pytest.mark.parametrize("order", [1, 2])
+def test_a_backlog_filtered_at_once_is_the_same_as_one_by_one(order: int) -> None:
+    """A reader's backlog (k readings in one read) goes through the filter in one call: the same
+    outputs as k calls, in any split (the state carries over), and the same as scipy's filter of
+    the whole stream started at rest at the first sample."""
+    fc, fs = 30.0, 1000.0
+    x = np.random.default_rng(3).normal(size=(500, 6))
+    one = LowPassFilter(fc, fs, order)
+    by_one = np.array([one(xi) for xi in x])
+    split = LowPassFilter(fc, fs, order)
+    parts = np.vstack([split.many(x[:1]), split.many(x[1:7]), split.many(x[7:300]), split.many(x[300:])])
+    np.testing.assert_allclose(parts, by_one, rtol=0, atol=1e-12)
+    if order == 1:
+        a = 1 - math.exp(-2 * math.pi * fc / fs)
+        b, den = [a], [1.0, a - 1.0]
+    else:
+        b, den = signal.butter(2, fc, btype="low", fs=fs)
+    ref, _ = signal.lfilter(b, den, x[1:], axis=0, zi=signal.lfilter_zi(b, den)[:, None] * x[0])
+    np.testing.assert_allclose(by_one[1:], ref, rtol=0, atol=1e-10)
+
+
+def test_process_many_is_process_one_by_one() -> None:
+    proc_a = FTProcessor(_known(cutoff_hz=50.0), sample_rate_hz=1000.0)
+    proc_b = FTProcessor(_known(cutoff_hz=50.0), sample_rate_hz=1000.0)
+    R = Rotation.from_rotvec([0.3, -0.2, 0.4]).as_matrix()
+    y = np.random.default_rng(4).normal(size=(40, 6)) * 5
+    many = proc_a.process_many(y, R)
+    np.testing.assert_allclose(many, [proc_b.process(yi, R).sensor for yi in y], rtol=0, atol=1e-12)
+    with pytest.raises(InputError, match="readings"):
+        proc_a.process_many(np.zeros(6), R)
+
+
 def test_processing_filters_a_contact_step_at_the_tcp() -> None:
     fc, fs = 40.0, 2000.0
     sensor = FTSensorModel(TRUE)

@@ -77,8 +77,11 @@ def test_plan_with_the_force_target(tmp_path: Path) -> None:
 
 def _assert_clean_failure(out: subprocess.CompletedProcess[str], folder: Path, pattern: str) -> None:
     assert out.returncode == 2, out.stdout + out.stderr
+    # one error line, the last; progress lines (stderr is not a terminal here) may precede it
     lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and re.search(pattern, lines[0]), out.stderr
+    errors = [ln for ln in lines if ln.startswith("grinding plan: error:")]
+    assert len(errors) == 1 and lines[-1] == errors[0] and re.search(pattern, errors[0]), out.stderr
+    assert all(ln.startswith("grinding plan: ") and "Traceback" not in ln for ln in lines), out.stderr
     assert not any(folder.glob("plan*")), "no output file after a failure"
     assert not any(p.name.startswith(".plan") for p in folder.iterdir()), "no temporary file left"
 

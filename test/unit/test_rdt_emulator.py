@@ -230,6 +230,57 @@ def test_silent_after_a_time(make: Callable) -> None:
     assert raw.drain() == []
 
 
+def test_delay_holds_every_datagram_then_releases_a_burst_in_order(make: Callable) -> None:
+    """The delay fault (a backlog made on purpose): nothing leaves before its sample instant + delay
+    (arrival times here are lower bounds of the send times: the assertion holds on any load); set
+    back to 0, what was held leaves at once, in order, and the stream goes on."""
+    rate, delay = 1000.0, 0.2
+    emu, raw = make(rate_hz=rate)
+    raw.send(2, 0)
+    raw.record()
+    emu.faults = RDTFaults(delay=delay)
+    wait_for(lambda: emu.held >= 100, "records to be held")
+    late: list[tuple[float, tuple[int, ...]]] = []
+    deadline = time.monotonic() + WAIT
+    while len(late) < 50 and time.monotonic() < deadline:  # records that left under the delay
+        data = raw.datagram()
+        late.append((time.monotonic(), REC.unpack(data)))
+    held_at = [r[1] for _, r in late]  # ft_sequence: the sample instants, in order
+    for arrived, r in late[5:]:  # (the first few may have left before the fault was set)
+        assert arrived >= emu.epoch + r[1] / rate + delay - 1e-6, (arrived - emu.epoch, r[1] / rate)
+    n_held = emu.held
+    emu.faults = RDTFaults()
+    wait_for(lambda: emu.held == 0, "the burst")
+    burst = [REC.unpack(d) for d in raw.drain()]
+    assert len(burst) >= n_held
+    seqs = [r[0] for _, r in late] + [r[0] for r in burst]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    assert held_at == sorted(held_at)
+    nxt = raw.record()
+    assert nxt[0] > seqs[-1]
+
+
+def test_late_skips_use_the_sequence_numbers_they_skip(make: Callable) -> None:
+    """A starved emulator skips samples (max_lag), and their rdt_sequence numbers go with them, so
+    rdt_sequence keeps the sensor's clock: rdt_sequence - ft_sequence is the same for every record."""
+    calls = [0]
+
+    def stalling(t: float) -> list[float]:  # the emulator's thread stalls 80 ms every 100 samples
+        calls[0] += 1
+        if calls[0] % 100 == 50:
+            time.sleep(0.08)
+        return [0.0] * 6
+
+    emu, raw = make(stalling, rate_hz=2000.0, max_lag=0.05)
+    raw.send(2, 0)
+    wait_for(lambda: emu.late_skips >= 3, "late skips")
+    raw.send(0, 0)
+    wait_for(lambda: not emu.streaming, "the stream to stop")
+    recs = [REC.unpack(d) for d in raw.drain()]
+    assert len(recs) > 10 and emu.skipped > 0
+    assert len({r[0] - r[1] for r in recs}) == 1, recs[:5]
+
+
 def test_bad_requests_are_ignored(make: Callable) -> None:
     emu, raw = make(rate_hz=1000.0)
     raw.sock.sendto(b"\x12\x34\x00\x02", emu.address)  # too short
@@ -284,32 +335,81 @@ def test_client_and_emulator_at_3_khz_lose_nothing() -> None:
     def src(t: float) -> list[float]:
         return [math.cos(5 * t), 2.0, -t, 0.01 * t, 0.0, -0.5]
 
-    with RDTEmulator(src, rate_hz=rate, counts_per_force=1e6, counts_per_torque=1e6) as emu, NetFTClient(
-        *emu.address, counts_per_force=1e6, counts_per_torque=1e6, timeout=WAIT
-    ) as client:
+    # max_lag: a starved emulator catches up in a burst rather than skipping samples (a loaded machine);
+    # buffer_seconds: the socket holds what arrives while this reader is starved
+    with RDTEmulator(src, rate_hz=rate, counts_per_force=1e6, counts_per_torque=1e6, max_lag=100.0) as emu, \
+            NetFTClient(*emu.address, counts_per_force=1e6, counts_per_torque=1e6, timeout=WAIT, rate_hz=rate,
+                        buffer_seconds=2.0) as client:
         client.start(n)
-        samples = [client.read() for _ in range(n)]
+        batches = []
+        while sum(len(b) for b in batches) < n:
+            batches.append(client.read_batch())
         with pytest.raises(TimeoutError):
             client.read(timeout=0.2)
-    assert [s.rdt_sequence for s in samples] == list(range(1, n + 1))
+    seqs = np.concatenate([b.rdt_sequence for b in batches])
+    assert seqs.tolist() == list(range(1, n + 1))
     assert (client.lost, client.out_of_order, client.bad_packets, client.received) == (0, 0, 0, n)
+    assert client.superseded == n - len(batches)
     assert emu.sent == n
-    err = max(np.abs(s.wrench - np.asarray(src(s.ft_sequence / rate))).max() for s in samples)
+    wrenches = np.concatenate([b.wrenches for b in batches])
+    ft = np.concatenate([b.ft_sequence for b in batches])
+    err = max(np.abs(w - np.asarray(src(k / rate))).max() for w, k in zip(wrenches, ft, strict=True))
     assert err <= 0.5e-6 + 1e-12  # rounding to a count
+
+
+def test_client_dates_a_backlog_by_the_sensor_clock() -> None:
+    """Issue 22: the client dated each record when it took it off the socket, so a reading that had
+    waited 0.3 s looked fresh. With the nominal rate it dates records by their rdt_sequence: while
+    the emulator's delay fault holds every record 0.3 s, the newest reading of each read is 0.3 s
+    old by the client's estimate, which matches the true send instant (the emulator's sample grid,
+    ``epoch + ft_sequence / rate``) to within the smallest delay the client has seen; with the
+    delay off, the burst of held records comes in one read (or a few), dated right, all but the
+    newest of each read superseded.
+
+    The tolerance (TOL) is for a reader starved on a loaded machine during the first, prompt
+    0.2 s (the estimate learns from the promptest read): far below the 0.3 s the old client missed."""
+    rate, delay, TOL = 1000.0, 0.3, 0.05
+    with RDTEmulator(rate_hz=rate) as emu, NetFTClient(*emu.address, timeout=WAIT, rate_hz=rate) as c:
+        c.start()
+        t_end = time.monotonic() + 0.2
+        while time.monotonic() < t_end:  # prompt: the clock learns the offset
+            c.read_batch()
+        emu.faults = RDTFaults(delay=delay)
+        worst = 0.0
+        ages = []
+        t_end = time.monotonic() + 2 * delay
+        while time.monotonic() < t_end:
+            b = c.read_batch()
+            true = emu.epoch + b.ft_sequence / rate
+            worst = max(worst, float(np.abs(b.sample_times - true).max()))
+            ages.append(b.taken_at - b.newest_time)
+        assert worst <= TOL, worst
+        assert max(ages) >= delay - TOL, max(ages)  # the old client: ~0
+        held, sup0, seen0 = emu.held, c.superseded, c.received + c.lost
+        emu.faults = RDTFaults()
+        burst = []  # the held records arrive at once: in one read, or a few on a loaded machine (the
+        while c.received + c.lost - seen0 < held:  # socket holds 0.25 s: the rest are counted lost)
+            burst.append(c.read_batch())
+        for b in burst:
+            true = emu.epoch + b.ft_sequence / rate
+            assert float(np.abs(b.sample_times - true).max()) <= TOL
+        assert len(burst) < held / 5  # a few reads (one record a read: the old client's way)
+        assert c.superseded - sup0 == sum(len(b) for b in burst) - len(burst)
 
 
 def test_client_counts_what_the_emulator_injected() -> None:
     n = 2000
     faults = RDTFaults(drop_fraction=0.05, corrupt_fraction=0.05)
-    with RDTEmulator(rate_hz=4000.0, faults=faults, seed=11) as emu, NetFTClient(*emu.address, timeout=WAIT) as c:
+    with RDTEmulator(rate_hz=4000.0, faults=faults, seed=11, max_lag=100.0) as emu, \
+            NetFTClient(*emu.address, timeout=WAIT, rate_hz=4000.0, buffer_seconds=2.0) as c:
         c.start(n)
-        wait_for(lambda: emu.requests and not emu.streaming, "the finite stream to end")
-        seqs = []
-        while True:  # everything is queued in the client's socket by now
+        seqs: list[int] = []
+        while True:  # read along (the socket holds a fraction of a second), until the stream has ended
             try:
-                seqs.append(c.read(timeout=0.2).rdt_sequence)
+                seqs += c.read_batch(timeout=0.2).rdt_sequence.tolist()
             except TimeoutError:
-                break
+                if emu.requests and not emu.streaming:
+                    break
     missing = n - emu.sent
     assert missing == emu.dropped + emu.corrupted > 0
     assert c.bad_packets == emu.corrupted

@@ -107,21 +107,36 @@ class LowPassFilter:
 
     def __call__(self, x: npt.ArrayLike) -> FloatArray:
         """Filter one sample (n,); returns the filtered sample (n,)."""
-        x = np.array(x, dtype=np.float64)
+        return self.many(np.array(x, dtype=np.float64)[None])[0]
+
+    def many(self, xs: npt.ArrayLike) -> FloatArray:
+        """Filter consecutive samples (k, n) in one call (a reader's backlog); returns (k, n), the
+        same as k calls (``scipy.signal.lfilter`` with this filter's state, direct form II
+        transposed for both orders)."""
+        from scipy.signal import lfilter
+
+        x = np.array(xs, dtype=np.float64)
+        if x.ndim != 2 or x.shape[0] == 0:
+            raise InputError(f"low-pass samples must have shape (k, n) with k >= 1, got {x.shape}")
+        out = np.empty_like(x)
         if self._y is None:
-            self._start(x)
-            return x
-        if x.shape != self._y.shape:
-            raise InputError(f"low-pass sample has shape {x.shape}, the stream's is {self._y.shape}")
+            self._start(x[0])
+            out[0], x = x[0], x[1:]
+            if not len(x):
+                return out
+        if x.shape[1:] != self._y.shape:  # type: ignore[union-attr]
+            raise InputError(f"low-pass sample has shape {x.shape[1:]}, the stream's is {self._y.shape}")  # type: ignore[union-attr]
         if self.order == 1:
-            self._y = self._y + self._a * (x - self._y)
+            # y_k = (1 - a) y_{k-1} + a x_k; DF2T state z = (1 - a) y_{k-1}
+            a = self._a
+            y, _ = lfilter([a], [1.0, a - 1.0], x, axis=0, zi=((1.0 - a) * self._y)[None])
         else:
-            (b0, b1, b2), (a1, a2) = self._b, self._a12
-            z1, z2 = self._z  # type: ignore[misc]
-            y = b0 * x + z1
-            self._z = (b1 * x - a1 * y + z2, b2 * x - a2 * y)
-            self._y = y
-        return self._y.copy()
+            (a1, a2) = self._a12
+            y, zf = lfilter(self._b, (1.0, a1, a2), x, axis=0, zi=np.stack(self._z))  # type: ignore[arg-type]
+            self._z = (zf[0], zf[1])
+        out[len(out) - len(y):] = y
+        self._y = y[-1].copy()
+        return out
 
 
 class FTProcessed(NamedTuple):
@@ -202,10 +217,20 @@ class FTProcessor:
     def process(self, reading: npt.ArrayLike, R_WS: npt.ArrayLike) -> FTProcessed:
         """One reading (6,) in the sensor frame at orientation R_WS (3, 3) -> the contact wrench,
         compensated and filtered, in the sensor frame and at the tcp."""
-        w = self.compensate(reading, R_WS)
-        if self.filter is not None:
-            w = self.filter(w)
+        y = _wrenches(reading, "F/T reading")
+        if y.shape != (6,):
+            raise InputError(f"F/T reading must have shape (6,), got {y.shape}")
+        w = self.process_many(y[None], R_WS)[0]
         return FTProcessed(w, self.to_tcp(w))
+
+    def process_many(self, readings: npt.ArrayLike, R_WS: npt.ArrayLike) -> FloatArray:
+        """Consecutive readings (k, 6) at one orientation R_WS (3, 3) -> (k, 6) compensated and
+        filtered in the sensor frame (the same as k calls of :meth:`process`)."""
+        y = _wrenches(readings, "F/T readings")
+        if y.ndim != 2:
+            raise InputError(f"F/T readings must have shape (k, 6), got {y.shape}")
+        w = y - self.bias - self.gravity_wrench(R_WS)
+        return self.filter.many(w) if self.filter is not None else w
 
     def reset(self) -> None:
         """Restart the filter (the bias stays)."""

@@ -198,6 +198,17 @@ def patch_radius(tool_radius: float, depth: float) -> float:
     return math.sqrt(2.0 * tool_radius * depth) if depth > 0 else 0.0
 
 
+#: the most nodes of a removal grid (checked before it is allocated)
+MAX_GRID_NODES = 4_000_000
+
+
+def check_grid_size(nu: float, nv: float, spacing: float) -> None:
+    """InputError naming removal.grid_spacing if a grid of ``nu`` x ``nv`` nodes is over MAX_GRID_NODES."""
+    if not nu * nv <= MAX_GRID_NODES:
+        raise InputError(f"removal grid: {nu:.0f} x {nv:.0f} nodes at {spacing * 1e3:g} mm, more than "
+                         f"{MAX_GRID_NODES:,}; raise removal.grid_spacing (or set removal.enabled false)")
+
+
 def face_grid(face: object, spacing: float, X: FloatArray | None = None, uv_box: tuple[float, float, float, float]
               | None = None, **kwargs: object) -> RemovalGrid:
     """A :class:`RemovalGrid` over a CAD face: a regular (u, v) grid about ``spacing`` m apart on the
@@ -216,8 +227,7 @@ def face_grid(face: object, spacing: float, X: FloatArray | None = None, uv_box:
     lu, lv = float(np.linalg.norm(s.du[0])), float(np.linalg.norm(s.dv[0]))
     nu = max(2, int(math.ceil((u1 - u0) * lu / spacing)) + 1)
     nv = max(2, int(math.ceil((v1 - v0) * lv / spacing)) + 1)
-    if nu * nv > 4_000_000:
-        raise InputError(f"removal grid: {nu} x {nv} nodes at {spacing * 1e3:g} mm; raise removal.grid_spacing")
+    check_grid_size(nu, nv, spacing)
     us, vs = np.linspace(u0, u1, nu), np.linspace(v0, v1, nv)
     V, U = np.meshgrid(vs, us, indexing="ij")  # rows along v, columns along u
     smp = face.derivatives(U.ravel(), V.ravel())  # type: ignore[attr-defined]

@@ -27,9 +27,6 @@ cell executes it unchanged.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -51,14 +48,12 @@ TOPICS = {
 
 def check_out_dir(out: Path) -> None:
     """The output directory may exist (and be empty of our files) or be new; its parent must exist."""
+    from robot_grinding_sim.core.outfiles import check_output
+
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {out}: exists and is not a directory")
+    check_output(out, "--out", kind="dir")  # a folder through a file, a read-only file system
     if (out / "bag").exists():
         raise InputError(f"output {out / 'bag'} exists already; choose a new --out or remove it")
-    parent = out.parent if str(out.parent) else Path(".")
-    if not parent.exists():
-        raise InputError(f"--out {out}: folder {parent} does not exist")
 
 
 def tcp_poses(result: Any, steps: Any = slice(None)) -> np.ndarray:
@@ -177,13 +172,12 @@ def plot_forces(path: Path, result: Any, w_ft: np.ndarray) -> None:
 
 def write_outputs(out: Path, result: Any, summary: dict[str, Any]) -> dict[str, str]:
     """bag/, force.png, summary.json and plan.json into ``out`` (atomically: temp dir, then rename)."""
+    from robot_grinding_sim.core.outfiles import staged_dir
     from robot_grinding_sim.core.planning.plan_io import plan_to_dict
 
     out = Path(out)
     check_out_dir(out)
-    parent = out.parent if str(out.parent) else Path(".")
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
-    try:
+    with staged_dir(out, "--out") as tmp:
         w_tcp, w_ft = ft_readings(result)
         counts = write_bag(tmp / "bag", result, w_tcp, w_ft)
         del w_tcp  # the peak memory of the job is in its outputs
@@ -192,28 +186,15 @@ def write_outputs(out: Path, result: Any, summary: dict[str, Any]) -> dict[str, 
                                                   allow_nan=False))
         outputs = {"bag": str(out / "bag"), "plot": str(out / "force.png"), "summary": str(out / "summary.json"),
                    "plan": str(out / "plan.json")}
-        names = ["bag", "force.png", "summary.json", "plan.json"]
         if result.removal is not None:
             from robot_grinding_sim.core.job.removal import plot_removal
 
             plot_removal(tmp / "removal.png", result.removal[0], result.setup)
             outputs["removal_plot"] = str(out / "removal.png")
-            names.append("removal.png")
         summary["outputs"] = outputs
         summary["bag_counts"] = counts
         summary["ft_mean_force_norm_on_passes_n"] = [
             float(np.linalg.norm(w_ft[(result.record["t"] >= p.t0) & (result.record["t"] <= p.t1), :3], axis=1).mean())
             if p.samples else None for p in result.passes]
         (tmp / "summary.json").write_text(json.dumps(json_safe(summary), indent=2))
-        out.mkdir(exist_ok=True)
-        for name in names:
-            dst = out / name
-            if dst.exists() and name != "bag":
-                if dst.is_dir():
-                    shutil.rmtree(dst)
-                else:
-                    os.unlink(dst)
-            os.replace(tmp / name, dst)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return outputs

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from robot_grinding_sim.core.contact.preston import RemovalGrid, face_grid, patch_radius
+from robot_grinding_sim.core.contact.preston import RemovalGrid, check_grid_size, face_grid, patch_radius
 from robot_grinding_sim.core.record.cdr_batch import BLOCK
 
 FloatArray = NDArray[np.float64]
@@ -58,6 +58,7 @@ def plane_grid(points: FloatArray, normals: FloatArray, spacing: float, X: Float
     e1 /= np.linalg.norm(e1)
     e2 = np.cross(n, e1)
     a, b = (points - c) @ e1, (points - c) @ e2
+    check_grid_size((np.ptp(a) + 2 * GRID_MARGIN) / spacing + 2, (np.ptp(b) + 2 * GRID_MARGIN) / spacing + 2, spacing)
     xs = np.arange(a.min() - GRID_MARGIN, a.max() + GRID_MARGIN + spacing, spacing)
     ys = np.arange(b.min() - GRID_MARGIN, b.max() + GRID_MARGIN + spacing, spacing)
     Y, Xg = np.meshgrid(ys, xs, indexing="ij")

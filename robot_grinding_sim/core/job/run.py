@@ -16,6 +16,7 @@ a cell executes unchanged.
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -48,6 +49,23 @@ BATCH = 2000
 PROGRESS_S = 0.01
 
 
+def check_record_size(steps: int, samples: int, n: int, t_end: float) -> int:
+    """The bytes a :class:`Record` of ``steps`` steps and ``samples`` output samples of an ``n``-joint
+    arm takes; InputError if over a quarter of this machine's memory (checked before allocating: a
+    job of 1e12 s asked for petabytes)."""
+    need = 8 * (steps * (2 + 3 * n + 9) + 4 * samples)
+    try:
+        budget = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 4
+    except (ValueError, OSError, AttributeError):
+        budget = 4 << 30
+    if need > budget:
+        raise InputError(f"the job lasts {t_end:.6g} s: {steps:,} steps and {samples:,} force samples need "
+                         f"{need / 1e9:.3g} GB, more than a quarter of this machine's memory "
+                         f"({4 * budget / 1e9:.3g} GB); shorten the job (fewer or shorter passes) or raise sim.dt "
+                         "and sim.output_dt")
+    return need
+
+
 class Record:
     """Samples of a run in preallocated arrays, written by the compiled step (compiled_step.record_step).
 
@@ -64,6 +82,7 @@ class Record:
     def __init__(self, output_dt: float, n: int, steps: int, t_end: float) -> None:
         self.output_dt = float(output_dt)
         S, K = steps + 2, int(math.floor(t_end / output_dt + 1e-9)) + 3
+        check_record_size(S, K, n, t_end)
         self.ix = np.zeros(6, dtype=np.int64)  # compiled_step.IX_*: steps, outputs, next output index, counts
         self.step_rows = (np.empty(S), np.empty((S, n)), np.empty((S, n)), np.empty((S, n)), np.empty(S),
                           np.empty((S, 3)), np.empty((S, 3)), np.empty((S, 3)))

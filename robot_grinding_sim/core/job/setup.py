@@ -122,6 +122,38 @@ def load_robot_model(description_file: str, tcp_link: str) -> Any:
         raise InputError(f"{urdf}: cannot load the robot ({exc})") from exc
 
 
+def check_home(model: Any, home: Any) -> FloatArray:
+    """``robot.home`` checked against the robot it is for: one finite value per joint in the URDF's
+    order, each within the joint's limits. The one check of it: ``grinding check-config``, every
+    command's cell (``--set robot.home=...``) and dynamics_node call it.
+
+    Returns:
+        (n,) rad, the home configuration.
+
+    Raises:
+        ParameterError: named ``robot.home``, saying what is wrong.
+    """
+    from robot_grinding_sim.core.parameters import ParameterError
+    from robot_grinding_sim.core.robot.arm_sim import JointLimits
+
+    q = np.asarray(home, dtype=float).reshape(-1)
+    if q.shape != (model.nq,):
+        raise ParameterError("robot.home", f"expected {model.nq} values in the URDF's joint order "
+                             f"({', '.join(model.joint_names)}), got {q.size}")
+    try:
+        JointLimits.from_model(model).check_positions(q, "robot.home")
+    except InputError as exc:
+        raise ParameterError("robot.home", str(exc).removeprefix("robot.home: ")) from None
+    return q
+
+
+def cell_robot_model(cell: CellConfig) -> Any:
+    """The cell's robot (:func:`load_robot_model`) with its ``robot.home`` checked (:func:`check_home`)."""
+    model = load_robot_model(cell.robot.description_file, cell.tool.tcp_link)
+    check_home(model, cell.robot.home)
+    return model
+
+
 def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None) -> JobSetup:
     """Load robot and part, plan (or read the plan.json), build the scene and the pass paths.
 
@@ -131,7 +163,7 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None) -> 
     """
     from robot_grinding_sim.core.geometry import cad
     from robot_grinding_sim.core.planning import planner
-    from robot_grinding_sim.core.planning.plan_io import plan_from_dict, read_plan
+    from robot_grinding_sim.core.planning.plan_io import check_plan, plan_from_dict, read_plan
 
     cfg.validate()
     tm: dict[str, float] = {}
@@ -142,7 +174,9 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None) -> 
     if cfg.plan_file:
         plan_data = read_plan(cfg.plan_file)
     cell = cfg.cell
-    model = load_robot_model(cell.robot.description_file, cell.tool.tcp_link)
+    model = cell_robot_model(cell)
+    if plan_data is not None:  # the whole plan against this robot, before anything runs
+        check_plan(plan_data, model, cfg.plan_file)
     radius = tool_sphere_radius(model, cell.tool.tcp_link, cell.tool.link)
     law = make_contact_law(cell.contact)
     penetration = static_penetration(law, cell.process.target_force)
@@ -157,9 +191,11 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None) -> 
             raise InputError(f"{cfg.plan_file}: planned for a tool of radius {plan.tool.radius} m, the robot's "
                              f"({model.source}) has {radius} m")
         part = cad.load_part(plan.source, plan.unit if plan.unit != "m" else (wp.unit or None))
+        planner.check_part_size(part, radius, planner.robot_reach(model))
         source = f"{cfg.plan_file} ({plan.source})"
     else:
         part = cad.load_part(wp.part, wp.unit or None)
+        planner.check_part_size(part, radius, planner.robot_reach(model))  # before minutes of meshing
         faces = None if list(wp.faces) == [-1] else [int(f) for f in wp.faces]
         if on_stage:
             on_stage("planning passes")

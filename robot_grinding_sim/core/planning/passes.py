@@ -190,6 +190,11 @@ def polyline_distance(points: FloatArray, polyline: FloatArray) -> tuple[FloatAr
     return d[np.arange(len(points)), j], interior
 
 
+#: the most waypoints a plan may have (estimated from the faces' area before any pass is made: a
+#: square metre at 5 mm stepover and 2 mm spacing is 100,000)
+MAX_WAYPOINTS = 2_000_000
+
+
 class PassGenerator:
     """Generate passes on faces ``indices`` of ``part`` (a CadPart or MeshPart)."""
 
@@ -211,6 +216,15 @@ class PassGenerator:
             raise InputError(f"face indices repeat: {self.indices}")
         if len(self.indices) > 1 and not part.is_mesh:
             self._check_adjacent()
+        # bound what grows with area / (stepover x spacing) before anything is allocated: the
+        # waypoints, the level curves and the boundary samples
+        area = float(sum(f.area for f in self.faces))
+        estimate = area / (params.stepover * params.spacing)
+        if not estimate <= MAX_WAYPOINTS:
+            raise InputError(f"faces {self.indices} of {getattr(part, 'source', 'the part')}: {area:.4g} m^2 at "
+                             f"passes.stepover {params.stepover:g} m and passes.spacing {params.spacing:g} m make "
+                             f"about {estimate:.3g} waypoints, more than {MAX_WAYPOINTS:,}: select fewer faces or "
+                             "raise the stepover or spacing (is the part's unit right?)")
         step = min(0.25 * max(params.margin, params.spacing), 5e-4)
         self.boundary = _Boundary.of(part, self.indices, step)
         self.coverage: Any = None  # the geodesic generator's own coverage report (geodesic.CoverageReport)

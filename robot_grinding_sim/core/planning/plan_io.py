@@ -11,7 +11,6 @@ import io
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,9 @@ VERSION = 2
 MINOR = 2
 #: at most this many uncovered region points are written (for plots of the gaps)
 MAX_UNCOVERED_POINTS = 2000
+#: the longest job a plan.json may hold, s: a day (a last knot at 1e12 s is a broken file, and the
+#: in-process job would size its record by it)
+MAX_JOB_DURATION_S = 86400.0
 
 CSV_COLUMNS = [
     "pass_index", "row", "segment", "waypoint", "arc_length",
@@ -120,25 +122,11 @@ def coverage_to_dict(report: Any) -> dict[str, Any] | None:
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in its folder and an atomic rename."""
-    path = Path(path)
-    if path.exists() and path.is_dir():
-        raise InputError(f"{path}: is a directory")
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.exists():
-        raise InputError(f"{path}: folder {folder} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
-    try:
-        with os.fdopen(fd, "w", newline="") as fh:
-            fh.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a plan is an ordinary file
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write ``text`` to ``path`` through a temporary file in its folder and an atomic rename
+    (:func:`robot_grinding_sim.core.outfiles.atomic_write`)."""
+    from robot_grinding_sim.core.outfiles import atomic_write as write
+
+    write(path, text)
 
 
 def plan_text(plan: Any) -> str:
@@ -257,9 +245,20 @@ def trajectory_from_dict(data: dict[str, Any], model: Any = None) -> Any:
         raise InputError(f"plan trajectory: interpolation {data.get('interpolation')!r} (expected cubic_hermite)")
     if len(times) < 2 or not np.all(np.diff(times) > 0) or not (np.isfinite(pos).all() and np.isfinite(vel).all()):
         raise InputError("plan trajectory: times must increase and positions/velocities be finite")
+    if times[0] < 0 or times[-1] > MAX_JOB_DURATION_S:
+        raise InputError(f"plan trajectory: runs from {times[0]:.6g} s to {times[-1]:.6g} s; a job runs from 0 and "
+                         f"lasts at most {MAX_JOB_DURATION_S:.0f} s (a day)")
+    bad = [s for s in segments if not 0 <= s["start"] < s["stop"] <= len(times)]
+    if bad:
+        raise InputError(f"plan trajectory: segment {bad[0]} outside the {len(times)} knots")
     if model is not None and names != list(model.joint_names):
         raise InputError(f"plan trajectory: joints {names} are not the robot's {list(model.joint_names)}")
-    return JointTrajectory(names, str(data.get("tip_link", "tcp")), times, pos, vel, segments, arc)
+    traj = JointTrajectory(names, str(data.get("tip_link", "tcp")), times, pos, vel, segments, arc)
+    if model is not None:
+        # the robot's limits, checked as the arm's controller checks a command (positions, velocities
+        # at the knots and on average between them): a plan that would fail there fails here, first
+        traj.interpolator(model)
+    return traj
 
 
 def plan_from_dict(data: dict[str, Any], path: str | os.PathLike[str] = "plan.json") -> Any:
@@ -302,13 +301,50 @@ def plan_from_dict(data: dict[str, Any], path: str | os.PathLike[str] = "plan.js
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise InputError(f"{path}: malformed plan ({type(exc).__name__}: {exc})") from None
     if data.get("trajectory"):
-        plan.trajectory = trajectory_from_dict(data["trajectory"])
-    plan.force_target = data.get("force_target")
+        try:
+            plan.trajectory = trajectory_from_dict(data["trajectory"])
+        except InputError as exc:
+            raise InputError(f"{path}: {exc}") from None
+    plan.force_target = check_force_target(data.get("force_target"), len(passes), plan.tool.radius, str(path))
     plan.cell = data.get("cell")
     plan.reachability = data.get("reachability")
     plan.collision = data.get("collision")
     plan.placement = data.get("placement")
     return plan
+
+
+def check_force_target(ft: Any, n_passes: int, radius: float, what: str = "plan.json") -> dict[str, Any] | None:
+    """plan.json's ``force_target`` checked: a finite target force >= 0 N, and one finite offset per pass
+    smaller than the tool's radius (m). Returns it unchanged (None when absent); InputError otherwise."""
+    if ft is None:
+        return None
+    try:
+        target = float(ft["target_force_n"])
+        offsets = np.asarray(ft["offsets_m"], dtype=float).reshape(-1)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"{what}: force_target malformed ({type(exc).__name__}: {exc})") from None
+    if not (math.isfinite(target) and target >= 0.0):
+        raise InputError(f"{what}: force_target target_force_n must be a finite force >= 0 N, got {target}")
+    if len(offsets) != n_passes:
+        raise InputError(f"{what}: force_target has {len(offsets)} offsets for {n_passes} passes")
+    bad = np.flatnonzero(~np.isfinite(offsets) | (np.abs(offsets) >= radius))
+    if len(bad):
+        k = int(bad[0])
+        raise InputError(f"{what}: force_target offset of pass {k} is {offsets[k]} m; it must be finite and "
+                         f"smaller than the tool radius {radius} m")
+    return ft
+
+
+def check_plan(data: dict[str, Any], model: Any, what: str = "plan.json") -> None:
+    """Everything a run of the plan depends on, before it runs: the passes, moves and force target
+    (:func:`plan_from_dict`) and the job trajectory against ``model``'s limits
+    (:func:`trajectory_from_dict`); InputError naming ``what`` and the problem."""
+    plan_from_dict(data, what)
+    if data.get("trajectory"):
+        try:
+            trajectory_from_dict(data["trajectory"], model)
+        except InputError as exc:
+            raise InputError(f"{what}: {exc}") from None
 
 
 def cell_of(data: dict[str, Any], path: str | os.PathLike[str] = "plan.json") -> Any:

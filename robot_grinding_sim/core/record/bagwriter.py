@@ -588,6 +588,13 @@ def repair_bag(path: str | os.PathLike[str], version: int = DEFAULT_VERSION) -> 
 
     bag_dir, store, storage = _storage_file(Path(path))
     rewritten = False
+    if storage == "mcap":
+        with store.open("rb") as fh:
+            head = fh.read(len(_MCAP_MAGIC))
+        if head != _MCAP_MAGIC:
+            # random bytes or another format: there is nothing to recover, and nothing is touched
+            raise InputError(f"bag {bag_dir}: {store.name} is not an MCAP file (it does not start with the MCAP "
+                             "magic); nothing changed")
     if storage == "mcap" and not _mcap_is_complete(store):
         tmp_dir = bag_dir.parent / f".{bag_dir.name}.repair"
         if tmp_dir.exists():

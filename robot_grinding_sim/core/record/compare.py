@@ -552,6 +552,8 @@ def compare_runs(
 # -- single run against a target ----------------------------------------------------------------
 def parse_band(band: str | float, target: float) -> float:
     """Half-width of the target band, N: ``"0.5"`` is 0.5 N, ``"10%"`` is 10 % of ``target``."""
+    if not math.isfinite(target):
+        raise InputError(f"target must be a finite force in N, got {target!r}")
     text = str(band).strip()
     try:
         if text.endswith("%"):

@@ -11,8 +11,6 @@ import base64
 import html
 import json
 import math
-import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -21,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.outfiles import check_output, staged_dir
 from robot_grinding_sim.core.record.bag import ProgressSeries, WrenchSeries
 from robot_grinding_sim.core.record.compare import (
     Comparison,
@@ -208,13 +207,6 @@ def _html_page(title: str, summary: list[tuple[str, str]], table: tuple[list[str
     )
 
 
-def _publish(tmp: Path, out_dir: Path) -> None:
-    """Move the files of ``tmp`` into ``out_dir`` (created), replacing same-named files."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for f in tmp.iterdir():
-        f.replace(out_dir / f.name)
-
-
 def write_compare_report(cmp: Comparison, out_dir: str | Path, embed: bool = False) -> Path:
     """Write traces.png, error.png, passes.png, scatter.png, metrics.json and index.html.
 
@@ -229,14 +221,11 @@ def write_compare_report(cmp: Comparison, out_dir: str | Path, embed: bool = Fal
         The path of index.html.
     """
     out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"report directory {out} is a file")
-    out.parent.mkdir(parents=True, exist_ok=True)
+    check_output(out, "report directory", kind="dir")
     a = cmp.aligned
     ic = cmp.in_contact
     unit = {"fz": "Fz", "normal": "normal force", "norm": "|F|"}[cmp.component]
-    tmp = Path(tempfile.mkdtemp(prefix=".report-", dir=out.parent))
-    try:
+    with staged_dir(out, "report directory") as tmp:
         fig, ax = _figure()
         ax.plot(a.x, a.meas, lw=0.8, label=f"measured ({cmp.meas_source['topic']})")
         ax.plot(a.x, a.sim, lw=0.8, label=f"simulated ({cmp.sim_source['topic']})")
@@ -311,20 +300,14 @@ def write_compare_report(cmp: Comparison, out_dir: str | Path, embed: bool = Fal
         ]
         page = _html_page("Simulated vs measured force", summary, table, images, tmp if embed else None)
         (tmp / "index.html").write_text(page)
-        _publish(tmp, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return out / "index.html"
 
 
 def write_run_report(rep: RunReport, out_dir: str | Path, embed: bool = False) -> Path:
     """Write force.png, passes.png, stats.json and index.html for one run (see write_compare_report)."""
     out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"report directory {out} is a file")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".report-", dir=out.parent))
-    try:
+    check_output(out, "report directory", kind="dir")
+    with staged_dir(out, "report directory") as tmp:
         t0 = rep.t[0]
         fig, ax = _figure()
         ax.plot(rep.t - t0, rep.y, lw=0.8, label=rep.source["topic"])
@@ -373,9 +356,6 @@ def write_run_report(rep: RunReport, out_dir: str | Path, embed: bool = False) -
         (tmp / "index.html").write_text(
             _html_page("Grinding run", summary, table, images, tmp if embed else None)
         )
-        _publish(tmp, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return out / "index.html"
 
 

@@ -34,10 +34,14 @@ import numpy as np
 
 from robot_grinding_sim.core.errors import InputError, ModelError
 from robot_grinding_sim.core.robot import arm_kernels as ak
+from robot_grinding_sim.core.robot.velocity_limits import VelocityClamp, peak_velocity, within_velocity_limits
 
 #: Slack on joint limits when validating commands (rad or m): commands read back from
 #: joint_states round to float32 in some tools.
 LIMIT_TOLERANCE = 1e-6
+#: relative slack of the mean velocity between two points over the velocity limit (times in files
+#: are rounded to 1 ns: 1e-6 of a 1 ms segment)
+CHORD_TOLERANCE = 1e-4
 
 
 @dataclass(frozen=True)
@@ -139,6 +143,7 @@ class TrajectoryInterpolator:
         accelerations: np.ndarray | None = None,
         start: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
         what: str = "joint_trajectory",
+        check_speed: bool = True,
     ) -> TrajectoryInterpolator:
         """Validate a trajectory and build its interpolant.
 
@@ -152,11 +157,14 @@ class TrajectoryInterpolator:
                 when the first point is later than 0, and unnamed joints hold q. Default: the
                 first point, at rest.
             what: the name used in error messages.
+            check_speed: refuse velocities above the limits (at the points, or on average between
+                two points). False for a command a drive slows down to its limits instead
+                (:meth:`ArmSimulator.command_trajectory` with ``limit_velocity``).
 
         Raises:
             InputError: unknown or duplicate joint names, wrong shapes, NaN/inf, times not strictly
                 increasing or negative, positions outside the joint limits, velocities above the
-                velocity limits, or unnamed joints without a ``start``.
+                velocity limits (with ``check_speed``), or unnamed joints without a ``start``.
         """
         names = list(names)
         unknown = [nm for nm in names if nm not in limits.names]
@@ -214,10 +222,23 @@ class TrajectoryInterpolator:
             Vf = np.zeros((k, n))
             Vf[:, idx] = V
             over = np.abs(Vf) > limits.velocity * (1 + 1e-9)
-            if np.any(over):
+            if check_speed and np.any(over):
                 i, j = (int(x) for x in np.argwhere(over)[0])
                 raise InputError(
                     f"{what}: point {i}: velocity of {limits.names[j]} {Vf[i, j]:.6g} exceeds its limit "
+                    f"{limits.velocity[j]:.6g}"
+                )
+        if k > 1 and check_speed:
+            # between points: the mean velocity of a segment is at most its peak, so a segment whose
+            # mean exceeds the limit (a 1 rad jump between points 20 ms apart) is refused whatever the
+            # velocities at its ends say (with slack for the rounding of times written to files)
+            mean = np.diff(Pf, axis=0) / np.diff(t)[:, None]
+            over = np.abs(mean) > limits.velocity * (1 + CHORD_TOLERANCE)
+            if np.any(over):
+                i, j = (int(x) for x in np.argwhere(over)[0])
+                raise InputError(
+                    f"{what}: points {i} -> {i + 1}: {limits.names[j]} moves {Pf[i + 1, j] - Pf[i, j]:.6g} in "
+                    f"{t[i + 1] - t[i]:.6g} s, a mean velocity of {mean[i, j]:.6g} beyond its limit "
                     f"{limits.velocity[j]:.6g}"
                 )
         if A is not None:
@@ -289,6 +310,11 @@ class TrajectoryInterpolator:
         t = np.array([0.0, T])
         coeffs = _cubic_coeffs(q0, qd0, q, np.zeros_like(q), T)[None]
         return cls(t, coeffs, np.vstack([q0, q]))
+
+    def peak_velocity(self) -> tuple[np.ndarray, np.ndarray]:
+        """(n,) the largest ``|qd_ref|`` of each joint, rad/s, and (n,) when, s from the start
+        (:func:`~robot_grinding_sim.core.robot.velocity_limits.peak_velocity`)."""
+        return peak_velocity(self.knots, self._coeffs)
 
     def sample(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Reference (q, qd, qdd), each (n,), at ``t`` s after the start (clamped to [0, duration])."""
@@ -446,6 +472,8 @@ class ArmSimulator:
         self._next: tuple[TrajectoryInterpolator, float] | None = None
         self._wrench = np.zeros(6)  # root-frame axes, about the acting link's origin
         self._wrench_link: str | None = None
+        #: what the last command_trajectory(limit_velocity=True) slowed down, or None
+        self.last_clamp: VelocityClamp | None = None
 
     # -- commands ---------------------------------------------------------------------------------
     def reference(self, t: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -484,17 +512,34 @@ class ArmSimulator:
         velocities: np.ndarray | None = None,
         accelerations: np.ndarray | None = None,
         start_time: float | None = None,
+        limit_velocity: bool = False,
     ) -> TrajectoryInterpolator:
         """Validate and follow a joint trajectory (see :meth:`TrajectoryInterpolator.build`).
 
         It starts at ``start_time`` (sim s, default now) from the reference at that time. A
         trajectory that fails validation raises InputError and leaves the current goal unchanged.
+
+        With ``limit_velocity``, the motion as it will be followed (from the reference, through the
+        interpolation) is held to the joint velocity limits, as a drive limits its speed
+        (:func:`~robot_grinding_sim.core.robot.velocity_limits.within_velocity_limits`; what was
+        slowed down in ``last_clamp``, None when nothing was; InputError if it cannot be).
         """
         t0 = self.state.t if start_time is None else max(float(start_time), self.state.t)
-        traj = TrajectoryInterpolator.build(
-            self.limits, names, times, positions, velocities, accelerations, start=self.reference(t0)
-        )
+        start = self.reference(t0)
+        traj = TrajectoryInterpolator.build(self.limits, names, times, positions, velocities, accelerations,
+                                            start=start, check_speed=not limit_velocity)
+        clamp = None
+        if limit_velocity:
+            t = np.asarray(times, dtype=float)
+
+            def stretched(factor: float) -> TrajectoryInterpolator:
+                v = None if velocities is None else np.asarray(velocities, dtype=float) / factor
+                a = None if accelerations is None else np.asarray(accelerations, dtype=float) / factor**2
+                return TrajectoryInterpolator.build(self.limits, names, t * factor, positions, v, a, start=start)
+
+            traj, clamp = within_velocity_limits(traj, stretched, self.limits.names, self.limits.velocity)
         self.set_trajectory(traj, t0)
+        self.last_clamp = clamp
         return traj
 
     def command_positions(

@@ -12,12 +12,33 @@ joints. It passes when, at every knot and between consecutive knots:
 - TCP speed: ``|v_tcp| <= max_tcp_speed`` (m/s), with ``v_tcp = J_v(q) qd`` at knots with
   velocities, and the straight-line speed between consecutive knots' TCP positions.
 
-The checks see the knots (and the chords between them), not the interpolated path between knots;
-planners here sample the path densely enough that the difference is small compared with the
-margins. With the arm's current configuration ``q_current``, joints the trajectory does not name
-hold their position and the move from ``q_current`` (at t = 0) to the first knot is checked as one
+The checks see the knots, the chords between them and, where velocities are given, the joint
+velocity of the interpolated motion between knots; not the TCP path between knots (planners here
+sample the path densely enough that the difference is small compared with the margins). With the
+arm's current configuration ``q_current``, joints the trajectory does not name hold their position
+and the move from ``q_current`` (and ``qd_current``, at t = 0) to the first knot is checked as one
 more segment (a first knot at t = 0 must then be the current configuration, within
 ``start_tolerance``).
+
+The trajectory is judged as ros2_control's joint_trajectory_controller (JTC) executes it, from its
+``header.stamp`` (``late``: how far in the past the stamp lies at the check):
+
+- stamp 0 ("start now") or ahead: its knots' times count from when it starts (the move to the
+  first knot from the current state is checked over the first knot's time: for a stamp ahead the
+  controller takes longer, so this is on the safe side);
+- stamp in the past by ``late``: the controller samples it at ``now - stamp``. Before the first
+  knot (``late < t_0``) it moves from the current state to the first knot in ``t_0 - late``
+  instead of ``t_0``; past it, the state due now (the segment in progress interpolated at
+  ``late``: linear between positions, cubic Hermite with velocities, as JTC does) replaces the
+  current state *at once*, a step, refused as a ``start`` jump beyond ``start_tolerance`` (the
+  arm would run it as fast as its drives allow); ending before now (``late > t_last``), it is
+  refused (JTC rejects such a trajectory; a controller that took it would jump to its last point).
+  The reasons then say how late the stamp is, and knot 0 is the point due now.
+
+Interpolation (JTC's): between knots with positions and velocities the motion is the cubic Hermite
+segment, whose velocity peaks inside the segment (``1.5 x`` the chord for a rest-to-rest segment):
+the peak is checked ("interpolated velocity"). Without velocities JTC interpolates linearly: the
+chord velocity is the velocity. Accelerations are not checked (the URDF gives no limit).
 
 The result lists one reason per check and joint (or the TCP), at the first knot where it fails,
 with the value, the limit and how many knots or segments fail.
@@ -60,6 +81,47 @@ def peak_tcp_speed(model: RobotModel, tcp_link: str, times: FloatArray, q: Float
     return float(max(np.max(chords, initial=0.0), 0.0 if knots is None else np.max(knots, initial=0.0)))
 
 FloatArray = npt.NDArray[np.float64]
+
+
+def _due_from(t: FloatArray, q: FloatArray, qd: FloatArray | None, late: float
+              ) -> tuple[FloatArray, FloatArray, FloatArray | None]:
+    """The knots as JTC executes them ``late`` s after their start (0 <= late <= t[-1]): times from
+    now; past the first knot, the state due now (linear without velocities, cubic Hermite with
+    them) is knot 0 at t = 0."""
+    if late < t[0]:
+        return t - late, q, qd
+    i = min(int(np.searchsorted(t, late, side="right")) - 1, t.size - 1)
+    if i == t.size - 1:
+        return np.zeros(1), q[-1:], None if qd is None else qd[-1:]
+    h = t[i + 1] - t[i]
+    s = (late - t[i]) / h
+    if qd is None:
+        q_due, v_due = q[i] + s * (q[i + 1] - q[i]), None
+    else:  # the cubic Hermite basis and its derivative
+        h00, h10, h01, h11 = 2 * s**3 - 3 * s**2 + 1, s**3 - 2 * s**2 + s, -2 * s**3 + 3 * s**2, s**3 - s**2
+        q_due = h00 * q[i] + h10 * h * qd[i] + h01 * q[i + 1] + h11 * h * qd[i + 1]
+        d00, d10, d01, d11 = 6 * s**2 - 6 * s, 3 * s**2 - 4 * s + 1, -6 * s**2 + 6 * s, 3 * s**2 - 2 * s
+        v_due = (d00 * q[i] + d01 * q[i + 1]) / h + d10 * qd[i] + d11 * qd[i + 1]
+    t_new = np.r_[0.0, t[i + 1:] - late]
+    q_new = np.vstack([q_due, q[i + 1:]])
+    return t_new, q_new, None if qd is None else np.vstack([v_due, qd[i + 1:]])
+
+
+def _cubic_interior_peak(q: FloatArray, qd: FloatArray, dt: FloatArray) -> FloatArray:
+    """(S, n) the velocity at the interior extremum of each cubic Hermite segment between
+    consecutive knots ``q``, ``qd`` ((S + 1, n)) over ``dt`` ((S,)), 0 where it has none inside.
+
+    ``v(tau) = v0 + 2 c2 tau + 3 c3 tau^2`` with ``c2 = (3 h - (2 v0 + v1) T) / T^2`` and
+    ``c3 = (-2 h + (v0 + v1) T) / T^3``: extremum ``v0 - c2^2 / (3 c3)`` at ``tau = -c2 / (3 c3)``."""
+    T = dt[:, None]
+    h, v0, v1 = np.diff(q, axis=0), qd[:-1], qd[1:]
+    c2 = (3.0 * h - (2.0 * v0 + v1) * T) / T**2
+    c3 = (-2.0 * h + (v0 + v1) * T) / T**3
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tau = -c2 / (3.0 * c3)
+        peak = v0 - c2**2 / (3.0 * c3)
+    inside = (c3 != 0.0) & (tau > 0.0) & (tau < T)
+    return np.where(inside, peak, 0.0)
 
 
 def _vec3(value: Any, name: str) -> FloatArray:
@@ -135,6 +197,8 @@ class Violation:
         limit: the limit it crosses, same unit.
         count: how many knots (or segments) fail this check for this subject.
         unit: the unit of value and limit.
+        note: what the knots and times refer to when not the trajectory as sent (e.g. a stamp in
+            the past), or "".
     """
 
     check: str
@@ -145,11 +209,13 @@ class Violation:
     limit: float
     count: int
     unit: str
+    note: str = ""
 
     def __str__(self) -> str:
         more = f" ({self.count} knots in all)" if self.count > 1 else ""
+        note = f" [{self.note}]" if self.note else ""
         return (f"knot {self.knot} (t = {self.time:.4f} s): {self.subject} {self.check} {self.value:.6g} {self.unit} "
-                f"beyond the limit {self.limit:.6g} {self.unit}{more}")
+                f"beyond the limit {self.limit:.6g} {self.unit}{more}{note}")
 
 
 @dataclass(frozen=True)
@@ -239,8 +305,10 @@ class CommandGuard:
         positions: Any,
         velocities: Any = None,
         q_current: Any = None,
+        late: float = 0.0,
+        qd_current: Any = None,
     ) -> GuardResult:
-        """Check one trajectory.
+        """Check one trajectory, as the controller will execute it (see the module docstring).
 
         Args:
             joint_names: (n,) names of the trajectory's columns (any order, a subset if
@@ -249,15 +317,45 @@ class CommandGuard:
             positions: (N, n) rad (or m).
             velocities: (N, n) rad/s, or None (only the implied velocities are checked).
             q_current: (nq,) the arm's configuration now, in the model's joint order, or None.
+            late: how far in the past the trajectory's start (``header.stamp``) lies now, s (>= 0;
+                0 for a zero stamp or one ahead). Needs q_current when > 0.
+            qd_current: (nq,) the arm's joint velocities now (model order), rad/s; default at rest.
 
         Returns:
             GuardResult; ``ok`` False lists every failed check.
 
         Raises:
-            InputError: malformed input (shapes, NaN, times, unknown or missing joints).
+            InputError: malformed input (shapes, NaN, times, unknown or missing joints, late).
         """
         t, q, qd, cur = self._inputs(joint_names, times, positions, velocities, q_current)
         m, p = self.model, self.params
+        try:
+            late = float(late)
+        except (TypeError, ValueError):
+            late = math.nan
+        if not math.isfinite(late) or late < 0.0:
+            raise InputError(f"late must be a finite time >= 0 s (how far in the past the stamp lies), got {late!r}")
+        vcur = np.zeros(m.nq)
+        if qd_current is not None:
+            vcur = np.array(qd_current, dtype=np.float64).reshape(-1)
+            if vcur.shape != (m.nq,) or not np.isfinite(vcur).all():
+                raise InputError(f"qd_current must be {m.nq} finite joint velocities in the order {m.joint_names}, "
+                                 f"got {qd_current!r}")
+        note = ""
+        if late > 0.0:
+            if cur is None:
+                raise InputError("a trajectory stamped in the past needs q_current: it starts from where the arm is")
+            note = (f"header.stamp {late:.4f} s in the past: judged from now, {late:.4f} s into the trajectory; "
+                    "knot 0 is the point due now")
+            if late > t[-1]:
+                jump = np.abs(q[-1] - cur)
+                j = int(np.argmax(jump))
+                return GuardResult(False, (Violation(
+                    "start", m.joint_names[j], 0, 0.0, float(q[-1, j] - cur[j]), p.start_tolerance, 1,
+                    "rad" if m.chain.joint_kinds[j] != "prismatic" else "m",
+                    f"header.stamp {late:.4f} s in the past: the trajectory ended {late - t[-1]:.4f} s ago (the "
+                    "controller rejects it; one that took it would jump to its last point)"),))
+            t, q, qd = _due_from(t, q, qd, late)
         found: list[Violation] = []
 
         def per_joint(check: str, values: FloatArray, limit: FloatArray, bad: npt.NDArray[np.bool_],
@@ -266,7 +364,7 @@ class CommandGuard:
                 rows = np.flatnonzero(bad[:, j])
                 k = int(rows[0])
                 found.append(Violation(check, m.joint_names[j], int(knots[k]), float(t_of(knots[k])),
-                                       float(values[k, j]), float(limit[k, j]), rows.size, unit))
+                                       float(values[k, j]), float(limit[k, j]), rows.size, unit, note))
 
         def t_of(knot: int) -> float:
             return 0.0 if knot < 0 else float(t[knot])
@@ -287,6 +385,7 @@ class CommandGuard:
 
         # segments: between knots, and from q_current to the first knot
         seg_q = q if cur is None else np.vstack([cur, q])
+        seg_qd = None if qd is None else (qd if cur is None else np.vstack([vcur, qd]))
         seg_t = t if cur is None else np.r_[0.0, t]
         seg_end = all_knots[1:] if cur is None else all_knots
         if cur is not None and t[0] == 0.0:
@@ -295,13 +394,17 @@ class CommandGuard:
             bad = (jump > p.start_tolerance)[None, :]
             per_joint("start", (q[0] - cur)[None, :], np.full((1, m.nq), p.start_tolerance), bad,
                       np.array([0]), ang)
-            seg_q, seg_t, seg_end = q, t, all_knots[1:]
+            seg_q, seg_qd, seg_t, seg_end = q, qd, t, all_knots[1:]
         dt = np.diff(seg_t)
         if dt.size:
             v_seg = np.diff(seg_q, axis=0) / dt[:, None]
             vmax_s = np.broadcast_to(self.max_velocity, v_seg.shape)
             per_joint("implied velocity", v_seg, np.sign(v_seg) * vmax_s, np.abs(v_seg) > vmax_s, seg_end,
                       f"{ang}/s")
+            if seg_qd is not None:
+                v_in = _cubic_interior_peak(seg_q, seg_qd, dt)
+                per_joint("interpolated velocity", v_in, np.sign(v_in) * vmax_s, np.abs(v_in) > vmax_s, seg_end,
+                          f"{ang}/s")
 
         # TCP: workspace box and speed
         X = m.fk(q, p.tcp_link)
@@ -313,22 +416,22 @@ class CommandGuard:
                 k = int(rows[0])
                 limit = p.workspace_max[axis] if hi[k] else p.workspace_min[axis]
                 found.append(Violation("workspace", f"TCP {name}", k, float(t[k]), float(pos[k, axis]),
-                                       float(limit), rows.size, "m"))
+                                       float(limit), rows.size, "m", note))
         if qd is not None:
             knot_speed, _ = tcp_speeds(m, p.tcp_link, t, q, qd)
-            self._tcp_speed(found, "tcp speed", knot_speed, all_knots, t_of)
+            self._tcp_speed(found, "tcp speed", knot_speed, all_knots, t_of, note)
         if dt.size:
             _, chord_speed = tcp_speeds(m, p.tcp_link, seg_t, seg_q)
-            self._tcp_speed(found, "implied tcp speed", chord_speed, seg_end, t_of)
+            self._tcp_speed(found, "implied tcp speed", chord_speed, seg_end, t_of, note)
         return GuardResult(not found, tuple(found))
 
     def _tcp_speed(self, found: list[Violation], check: str, speed: FloatArray, knots: npt.NDArray[np.int64],
-                   t_of: Any) -> None:
+                   t_of: Any, note: str) -> None:
         rows = np.flatnonzero(speed > self.params.max_tcp_speed)
         if rows.size:
             k = int(rows[0])
             found.append(Violation(check, "TCP", int(knots[k]), t_of(int(knots[k])), float(speed[k]),
-                                   self.params.max_tcp_speed, rows.size, "m/s"))
+                                   self.params.max_tcp_speed, rows.size, "m/s", note))
 
     def check_trajectory(self, trajectory: Any, q_current: Any = None) -> GuardResult:
         """:meth:`check` for an object with ``joint_names``, ``times``, ``positions`` and
