@@ -1,12 +1,18 @@
 """Recorder benchmark: a 1 kHz WrenchStamped stream for N minutes, published against recorded.
 
-This process publishes ``/bench/wrench`` (geometry_msgs/WrenchStamped, reliable, depth 10000) at
-``--rate`` Hz, paced on the monotonic clock, with ``force.z`` = the message's sequence number. A
-publish that DDS refuses (a starved subscriber has not acknowledged 10 s of samples) is retried
-with the same number and counted. The ``recorder`` node runs as a separate process (as in use)
-and writes an MCAP (or sqlite3) bag. At the end the recorder is stopped with SIGINT and the bag is
-read back with ``rosbags``: every sequence number must be there exactly once (0 lost, 0
-duplicated, in order).
+This process publishes ``/bench/wrench`` (geometry_msgs/WrenchStamped, reliable, history depth
+``--depth``: 50 by default, what the package's own 1 kHz publishers keep, contact_solver_node's
+and dynamics_node's) at ``--rate`` Hz, paced on the monotonic clock, with ``force.z`` = the
+message's sequence number. A publish that DDS refuses is retried with the same number and counted.
+The ``recorder`` node runs as a separate process (as in use) and writes an MCAP (or sqlite3) bag.
+At the end the recorder is stopped with SIGINT and the bag is read back with ``rosbags``: every
+sequence number must be there exactly once (0 lost, 0 duplicated, in order), and what the recorder
+reports lost (its metadata.yaml, core/record/loss.py) must be what the bag lacks.
+
+A reliable publisher of depth N keeps only its last N samples: a subscriber that has not taken a
+sample before N more are written loses it (Fast DDS's shared-memory transport hands readers the
+writer's own buffers, which the writer reuses). At 1 kHz and depth 50 the recorder's process has
+50 ms of slack.
 
 ``ros2 bag record`` (the natural peer) is not installable on the pip path, so there is no peer
 column; the figure is the loss count against the target of 0.
@@ -75,7 +81,12 @@ def main() -> int:
     ap.add_argument("--minutes", type=float, default=10.0, help="stream duration (default 10)")
     ap.add_argument("--rate", type=float, default=1000.0, help="messages per second (default 1000)")
     ap.add_argument("--storage", choices=("mcap", "sqlite3"), default="mcap")
+    ap.add_argument("--depth", type=int, default=50,
+                    help="the publisher's history depth (default 50: the package's own 1 kHz publishers)")
     ap.add_argument("--out", default=None, help="bag directory (default: a temporary one, deleted)")
+    ap.add_argument("--stall", type=float, default=0.0,
+                    help="halfway, the publisher stalls this long (s) and then sends what fell due at once, as a "
+                         "descheduled publisher does (default 0: only what the machine's load causes)")
     ap.add_argument("--no-peer", action="store_true",
                     help="skip the peer run (a bare rclpy raw subscriber that only counts)")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -113,12 +124,17 @@ def main() -> int:
             for conn, _, raw in r.messages():
                 seen.append(int(r.deserialize(raw, conn.msgtype).wrench.force.z))
         unique = len(set(seen))
+        from robot_grinding_sim.core.record.bag import recording_report
+
+        report = (recording_report(bag) or {}).get("topics", {}).get(TOPIC, {})
         ours.update(
             recorded=len(seen),
             lost=ours["published"] - unique,
             duplicated=len(seen) - unique,
             in_order=all(a < b for a, b in zip(seen, seen[1:], strict=False)),
             bag_bytes=sum(f.stat().st_size for f in bag.iterdir()),
+            reported_lost=report.get("lost"),
+            reported_dds_sample_lost=report.get("dds_sample_lost"),
         )
         # 2. the peer: the floor of a Python subscriber on this machine (same QoS, same executor)
         peer = None
@@ -138,16 +154,20 @@ def main() -> int:
         node.destroy_node()
         rclpy.shutdown()
 
-    result = {"minutes": args.minutes, "rate_hz": args.rate, "storage": args.storage, "recorder": ours,
+    result = {"minutes": args.minutes, "rate_hz": args.rate, "storage": args.storage, "publisher_depth": args.depth,
+              "stall_s": args.stall,
+              "recorder": ours,
               "peer_bare_rclpy_counter": peer}
     if peer:
         result["cpu_ratio_recorder_over_peer"] = ours["subscriber_cpu_fraction"] / peer["subscriber_cpu_fraction"]
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print(f"recorder bench: {args.minutes:g} min at {args.rate:g} Hz ({args.storage}): "
-              f"published {ours['published']}, recorded {ours['recorded']}, lost {ours['lost']}, duplicated "
-              f"{ours['duplicated']}, in order {ours['in_order']}; achieved {ours['publish_rate_hz']:.1f} Hz, "
+        print(f"recorder bench: {args.minutes:g} min at {args.rate:g} Hz ({args.storage}, publisher depth "
+              f"{args.depth}): published {ours['published']}, recorded {ours['recorded']}, lost {ours['lost']} "
+              f"(the recorder reports {ours['reported_lost']}; DDS sample-lost {ours['reported_dds_sample_lost']}), "
+              f"duplicated {ours['duplicated']}, in order {ours['in_order']}; achieved "
+              f"{ours['publish_rate_hz']:.1f} Hz, "
               f"recorder CPU {100 * ours['subscriber_cpu_fraction']:.0f} % of one core, "
               f"bag {ours['bag_bytes'] / 1e6:.1f} MB")
         if peer:
@@ -156,7 +176,7 @@ def main() -> int:
                   f"recorder/peer CPU ratio {result['cpu_ratio_recorder_over_peer']:.2f}")
     if tmp is not None:
         tmp.cleanup()
-    ok = ours["lost"] == 0 and ours["duplicated"] == 0 and ours["exit_code"] == 0
+    ok = ours["lost"] == 0 and ours["duplicated"] == 0 and ours["exit_code"] == 0 and ours["reported_lost"] == 0
     return 0 if ok else 1
 
 
@@ -170,7 +190,7 @@ def _phase(args: argparse.Namespace, node: Any, topic: str, cmd: list[str], log_
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
-        qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10000, reliability=ReliabilityPolicy.RELIABLE)
+        qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=args.depth, reliability=ReliabilityPolicy.RELIABLE)
         pub = node.create_publisher(WrenchStamped, topic, qos)
         deadline = time.monotonic() + 60.0
         while pub.get_subscription_count() < 1:
@@ -188,7 +208,11 @@ def _phase(args: argparse.Namespace, node: Any, topic: str, cmd: list[str], log_
         late_max = 0.0
         refused = 0
         load = []
+        stall_at = total // 2 if args.stall > 0 else -1
         while sent < total:
+            if sent == stall_at:
+                time.sleep(args.stall)
+                stall_at = -1
             now = time.monotonic()
             due = min(total, int((now - t0) * args.rate) + 1)
             late_max = max(late_max, (due - sent - 1) / args.rate)

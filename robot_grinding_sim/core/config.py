@@ -240,8 +240,23 @@ class ExecutionConfig:
                                    "first moved there", unit="rad", range=(1e-6, 1.0))
     move_velocity_scale: float = param(0.3, "the move to the plan's start keeps every joint within this "
                                        "fraction of its velocity and acceleration limits", range=(0.01, 1.0))
-    joint_states_timeout: float = param(0.5, "while running, joint states silent for longer than this stop the "
-                                        "job", unit="s", range=(0.0, 60.0))
+    joint_states_timeout: float = param(0.5, "while running, no usable joint state (fresh, in order: see "
+                                        "max_clock_skew) for longer than this stops the job", unit="s",
+                                        range=(0.0, 60.0))
+    path_tolerance: float = param(0.5, "largest distance of the tool (TCP) from where the plan puts it, as a "
+                                  "fraction of the plan's passes.stepover (beyond half of it the tool grinds "
+                                  "the next pass's strip): across the path on the part (approach, dwell, pass, "
+                                  "retreat; the force controller's correction along the normal is not counted) "
+                                  "the job stops above it; at the plan's end the job is done only within it",
+                                  range=(0.01, 10.0))
+    settle_time: float = param(1.0, "after the job's last knot, the arm has this long (joint states' stamps) to "
+                               "be within path_tolerance of the plan's end; else the job fails", unit="s",
+                               range=(0.0, 60.0))
+    max_clock_skew: float = param(2.0, "largest |receive time - stamp| of a joint state (this node's clock minus "
+                                  "the arm's): a state outside it (clock skew, or delivered late) does not "
+                                  "count as alive nor for tracking, and a start is refused naming it (an emulated "
+                                  "arm's stamps lag by up to its max_lag, 1 s, on a busy machine)", unit="s",
+                                  range=(1e-3, 1e6))
 
 
 @dataclass(frozen=True)

@@ -38,9 +38,15 @@ first knot if it is elsewhere), ``~/pause`` (the speed along the plan ramps to r
 the part). A request that does not fit the state fails with the reason.
 
 ``autostart``: start as soon as a plan and a joint state are there and the controller subscribes
-to the command topic (``~/start`` refuses to send into a topic nobody listens to). A tracking error above
-``execution.tracking_error_limit`` or joint states silent for ``execution.joint_states_timeout``
-stop the job (``failed``) with a retreat. So does the arm's side refusing the commands or stopping
+to the command topic (``~/start`` refuses to send into a topic nobody listens to), and the last
+joint state was usable (see below). A tracking error above ``execution.tracking_error_limit``, the
+tool off its path on the part by more than ``execution.path_tolerance`` x the plan's stepover, or
+no usable joint state for ``execution.joint_states_timeout`` stop the job (``failed``) with a
+retreat; a joint state is usable when stamped within ``execution.max_clock_skew`` of this node's
+clock at receipt and after the last usable one (the diagnostics give ``joint_states_clock_offset_s``
+and name a problem). ``done`` needs a joint state at or after the job's last knot with the tool
+within the path tolerance of the plan's end, within ``execution.settle_time``; else the job fails
+saying where the tool is (core/job/execution.py). So does the arm's side refusing the commands or stopping
 the arm: a node that subscribes to the command topic (hardware_driver in front of a real arm) and
 says on ``/diagnostics`` (a status named ``<its node name>: ...``) that its ``commands_refused``
 count grew since the last command was sent, or reports level ERROR (a safety stop), while a job
@@ -309,10 +315,12 @@ class GrindingExecutive(Node):
         if self.job is None:
             return
         now = self._now()
+        before = self.job.state
         stop = self.job.on_joint_state(ns * 1e-9 or now, q, received=now)
         if stop is not None:
             self.get_logger().error(f"stopping the job: {self.job.reason}")
             self._send(stop)
+        if stop is not None or self.job.state is not before:  # a stop, or done (the arm at the plan's end)
             self._state_changed()
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
@@ -356,7 +364,7 @@ class GrindingExecutive(Node):
         if job is None:
             return
         if self.p["autostart"] and job.state is JobState.READY and self._q is not None \
-                and self._controller_listening():
+                and not job.joint_state_problem and self._controller_listening():
             self._send(job.start(self._now(), self._q, defer=True))
             self.view = ProgressView(self._traces)
             self._state_changed()
@@ -449,7 +457,14 @@ class GrindingExecutive(Node):
             st.level, st.message = DiagnosticStatus.WARN, f"{st.message}; no joint states yet"
         if job is not None:
             values.update(last_tracking_error_rad=f"{job.last_error:.3g}",
-                          max_tracking_error_rad=f"{job.max_error:.3g}", duration_s=f"{job.duration:.3f}")
+                          max_tracking_error_rad=f"{job.max_error:.3g}",
+                          last_path_error_m=f"{job.last_path_error:.3g}", max_path_error_m=f"{job.max_path_error:.3g}",
+                          joint_states_clock_offset_s=f"{job.clock_offset:.3g}", duration_s=f"{job.duration:.3f}")
+            problem = job.joint_state_problem
+            if problem:
+                values["joint_states_problem"] = problem
+                if st.level == DiagnosticStatus.OK:
+                    st.level, st.message = DiagnosticStatus.WARN, f"{st.message}; {problem}"
         st.values = [KeyValue(key=k, value=v) for k, v in values.items()]
         msg = DiagnosticArray(status=[st])
         msg.header.stamp = self.get_clock().now().to_msg()

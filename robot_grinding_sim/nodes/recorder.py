@@ -5,13 +5,26 @@ Subscribes to the configured topics with the types found on the graph (re-checke
 (``raw=True``: nothing is deserialized) and hands them through a queue to a writer thread that
 appends them to the bag with :class:`robot_grinding_sim.core.record.bagwriter.BagWriter` (``rosbags``).
 
-No message is lost on purpose: reliable subscriptions (when every publisher is reliable) with a
-deep history (``qos_depth``), an unbounded queue, and a writer thread that never blocks the
-executor. Every ``flush_period`` the bag is checkpointed (MCAP chunk + footer written, sqlite3
-committed, ``metadata.yaml`` rewritten), so a recorder killed with SIGKILL leaves a bag readable up
-to its last checkpoint. SIGINT / SIGTERM stop it cleanly: the queue is drained and the bag closed
-with its full summary and metadata. ``grinding record --repair BAG`` fixes a bag cut off in the
-middle of a checkpoint.
+Each publisher is received with the QoS it offers: one subscription per reliability and
+durability its publishers offer (a reliable publisher through a reliable subscription, a
+best-effort one through a best-effort subscription, a latched one through a transient-local one),
+added when a publisher with another QoS joins (at the next graph check, or at once on the
+middleware's incompatible-QoS event). A message that reaches the recorder through two of them (a
+best-effort subscription also matches reliable publishers) is written once: copies are told
+apart by the publisher's sequence number (and its id, or the sample's source time where rclpy
+gives no id).
+
+No message is lost on purpose: a deep history (``qos_depth``), an unbounded queue, and a writer
+thread that never blocks the executor. What is lost all the same is counted and reported
+(core/record/loss.py): by the publishers' sequence numbers, by the middleware's sample-lost
+events, and, where neither tells, by gaps in the stamps against the topic's rate; the counts go
+into the bag's ``metadata.yaml`` (``custom_data``, key ``robot_grinding_sim.recorder``, a JSON
+document per topic) at every checkpoint and at close, and into the closing line (``lost N
+messages: ...``, and a warning). Every ``flush_period`` the bag is checkpointed (MCAP chunk +
+footer written, sqlite3 committed, ``metadata.yaml`` rewritten), so a recorder killed with SIGKILL
+leaves a bag readable up to its last checkpoint. SIGINT / SIGTERM stop it cleanly: the queue is
+drained and the bag closed with its full summary and metadata. ``grinding record --repair BAG``
+fixes a bag cut off in the middle of a checkpoint.
 
 TF where nobody publishes it (``computed_tf_rate``, default 100 Hz): the pip path has no
 robot_state_publisher and no tf2_msgs package, so nothing publishes ``/tf``. While no node on the
@@ -35,7 +48,10 @@ Subscribes: the configured topics (and ``/joint_states`` for the computed TF). P
 from __future__ import annotations
 
 import importlib
+import inspect
+import json
 import queue
+import struct
 import threading
 import time
 from datetime import datetime
@@ -43,12 +59,16 @@ from pathlib import Path
 from typing import Any
 
 from rclpy.clock import Clock, ClockType
+from rclpy.event_handler import SubscriptionEventCallbacks, UnsupportedEventTypeError
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.subscription import Subscription
 
 from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.record.bag import RECORDER_REPORT_KEY as REPORT_KEY
 from robot_grinding_sim.core.record.bag import normalize_topic
 from robot_grinding_sim.core.record.bagwriter import BagWriter, TopicQos
+from robot_grinding_sim.core.record.loss import TopicLoss, loss_line
 from robot_grinding_sim.core.record.tf_tree import TF_STATIC_TOPIC, TF_TOPIC, TF_TYPE, TfStream
 from robot_grinding_sim.ros.node_base import at_abort, load_robot, request_stop, run_node
 from robot_grinding_sim.ros.parameters import ParameterError, declare_parameters
@@ -61,6 +81,12 @@ JOINT_STATES = "/joint_states"
 _STOP = object()
 #: The writer thread drains the queue every this many seconds.
 _BATCH_S = 0.01
+#: callbacks that take the message's info (sequence number, publisher): rclpy from Humble's
+#: successors on; without it nothing is counted by sequence numbers
+_WITH_INFO = hasattr(getattr(Subscription, "CallbackType", None), "WithMessageInfo")
+#: the signature rclpy reads to pass the message info (it tells by binding one or two arguments)
+_MSG_AND_INFO = inspect.Signature([inspect.Parameter("msg", inspect.Parameter.POSITIONAL_ONLY),
+                                   inspect.Parameter("info", inspect.Parameter.POSITIONAL_ONLY)])
 
 
 def default_output(now: datetime | None = None) -> str:
@@ -151,9 +177,12 @@ class RecorderNode(Node):
         self._flush_period = float(p["flush_period"])
         self._depth = int(p["qos_depth"])
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._subs: dict[str, Any] = {}
+        self._subs: dict[str, dict[tuple[bool, bool], Any]] = {}  # topic -> (reliable, latched) -> subscription
+        self._types: dict[str, tuple[str, Any]] = {}  # topic -> (type name, class)
         self._skipped: dict[str, str] = {}
         self._received: dict[str, int] = {}
+        self._loss: dict[str, TopicLoss] = {}  # recorded topics' accounts
+        self._header: dict[str, bool] = {}  # topic -> its type starts with a std_msgs/Header
         self._written = 0
         self._write_errors = 0
         self._closed = False
@@ -212,11 +241,14 @@ class RecorderNode(Node):
             self._tf_on = False  # read by the writer thread: it stops computing
             self.get_logger().info("a node publishes /tf: recording it instead of computing it")
         for topic, types in graph:
-            if topic in self._subs or topic in self._skipped:
+            if topic in self._skipped:
                 continue
             if not (self._records(topic) or (topic == JOINT_STATES and self._tf is not None)):
                 continue
-            self._subscribe(topic, types)
+            if topic in self._subs:
+                self._match(topic)  # a publisher offering another QoS may have joined
+            else:
+                self._subscribe(topic, types)
 
     def _skip(self, topic: str, why: str) -> None:
         self._skipped[topic] = why
@@ -241,16 +273,6 @@ class RecorderNode(Node):
         pubs = self.get_publishers_info_by_topic(topic)
         if not pubs:
             return  # a subscriber or a stale entry only: wait for a publisher to adapt the QoS
-        # Like `ros2 bag record`: reliable/transient-local only when every publisher offers it,
-        # otherwise a reliable subscription would not match a best-effort publisher.
-        reliable = all(i.qos_profile.reliability == ReliabilityPolicy.RELIABLE for i in pubs)
-        latched = all(i.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL for i in pubs)
-        qos = QoSProfile(
-            history=HistoryPolicy.KEEP_LAST,
-            depth=self._depth,
-            reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
-            durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE,
-        )
         offered = [
             TopicQos(
                 reliable=i.qos_profile.reliability == ReliabilityPolicy.RELIABLE,
@@ -262,9 +284,59 @@ class RecorderNode(Node):
         # The topic is registered in the bag before any of its messages can be queued.
         if self._records(topic):
             self._queue.put(("add", topic, msgtype, offered))
-            self._received[topic] = 0
+        self._received[topic] = 0
+        self._loss[topic] = TopicLoss(topic)
+        fields = list(cls.get_fields_and_field_types().items())
+        self._header[topic] = bool(fields) and fields[0] == ("header", "std_msgs/Header")
+        self._types[topic] = (msgtype, cls)
+        self._subs[topic] = {}
+        self._match(topic, pubs)
+
+    def _match(self, topic: str, pubs: list[Any] | None = None) -> None:
+        """One subscription per (reliability, durability) that ``topic``'s publishers offer (module
+        docstring); the sequence numbers stop counting when publishers cannot be told apart."""
+        if pubs is None:
+            try:
+                pubs = self.get_publishers_info_by_topic(topic)
+            except Exception:  # the context is going down
+                return
+        subs = self._subs[topic]
+        loss = self._loss[topic]
+        loss.publishers_on_graph = len(pubs)
+        for reliable, latched in sorted({(i.qos_profile.reliability == ReliabilityPolicy.RELIABLE,
+                                          i.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL)
+                                         for i in pubs} - subs.keys()):
+            qos = QoSProfile(
+                history=HistoryPolicy.KEEP_LAST,
+                depth=self._depth,
+                reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
+                durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE,
+            )
+            # a publisher this subscription cannot match: match it now rather than at the next check
+            # (and not rclpy's warning that its messages will not be received: they will)
+            on_incompatible = lambda _info, topic=topic: self._match(topic)  # noqa: E731
+            events = SubscriptionEventCallbacks(
+                message_lost=lambda info, loss=loss: loss.lost_event(info.total_count_change),
+                incompatible_qos=on_incompatible)
+            try:
+                sub = self.create_subscription(self._types[topic][1], topic, self._callback(topic), qos, raw=True,
+                                               event_callbacks=events)
+            except UnsupportedEventTypeError:  # a middleware without the sample-lost event
+                sub = self.create_subscription(self._types[topic][1], topic, self._callback(topic), qos, raw=True,
+                                               event_callbacks=SubscriptionEventCallbacks(
+                                                   incompatible_qos=on_incompatible))
+            subs[(reliable, latched)] = sub
+            self.get_logger().info(
+                f"subscribed to {topic} ({self._types[topic][0]}, {'reliable' if reliable else 'best effort'}"
+                f"{', transient local' if latched else ''}"
+                f"{'; another subscription for publishers offering this QoS' if len(subs) > 1 else ''})"
+            )
+
+    def _callback(self, topic: str) -> Any:
+        """The subscription callback of ``topic``: account (drop a second copy), queue, count."""
         put = self._queue.put
-        received = self._received if self._records(topic) else {topic: 0}
+        received = self._received
+        take = self._loss[topic].take
         if self.get_parameter("use_sim_time").value:
             clock = self.get_clock()
 
@@ -273,17 +345,31 @@ class RecorderNode(Node):
         else:
             stamp = time.time_ns  # the node clock is the system clock: skip rclpy's Time objects
 
-        def on_message(data: bytes, topic: str = topic) -> None:
-            if self._closed:  # a callback after close() (a caller spinning on): not received
+        if not _WITH_INFO:
+            def on_message_only(data: bytes) -> None:
+                if self._closed:  # a callback after close() (a caller spinning on): not received
+                    return
+                take(None, None)
+                put((topic, stamp(), data, None, None))
+                received[topic] += 1
+            return on_message_only
+
+        def on_message(*args: Any) -> None:
+            # (data, info); rclpy's EventsExecutor (Jazzy, Kilted) hands over the pair as one tuple
+            data, info = args[0] if len(args) == 1 else args
+            if self._closed:
                 return
-            put((topic, stamp(), data))
+            seq = info.get("publication_sequence_number")
+            gid = info.get("publisher_gid")
+            pub = gid["data"] if gid else None
+            source = info.get("source_timestamp")
+            if not take(pub, seq, (source, seq)):
+                return  # the copy of a message already taken through another subscription
+            put((topic, stamp(), data, pub, source))
             received[topic] += 1
 
-        self._subs[topic] = self.create_subscription(cls, topic, on_message, qos, raw=True)
-        self.get_logger().info(
-            f"subscribed to {topic} ({msgtype}, {'reliable' if reliable else 'best effort'}"
-            f"{', transient local' if latched else ''})"
-        )
+        on_message.__signature__ = _MSG_AND_INFO  # type: ignore[attr-defined]  # rclpy: hand over the info
+        return on_message
 
     def _on_max_duration(self) -> None:
         self.get_logger().info("max_duration reached: stopping")
@@ -322,22 +408,40 @@ class RecorderNode(Node):
                         if not bag.has_topic(topic):
                             bag.add_topic(topic, msgtype, qos=offered)
                     else:
-                        if item[0] in self._received:
-                            bag.write(*item)
+                        topic, t_ns, data, pub, source = item
+                        if self._records(topic):
+                            bag.write(topic, t_ns, data)
                             self._written += 1
-                        if item[0] == JOINT_STATES and self._tf_on and self._tf is not None:
-                            self._write_tf(bag, item[1], item[2])
+                            loss = self._loss[topic]
+                            if loss.lost_by_sequence is None or loss.untracked:
+                                # no sequence numbers to count by: the stamps against the topic's rate
+                                stamp = _header_stamp(data) if self._header[topic] else None
+                                if stamp or source:
+                                    loss.stamp(pub, stamp or source)
+                        if topic == JOINT_STATES and self._tf_on and self._tf is not None:
+                            self._write_tf(bag, t_ns, data)
                 except Exception as exc:  # disk full, ...: keep recording what can be recorded
                     self._write_errors += 1
                     if self._write_errors <= 5 or self._write_errors % 1000 == 0:
                         self.get_logger().error(f"bag write failed ({self._write_errors}): {exc}")
             if not stop and time.monotonic() >= next_flush:
                 try:
+                    self._report_into(bag)
                     bag.flush()
                 except Exception as exc:
                     self.get_logger().error(f"bag checkpoint failed: {exc}")
                 next_flush = time.monotonic() + self._flush_period
+        self._report_into(bag)
         bag.close()
+
+    def report(self) -> dict[str, dict[str, Any]]:
+        """The loss account of every recorded topic (core/record/loss.py), JSON-able."""
+        return {t: loss.report() for t, loss in list(self._loss.items()) if self._records(t)}
+
+    def _report_into(self, bag: BagWriter) -> None:
+        """The report into the bag's metadata (written at its next checkpoint, and at close)."""
+        bag.set_custom_data(REPORT_KEY, json.dumps({"topics": self.report(), "write_errors": self._write_errors},
+                                                   sort_keys=True))
 
     def _write_tf(self, bag: BagWriter, stamp: int, data: bytes) -> None:
         """The computed /tf (and /tf_static, once) of one joint state, logged at its receive time."""
@@ -363,23 +467,35 @@ class RecorderNode(Node):
         # closed before the middleware is touched again, so a teardown that stalls cannot cost it.
         self._queue.put(_STOP)
         self._writer.join()
-        for sub in list(self._subs.values()):
+        for sub in [s for subs in self._subs.values() for s in subs.values()]:
             try:
                 self.destroy_subscription(sub)
             except Exception:
                 pass
-        received = sum(self._received.values())
+        received = sum(n for t, n in self._received.items() if self._records(t))
         computed = f", {self._computed} computed (/tf, /tf_static from /joint_states)" if self._tf is not None else ""
+        lost = loss_line(self.report())
         print(
             f"[recorder] closed {self.path}: {self._written} messages written, {received} received,"
-            f" {self._write_errors} write errors{computed}",
+            f" {self._write_errors} write errors{computed}; {lost or 'nothing lost'}",
             flush=True,
         )
+        if lost:
+            self.get_logger().warning(f"the bag is incomplete: {lost}")
 
     @property
     def stats(self) -> dict[str, int]:
-        """Messages received per topic so far."""
-        return dict(self._received)
+        """Messages received per recorded topic so far."""
+        return {t: n for t, n in self._received.items() if self._records(t)}
+
+
+def _header_stamp(data: bytes) -> int | None:
+    """The header stamp (ns) of a serialized message whose first field is a std_msgs/Header
+    (little-endian CDR: 4 bytes of encapsulation, then int32 sec, uint32 nanosec); None if not."""
+    if len(data) < 12 or data[1] != 1:
+        return None
+    sec, nsec = struct.unpack_from("<iI", data, 4)
+    return sec * 1_000_000_000 + nsec or None
 
 
 def main(args: list[str] | None = None) -> int:

@@ -41,6 +41,9 @@ SIM = {"use_sim_time": True}
 WALL = {"use_sim_time": False}
 ARM = {"use_sim_time": False, "lockstep": False, "coupling": "none", "joint_state_decimation": 4}
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+#: an arm on the wall clock keeps its stamps with it, as a real arm's driver does (a busy machine
+#: would otherwise leave them seconds behind: a skewed clock, which the executive refuses)
+WALL_ARM = {"max_lag": 0.5}
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +58,7 @@ def plan_file(tmp_path_factory) -> Path:
 
 def start_cell(launch_node, probe, plan_file, wall=False, **executive):
     arm = launch_node("dynamics_node", params_file=[CELL, REPO / "config" / "dynamics_node.yaml"],
-                      params={**ARM, "publish_clock": not wall})
+                      params={**ARM, "publish_clock": not wall, **(WALL_ARM if wall else {})})
     ex = launch_node("grinding_executive", params_file=[CELL, REPO / "config" / "grinding_executive.yaml"],
                      params={**(WALL if wall else SIM), "plan_file": str(plan_file), **executive})
     c = {
@@ -291,7 +294,7 @@ def test_without_an_arm_start_is_refused_and_diagnostics_warn(launch_node, probe
     r = call(probe, "start")
     assert not r.success and f"nobody subscribes to {TRAJ_TOPIC}" in r.message
     arm = launch_node("dynamics_node", params_file=[CELL, REPO / "config" / "dynamics_node.yaml"],
-                      params={**ARM, "use_sim_time": False, "publish_clock": False})
+                      params={**ARM, "use_sim_time": False, "publish_clock": False, **WALL_ARM})
     wait_arm_seen(probe, diag, ex)
     r = call(probe, "start")
     assert r.success, r.message
@@ -331,3 +334,94 @@ def test_a_bad_plan_is_refused_and_the_executive_stays_up(launch_node, probe, tm
     assert not res.successful and "missing.json" in res.reason
     assert state.last.data == "ready" and ex.alive
     assert "Traceback" not in ex.log()
+
+
+@pytest.mark.slow
+def test_an_arm_that_stops_in_the_pass_fails_the_job_and_retreats(launch_node, probe, plan_file) -> None:
+    """The arm's controller is told "stop here" 4 mm into the 10 mm pass (a one-point trajectory at
+    the arm's position, published here to the controller's topic, as a driver or an operator would):
+    the arm holds while the executive's reference runs on. The joint error this leaves to the plan's
+    end stays under the 0.05 rad tracking limit, and the clock alone made this job "done" with the
+    tool on the part; now it is not done: it fails once settle_time has passed without the arm at
+    the plan's end, and the tool retreats from where it stopped."""
+    arm, ex, c = start_cell(launch_node, probe, plan_file)
+    assert call(probe, "start").success
+    probe.wait_for(lambda: any(m.data[0] == 0 and m.data[1] > 0.004 for m in c["progress"].messages),
+                   what="4 mm into pass 0", timeout=120, procs=[ex, arm])
+    hold = probe.publisher(JointTrajectory, TRAJ_TOPIC)
+    from trajectory_msgs.msg import JointTrajectoryPoint
+
+    q = q_of(c["js"].last)
+    stop_here = JointTrajectory(joint_names=JOINT_ORDER, points=[JointTrajectoryPoint(
+        positions=q.tolist(), velocities=[0.0] * 6, time_from_start=cv.sec_to_duration(0.05))])
+    n_cmd = len(c["cmd"].messages)
+    hold.publish(stop_here)
+    probe.wait_for(state_is(c, "failed", "done", "stopped"), what="the job's end", timeout=120, procs=[ex, arm])
+    text = c["state"].last.data
+    assert text.startswith("failed: the arm did not reach the plan's end") and "retreating from pass 0" in text, text
+    # after the hold, the executive's retreat from where the arm stopped: the arm follows it
+    assert len(c["cmd"].messages) > n_cmd + 1 and "sent retreat" in ex.log()
+    q_cmd_end = np.array(c["cmd"].messages[-1].points[-1].positions)
+    probe.wait_for(lambda: np.max(np.abs(q_of(c["js"].last) - q_cmd_end)) < 1e-4, what="arm at the retreat's end",
+                   procs=[arm, ex])
+
+
+@pytest.mark.slow
+def test_joint_states_stamped_an_hour_behind_are_named_and_never_end_done(launch_node, probe, plan_file) -> None:
+    """An arm whose joint states are stamped 1 h behind the executive's clock (this probe is the arm:
+    it subscribes to the command topic and publishes the plan's first knot, never moving). Before,
+    its states kept the silence watchdog happy, none was checked (all before the command's stamp), and
+    the job ended "done" after its duration. Now ~/start is refused naming the offset and the
+    diagnostics warn; started on good stamps, a job whose states turn skewed fails naming it."""
+    plan = json.loads(plan_file.read_text())
+    q0 = plan["trajectory"]["positions"][0]
+    ex = launch_node("grinding_executive", params_file=[CELL, REPO / "config" / "grinding_executive.yaml"],
+                     params={**WALL, "plan_file": str(plan_file)})
+    state = probe.subscribe(String, "/grinding_executive/state", qos=LATCHED)
+    diag = probe.subscribe(DiagnosticArray, "/diagnostics")
+    probe.subscribe(JointTrajectory, TRAJ_TOPIC)  # the arm's controller
+    js = probe.publisher(JointState, "/joint_states", procs=[ex])
+    behind = [3600.0]
+
+    def publish() -> None:
+        t = probe.node.get_clock().now().nanoseconds * 1e-9 - behind[0]
+        msg = JointState(name=JOINT_ORDER, position=q0)
+        msg.header.stamp = cv.sec_to_time(t)
+        js.publish(msg)
+
+    def warned() -> bool:
+        publish()
+        return any(s.level == s.WARN and "3600 s behind this node's clock" in s.message
+                   for m in diag.messages for s in m.status)
+
+    def received() -> bool:
+        publish()
+        return any(kv.key == "joint_states" and kv.value == "received"
+                   for m in diag.messages for s in m.status for kv in s.values)
+
+    probe.wait_for(received, what="the executive's diagnostics: joint_states received", procs=[ex])
+    r = call(probe, "start")
+    assert not r.success and "cannot start" in r.message and "3600 s behind this node's clock" in r.message, r.message
+    probe.wait_for(warned, what="diagnostics: the skew", procs=[ex])
+    # good stamps: the start goes through; then the arm's clock steps back an hour
+    behind[0] = 0.0
+
+    def started() -> bool:
+        publish()
+        for m in diag.messages[-3:]:
+            for s in m.status:
+                if any(k.key == "joint_states_clock_offset_s" and abs(float(k.value)) < 1.0 for k in s.values):
+                    return call(probe, "start").success
+        return False
+
+    probe.wait_for(started, what="a start on good stamps", procs=[ex])
+    behind[0] = 3600.0
+
+    def ended() -> bool:
+        publish()
+        return state.last is not None and state.last.data.startswith(("failed", "done", "stopped"))
+
+    probe.wait_for(ended, what="the job's end", timeout=60, procs=[ex])
+    text = state.last.data
+    assert text.startswith("failed: no usable joint states for") and "3600 s behind this node's clock" in text, text
+    assert ex.alive and "Traceback" not in ex.log()

@@ -274,3 +274,105 @@ def test_recorded_bag_feeds_grinding_compare(tmp_path: Path, launch_node: Any, p
     assert [p["index"] for p in doc["passes"]] == [0, 1]
     assert doc["mean_relative_error"] == pytest.approx(0.05 / 1.05, abs=1e-3)
     assert doc["lag_s"] == pytest.approx(0.0, abs=2e-3)
+
+
+def report_of(bag: Path) -> dict[str, Any] | None:
+    """The recorder's report in the bag's metadata.yaml (custom_data), read with yaml and json."""
+    import json
+
+    try:
+        doc = yaml.safe_load((bag / "metadata.yaml").read_text())
+    except (FileNotFoundError, yaml.YAMLError):
+        return None
+    text = (doc["rosbag2_bagfile_information"].get("custom_data") or {}).get("robot_grinding_sim.recorder")
+    return None if text is None else json.loads(text)
+
+
+@pytest.mark.slow
+def test_a_best_effort_publisher_joining_after_a_reliable_one_is_recorded(
+        tmp_path: Path, launch_node: Any, probe: Any) -> None:
+    """The recorder subscribed reliably (the one publisher was reliable); a best-effort publisher
+    joins. Before, its subscription never matched it: 0 of 200 recorded, only rclpy's QoS warning.
+    Now it gets a subscription with its QoS, and every message of both publishers is in the bag once
+    (the best-effort subscription also hears the reliable publisher: those copies are dropped)."""
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from std_msgs.msg import String
+
+    topic = "/recorder_test/mixed"
+    bag = tmp_path / "bag"
+    rec = launch_node("recorder", params={"output": str(bag), "topics": [topic], "flush_period": 0.2,
+                                          "discovery_period": 0.2})
+    rel = probe.publisher(String, topic, reliable(), procs=[rec])
+    for i in range(100):
+        rel.publish(String(data=f"R {i}"))
+    probe.wait_for(lambda: metadata_counts(bag).get(topic) == 100, what="the reliable publisher's 100", procs=[rec])
+    be = probe.publisher(String, topic, QoSProfile(depth=1000, reliability=ReliabilityPolicy.BEST_EFFORT),
+                         procs=[rec])
+    for i in range(200):
+        be.publish(String(data=f"B {i}"))
+        if i % 2:
+            rel.publish(String(data=f"R {100 + i // 2}"))
+        if i % 50 == 0:
+            probe.spin_once(0.0)
+    probe.wait_for(lambda: metadata_counts(bag).get(topic) == 400, what="all 400 checkpointed", procs=[rec])
+    assert rec.stop() == 0
+    got = [m.data for m in rosbags_read(bag)[topic]]
+    assert sorted(got) == sorted([f"R {i}" for i in range(200)] + [f"B {i}" for i in range(200)])
+    assert [g for g in got if g[0] == "R"] == [f"R {i}" for i in range(200)]  # in order, once each
+    rep = report_of(bag)["topics"][topic]
+    assert rep["received"] == 400 and rep["lost"] == 0
+    assert "best effort" in rec.log()
+
+
+@pytest.mark.slow
+def test_messages_lost_on_the_way_are_counted_in_the_metadata_and_on_exit(
+        tmp_path: Path, launch_node: Any, probe: Any) -> None:
+    """A publisher whose stream reaches the recorder with gaps: the recorder is stopped (SIGSTOP)
+    while a reliable publisher of depth 10 sends 3000 messages; its history keeps only the last 10,
+    so most never arrive. Before, the recorder reported "written == received, 0 write errors" and
+    nothing else. Now the count it reports lost (by the publisher's sequence numbers), in the bag's
+    metadata and in its closing line, is the number of published messages the bag lacks."""
+    import json
+
+    bag = tmp_path / "bag"
+    rec = start_recorder(launch_node, bag, "mcap")
+    from geometry_msgs.msg import WrenchStamped
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    pub = probe.publisher(WrenchStamped, WRENCH, QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE),
+                          procs=[rec])
+    sent = 0
+
+    def send(n: int) -> None:
+        nonlocal sent
+        for _ in range(n):
+            m = WrenchStamped()
+            m.header.stamp.sec, m.header.stamp.nanosec = 100 + sent // 1000, (sent % 1000) * 1_000_000
+            m.wrench.force.z = float(sent)
+            pub.publish(m)
+            sent += 1
+
+    send(20)
+    probe.wait_for(lambda: metadata_counts(bag).get(WRENCH) == 20, what="the first 20", procs=[rec])
+    rec.proc.send_signal(signal.SIGSTOP)
+    try:
+        send(3000)
+    finally:
+        rec.proc.send_signal(signal.SIGCONT)
+    send(20)
+
+    def accounted() -> bool:  # the last message is in: everything before it is received or lost
+        r = report_of(bag)
+        t = (r or {}).get("topics", {}).get(WRENCH)
+        return t is not None and t["received"] + t["lost"] == sent
+
+    probe.wait_for(accounted, what="the recorder's account to reach the last message", procs=[rec])
+    assert rec.stop() == 0
+    z = {int(m.wrench.force.z) for m in rosbags_read(bag)[WRENCH]}
+    missing = sent - len(z)
+    assert 0 in z and sent - 1 in z and missing > 0
+    rep = json.loads(yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"][
+        "custom_data"]["robot_grinding_sim.recorder"])["topics"][WRENCH]
+    assert rep["lost"] == rep["lost_by_sequence"] == missing and rep["received"] == len(z)
+    assert f"lost {missing} messages: {WRENCH} {missing} (publisher sequence numbers" in rec.log()
+    print(f"recorded {len(z)} of {sent}; lost {missing}; DDS sample-lost events: {rep['dds_sample_lost']}")

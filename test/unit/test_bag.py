@@ -404,3 +404,40 @@ def test_flush_with_fsync_and_repeated_flushes(tmp_path: Path, storage: str) -> 
         assert len(read_wrench(tmp_path / "rec", "/ft_sensor/wrench")) == k + 1
     bw.close()
     check_series(read_wrench(tmp_path / "rec", "/ft_sensor/wrench"), 30)
+
+
+@pytest.mark.parametrize("storage", ["sqlite3", "mcap"])
+def test_custom_data_is_in_the_metadata_at_checkpoints_at_close_and_after_a_repair(tmp_path: Path,
+                                                                                   storage: str) -> None:
+    """The recorder's report lives in rosbag2's custom_data: written at each checkpoint, at close
+    (rosbags' own writer), read back by rosbags' reader and by recording_report; a repaired bag
+    keeps what the last checkpoint wrote."""
+    import json
+
+    from robot_grinding_sim.core.record.bag import RECORDER_REPORT_KEY, recording_report
+
+    bw = _write_with_bagwriter(tmp_path / "rec", storage, 100)
+    report = {"topics": {"/ft_sensor/wrench": {"received": 100, "lost": 3}}, "write_errors": 0}
+    bw.set_custom_data(RECORDER_REPORT_KEY, json.dumps(report))
+    bw.flush()
+    meta = tmp_path / "rec" / "metadata.yaml"
+    custom = yaml.safe_load(meta.read_text())["rosbag2_bagfile_information"]["custom_data"]
+    assert json.loads(custom[RECORDER_REPORT_KEY]) == report
+    report["topics"]["/ft_sensor/wrench"]["lost"] = 4
+    bw.set_custom_data(RECORDER_REPORT_KEY, json.dumps(report))
+    bw.close()
+    custom = yaml.safe_load(meta.read_text())["rosbag2_bagfile_information"]["custom_data"]  # rosbags' close
+    assert json.loads(custom[RECORDER_REPORT_KEY]) == report
+    check_series(read_wrench(tmp_path / "rec", "/ft_sensor/wrench"), 100)
+    assert recording_report(tmp_path / "rec") == report
+    res = repair_bag(tmp_path / "rec")
+    assert res.messages == 110 and recording_report(tmp_path / "rec") == report
+    with pytest.raises(InputError, match="custom_data"):
+        bw.set_custom_data(RECORDER_REPORT_KEY, 3)  # type: ignore[arg-type]
+    assert recording_report(_write_bag(tmp_path / "other", [])) is None
+
+
+def _write_bag(path: Path, msgs: list) -> Path:
+    from robot_grinding_sim.core.record.bagwriter import write_bag
+
+    return write_bag(path, msgs, {"/ft_sensor/wrench": WS})

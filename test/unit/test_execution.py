@@ -9,6 +9,7 @@ against the progress samples the in-process bag carries.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -150,6 +151,8 @@ def test_pause_stays_on_the_path_never_faster_and_resume_joins_the_plan(job) -> 
     for t in np.linspace(tau0 + 0.3, traj.duration, 41):
         np.testing.assert_allclose(ex.reference(lag + t)[0], ref.sample(t)[0], atol=1e-9)
     ex.update(lag + traj.duration + 1e-6)
+    assert ex.state is JobState.RUNNING  # the clock is there; the arm has not said so yet
+    ex.on_joint_state(lag + traj.duration + 1e-3, traj.positions[-1])
     assert ex.state is JobState.DONE
 
 
@@ -178,7 +181,7 @@ def test_stop_in_a_pass_brakes_on_the_path_then_retreats_along_the_normal(job) -
 
 
 def test_a_tracking_error_over_the_limit_stops_the_job_as_failed(job) -> None:
-    ex = make(job, tracking_error_limit=0.01, joint_states_timeout=0.0)
+    ex = make(job, tracking_error_limit=0.01, joint_states_timeout=0.0, path_tolerance=10.0)
     traj = job[1].trajectory
     sent = ex.start(0.0, traj.positions[0])
     t = sent.stamp + 1.0
@@ -233,3 +236,195 @@ def test_a_plan_without_a_job_trajectory_is_refused(job) -> None:
     bare.trajectory = None
     with pytest.raises(InputError, match="no job trajectory"):
         JobExecution(model, bare, cell.execution, cell.process)
+
+
+# -- what "done" means: the arm got there (issue 22, item 2) -------------------------------------------
+# The arm is driven from the outside: joint states made here, stamped on the arm's clock and received
+# on the executive's, the way grinding_executive hands them over.
+
+
+def drive(ex, t_from, t_to, arm, dt=0.004, behind=0.0):
+    """Joint states of ``arm(t)`` every ``dt`` s of the executive's clock from ``t_from`` to ``t_to``,
+    stamped ``behind`` s behind it, with :meth:`update` after each; returns the commands sent."""
+    sent = []
+    for t in np.arange(t_from, t_to, dt):
+        for out in (ex.on_joint_state(t - behind, arm(t), received=t), ex.update(t)):
+            if out is not None:
+                sent.append(out)
+    return sent
+
+
+def frozen(sent, t_stop=math.inf):
+    """An arm that follows the command ``sent`` exactly until ``t_stop`` and stays there (the
+    controller's "stop here"), whatever the executive sends after."""
+    c, t0 = sent.command, sent.stamp
+    return lambda t: cmds.sample(c, min(t, t_stop) - t0)[0]
+
+
+def tool(job, q):
+    return job[0].fk(q)[:3, 3]
+
+
+def test_an_arm_stopped_in_the_last_pass_fails_the_job_and_the_tool_retreats(job) -> None:
+    """The arm stops 4 mm into the last 10 mm pass: the joint error left to the plan's end stays under
+    the 0.05 rad tracking limit, so the clock alone ended this job "done", the tool still on the part.
+    Now it is not done: once settle_time has passed without the arm at the plan's end, the job
+    fails saying how far the tool is from it, and retreats from where the arm is along the pass's
+    normal (the arm being at the part)."""
+    model, plan, cell, query = job
+    ex = make(job)
+    traj = plan.trajectory
+    start = ex.start(0.0, traj.positions[0])
+    _, t0, t1 = pass_window(job, 1)
+    t_stop = start.stamp + t0 + 0.4 * (t1 - t0)
+    arm = frozen(start, t_stop)
+    end = start.stamp + traj.duration
+    # the joint error it leaves at the plan's end is under the joint tracking limit
+    assert np.max(np.abs(arm(end) - traj.positions[-1])) < ex.settings.tracking_error_limit
+    sent = drive(ex, 0.0, end + ex.settings.settle_time + 2.0, arm)
+    assert len(sent) == 1 and sent[0].command.kind == "retreat"
+    assert sent[0].stamp - ex.settings.command_lead == pytest.approx(end + ex.settings.settle_time, abs=0.005)
+    assert ex.state is JobState.FAILED
+    assert "did not reach the plan's end" in ex.reason and "retreating from pass 1" in ex.reason
+    # the retreat: from where the arm stopped, approach along the CAD surface's normal there
+    c = sent[0].command
+    np.testing.assert_allclose(c.positions[0], arm(end), atol=1e-12)
+    p0, p1 = tool(job, c.positions[0]), tool(job, c.positions[-1])
+    out = p1 - p0
+    assert np.linalg.norm(out) == pytest.approx(cell.process.approach, abs=1e-8)
+    assert math.degrees(math.acos(min(1.0, float(out @ query.query(p0).normal) / np.linalg.norm(out)))) < 0.05
+
+
+def test_a_tool_pushed_across_its_path_stops_the_job_a_lag_along_it_does_not(job) -> None:
+    """Across the path (sideways on the part) the tool may be off by the path tolerance (half a
+    stepover) at most: beyond, the job stops and retreats. Along the path (a lag) or along the
+    normal (the force controller's correction) the same distance is not off the path."""
+    model, plan, cell, *_ = job
+    traj = plan.trajectory
+    _, t0, t1 = pass_window(job, 0)
+
+    def shifted(ex, start, direction, by):
+        """The arm where the command puts it, its TCP moved by ``by`` m along ``direction(k)`` from
+        the middle of pass 0 on (joint-space shift through the Jacobian's pseudo-inverse)."""
+        def arm(t):
+            q = frozen(start)(t)
+            tau = t - start.stamp
+            if not t0 + 0.5 * (t1 - t0) <= tau <= t1:
+                return q
+            p = tool(job, q)
+            k = ex._nearest(0, p)
+            return q + np.linalg.pinv(model.jacobian(q)[:3]) @ (by * direction(k))
+        return arm
+
+    tol = 0.5 * plan.pass_params.stepover
+    across = {}
+    for name, direction in (("across", lambda ex, k: np.cross(ex._normals[0][1][k], ex._tangents[0][k])),
+                            ("along", lambda ex, k: ex._tangents[0][k]),
+                            ("normal", lambda ex, k: ex._normals[0][1][k])):
+        ex = make(job)
+        start = ex.start(0.0, traj.positions[0])
+        sent = drive(ex, 0.0, start.stamp + t1 + 0.2, shifted(ex, start, lambda k, d=direction, ex=ex: d(ex, k),
+                                                               1.5 * tol))
+        across[name] = (ex.state, sent, ex.reason)
+    state, sent, reason = across["across"]
+    assert state is JobState.STOPPING and len(sent) == 1 and sent[0].command.kind == "retreat"
+    assert "off its path on pass 0" in reason and f"path tolerance {tol * 1e3:.3g} mm" in reason
+    assert float(re.search(r"the tool is ([0-9.]+) mm off", reason).group(1)) == pytest.approx(1.5 * tol * 1e3,
+                                                                                              rel=0.02)
+    for name in ("along", "normal"):
+        assert across[name][0] is JobState.RUNNING and not across[name][1], (name, across[name][2])
+
+
+def test_done_only_once_a_joint_state_shows_the_arm_at_the_plans_end(job) -> None:
+    model, plan, *_ = job
+    ex = make(job)
+    traj = plan.trajectory
+    start = ex.start(0.0, traj.positions[0])
+    end = start.stamp + traj.duration
+    arm = frozen(start)
+    drive(ex, 0.0, end, arm)
+    # the clock is past the end, but no joint state says where the arm is then
+    assert ex.update(end + 0.01) is None and ex.state is JobState.RUNNING
+    assert ex.on_joint_state(end + 0.012, arm(end + 0.012), received=end + 0.013) is None
+    assert ex.state is JobState.DONE and ex.reason == ""
+
+
+def test_an_arm_short_of_the_plans_end_fails_the_job(job) -> None:
+    """The arm stops in the last retreat (along the normal, where the tool's path on the part stays
+    within its tolerance) 5 mm short of the plan's end: not done; failed once settle_time has passed,
+    saying how far the tool is from the plan's end."""
+    model, plan, *_ = job
+    ex = make(job)
+    traj = plan.trajectory
+    start = ex.start(0.0, traj.positions[0])
+    end = start.stamp + traj.duration
+    p_end = tool(job, traj.positions[-1])
+    ts = np.linspace(end - 1.0, end, 2001)
+    t_stop = next(t for t in ts if np.linalg.norm(tool(job, frozen(start)(t)) - p_end) < 5e-3)
+    arm = frozen(start, t_stop)
+    sent = drive(ex, 0.0, end + ex.settings.settle_time + ex.settings.command_lead + 1.0, arm)
+    assert ex.state is JobState.FAILED
+    assert "did not reach the plan's end" in ex.reason
+    # 5 mm above the part is within the approach distance: the tool retreats from there
+    assert [s.command.kind for s in sent] == ["retreat"] and "retreating from pass 1" in ex.reason
+    assert float(re.search(r"the tool is ([0-9.]+) mm from it", ex.reason).group(1)) == pytest.approx(5.0, abs=0.05)
+
+
+def test_joint_states_stamped_an_hour_behind_fail_the_job_naming_the_clock_skew(job) -> None:
+    """An arm that never moves, its states stamped 1 h behind the executive's clock: they are all
+    before the command's stamp, so none was checked, yet each kept the silence watchdog happy and the
+    job ended "done" by the clock. Now they do not count: the job fails within joint_states_timeout
+    naming the offset; a new start is refused while the states are skewed."""
+    ex = make(job)
+    traj = job[1].trajectory
+    q0 = traj.positions[0]
+    start = ex.start(0.0, q0)
+    drive(ex, 0.0, start.stamp + traj.duration + 2.0, lambda t: q0, behind=3600.0)
+    assert ex.state is JobState.FAILED
+    assert "3600 s behind this node's clock" in ex.reason and "clock skew" in ex.reason
+    assert "execution.max_clock_skew" in ex.reason
+    t_fail = float(re.search(r"no usable joint states for ([0-9.]+) s", ex.reason).group(1))
+    assert t_fail <= ex.settings.joint_states_timeout + 0.01
+    with pytest.raises(GrindingSimError, match="cannot start: .*3600 s behind"):
+        ex.start(start.stamp + 10.0, q0)
+
+
+def test_joint_states_stamped_ahead_of_the_clock_do_not_count(job) -> None:
+    ex = make(job)
+    traj = job[1].trajectory
+    start = ex.start(0.0, traj.positions[0])
+    drive(ex, 0.0, start.stamp + traj.duration + 2.0, frozen(start), behind=-5.0)
+    assert ex.state is JobState.FAILED and "5 s ahead of this node's clock" in ex.reason
+
+
+def test_a_driver_repeating_its_last_state_is_not_alive(job) -> None:
+    """A driver that goes on publishing its last sample (the same stamp) after the arm's side hung:
+    the states are consistent with the reference at their stamp and fresh by the receive clock,
+    but out of order (not after the last one): the job fails on the silence, naming them."""
+    ex = make(job)
+    traj = job[1].trajectory
+    start = ex.start(0.0, traj.positions[0])
+    t_hang = start.stamp + 1.0
+    arm = frozen(start)
+    drive(ex, 0.0, t_hang, arm)
+    for t in np.arange(t_hang, start.stamp + traj.duration + 2.0, 0.004):
+        ex.on_joint_state(t_hang, arm(t_hang), received=t)
+        ex.update(t)
+    assert ex.state is JobState.FAILED
+    assert "no usable joint states" in ex.reason and "out of order" in ex.reason
+
+
+def test_a_sim_clock_that_holds_or_restarts_is_followed(job) -> None:
+    """Sim time held (both clocks stand) or restarting (a new dynamics_node: the stamps and the
+    receive clock go back together): the states count (not out of order)."""
+    ex = make(job)
+    q0 = job[1].trajectory.positions[0]
+    for _ in range(3):  # sim time held (a lockstep arm waiting for its contact side): repeats are fine
+        ex.on_joint_state(0.0, q0, received=0.0)
+    assert ex.joint_state_problem == ""
+    ex.on_joint_state(500.0, q0, received=500.001)
+    ex.on_joint_state(0.5, q0, received=0.501)
+    assert ex.joint_state_problem == ""
+    ex.start(0.6, q0)
+    assert ex.on_joint_state(0.61, q0, received=0.611) is None
+    assert ex.update(0.62) is None and ex.state is JobState.RUNNING

@@ -11,10 +11,22 @@ arm (a ros2_control ``joint_trajectory_controller``, the simulated or the real o
   (approach, dwell, pass or retreat of a pass), retreats along the surface normal by
   ``process.approach``;
 - supervision: every measured joint state is compared with the commanded reference at its stamp;
-  an error above ``tracking_error_limit``, or joint states silent for ``joint_states_timeout``
+  a joint error above ``tracking_error_limit``, the tool off its path on the part (the TCP of the
+  measured joints farther than ``path_tolerance`` x the plan's stepover from the reference's across
+  the path: neither along the pass, a lag, nor along the normal, the force controller's correction;
+  on approach, dwell, pass and retreat), or no usable joint state for ``joint_states_timeout``
   while running, stop the job with the reason; so does the arm's side saying that it refused a
   command or stopped the arm (:meth:`JobExecution.on_controller_fault`): a short job's motion may
-  stay within the tracking limit while the arm never moves.
+  stay within the tracking limit while the arm never moves;
+- usable joint states: stamped within ``max_clock_skew`` of the time they are received (this
+  node's clock) and after the last usable one. A state outside the skew (the arm's clock off this
+  node's, or a state delivered late) or out of order counts for nothing: not as alive, not for
+  tracking, not for a start (which is refused naming the offset); the silence it leaves names it;
+- ``done``: the job's last knot is not enough: a usable joint state stamped at or after it must show
+  the tool within the path tolerance of the plan's end (and the joints within the tracking limit)
+  within ``settle_time``; else the job fails, saying where the tool is, and, if the tool is at the
+  part (within ``process.approach`` of a pass: an arm that stopped in a pass), retreats from where
+  the arm is along that pass's normal.
 
 Where the arm is along the plan (the ``/grinding/progress`` layout of docs/compare.md: pass index,
 arc length) comes from the job time each command knot stands for. Times are the clock of the
@@ -107,6 +119,11 @@ class JobExecution:
         self.model, self.traj, self.settings, self.process = model, traj, settings, process
         paths = job_paths(plan)
         self._normals = {g.index: (g.positions, g.normals) for g in paths.passes}
+        # each pass's direction of travel at its waypoints (N, 3): a lag along it is not off the path
+        self._tangents = {g.index: np.gradient(g.positions, axis=0) if len(g.positions) > 1
+                          else np.zeros_like(g.positions) for g in paths.passes}
+        for t in self._tangents.values():
+            t /= np.maximum(np.linalg.norm(t, axis=1, keepdims=True), 1e-300)
         self.vmax = np.where(np.isfinite(model.velocity_limits) & (model.velocity_limits > 0),
                              model.velocity_limits, 1.0)
         self.amax = np.full(model.nq, DEFAULT_ACCELERATION_LIMIT)
@@ -118,6 +135,21 @@ class JobExecution:
         self._last_state_time: float | None = None
         self._paused_tau = 0.0
         self._failed = False
+        #: the tool's tolerance off its path and at the plan's end, m (ExecutionConfig.path_tolerance)
+        self.path_tolerance = float(settings.path_tolerance * plan.pass_params.stepover)
+        self._p_end = model.fk(traj.positions[-1])[:3, 3]
+        self.last_path_error = 0.0
+        self.max_path_error = 0.0
+        self._end_distance = math.nan  # the tool's distance from the plan's end at the last state past it, m
+        self._q_last: FloatArray | None = None  # the joints of the last usable state while running
+        # the last usable joint state: its stamp and receive time (arm's clock, this clock)
+        self._last_stamp: float | None = None
+        self._last_received: float | None = None
+        #: receive time - stamp of the last joint state (s; NaN before the first)
+        self.clock_offset = math.nan
+        #: joint states that did not count since the last usable one: outside the skew, out of order
+        self._skewed = 0
+        self._unordered = 0
         #: a deferred start (``start(..., defer=True)``) not released yet: its stamp is provisional
         self.pending = False
 
@@ -167,6 +199,8 @@ class JobExecution:
         the command's stamp is provisional and no tracking is checked."""
         if self.state not in (JobState.READY, JobState.DONE, JobState.STOPPED, JobState.FAILED):
             raise GrindingSimError(f"cannot start: the job is {self.state.value}")
+        if self.joint_state_problem:  # the move to the start would begin where the arm is not
+            raise GrindingSimError(f"cannot start: {self.joint_state_problem}")
         q = np.asarray(q_measured, dtype=float)
         job = cmds.remainder(self.traj, 0.0)
         if np.max(np.abs(q - self.traj.positions[0])) > self.settings.start_tolerance:
@@ -175,7 +209,7 @@ class JobExecution:
             move.job_times[-1] = 0.0
             job = move.then(job, kind="start")
         self.state, self.reason = JobState.RUNNING, ""
-        self.max_error = 0.0
+        self.max_error = self.max_path_error = 0.0
         self._last_state_time = None
         sent = self._send(job, now)
         self.pending = defer
@@ -248,9 +282,11 @@ class JobExecution:
 
     def _normal(self, pass_index: int, q: FloatArray) -> FloatArray:
         """The pass's outward normal (root frame) nearest to the TCP at ``q``."""
-        pos, nrm = self._normals[pass_index]
-        p = self.model.fk(q)[:3, 3]
-        return nrm[int(np.argmin(np.linalg.norm(pos - p, axis=1)))]
+        return self._normals[pass_index][1][self._nearest(pass_index, self.model.fk(q)[:3, 3])]
+
+    def _nearest(self, pass_index: int, p: FloatArray) -> int:
+        """The index of the pass's waypoint nearest to the TCP position ``p`` (root frame, m)."""
+        return int(np.argmin(np.linalg.norm(self._normals[pass_index][0] - p, axis=1)))
 
     # -- supervision ---------------------------------------------------------------------------
 
@@ -267,43 +303,140 @@ class JobExecution:
             return None
         return self.stop(now, what, failed=True)
 
+    @property
+    def joint_state_problem(self) -> str:
+        """Why the last joint state did not count ("" when it did, or before any): its stamp too far
+        from this clock, or not after the last usable one."""
+        if self._skewed and abs(self.clock_offset) > self.settings.max_clock_skew:
+            return self._skew_text()
+        if self._unordered:
+            return (f"{self._unordered} joint state(s) out of order (stamped at or before the last usable "
+                    f"one, {self._last_stamp:.6f} s: a driver repeating its last state, or two sources)")
+        return ""
+
+    def _skew_text(self) -> str:
+        off = self.clock_offset
+        side = "behind" if off > 0 else "ahead of"
+        return (f"{self._skewed} joint state(s) stamped {abs(off):.4g} s {side} this node's clock (clock skew "
+                f"between the arm and this node, or states delivered late; execution.max_clock_skew "
+                f"{self.settings.max_clock_skew:g} s)")
+
+    def _usable(self, t: float, received: float) -> bool:
+        """Whether a joint state stamped ``t`` and received at ``received`` counts (module docstring)."""
+        self.clock_offset = received - t
+        if abs(self.clock_offset) > self.settings.max_clock_skew:
+            self._skewed += 1
+            return False
+        if self._last_stamp is not None and t <= self._last_stamp:
+            if self._last_received is not None and received < self._last_received:
+                pass  # this clock went back with the stamps: sim time restarted, start over
+            elif t == self._last_stamp and received == self._last_received:
+                pass  # both clocks stand (sim time held, e.g. a lockstep arm waiting): a repeat, not stale
+            else:
+                self._unordered += 1
+                return False
+        self._last_stamp, self._last_received = t, received
+        self._skewed = self._unordered = 0
+        return True
+
     def on_joint_state(self, t: float, q: FloatArray, received: float | None = None) -> Sent | None:
         """A measured state stamped ``t`` (the arm's clock), received at ``received`` (this clock;
-        default ``t``, for the silence timeout): checks tracking while the arm moves on the job;
-        returns the stop command if the error is over the limit."""
-        self._last_state_time = t if received is None else received
+        default ``t``): if usable (module docstring), it keeps the job alive, its tracking is checked
+        while the arm moves on the job (joints, and the tool across its path on the part), and past
+        the job's end it decides ``done``. Returns the stop command when the arm is off the plan."""
+        received = t if received is None else received
+        if not self._usable(t, received):
+            return None
+        self._last_state_time = received
         if self.state not in (JobState.RUNNING, JobState.PAUSING, JobState.PAUSED) or self.sent is None \
                 or self.pending:
             return None
         if t < self.sent.stamp:
             return None  # the controller has not started this command yet
-        q_ref, _, _ = self.reference(t)
-        err = np.abs(np.asarray(q, dtype=float) - q_ref)
+        q = np.asarray(q, dtype=float)
+        q_ref, _, tau = self.reference(t)
+        err = np.abs(q - q_ref)
         self.last_error = float(err.max())
         self.max_error = max(self.max_error, self.last_error)
         if self.last_error > self.settings.tracking_error_limit:
             j = int(np.argmax(err))
             return self.stop(t, f"tracking error {self.last_error:.4g} rad on joint {self.model.joint_names[j]} "
                                 f"over the limit {self.settings.tracking_error_limit:g} rad", failed=True)
+        self._q_last = q
+        seg = self._segment(tau)
+        if seg is not None and seg["kind"] in AT_PART:
+            p, p_ref = self.model.fk(q)[:3, 3], self.model.fk(q_ref)[:3, 3]
+            k = self._nearest(seg["pass_index"], p_ref)
+            n, d = self._normals[seg["pass_index"]][1][k], self._tangents[seg["pass_index"]][k]
+            e = p - p_ref
+            e = e - (e @ n) * n
+            e = e - (e @ d) * d  # across the path: neither a lag along it nor the force correction along n
+            self.last_path_error = float(np.linalg.norm(e))
+            self.max_path_error = max(self.max_path_error, self.last_path_error)
+            if self.last_path_error > self.path_tolerance:
+                return self.stop(t, f"the tool is {self.last_path_error * 1e3:.3g} mm off its path on pass "
+                                    f"{seg['pass_index']} ({seg['kind']}; path tolerance "
+                                    f"{self.path_tolerance * 1e3:.3g} mm)", failed=True)
+        if self.state == JobState.RUNNING and t >= self.sent.stamp + self.sent.command.duration:
+            self._end_distance = float(np.linalg.norm(self.model.fk(q)[:3, 3] - self._p_end))
+            if self._end_distance <= self.path_tolerance:
+                self.state = JobState.DONE
         return None
 
     def update(self, now: float) -> Sent | None:
-        """Advance the state with the clock; returns a stop command if joint states fell silent."""
+        """Advance the state with the clock; returns a stop command if joint states fell silent (no
+        usable one for ``joint_states_timeout``). A job past its end without a joint state at the
+        plan's end within ``settle_time`` fails."""
         if self.pending:
             return None
         if self.state in (JobState.RUNNING, JobState.PAUSING) and self.settings.joint_states_timeout > 0:
             last = self._last_state_time if self._last_state_time is not None else self.sent.stamp
             if now - last > self.settings.joint_states_timeout:
-                return self.stop(now, f"no joint states for {now - last:.3g} s (timeout "
-                                      f"{self.settings.joint_states_timeout:g} s)", failed=True)
+                why = self.joint_state_problem
+                return self.stop(now, f"no {'usable ' if why else ''}joint states for {now - last:.3g} s (timeout "
+                                      f"{self.settings.joint_states_timeout:g} s)" + (f": {why}" if why else ""),
+                                 failed=True)
         if self.sent is not None and now >= self.sent.stamp + self.sent.command.duration:
             if self.state == JobState.RUNNING:
-                self.state = JobState.DONE
+                if now >= self.sent.stamp + self.sent.command.duration + self.settings.settle_time:
+                    return self._fail_at_end(now)
             elif self.state == JobState.PAUSING:
                 self.state = JobState.PAUSED
             elif self.state == JobState.STOPPING:
                 self.state = JobState.FAILED if self._failed else JobState.STOPPED
         return None
+
+    def _fail_at_end(self, now: float) -> Sent | None:
+        """The job is past its end + settle_time without the arm at the plan's end: failed; if the
+        tool is at the part (within process.approach of a pass's path), a retreat from where the arm
+        is along that pass's normal (returned; the job ends failed after it)."""
+        reason = self._not_at_end()
+        q = self._q_last
+        at = None
+        if q is not None:
+            p = self.model.fk(q)[:3, 3]
+            dist = {i: float(np.linalg.norm(pos[self._nearest(i, p)] - p)) for i, (pos, _) in self._normals.items()}
+            i = min(dist, key=dist.get) if dist else None
+            if i is not None and dist[i] <= self.process.approach:
+                at = i
+        if at is None:
+            self.state, self.reason = JobState.FAILED, reason
+            return None
+        n = self._normal(at, q)
+        cmd = cmds.retreat(self.model, q, n, self.process.approach, self.process.approach_time,
+                           what=f"retreat from pass {at}")
+        cmd.job_times[:] = math.nan
+        self.state, self.reason, self._failed = JobState.STOPPING, f"{reason}; retreating from pass {at}", True
+        return self._send(cmd, now)
+
+    def _not_at_end(self) -> str:
+        """Why a job past its end plus settle_time is not done."""
+        end = self.sent.stamp + self.sent.command.duration
+        head = f"the arm did not reach the plan's end within {self.settings.settle_time:g} s"
+        if self._last_stamp is None or self._last_stamp < end:
+            return f"{head}: no usable joint state stamped after the job's end ({end:.3f} s)"
+        return (f"{head}: the tool is {self._end_distance * 1e3:.3g} mm from it (path tolerance "
+                f"{self.path_tolerance * 1e3:.3g} mm)")
 
     @property
     def duration(self) -> float:

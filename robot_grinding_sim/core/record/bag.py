@@ -322,6 +322,37 @@ def read_joint_states(bag: str | os.PathLike[str], topic: str = "/joint_states"
     return np.asarray(ts)[order], list(names or []), np.asarray(qs)[order]
 
 
+#: where the recorder node puts its report in metadata.yaml's custom_data (nodes/recorder.py)
+RECORDER_REPORT_KEY = "robot_grinding_sim.recorder"
+
+
+def recording_report(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The recorder's report of a bag (``{"topics": {topic: {"received", "lost", ...}},
+    "write_errors"}``; core/record/loss.py), from its ``metadata.yaml``; None for a bag without one
+    (another recorder, or no metadata.yaml).
+
+    Raises:
+        InputError: the report is there but is not JSON.
+    """
+    import json
+
+    import yaml
+
+    bag = _resolve(path)
+    meta = (bag if bag.is_dir() else bag.parent) / "metadata.yaml"
+    try:
+        doc = yaml.safe_load(meta.read_text())
+        text = (doc["rosbag2_bagfile_information"].get("custom_data") or {}).get(RECORDER_REPORT_KEY)
+    except (OSError, yaml.YAMLError, TypeError, KeyError, AttributeError):
+        return None
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise InputError(f"bag {path}: metadata.yaml custom_data {RECORDER_REPORT_KEY} is not JSON: {exc}") from None
+
+
 def has_topic(path: str | os.PathLike[str], topic: str) -> bool:
     """Whether the bag has ``topic`` with at least one message."""
     topic = normalize_topic(topic)

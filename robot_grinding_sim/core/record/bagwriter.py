@@ -280,6 +280,17 @@ class BagWriter:
                 store.close_chunk()
             i, byte0 = last + 1, stop
 
+    def set_custom_data(self, key: str, value: str) -> None:
+        """Set ``key`` of the bag's ``custom_data`` (rosbag2's map of strings in ``metadata.yaml``),
+        written at the next checkpoint and at close."""
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise InputError(f"bag {self.path}: custom_data takes strings, got {key!r}: {value!r}")
+        w = self._writer
+        if hasattr(w, "set_custom_data"):  # rosbags >= 0.9.16
+            w.set_custom_data(key, value)
+        else:
+            w.custom_data = {**getattr(w, "custom_data", {}), key: value}
+
     def serialize(self, msg: Any, msgtype: str) -> bytes:
         """CDR bytes of a ``rosbags`` message object (for tests and synthetic bags)."""
         return bytes(self.typestore.serialize_cdr(msg, msgtype))
@@ -342,6 +353,7 @@ class BagWriter:
             ],
             start_ns=start,
             duration_ns=duration,
+            custom_data=dict(getattr(w, "custom_data", {})),
         )
 
 
@@ -352,11 +364,13 @@ def metadata_dict(
     topics: Iterable[tuple[str, str, str, list[Any], int]],
     start_ns: int,
     duration_ns: int,
+    custom_data: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """A rosbag2 ``metadata.yaml`` document (as ``rosbags``' writer lays it out).
 
     Args:
         topics: (name, type, type_description_hash, rosbags Qos list, message count) per topic.
+        custom_data: rosbag2's ``custom_data`` map of strings (None or empty: none).
     """
     from rosbags.rosbag2.metadata import dump_qos_v8, dump_qos_v9
 
@@ -394,7 +408,7 @@ def metadata_dict(
                     "message_count": count,
                 }
             ],
-            "custom_data": None,
+            "custom_data": custom_data or None,
             "ros_distro": "rosbags",
         }
     }
@@ -539,6 +553,19 @@ def _rihs01_of(schema: Any) -> str:
     return store.hash_rihs01(schema.name)
 
 
+def _custom_data(bag_dir: Path) -> dict[str, str] | None:
+    """The ``custom_data`` of a bag's ``metadata.yaml`` as its last checkpoint left it (None: none,
+    or no readable file)."""
+    import yaml
+
+    try:
+        doc = yaml.safe_load((bag_dir / "metadata.yaml").read_text())
+        data = doc["rosbag2_bagfile_information"].get("custom_data")
+    except (OSError, yaml.YAMLError, TypeError, KeyError, AttributeError):
+        return None
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else None
+
+
 def repair_bag(path: str | os.PathLike[str], version: int = DEFAULT_VERSION) -> RepairResult:
     """Make a bag left behind by a killed recorder readable, in place.
 
@@ -547,7 +574,8 @@ def repair_bag(path: str | os.PathLike[str], version: int = DEFAULT_VERSION) -> 
       ``<name>.mcap.orig``.
     - sqlite3 storage: opened read-write once so that SQLite rolls back an interrupted transaction
       (a reader opening it read-only would not).
-    - Both: ``metadata.yaml`` is rebuilt from the storage file (topics, types, QoS, counts, times).
+    - Both: ``metadata.yaml`` is rebuilt from the storage file (topics, types, QoS, counts, times);
+      its ``custom_data`` (the recorder's loss report) is kept as the last checkpoint wrote it.
 
     Args:
         path: the bag directory (or its storage file).
@@ -606,6 +634,6 @@ def repair_bag(path: str | os.PathLike[str], version: int = DEFAULT_VERSION) -> 
             duration = max(0, reader.end_time - 1 - start) if count else 0
     except (ReaderError, OSError, ValueError, KeyError) as exc:
         raise InputError(f"bag {bag_dir}: {store.name} is not readable after repair: {exc}") from exc
-    meta = metadata_dict(storage, version, store.name, topics, start, duration)
+    meta = metadata_dict(storage, version, store.name, topics, start, duration, _custom_data(bag_dir))
     write_metadata(bag_dir, meta)
     return RepairResult(bag_dir, storage, count, rewritten)
