@@ -69,7 +69,7 @@ from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.job.run import simulate
 from robot_grinding_sim.core.job.setup import JobConfig, setup_job
 from robot_grinding_sim.core.planning.trajectory import solve_ik
-from robot_grinding_sim.core.robot.arm_sim import TrajectoryInterpolator
+from robot_grinding_sim.core.robot.joint_trajectory import TrajectoryInterpolator
 
 TARGET = 5.0  # N
 TOL = 0.05

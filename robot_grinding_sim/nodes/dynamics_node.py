@@ -98,7 +98,7 @@ from robot_grinding_sim.core.config import config_from_mapping
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.job.coupled_step import ArmContactStepper, NormalContactModel
 from robot_grinding_sim.core.job.setup import check_home
-from robot_grinding_sim.core.robot.arm_sim import TrajectoryInterpolator
+from robot_grinding_sim.core.robot.joint_trajectory import TrajectoryInterpolator
 from robot_grinding_sim.ros import conversions as cv
 from robot_grinding_sim.ros import trajectory_wire, wire
 from robot_grinding_sim.ros.node_base import guarded, load_robot, run_node

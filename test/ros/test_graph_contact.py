@@ -33,8 +33,8 @@ from robot_grinding_sim.core.geometry import cad
 from robot_grinding_sim.core.geometry.tool_contact import ToolContactQuery, workpiece_scene
 from robot_grinding_sim.core.job.coupled_step import ArmContactStepper, ContactSide, CoupledStep
 from robot_grinding_sim.core.planning.trajectory import solve_ik
-from robot_grinding_sim.core.robot.arm_sim import TrajectoryInterpolator
 from robot_grinding_sim.core.robot.dynamics import RobotModel
+from robot_grinding_sim.core.robot.joint_trajectory import TrajectoryInterpolator
 from robot_grinding_sim.ros import conversions as cv
 
 pytestmark = pytest.mark.ros

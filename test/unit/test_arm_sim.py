@@ -16,13 +16,12 @@ from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.robot.arm_sim import (
     ArmSimulator,
     ComputedTorqueController,
-    JointLimits,
-    TrajectoryInterpolator,
-    VelocityClamp,
     parse_initial_positions,
     wrench_to_root,
 )
 from robot_grinding_sim.core.robot.dynamics import RobotModel
+from robot_grinding_sim.core.robot.joint_trajectory import JointLimits, TrajectoryInterpolator
+from robot_grinding_sim.core.robot.velocity_limits import VelocityClamp
 
 URDF = Path(__file__).resolve().parents[2] / "urdf" / "ur10e_grinding.urdf"
 Q0 = np.array([0.0, -1.2, 1.4, -1.6, -1.57, 0.3])

@@ -28,7 +28,7 @@ from robot_grinding_sim.core.job.run import run_job, simulate
 from robot_grinding_sim.core.job.setup import JobConfig, setup_job
 from robot_grinding_sim.core.planning import plan_io
 from robot_grinding_sim.core.planning.trajectory import episode_trajectory, solve_ik
-from robot_grinding_sim.core.robot.arm_sim import TrajectoryInterpolator
+from robot_grinding_sim.core.robot.joint_trajectory import TrajectoryInterpolator
 
 R_TOOL = 0.02
 HOME = np.array(CellConfig().robot.home)

@@ -8,7 +8,7 @@ replacing the one in force; a pending one waits for its stamp), and every contro
 (:meth:`NormalForceControl.update`):
 
 1. samples the executive's reference ``(q_ref, qd_ref)`` at ``now + horizon``
-   (:class:`~robot_grinding_sim.core.robot.arm_sim.TrajectoryInterpolator`, cubic Hermite as the
+   (:class:`~robot_grinding_sim.core.robot.joint_trajectory.TrajectoryInterpolator`, cubic Hermite as the
    controller interpolates);
 2. finds the surface normal there: the outward normal of the plan's pass path point nearest to
    the reference's TCP (forward kinematics), among the current pass's points while
@@ -41,7 +41,7 @@ from numpy.typing import NDArray
 from robot_grinding_sim.core.config import AdmittanceConfig
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.robot.admittance import AdmittanceState, NormalAdmittance, joint_correction
-from robot_grinding_sim.core.robot.arm_sim import JointLimits, TrajectoryInterpolator
+from robot_grinding_sim.core.robot.joint_trajectory import JointLimits, TrajectoryInterpolator
 
 FloatArray = NDArray[np.float64]
 

@@ -1,7 +1,7 @@
 """Running the grinding job in one process: the coupled step over a job trajectory, and its records.
 
 :func:`simulate` follows a reference (a job trajectory, or any
-:class:`~robot_grinding_sim.core.robot.arm_sim.TrajectoryInterpolator`) with the arm and the
+:class:`~robot_grinding_sim.core.robot.joint_trajectory.TrajectoryInterpolator`) with the arm and the
 contact (:class:`~robot_grinding_sim.core.job.coupled_step.CoupledStep`, every ``sim.dt``) and
 records the force every ``sim.output_dt`` from the closed form inside the steps.
 

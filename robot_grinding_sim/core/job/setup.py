@@ -134,7 +134,7 @@ def check_home(model: Any, home: Any) -> FloatArray:
         ParameterError: named ``robot.home``, saying what is wrong.
     """
     from robot_grinding_sim.core.parameters import ParameterError
-    from robot_grinding_sim.core.robot.arm_sim import JointLimits
+    from robot_grinding_sim.core.robot.joint_trajectory import JointLimits
 
     q = np.asarray(home, dtype=float).reshape(-1)
     if q.shape != (model.nq,):

@@ -86,8 +86,8 @@ class JointTrajectory:
 
     def interpolator(self, model: Any) -> Any:
         """The reference this trajectory gives a position-controlled arm (cubic Hermite knots):
-        a :class:`~robot_grinding_sim.core.robot.arm_sim.TrajectoryInterpolator` from t = 0."""
-        from robot_grinding_sim.core.robot.arm_sim import JointLimits, TrajectoryInterpolator
+        a :class:`~robot_grinding_sim.core.robot.joint_trajectory.TrajectoryInterpolator` from t = 0."""
+        from robot_grinding_sim.core.robot.joint_trajectory import JointLimits, TrajectoryInterpolator
 
         return TrajectoryInterpolator.build(JointLimits.from_model(model), self.joint_names, self.times,
                                             self.positions, self.velocities, what="job trajectory")

@@ -1,7 +1,7 @@
 """numba kernels of the simulated arm: the reference trajectory, computed-torque servo and one step of
 forward dynamics (semi-implicit Euler, end stops) on flat arrays.
 
-:class:`~robot_grinding_sim.core.robot.arm_sim.TrajectoryInterpolator`,
+:class:`~robot_grinding_sim.core.robot.joint_trajectory.TrajectoryInterpolator`,
 :class:`~robot_grinding_sim.core.robot.arm_sim.ComputedTorqueController` and
 :class:`~robot_grinding_sim.core.robot.arm_sim.ArmSimulator` are their Python wrappers, and the
 compiled coupled step (:mod:`robot_grinding_sim.core.job.compiled_step`) calls them directly: one
