@@ -17,6 +17,19 @@ os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 
+#: test folders whose every test is ``slow``: real node processes, whole jobs
+SLOW_DIRS = (REPO / "test" / "ros", REPO / "test" / "integration")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tiers (README): ``-m "not slow"`` is the quick tier for development (unit tests that take
+    under a few seconds each); test/ros and test/integration are slow as a whole, and a unit test
+    that runs the CLI in subprocesses or a whole job is marked ``slow`` where it is defined."""
+    for item in items:
+        if any(d in Path(str(item.fspath)).parents for d in SLOW_DIRS):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO

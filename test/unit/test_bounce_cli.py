@@ -1,4 +1,5 @@
-"""``grinding bounce`` as a user runs it: the installed console script in a subprocess."""
+"""``grinding bounce`` as a user runs it: the console script's entry point in this process (cli_runner), and
+the installed console script in a subprocess for its exit code and output as a process."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_runner
 import matplotlib.image
 import pytest
 
@@ -16,8 +18,8 @@ GRINDING = shutil.which("grinding") or str(Path(sys.executable).with_name("grind
 KEYS = {"t_impact", "v_in", "v_out", "peak_force", "max_penetration", "contact_duration"}
 
 
-def run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([GRINDING, "bounce", *args], capture_output=True, text=True, timeout=timeout)
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return cli_runner.run("bounce", *args)
 
 
 def test_json_defaults_reproduce_the_paper_ball() -> None:
@@ -87,7 +89,7 @@ def test_bad_input_exit_2_one_line(args: tuple[str, ...], word: str, capsys: pyt
 
 
 def test_bad_input_subprocess() -> None:
-    out = run("--mass", "-1", "--json")
+    out = subprocess.run([GRINDING, "bounce", "--mass", "-1", "--json"], capture_output=True, text=True, timeout=300)
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "--mass" in lines[0], out.stderr

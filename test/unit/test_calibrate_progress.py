@@ -3,15 +3,15 @@
 The bag is the in-process job on one 10 mm pass of the flat plate (no optimisation), calibrated
 against its own plan.json: the fit needs no orientation sweep to run (bias only), only the bag and
 the plan. The CLI runs with a terminal forced on stderr (rich honours FORCE_COLOR), as in
-test_progress_cli; each simulation is held 0.3 s after it ends so that the bar (drawn 10 times a
-second) is drawn in every simulating stage however fast the machine.
+test_progress_cli; the bar is drawn at every update (rich draws it 10 times a second from a thread
+of its own, so a fast stage could pass undrawn), so every stage is drawn however fast the machine,
+without holding the simulations.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -42,17 +42,20 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def slow_simulations(monkeypatch: pytest.MonkeyPatch) -> None:
-    import robot_grinding_sim.core.job.run as run_module
+def drawn_at_every_update(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rich's Progress redraws after each update, advance and reset (the bar as the timer thread
+    would draw it, at every change)."""
+    from rich.progress import Progress
 
-    simulate = run_module.simulate_trajectory
+    for name in ("update", "advance", "reset"):
+        original = getattr(Progress, name)
 
-    def held(*args: Any, **kwargs: Any) -> Any:
-        out = simulate(*args, **kwargs)
-        time.sleep(0.3)
-        return out
+        def redraw(self: Progress, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            out = _original(self, *args, **kwargs)
+            self.refresh()
+            return out
 
-    monkeypatch.setattr(run_module, "simulate_trajectory", held)
+        monkeypatch.setattr(Progress, name, redraw)
 
 
 def test_the_core_reports_each_stage_with_a_total(measured: Path) -> None:
@@ -79,7 +82,8 @@ def test_the_core_reports_each_stage_with_a_total(measured: Path) -> None:
     assert fit[-1][0] < fit[0][1] and result.simulations >= 3
 
 
-def test_calibrate_shows_a_bar_with_an_eta_on_stderr(measured: Path, tmp_path: Path, slow_simulations: None) -> None:
+def test_calibrate_shows_a_bar_with_an_eta_on_stderr(measured: Path, tmp_path: Path,
+                                                     drawn_at_every_update: None) -> None:
     out = tmp_path / "cell.yaml"
     res = CliRunner().invoke(cli, ["calibrate", str(measured / "bag"), "--out", str(out)], env=ENV,
                              catch_exceptions=False)
@@ -94,7 +98,7 @@ def test_calibrate_shows_a_bar_with_an_eta_on_stderr(measured: Path, tmp_path: P
     assert "mean relative error" in stdout and f"wrote {out}" in stdout and out.is_file()
 
 
-def test_calibrate_json_has_no_bar(measured: Path, tmp_path: Path, slow_simulations: None) -> None:
+def test_calibrate_json_has_no_bar(measured: Path, tmp_path: Path, drawn_at_every_update: None) -> None:
     out = tmp_path / "cell.yaml"
     res = CliRunner().invoke(cli, ["calibrate", str(measured / "bag"), "--out", str(out), "--json"], env=ENV,
                              catch_exceptions=False)

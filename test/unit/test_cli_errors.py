@@ -24,6 +24,9 @@ import pytest
 
 from robot_grinding_sim.cli import main
 
+#: the CLI as a process, from the outside (exit codes, files, limits): seconds per test
+pytestmark = pytest.mark.slow
+
 CMD = [sys.executable, "-m", "robot_grinding_sim.cli"]
 
 

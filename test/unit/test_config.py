@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_runner
 import pytest
 import yaml
 
@@ -94,7 +95,7 @@ def test_params_file_round_trip(tmp_path: Path) -> None:
 
 
 def _check(*files: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([GRINDING, "check-config", *files], capture_output=True, text=True, timeout=300)
+    return cli_runner.run("check-config", *files)
 
 
 def test_check_config_passes_the_package_files_without_ros() -> None:

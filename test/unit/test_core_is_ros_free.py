@@ -96,13 +96,92 @@ def test_unit_tests_import_no_ros(path: Path) -> None:
     assert not bad, "move to test/ros: " + "; ".join(bad)
 
 
-def test_unit_tests_collect_without_ros_on_path() -> None:
-    """Collect test/unit in an interpreter where rclpy and *_msgs cannot be found (indirect imports)."""
+def _executed_imports(path: Path) -> list[str]:
+    """The modules a file imports when it is imported itself: its top-level ``import``/``from``
+    statements, including those in top-level ``if``/``try``/``with`` blocks, but not in function
+    bodies nor under ``if TYPE_CHECKING`` (never executed)."""
+    found: list[str] = []
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.Import):
+                found.extend(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found.append(node.module)
+                found.extend(f"{node.module}.{a.name}" for a in node.names)  # submodules among the names
+            elif isinstance(node, ast.If):
+                test = ast.unparse(node.test)
+                if "TYPE_CHECKING" not in test:
+                    visit(node.body)
+                visit(node.orelse)
+            elif isinstance(node, ast.Try):
+                visit(node.body)
+                for h in node.handlers:
+                    visit(h.body)
+                visit(node.orelse)
+                visit(node.finalbody)
+            elif isinstance(node, (ast.With, ast.AsyncWith)):
+                visit(node.body)
+
+    visit(ast.parse(path.read_text(), filename=str(path)).body)
+    return found
+
+
+def _module_file(name: str, helpers: dict[str, Path]) -> list[Path]:
+    """The files Python executes to import ``name`` (a module of the package, with its packages'
+    ``__init__``, or a test helper module); [] for anything else."""
+    if name in helpers:
+        return [helpers[name]]
+    parts = name.split(".")
+    if parts[0] != PKG.name:
+        return []
+    files, here = [], PKG.parent
+    for i, part in enumerate(parts):
+        here = here / part
+        if here.is_dir() and (here / "__init__.py").exists():
+            files.append(here / "__init__.py")
+        elif i == len(parts) - 1 and here.with_suffix(".py").exists():
+            files.append(here.with_suffix(".py"))
+        else:
+            break
+    return files
+
+
+def test_unit_tests_collect_without_ros() -> None:
+    """Collecting test/unit imports no ROS module, directly or through anything it imports: the
+    closure of the imports executed at import time (the package's modules, the test helpers, the
+    conftest files), read from the source. (Collecting test/unit in an interpreter where rclpy cannot
+    be found says the same, for a minute of CPU.)"""
     unit = Path(__file__).resolve().parent
-    code = BLOCK_ROS + f"""
-import pytest
-sys.exit(pytest.main(['--collect-only', '-q', '-p', 'no:cacheprovider', {str(unit)!r}]))
-"""
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
-                         cwd=str(PKG.parent))
-    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    helpers = {p.stem: p for p in [*unit.glob("*.py"), *unit.parent.glob("*.py")] if not p.stem.startswith("test_")}
+    roots = [*sorted(unit.glob("test_*.py")), *[p for p in (unit / "conftest.py", unit.parent / "conftest.py")
+                                                 if p.exists()]]
+    bad = []
+    for root in roots:
+        seen: set[Path] = set()
+        todo: list[tuple[Path, list[str]]] = [(root, [root.name])]
+        while todo:
+            path, chain = todo.pop()
+            if path in seen:
+                continue
+            seen.add(path)
+            for name in _executed_imports(path):
+                if _forbidden(name):
+                    bad.append(" -> ".join([*chain, name]))
+                for f in _module_file(name, helpers):
+                    todo.append((f, [*chain, str(f.relative_to(PKG.parent)) if PKG in f.parents else f.name]))
+    assert not bad, "unit tests that import ROS when collected (move them to test/ros):\n" + "\n".join(bad)
+
+
+def test_the_import_closure_sees_an_indirect_ros_import(tmp_path: Path) -> None:
+    """The check above follows imports through helper modules and packages."""
+    helper = tmp_path / "helper.py"
+    helper.write_text("import os\ntry:\n    from sensor_msgs.msg import JointState\nexcept ImportError:\n    pass\n")
+    test = tmp_path / "test_x.py"
+    test.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import rclpy\nimport helper\n"
+                    "def f():\n    import rclpy\n")
+    assert [n for n in _executed_imports(test) if _forbidden(n)] == []
+    assert "helper" in _executed_imports(test)
+    assert [n for n in _executed_imports(helper) if _forbidden(n)] == ["sensor_msgs.msg", "sensor_msgs.msg.JointState"]
+    assert _module_file("robot_grinding_sim.core.robot.dynamics", {})[-1] == PKG / "core" / "robot" / "dynamics.py"
+    assert PKG / "core" / "__init__.py" in _module_file("robot_grinding_sim.core.robot.dynamics", {})

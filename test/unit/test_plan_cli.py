@@ -1,4 +1,5 @@
-"""``grinding plan`` and ``grinding parts`` as a user runs them (subprocesses of the console script)."""
+"""``grinding plan`` and ``grinding parts`` as a user runs them: the console script's entry point in this
+process (cli_runner), and once as a subprocess of the console script."""
 
 from __future__ import annotations
 
@@ -11,18 +12,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_runner import run
 
 from robot_grinding_sim.core.geometry import parts
 
 GRINDING = shutil.which("grinding") or str(Path(sys.executable).with_name("grinding"))
 
 
-def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([GRINDING, *args], capture_output=True, text=True, timeout=600, cwd=cwd)
-
-
 def test_parts_lists_the_builtin_parts() -> None:
-    out = run("parts", "--json")
+    # the console script itself, once: a process, its exit code and its output
+    out = subprocess.run([GRINDING, "parts", "--json"], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)
     assert [r["name"] for r in rows] == list(parts.BUILTIN_PARTS)

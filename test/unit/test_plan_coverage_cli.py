@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import surface_coverage as sc
+from cli_runner import run
 
 from robot_grinding_sim.core.errors import PlanningError
 from robot_grinding_sim.core.geometry import cad
@@ -20,12 +18,6 @@ from robot_grinding_sim.core.planning import placement, plan_io, planner
 from robot_grinding_sim.core.planning.passes import PassParameters
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "robot_grinding_sim.cli", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=900)
 
 
 @pytest.fixture(scope="module")

@@ -25,6 +25,9 @@ pytest.importorskip("OCP")
 
 from robot_grinding_sim.core.errors import InputError
 
+#: the CLI as a process, from the outside (exit codes, files, limits): seconds per test
+pytestmark = pytest.mark.slow
+
 CAP = 4 << 30  # bytes of address space for the CLI under test
 
 
