@@ -17,8 +17,8 @@ import json
 import xml.etree.ElementTree as ET
 
 import numpy as np
-import pinocchio as pin
 import pytest
+from pinocchio_oracle import effective_mass
 
 from robot_grinding_sim.core.config import CellConfig
 from robot_grinding_sim.core.errors import InputError, PlanningError
@@ -61,18 +61,6 @@ def _hold_pose(setup, height: float) -> tuple[np.ndarray, np.ndarray]:
     return T, n
 
 
-def _pinocchio_effective_mass(urdf: str, q: np.ndarray, n: np.ndarray) -> float:
-    model = pin.buildModelFromUrdf(urdf)
-    data = model.createData()
-    fid = model.getFrameId("tcp")
-    pin.computeJointJacobians(model, data, q)
-    pin.updateFramePlacements(model, data)
-    J = pin.getFrameJacobian(model, data, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)[:3]
-    M = pin.crba(model, data, q)
-    M = np.triu(M) + np.triu(M, 1).T
-    return 1.0 / float(n @ J @ np.linalg.solve(M, J.T @ n))
-
-
 def _hold(setup, d_cmd: float, stiffness: float, duration: float = 0.4, dt: float = 1e-3, project: bool = True):
     T, n = _hold_pose(setup, -d_cmd)
     q = solve_ik(setup.model, T[None], HOME, "hold pose")[0]
@@ -86,7 +74,7 @@ def _hold(setup, d_cmd: float, stiffness: float, duration: float = 0.4, dt: floa
 @pytest.mark.parametrize("stiffness,d_cmd,dt", [(1.0e5, 5e-5, 1e-3), (1.0e5, 5e-5, 2e-3), (1.0e8, 2e-5, 1e-3)])
 def test_held_tool_force_is_the_series_compliance(plate, stiffness, d_cmd, dt):
     run, rec, q, n = _hold(plate, d_cmd, stiffness, dt=dt)
-    m = _pinocchio_effective_mass(str(plate.model.source), q, n)
+    m = effective_mass(str(plate.model.source), q, n)
     k_arm = 200.0**2 * m
     expected = d_cmd / (1.0 / stiffness + 1.0 / k_arm)
     steady = rec["fn"][rec["t"] > 0.3]
@@ -102,7 +90,7 @@ def test_held_tool_force_is_the_series_compliance(plate, stiffness, d_cmd, dt):
 def test_explicit_coupling_fails_where_the_closed_form_holds(plate):
     # the same stiff contact with the closed-form end state NOT imposed on the arm (mean force only)
     run, rec, q, n = _hold(plate, 2e-5, 1.0e8, duration=0.2, project=False)
-    m = _pinocchio_effective_mass(str(plate.model.source), q, n)
+    m = effective_mass(str(plate.model.source), q, n)
     expected = 2e-5 / (1.0 / 1.0e8 + 1.0 / (200.0**2 * m))
     late = rec["fn"][rec["t"] > 0.1]
     assert np.max(np.abs(late - expected)) > 0.05 * expected
