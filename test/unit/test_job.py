@@ -187,3 +187,33 @@ def test_bad_files(tmp_path):
     with pytest.raises(PlanningError, match="unreachable"):
         run_job(JobConfig(cell=_cell(**{"workpiece.pose": [2.5, 0.0, 0.0, 0.0, 0.0, 0.0]}), max_passes=1,
                           optimise=False))
+
+
+def test_a_plan_file_is_parsed_once_and_its_trajectory_checked_against_the_robot(tmp_path, monkeypatch):
+    """setup_job read the plan's content three times (the check, the plan, the job trajectory again for
+    the run) and the trajectory four: now once, the trajectory checked against the robot in that parse,
+    and the run gets the file's trajectory as written."""
+    path = plan_io.write_plan(plan_job(_cell(), optimise=False, max_passes=1, pass_length=0.01,
+                                       check_collisions=False), tmp_path / "plan.json")
+    calls = {"plan": 0, "trajectory": 0}
+
+    def counted(f, key):
+        def call(*a, **k):
+            calls[key] += 1
+            return f(*a, **k)
+        return call
+
+    for name, key in (("plan_from_dict", "plan"), ("trajectory_from_dict", "trajectory")):
+        monkeypatch.setattr(plan_io, name, counted(getattr(plan_io, name), key))
+    setup = setup_job(JobConfig(cell=_cell(), plan_file=str(path)))
+    traj, offsets = setup.planned_trajectory()
+    assert calls == {"plan": 1, "trajectory": 1}
+    written = json.loads(path.read_text())["trajectory"]  # plain json, not our reader
+    np.testing.assert_array_equal(traj.times, written["times"])
+    np.testing.assert_array_equal(traj.positions, written["positions"])
+    assert offsets == [0.0] and setup.plan.trajectory is traj
+    # the one parse refuses a trajectory for another robot, naming the file
+    data = json.loads(path.read_text())
+    data["trajectory"]["joint_names"] = data["trajectory"]["joint_names"][::-1]
+    with pytest.raises(InputError, match=r"^other.json: plan trajectory: joints \['wrist_3_joint'"):
+        plan_io.check_plan(data, setup.model, "other.json")

@@ -87,6 +87,8 @@ class JobSetup:
     source: str
     plan_data: dict[str, Any] | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    #: the plan.json's job trajectory as read (checked against ``model``), or None
+    plan_trajectory: JointTrajectory | None = None
 
     @property
     def cell(self) -> CellConfig:
@@ -98,14 +100,11 @@ class JobSetup:
 
     def planned_trajectory(self) -> tuple[JointTrajectory, list[float]] | None:
         """The job trajectory and offsets stored in the plan.json, or None."""
-        if self.plan_data is None or not self.plan_data.get("trajectory"):
+        if self.plan_data is None or self.plan_trajectory is None:
             return None
-        from robot_grinding_sim.core.planning.plan_io import trajectory_from_dict
-
-        traj = trajectory_from_dict(self.plan_data["trajectory"], self.model)
         ft = self.plan_data.get("force_target") or {}
         offsets = [float(o) for o in ft.get("offsets_m", [0.0] * len(self.paths.passes))]
-        return traj, offsets
+        return self.plan_trajectory, offsets
 
 
 def load_robot_model(description_file: str, tcp_link: str) -> Any:
@@ -163,7 +162,7 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None) -> 
     """
     from robot_grinding_sim.core.geometry import cad
     from robot_grinding_sim.core.planning import planner
-    from robot_grinding_sim.core.planning.plan_io import check_plan, plan_from_dict, read_plan
+    from robot_grinding_sim.core.planning.plan_io import check_plan, read_plan
 
     cfg.validate()
     tm: dict[str, float] = {}
@@ -175,8 +174,9 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None) -> 
         plan_data = read_plan(cfg.plan_file)
     cell = cfg.cell
     model = cell_robot_model(cell)
-    if plan_data is not None:  # the whole plan against this robot, before anything runs
-        check_plan(plan_data, model, cfg.plan_file)
+    given = None
+    if plan_data is not None:  # the whole plan against this robot, before anything runs (its one parse)
+        given = check_plan(plan_data, model, cfg.plan_file)
     radius = tool_sphere_radius(model, cell.tool.tcp_link, cell.tool.link)
     law = make_contact_law(cell.contact)
     penetration = static_penetration(law, cell.process.target_force)
@@ -185,8 +185,8 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None) -> 
                          f"{cell.contact.stiffness} needs a penetration of {penetration} m, not below the tool "
                          f"radius {radius} m")
     wp = cell.workpiece
-    if plan_data is not None:
-        plan = plan_from_dict(plan_data, cfg.plan_file)
+    if given is not None:
+        plan = given
         if plan.tool.radius != radius:
             raise InputError(f"{cfg.plan_file}: planned for a tool of radius {plan.tool.radius} m, the robot's "
                              f"({model.source}) has {radius} m")
@@ -213,4 +213,5 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None) -> 
     scene, exact = workpiece_scene(part, plan.faces, plan.workpiece_pose, radius, wp.deflection, closed)
     tm["scene_s"] = time.perf_counter() - t0 - tm["load_and_plan_s"]
     return JobSetup(cfg, model, part, plan, list(plan.faces), plan.workpiece_pose, scene, exact,
-                    ToolContactQuery(scene), law, paths, penetration, radius, source, plan_data, tm)
+                    ToolContactQuery(scene), law, paths, penetration, radius, source, plan_data, tm,
+                    plan.trajectory if plan_data is not None else None)
