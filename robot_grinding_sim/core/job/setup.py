@@ -153,8 +153,15 @@ def cell_robot_model(cell: CellConfig) -> Any:
     return model
 
 
-def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None) -> JobSetup:
+def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, passes: Any = None,
+              part: Any = None) -> JobSetup:
     """Load robot and part, plan (or read the plan.json), build the scene and the pass paths.
+
+    Args:
+        passes: a :class:`~robot_grinding_sim.core.planning.planner.Plan` whose passes the job runs
+            (``grinding plan --place auto``: the passes planned and placed first), in place of
+            planning them (no ``cfg.plan_file`` then); ``part``: the part they were planned on
+            (default: loaded from the plan's source).
 
     Raises:
         InputError: bad parameters or files (the message names them).
@@ -165,6 +172,8 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None) -> 
     from robot_grinding_sim.core.planning.plan_io import check_plan, read_plan
 
     cfg.validate()
+    if passes is not None and cfg.plan_file:
+        raise InputError(f"a job runs either the plan {cfg.plan_file} or passes planned in memory, not both")
     tm: dict[str, float] = {}
     t0 = time.perf_counter()
     if on_stage:
@@ -174,7 +183,7 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None) -> 
         plan_data = read_plan(cfg.plan_file)
     cell = cfg.cell
     model = cell_robot_model(cell)
-    given = None
+    given = passes
     if plan_data is not None:  # the whole plan against this robot, before anything runs (its one parse)
         given = check_plan(plan_data, model, cfg.plan_file)
     radius = tool_sphere_radius(model, cell.tool.tcp_link, cell.tool.link)
@@ -187,12 +196,14 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None) -> 
     wp = cell.workpiece
     if given is not None:
         plan = given
+        what = cfg.plan_file or "the passes"
         if plan.tool.radius != radius:
-            raise InputError(f"{cfg.plan_file}: planned for a tool of radius {plan.tool.radius} m, the robot's "
+            raise InputError(f"{what}: planned for a tool of radius {plan.tool.radius} m, the robot's "
                              f"({model.source}) has {radius} m")
-        part = cad.load_part(plan.source, plan.unit if plan.unit != "m" else (wp.unit or None))
+        if part is None:
+            part = cad.load_part(plan.source, plan.unit if plan.unit != "m" else (wp.unit or None))
         planner.check_part_size(part, radius, planner.robot_reach(model))
-        source = f"{cfg.plan_file} ({plan.source})"
+        source = f"{cfg.plan_file} ({plan.source})" if cfg.plan_file else str(plan.source)
     else:
         part = cad.load_part(wp.part, wp.unit or None)
         planner.check_part_size(part, radius, planner.robot_reach(model))  # before minutes of meshing
