@@ -25,6 +25,7 @@ from robot_grinding_sim.core.robot.kernels import (
     cholesky_factor,
     crba_sample,
     fd_factored,
+    finite,
     jacobian_kernel,
     rnea_sample,
 )
@@ -101,15 +102,6 @@ def trajectory_sample(knots, coeffs, last, t, q, qd, qdd):
     s = np.searchsorted(knots, t, side="right") - 1
     s = min(max(s, 0), nseg - 1)
     segment_sample(coeffs[s], t - knots[s], q, qd, qdd)
-
-
-@njit(cache=True)
-def finite(a):
-    """True if the array holds no NaN or inf."""
-    for x in a.flat:
-        if not np.isfinite(x):
-            return False
-    return True
 
 
 @njit(cache=True)
