@@ -77,8 +77,8 @@ def calibration_plan_cmd(plan: str | None, out: str, params_files: tuple[str, ..
         cell = build_cell({"params_files": params_files, "sets": sets})
         data = json.loads(plan_text(plan_job(cell, optimise=False, max_passes=1, pass_length=pass_length)))
     model = cell_robot_model(cell)
-    check_plan(data, model, plan or "the planned pass")
-    calib = calibration_plan(data, model, lift=lift, tilt=tilt, velocity_scale=velocity_scale)
+    read = check_plan(data, model, plan or "the planned pass")
+    calib = calibration_plan(data, model, read.trajectory, lift=lift, tilt=tilt, velocity_scale=velocity_scale)
     check_plan(calib, model, "the calibration plan")  # what the cell will run, against the robot's limits
     atomic_write(out_path, json.dumps(calib, separators=(",", ":"), allow_nan=False))
     traj = calib["trajectory"]

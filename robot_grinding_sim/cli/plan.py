@@ -70,14 +70,13 @@ def _robot_plan(cell: Any, part: Any, faces: list[int] | None, optimise: bool | 
     (``--place auto``) the passes are planned first, the pose chosen, and the job then made on that
     plan (``plan_job`` on it)."""
     import dataclasses
-    import tempfile
 
     import numpy as np
 
     from robot_grinding_sim.core.geometry.tool_contact import tool_sphere_radius
     from robot_grinding_sim.core.job.plan_job import plan_job
     from robot_grinding_sim.core.job.setup import cell_robot_model
-    from robot_grinding_sim.core.planning import placement, plan_io, planner
+    from robot_grinding_sim.core.planning import placement, planner
 
     if place is None:
         return _suggest_on_failure(lambda: plan_job(cell, optimise, max_passes, pass_length, on_stage=on_stage,
@@ -97,14 +96,12 @@ def _robot_plan(cell: Any, part: Any, faces: list[int] | None, optimise: bool | 
         found = placement.search_pose(passes, model, cell)
         passes.workpiece_pose = planner.pose_matrix(found.pose)
         cell = dataclasses.replace(cell, workpiece=dataclasses.replace(cell.workpiece, pose=tuple(found.pose)))
-    with tempfile.TemporaryDirectory() as tmp:
-        path = plan_io.write_plan(passes, f"{tmp}/passes.json")
-        # the job on the placed passes; the collision check reuses the mesh they were planned on
-        result = _suggest_on_failure(lambda: plan_job(cell, optimise, on_stage=on_stage, progress=progress,
-                                                      plan_file=str(path), mesh=passes.mesh),
-                                     cell, part, faces, passes)
-    result.source, result.unit = passes.source, passes.unit
-    result.coverage, result.coverage_model, result.mesh = passes.coverage, passes.coverage_model, passes.mesh
+    # the job on the placed passes (a copy: the passes stay as planned for the hint on a failure), on the
+    # part they were planned on; the collision check reuses the mesh they were planned on
+    job = dataclasses.replace(passes)
+    result = _suggest_on_failure(lambda: plan_job(cell, optimise, on_stage=on_stage, progress=progress,
+                                                  passes=job, part=part, mesh=passes.mesh),
+                                 cell, part, faces, passes)
     if found is not None:
         result.placement = found.as_dict()
     return result

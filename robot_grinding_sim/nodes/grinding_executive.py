@@ -165,7 +165,7 @@ class GrindingExecutive(Node):
         if plan.trajectory is None:
             raise InputError(f"{source}: the plan has no job trajectory (plan it with a robot: grinding plan "
                              "--robot, or planner_node)")
-        plan.trajectory = plan_io.trajectory_from_dict(data["trajectory"], self.model)
+        plan_io.check_trajectory(plan.trajectory, self.model)
         job = JobExecution(self.model, plan, self.cell.execution, self.cell.process)
         return job, f"plan {source}: {len(plan.passes)} passes, {job.duration:.1f} s", plan
 

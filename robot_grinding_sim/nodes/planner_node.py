@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -123,11 +122,11 @@ class PlannerNode(Node):
 
             def compute() -> Any:  # no ROS in here: a stop leaves it behind (see stoppable)
                 if plan_file:
-                    data = plan_io.read_plan(plan_file)
-                    result = plan_io.plan_from_dict(data, plan_file)
+                    text = plan_io.read_plan_text(plan_file)  # what the executive runs, as it is
+                    result = plan_io.plan_from_dict(plan_io.parse_plan(text, plan_file), plan_file)
                     if result.trajectory is None:
                         raise GrindingSimError(f"{plan_file}: the plan has no job trajectory")
-                    return result, Path(plan_file).read_text()  # what the executive runs, as it is
+                    return result, text
                 result = plan_job(cell, check_collisions=check)
                 if out:
                     plan_io.write_plan(result, out)  # atomic

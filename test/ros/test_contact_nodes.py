@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import trimesh
 from geometry_msgs.msg import WrenchStamped
+from pinocchio_oracle import effective_mass
 from sensor_msgs.msg import JointState, PointCloud2
 from std_msgs.msg import Float64MultiArray
 
@@ -113,7 +114,7 @@ def test_tool_pushed_into_a_flat_part(launch_node, probe, flat_part) -> None:
     t_m, rom = cv.msg_to_contact_model(m_msg)
     assert t_m == 2.0 and rom.gap == -d and rom.stiffness == K
     np.testing.assert_allclose(rom.normal, [0, 0, 1], atol=1e-9)
-    assert rom.mass == pytest.approx(_pinocchio_effective_mass(Q0, np.array([0.0, 0.0, 1.0])), rel=1e-9)
+    assert rom.mass == pytest.approx(effective_mass(str(URDF), Q0, np.array([0.0, 0.0, 1.0])), rel=1e-9)
 
     w_msg = probe.wait_for(lambda: next((m for m in wrench.messages if cv.time_to_sec(m.header.stamp) == 2.0),
                                         None), what="contact/wrench for the stamp", procs=procs)
@@ -183,21 +184,6 @@ def test_bad_parameter_stops_the_node_naming_it(launch_node, tmp_path) -> None:
     node = launch_node("contact_solver_node", params={"contact.cr": 3.0})
     assert node.wait_exit() == 1
     assert "parameter 'contact.cr': 3.0 is above the maximum 1.0" in node.log()
-
-
-def _pinocchio_effective_mass(q: np.ndarray, n: np.ndarray) -> float:
-    import pinocchio as pin
-
-    pm = pin.buildModelFromUrdf(str(URDF))
-    data = pm.createData()
-    fid = pm.getFrameId("tcp")
-    pin.computeJointJacobians(pm, data, q)
-    pin.updateFramePlacements(pm, data)
-    J = pin.getFrameJacobian(pm, data, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)[:3]
-    M = pin.crba(pm, data, q)
-    M = np.triu(M) + np.triu(M, 1).T
-    x = J.T @ n
-    return 1.0 / float(x @ np.linalg.solve(M, x))
 
 
 def test_collision_node_answers_from_the_exact_cad_surface(launch_node, probe) -> None:

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import trimesh
 from geometry_msgs.msg import WrenchStamped
+from pinocchio_oracle import effective_mass
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -78,18 +79,7 @@ def run_pressed(launch_node, probe, tmp_path: Path, coupling: str, seconds: floa
 
 
 def series_force(q: np.ndarray) -> float:
-    import pinocchio as pin
-
-    pm = pin.buildModelFromUrdf(str(URDF))
-    data = pm.createData()
-    pin.computeJointJacobians(pm, data, q)
-    pin.updateFramePlacements(pm, data)
-    J = pin.getFrameJacobian(pm, data, pm.getFrameId("tcp"), pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)[:3]
-    M = pin.crba(pm, data, q)
-    M = np.triu(M) + np.triu(M, 1).T
-    x = J.T @ np.array([0.0, 0.0, 1.0])
-    m_eff = 1.0 / float(x @ np.linalg.solve(M, x))
-    k_arm = CellConfig().servo.kp * m_eff
+    k_arm = CellConfig().servo.kp * effective_mass(str(URDF), q, np.array([0.0, 0.0, 1.0]))
     return D_CMD / (1.0 / K_STIFF + 1.0 / k_arm)
 
 

@@ -19,11 +19,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pinocchio as pin
 import pytest
 import trimesh
 from geometry_msgs.msg import WrenchStamped
 from mcap.reader import make_reader
+from pinocchio_oracle import effective_mass
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -46,19 +46,6 @@ Q0 = np.array([0.0, -1.5708, 1.5708, -1.5708, -1.5708, 0.0])  # tool pointing st
 R_BALL, GAP, D_CMD = 0.02, 1e-3, 5e-5
 TOOL_MASS = 1.80 + 0.080  # kg below the sensor's measuring face: spindle + abrasive head (urdf/README.md)
 RECORDED = {"/contact/wrench": WrenchStamped, "/ft_sensor/wrench": WrenchStamped, "/joint_states": JointState}
-
-
-def _pinocchio_effective_mass(q: np.ndarray, n: np.ndarray) -> float:
-    pm = pin.buildModelFromUrdf(str(URDF))
-    data = pm.createData()
-    fid = pm.getFrameId("tcp")
-    pin.computeJointJacobians(pm, data, q)
-    pin.updateFramePlacements(pm, data)
-    J = pin.getFrameJacobian(pm, data, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)[:3]
-    M = pin.crba(pm, data, q)
-    M = np.triu(M) + np.triu(M, 1).T
-    x = J.T @ n
-    return 1.0 / float(x @ np.linalg.solve(M, x))
 
 
 def test_graph_holds_the_in_process_force(launch_node, probe, tmp_path) -> None:
@@ -109,7 +96,7 @@ def test_graph_holds_the_in_process_force(launch_node, probe, tmp_path) -> None:
     # (1) the series compliance, the effective mass from Pinocchio
     n = np.array([0.0, 0.0, 1.0])
     cell = CellConfig().replace(**cell_values)
-    k_arm = cell.servo.kp * _pinocchio_effective_mass(q1, n)
+    k_arm = cell.servo.kp * effective_mass(str(URDF), q1, n)
     K = cell.contact.stiffness
     expected = D_CMD / (1.0 / K + 1.0 / k_arm)
     assert f_graph == pytest.approx(expected, rel=0.01)

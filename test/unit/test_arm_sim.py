@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy.interpolate import CubicHermiteSpline
 
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.robot.arm_sim import (
@@ -66,6 +67,13 @@ def test_cubic_hermite_hits_points_and_velocities(limits: JointLimits) -> None:
         _, qd, qdd = traj.sample(t)
         np.testing.assert_allclose(dq, qd, atol=1e-6)
         np.testing.assert_allclose(dqd, qdd, atol=1e-5)
+    # between the knots: scipy's cubic Hermite through the same knots (the start state prepended)
+    spline = CubicHermiteSpline(traj.knots, np.vstack([Q0, P]), np.vstack([np.zeros(6), V]))
+    for t in np.linspace(0.0, 2.0, 41)[:-1]:  # (at the last knot the arm holds: qdd = 0)
+        q, qd, qdd = traj.sample(t)
+        np.testing.assert_allclose(q, spline(t), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(qd, spline(t, 1), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(qdd, spline(t, 2), rtol=0, atol=1e-10)
 
 
 def test_quintic_hits_accelerations(limits: JointLimits) -> None:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pinocchio as pin
 import pytest
+from pinocchio_oracle import effective_mass
 
 from robot_grinding_sim.core.config import ContactConfig
 from robot_grinding_sim.core.contact.kelvin_voigt import kv_zeta_clamped
@@ -55,21 +55,6 @@ def _case(model: RobotModel):
     return row, q, qd, T, n, p, v
 
 
-def _pinocchio_effective_mass(q: np.ndarray, p: np.ndarray, n: np.ndarray) -> float:
-    pm = pin.buildModelFromUrdf(str(URDF))
-    data = pm.createData()
-    fid = pm.getFrameId("tcp")
-    pin.computeJointJacobians(pm, data, q)
-    pin.updateFramePlacements(pm, data)
-    J = pin.getFrameJacobian(pm, data, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
-    r = p - data.oMf[fid].translation
-    Jp = J[:3] - np.array([[0, -r[2], r[1]], [r[2], 0, -r[0]], [-r[1], r[0], 0]]) @ J[3:]
-    M = pin.crba(pm, data, q)
-    M = np.triu(M) + np.triu(M, 1).T
-    x = Jp.T @ n
-    return 1.0 / (x @ np.linalg.solve(M, x))
-
-
 def test_kelvin_voigt_with_damping_and_velocity(model) -> None:
     side = _side(model, damping=300.0)
     row, q, qd, T, n, p, v = _case(model)
@@ -88,7 +73,7 @@ def test_kelvin_voigt_restitution_uses_the_arm_effective_mass(model) -> None:
     side = _side(model, cr=0.6)
     row, q, qd, T, n, p, v = _case(model)
     rom = side.from_rows(0.5, q, qd, row)
-    m_eff = _pinocchio_effective_mass(q, p, n)
+    m_eff = effective_mass(str(URDF), q, n, point=p)
     assert rom.mass == pytest.approx(m_eff, rel=1e-9)
     D = 2 * kv_zeta_clamped(0.6) * math.sqrt(K * m_eff)
     assert rom.damping == pytest.approx(D, rel=1e-9)

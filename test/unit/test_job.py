@@ -17,8 +17,8 @@ import json
 import xml.etree.ElementTree as ET
 
 import numpy as np
-import pinocchio as pin
 import pytest
+from pinocchio_oracle import effective_mass
 
 from robot_grinding_sim.core.config import CellConfig
 from robot_grinding_sim.core.errors import InputError, PlanningError
@@ -61,18 +61,6 @@ def _hold_pose(setup, height: float) -> tuple[np.ndarray, np.ndarray]:
     return T, n
 
 
-def _pinocchio_effective_mass(urdf: str, q: np.ndarray, n: np.ndarray) -> float:
-    model = pin.buildModelFromUrdf(urdf)
-    data = model.createData()
-    fid = model.getFrameId("tcp")
-    pin.computeJointJacobians(model, data, q)
-    pin.updateFramePlacements(model, data)
-    J = pin.getFrameJacobian(model, data, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)[:3]
-    M = pin.crba(model, data, q)
-    M = np.triu(M) + np.triu(M, 1).T
-    return 1.0 / float(n @ J @ np.linalg.solve(M, J.T @ n))
-
-
 def _hold(setup, d_cmd: float, stiffness: float, duration: float = 0.4, dt: float = 1e-3, project: bool = True):
     T, n = _hold_pose(setup, -d_cmd)
     q = solve_ik(setup.model, T[None], HOME, "hold pose")[0]
@@ -86,7 +74,7 @@ def _hold(setup, d_cmd: float, stiffness: float, duration: float = 0.4, dt: floa
 @pytest.mark.parametrize("stiffness,d_cmd,dt", [(1.0e5, 5e-5, 1e-3), (1.0e5, 5e-5, 2e-3), (1.0e8, 2e-5, 1e-3)])
 def test_held_tool_force_is_the_series_compliance(plate, stiffness, d_cmd, dt):
     run, rec, q, n = _hold(plate, d_cmd, stiffness, dt=dt)
-    m = _pinocchio_effective_mass(str(plate.model.source), q, n)
+    m = effective_mass(str(plate.model.source), q, n)
     k_arm = 200.0**2 * m
     expected = d_cmd / (1.0 / stiffness + 1.0 / k_arm)
     steady = rec["fn"][rec["t"] > 0.3]
@@ -102,7 +90,7 @@ def test_held_tool_force_is_the_series_compliance(plate, stiffness, d_cmd, dt):
 def test_explicit_coupling_fails_where_the_closed_form_holds(plate):
     # the same stiff contact with the closed-form end state NOT imposed on the arm (mean force only)
     run, rec, q, n = _hold(plate, 2e-5, 1.0e8, duration=0.2, project=False)
-    m = _pinocchio_effective_mass(str(plate.model.source), q, n)
+    m = effective_mass(str(plate.model.source), q, n)
     expected = 2e-5 / (1.0 / 1.0e8 + 1.0 / (200.0**2 * m))
     late = rec["fn"][rec["t"] > 0.1]
     assert np.max(np.abs(late - expected)) > 0.05 * expected
@@ -199,3 +187,33 @@ def test_bad_files(tmp_path):
     with pytest.raises(PlanningError, match="unreachable"):
         run_job(JobConfig(cell=_cell(**{"workpiece.pose": [2.5, 0.0, 0.0, 0.0, 0.0, 0.0]}), max_passes=1,
                           optimise=False))
+
+
+def test_a_plan_file_is_parsed_once_and_its_trajectory_checked_against_the_robot(tmp_path, monkeypatch):
+    """setup_job read the plan's content three times (the check, the plan, the job trajectory again for
+    the run) and the trajectory four: now once, the trajectory checked against the robot in that parse,
+    and the run gets the file's trajectory as written."""
+    path = plan_io.write_plan(plan_job(_cell(), optimise=False, max_passes=1, pass_length=0.01,
+                                       check_collisions=False), tmp_path / "plan.json")
+    calls = {"plan": 0, "trajectory": 0}
+
+    def counted(f, key):
+        def call(*a, **k):
+            calls[key] += 1
+            return f(*a, **k)
+        return call
+
+    for name, key in (("plan_from_dict", "plan"), ("trajectory_from_dict", "trajectory")):
+        monkeypatch.setattr(plan_io, name, counted(getattr(plan_io, name), key))
+    setup = setup_job(JobConfig(cell=_cell(), plan_file=str(path)))
+    traj, offsets = setup.planned_trajectory()
+    assert calls == {"plan": 1, "trajectory": 1}
+    written = json.loads(path.read_text())["trajectory"]  # plain json, not our reader
+    np.testing.assert_array_equal(traj.times, written["times"])
+    np.testing.assert_array_equal(traj.positions, written["positions"])
+    assert offsets == [0.0] and setup.plan.trajectory is traj
+    # the one parse refuses a trajectory for another robot, naming the file
+    data = json.loads(path.read_text())
+    data["trajectory"]["joint_names"] = data["trajectory"]["joint_names"][::-1]
+    with pytest.raises(InputError, match=r"^other.json: plan trajectory: joints \['wrist_3_joint'"):
+        plan_io.check_plan(data, setup.model, "other.json")

@@ -122,3 +122,33 @@ def test_unreachable_workpiece_fails_cleanly(tmp_path: Path) -> None:
     out = run("plan", "flat_plate", "--stepover", "0.03", "--spacing", "0.01", "--robot", "default",
               "--workpiece-pose", "2.5 0 0 0 0 0", "--out", "plan.json", cwd=tmp_path)
     _assert_clean_failure(out, tmp_path, r"pass 0.*unreachable")
+
+
+def test_place_auto_makes_the_job_on_the_placed_passes_in_memory(tmp_path: Path, monkeypatch) -> None:
+    """``--place auto`` wrote the placed passes to a passes.json and read them back (rounded to 12 digits,
+    the pose through a quaternion): now the job is made on them as they are: the plan's workpiece pose is
+    the chosen pose's matrix exactly, the passes are those placed, and no plan file is written or read."""
+    import numpy as np
+
+    from robot_grinding_sim.cli.plan import _robot_plan
+    from robot_grinding_sim.core.config import CellConfig
+    from robot_grinding_sim.core.geometry import cad
+    from robot_grinding_sim.core.planning import plan_io, planner
+
+    def refuse(*a: object, **k: object) -> None:
+        raise AssertionError("a plan file written or read in the middle of --place auto")
+
+    for name in ("write_plan", "read_plan", "parse_plan", "plan_from_dict"):
+        monkeypatch.setattr(plan_io, name, refuse)
+    cell = CellConfig().replace(**{"workpiece.pose": [1.25, 0.3, 0.0, 0.0, 0.0, 0.3]})  # out of reach
+    part = cad.load_part(cell.workpiece.part)
+    faces = None if list(cell.workpiece.faces) == [-1] else [int(f) for f in cell.workpiece.faces]  # as the CLI
+    result = _robot_plan(cell, part, faces, False, 1, 0.01, "auto", None, None)
+    pose = result.placement["pose"]
+    assert pose != result.placement["configured_pose"]
+    np.testing.assert_array_equal(result.workpiece_pose, planner.pose_matrix(pose))
+    assert result.trajectory is not None and result.cell["workpiece.pose"] == pose
+    placed = planner.crop_plan(planner.plan(part, faces, cell.passes.validate(), result.tool, robot=None,
+                                            workpiece_pose=planner.pose_matrix(pose)), part, 1, 0.01)
+    for a, b in zip(result.passes, placed.passes, strict=True):
+        np.testing.assert_array_equal(a.points, b.points)

@@ -244,9 +244,11 @@ def with_orientation_sweep(traj: Any, model: Any, lift: float = 0.25, tilt: floa
     return JointTrajectory(list(traj.joint_names), traj.tip_link, t_all, pos, vel, segments, arc)
 
 
-def calibration_plan(plan_data: dict[str, Any], model: Any, **sweep: Any) -> dict[str, Any]:
+def calibration_plan(plan_data: dict[str, Any], model: Any, trajectory: Any = None,
+                     **sweep: Any) -> dict[str, Any]:
     """A plan.json dict whose job trajectory starts with :func:`with_orientation_sweep` (its TCP speed
-    limit the plan's cell's ``process.max_tcp_speed`` unless given)."""
+    limit the plan's cell's ``process.max_tcp_speed`` unless given). ``trajectory``: the plan's job
+    trajectory when the caller has already read it (``plan_io.check_plan``), else read here."""
     from robot_grinding_sim.core.planning.plan_io import trajectory_from_dict, trajectory_to_dict
 
     if not plan_data.get("trajectory"):
@@ -254,7 +256,9 @@ def calibration_plan(plan_data: dict[str, Any], model: Any, **sweep: Any) -> dic
     cell = plan_data.get("cell") or {}
     if "process.max_tcp_speed" in cell:
         sweep.setdefault("max_tcp_speed", float(cell["process.max_tcp_speed"]))
-    traj = with_orientation_sweep(trajectory_from_dict(plan_data["trajectory"], model), model, **sweep)
+    if trajectory is None:
+        trajectory = trajectory_from_dict(plan_data["trajectory"], model)
+    traj = with_orientation_sweep(trajectory, model, **sweep)
     return {**plan_data, "trajectory": trajectory_to_dict(traj)}
 
 

@@ -21,16 +21,16 @@ def plan_job(cell: CellConfig, optimise: bool | None = None, max_passes: int | N
              pass_length: float | None = None, check_collisions: bool = True,
              on_stage: Callable[[str], None] | None = None,
              progress: Callable[[str, float, float], None] | None = None,
-             plan_file: str | None = None, mesh: Any = None) -> Any:
+             passes: Any = None, part: Any = None, mesh: Any = None) -> Any:
     """The plan of ``cell`` with its job trajectory (see the module docstring).
 
     Args:
         optimise: run the force-target optimisation (None: ``cell.optimise.enabled``); off: the
             trajectory with zero offsets and no predicted force.
         max_passes, pass_length: keep the first passes / the middle of each pass.
-        plan_file: make the job on the passes of this plan.json (``grinding plan --place auto``: the
-            passes planned and placed first) instead of planning them; ``optimise`` None is still
-            ``cell.optimise.enabled``.
+        passes, part: make the job on the passes of this Plan, planned on ``part`` (``grinding plan
+            --place auto``: the passes planned and placed first) instead of planning them
+            (:func:`~robot_grinding_sim.core.job.setup.setup_job`); the result is that Plan, completed.
         mesh: the part's tessellation (part frame) to check the trajectory against, when the caller
             has one (default: the plan's, else the part tessellated at 0.2 mm).
 
@@ -43,8 +43,8 @@ def plan_job(cell: CellConfig, optimise: bool | None = None, max_passes: int | N
     from robot_grinding_sim.core.planning.trajectory import build_job_trajectory, reachability
 
     opt = cell.optimise.enabled if optimise is None else optimise  # a JobConfig with a plan file defaults off
-    cfg = JobConfig(cell=cell, plan_file=plan_file, optimise=opt, max_passes=max_passes, pass_length=pass_length)
-    setup = setup_job(cfg, on_stage)
+    cfg = JobConfig(cell=cell, optimise=opt, max_passes=max_passes, pass_length=pass_length)
+    setup = setup_job(cfg, on_stage, passes=passes, part=part)
     if cfg.optimising:
         result = run_job(cfg, setup, on_stage, progress).plan()
     else:

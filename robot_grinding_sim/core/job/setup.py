@@ -87,6 +87,8 @@ class JobSetup:
     source: str
     plan_data: dict[str, Any] | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    #: the plan.json's job trajectory as read (checked against ``model``), or None
+    plan_trajectory: JointTrajectory | None = None
 
     @property
     def cell(self) -> CellConfig:
@@ -98,14 +100,11 @@ class JobSetup:
 
     def planned_trajectory(self) -> tuple[JointTrajectory, list[float]] | None:
         """The job trajectory and offsets stored in the plan.json, or None."""
-        if self.plan_data is None or not self.plan_data.get("trajectory"):
+        if self.plan_data is None or self.plan_trajectory is None:
             return None
-        from robot_grinding_sim.core.planning.plan_io import trajectory_from_dict
-
-        traj = trajectory_from_dict(self.plan_data["trajectory"], self.model)
         ft = self.plan_data.get("force_target") or {}
         offsets = [float(o) for o in ft.get("offsets_m", [0.0] * len(self.paths.passes))]
-        return traj, offsets
+        return self.plan_trajectory, offsets
 
 
 def load_robot_model(description_file: str, tcp_link: str) -> Any:
@@ -154,8 +153,15 @@ def cell_robot_model(cell: CellConfig) -> Any:
     return model
 
 
-def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None) -> JobSetup:
+def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, passes: Any = None,
+              part: Any = None) -> JobSetup:
     """Load robot and part, plan (or read the plan.json), build the scene and the pass paths.
+
+    Args:
+        passes: a :class:`~robot_grinding_sim.core.planning.planner.Plan` whose passes the job runs
+            (``grinding plan --place auto``: the passes planned and placed first), in place of
+            planning them (no ``cfg.plan_file`` then); ``part``: the part they were planned on
+            (default: loaded from the plan's source).
 
     Raises:
         InputError: bad parameters or files (the message names them).
@@ -163,9 +169,11 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None) -> 
     """
     from robot_grinding_sim.core.geometry import cad
     from robot_grinding_sim.core.planning import planner
-    from robot_grinding_sim.core.planning.plan_io import check_plan, plan_from_dict, read_plan
+    from robot_grinding_sim.core.planning.plan_io import check_plan, read_plan
 
     cfg.validate()
+    if passes is not None and cfg.plan_file:
+        raise InputError(f"a job runs either the plan {cfg.plan_file} or passes planned in memory, not both")
     tm: dict[str, float] = {}
     t0 = time.perf_counter()
     if on_stage:
@@ -175,8 +183,9 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None) -> 
         plan_data = read_plan(cfg.plan_file)
     cell = cfg.cell
     model = cell_robot_model(cell)
-    if plan_data is not None:  # the whole plan against this robot, before anything runs
-        check_plan(plan_data, model, cfg.plan_file)
+    given = passes
+    if plan_data is not None:  # the whole plan against this robot, before anything runs (its one parse)
+        given = check_plan(plan_data, model, cfg.plan_file)
     radius = tool_sphere_radius(model, cell.tool.tcp_link, cell.tool.link)
     law = make_contact_law(cell.contact)
     penetration = static_penetration(law, cell.process.target_force)
@@ -185,14 +194,16 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None) -> 
                          f"{cell.contact.stiffness} needs a penetration of {penetration} m, not below the tool "
                          f"radius {radius} m")
     wp = cell.workpiece
-    if plan_data is not None:
-        plan = plan_from_dict(plan_data, cfg.plan_file)
+    if given is not None:
+        plan = given
+        what = cfg.plan_file or "the passes"
         if plan.tool.radius != radius:
-            raise InputError(f"{cfg.plan_file}: planned for a tool of radius {plan.tool.radius} m, the robot's "
+            raise InputError(f"{what}: planned for a tool of radius {plan.tool.radius} m, the robot's "
                              f"({model.source}) has {radius} m")
-        part = cad.load_part(plan.source, plan.unit if plan.unit != "m" else (wp.unit or None))
+        if part is None:
+            part = cad.load_part(plan.source, plan.unit if plan.unit != "m" else (wp.unit or None))
         planner.check_part_size(part, radius, planner.robot_reach(model))
-        source = f"{cfg.plan_file} ({plan.source})"
+        source = f"{cfg.plan_file} ({plan.source})" if cfg.plan_file else str(plan.source)
     else:
         part = cad.load_part(wp.part, wp.unit or None)
         planner.check_part_size(part, radius, planner.robot_reach(model))  # before minutes of meshing
@@ -213,4 +224,5 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None) -> 
     scene, exact = workpiece_scene(part, plan.faces, plan.workpiece_pose, radius, wp.deflection, closed)
     tm["scene_s"] = time.perf_counter() - t0 - tm["load_and_plan_s"]
     return JobSetup(cfg, model, part, plan, list(plan.faces), plan.workpiece_pose, scene, exact,
-                    ToolContactQuery(scene), law, paths, penetration, radius, source, plan_data, tm)
+                    ToolContactQuery(scene), law, paths, penetration, radius, source, plan_data, tm,
+                    plan.trajectory if plan_data is not None else None)

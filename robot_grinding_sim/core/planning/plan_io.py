@@ -165,16 +165,21 @@ def write_csv(plan: Any, path: str | os.PathLike[str]) -> Path:
 
 def read_plan(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read plan.json and check its schema and version; InputError naming the file otherwise."""
+    return parse_plan(read_plan_text(path), str(path))
+
+
+def read_plan_text(path: str | os.PathLike[str]) -> str:
+    """plan.json's text as it is (for :func:`parse_plan`, and for a node that publishes it unchanged);
+    InputError naming the file when it cannot be read."""
     path = Path(path)
     try:
-        text = path.read_text()
+        return path.read_text()
     except FileNotFoundError as exc:
         raise InputError(f"{path}: no such file") from exc
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not a JSON plan ({exc})") from exc
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror})") from exc
-    return parse_plan(text, str(path))
 
 
 def parse_plan(text: str, what: str = "plan") -> dict[str, Any]:
@@ -251,19 +256,31 @@ def trajectory_from_dict(data: dict[str, Any], model: Any = None) -> Any:
     bad = [s for s in segments if not 0 <= s["start"] < s["stop"] <= len(times)]
     if bad:
         raise InputError(f"plan trajectory: segment {bad[0]} outside the {len(times)} knots")
-    if model is not None and names != list(model.joint_names):
-        raise InputError(f"plan trajectory: joints {names} are not the robot's {list(model.joint_names)}")
     traj = JointTrajectory(names, str(data.get("tip_link", "tcp")), times, pos, vel, segments, arc)
     if model is not None:
-        # the robot's limits, checked as the arm's controller checks a command (positions, velocities
-        # at the knots and on average between them): a plan that would fail there fails here, first
-        traj.interpolator(model)
+        check_trajectory(traj, model)
     return traj
 
 
-def plan_from_dict(data: dict[str, Any], path: str | os.PathLike[str] = "plan.json") -> Any:
+def check_trajectory(traj: Any, model: Any) -> None:
+    """A read job trajectory against the robot that will run it: its joints are the robot's (in its
+    order), and its knots within the robot's limits as the arm's controller checks a command
+    (positions, velocities at the knots and on average between them): a plan that would fail there
+    fails here, first. InputError naming the problem."""
+    if list(traj.joint_names) != list(model.joint_names):
+        raise InputError(f"plan trajectory: joints {list(traj.joint_names)} are not the robot's "
+                         f"{list(model.joint_names)}")
+    traj.interpolator(model)
+
+
+def plan_from_dict(data: dict[str, Any], path: str | os.PathLike[str] = "plan.json", model: Any = None) -> Any:
     """A read plan.json -> :class:`~robot_grinding_sim.core.planning.planner.Plan` (passes, TCP poses,
-    moves, pose, tool, pass parameters; the trajectory, offsets and force target when present)."""
+    moves, pose, tool, pass parameters; the trajectory, offsets and force target when present).
+
+    The one parser of plan.json's content: with ``model`` (a RobotModel) the job trajectory is also
+    checked against that robot (:func:`check_trajectory`), last. InputError naming ``path`` and the
+    problem.
+    """
     from scipy.spatial.transform import Rotation
 
     from robot_grinding_sim.core.config import PassParameters
@@ -310,6 +327,11 @@ def plan_from_dict(data: dict[str, Any], path: str | os.PathLike[str] = "plan.js
     plan.reachability = data.get("reachability")
     plan.collision = data.get("collision")
     plan.placement = data.get("placement")
+    if model is not None and plan.trajectory is not None:
+        try:
+            check_trajectory(plan.trajectory, model)
+        except InputError as exc:
+            raise InputError(f"{path}: {exc}") from None
     return plan
 
 
@@ -335,16 +357,11 @@ def check_force_target(ft: Any, n_passes: int, radius: float, what: str = "plan.
     return ft
 
 
-def check_plan(data: dict[str, Any], model: Any, what: str = "plan.json") -> None:
+def check_plan(data: dict[str, Any], model: Any, what: str = "plan.json") -> Any:
     """Everything a run of the plan depends on, before it runs: the passes, moves and force target
-    (:func:`plan_from_dict`) and the job trajectory against ``model``'s limits
-    (:func:`trajectory_from_dict`); InputError naming ``what`` and the problem."""
-    plan_from_dict(data, what)
-    if data.get("trajectory"):
-        try:
-            trajectory_from_dict(data["trajectory"], model)
-        except InputError as exc:
-            raise InputError(f"{what}: {exc}") from None
+    and the job trajectory against ``model``'s limits (:func:`plan_from_dict` with the model).
+    Returns the Plan; InputError naming ``what`` and the problem."""
+    return plan_from_dict(data, what, model)
 
 
 def cell_of(data: dict[str, Any], path: str | os.PathLike[str] = "plan.json") -> Any:

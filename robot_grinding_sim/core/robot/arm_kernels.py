@@ -5,7 +5,9 @@ forward dynamics (semi-implicit Euler, end stops) on flat arrays.
 :class:`~robot_grinding_sim.core.robot.arm_sim.ComputedTorqueController` and
 :class:`~robot_grinding_sim.core.robot.arm_sim.ArmSimulator` are their Python wrappers, and the
 compiled coupled step (:mod:`robot_grinding_sim.core.job.compiled_step`) calls them directly: one
-implementation of the arm for the nodes and the in-process job.
+implementation of the arm for the nodes and the in-process job. The cubic Hermite segment
+(:func:`cubic_hermite`) and its sampler (:func:`hermite_sample`) are the ones the executive's
+commands (:mod:`robot_grinding_sim.core.planning.commands`) and the command guard use too.
 
 The arm's state travels as one array ``st`` (ST_ROWS, n): rows :data:`Q`, :data:`QD`, :data:`QDD`,
 :data:`TAU` (motor torque over the step), :data:`TAU_EXT` (J^T w), :data:`Q_REF`, :data:`QD_REF`,
@@ -17,11 +19,13 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba.extending import register_jitable
 
 from robot_grinding_sim.core.robot.kernels import (
     cholesky_factor,
     crba_sample,
     fd_factored,
+    finite,
     jacobian_kernel,
     rnea_sample,
 )
@@ -30,6 +34,54 @@ Q, QD, QDD, TAU, TAU_EXT, Q_REF, QD_REF, QDD_REF = range(8)
 ST_ROWS = 8
 KP, KD, EFFORT, LOWER, UPPER = range(5)
 ARM_ROWS = 5
+
+
+@register_jitable
+def cubic_hermite(p0, v0, p1, v1, T):
+    """The cubic Hermite segment from (p0, v0) to (p1, v1) over T s: (c2, c3) of
+    ``q(tau) = p0 + v0 tau + c2 tau^2 + c3 tau^3`` in the segment's local time tau in [0, T].
+
+    The one cubic Hermite of the package (the simulated arm's reference, the executive's commands,
+    the command guard's interpolation). Elementwise: scalars, (n,) arrays, or (S, n) arrays with T
+    (S, 1). Plain NumPy when called from Python (every segment of a trajectory at once, nothing to
+    compile on a node's message path), compiled into the numba kernels that call it.
+    """
+    h = p1 - p0
+    return (3.0 * h - (2.0 * v0 + v1) * T) / T**2, (-2.0 * h + (v0 + v1) * T) / T**3
+
+
+@register_jitable
+def segment_sample(c, tau, q, qd, qdd):
+    """A polynomial segment c (6, n) (coefficients of tau^0 ... tau^5) at ``tau`` s of its local
+    time: writes q, qd, qdd (n,). Plain Python when called from Python, compiled in the kernels."""
+    for j in range(c.shape[1]):
+        c0, c1, c2, c3, c4, c5 = c[0, j], c[1, j], c[2, j], c[3, j], c[4, j], c[5, j]
+        q[j] = c0 + tau * (c1 + tau * (c2 + tau * (c3 + tau * (c4 + tau * c5))))
+        qd[j] = c1 + tau * (2 * c2 + tau * (3 * c3 + tau * (4 * c4 + tau * 5 * c5)))
+        qdd[j] = 2 * c2 + tau * (6 * c3 + tau * (12 * c4 + tau * 20 * c5))
+
+
+@register_jitable
+def hermite_sample(times, positions, velocities, t, q, qd):
+    """The cubic Hermite (:func:`cubic_hermite`) through the knots ``times`` (K,) s, ``positions``,
+    ``velocities`` (K, n) (rad, rad/s) at ``t`` s, clamped to the ends (the first or last knot's
+    position and velocity): writes q, qd (n,). Compiled in the executive's command sampler
+    (:func:`robot_grinding_sim.core.planning.commands.sample_knots`); plain Python elsewhere."""
+    K, n = positions.shape
+    if K == 1 or t <= times[0]:
+        q[:] = positions[0]
+        qd[:] = velocities[0]
+    elif t >= times[K - 1]:
+        q[:] = positions[K - 1]
+        qd[:] = velocities[K - 1]
+    else:
+        k = np.searchsorted(times, t, side="right") - 1
+        c = np.zeros((6, n))
+        c[0], c[1] = positions[k], velocities[k]
+        c2, c3 = cubic_hermite(positions[k], velocities[k], positions[k + 1], velocities[k + 1],
+                               times[k + 1] - times[k])
+        c[2], c[3] = c2, c3
+        segment_sample(c, t - times[k], q, qd, np.empty(n))
 
 
 @njit(cache=True)
@@ -49,22 +101,7 @@ def trajectory_sample(knots, coeffs, last, t, q, qd, qdd):
         t = 0.0
     s = np.searchsorted(knots, t, side="right") - 1
     s = min(max(s, 0), nseg - 1)
-    tau = t - knots[s]
-    for j in range(n):
-        c0, c1, c2 = coeffs[s, 0, j], coeffs[s, 1, j], coeffs[s, 2, j]
-        c3, c4, c5 = coeffs[s, 3, j], coeffs[s, 4, j], coeffs[s, 5, j]
-        q[j] = c0 + tau * (c1 + tau * (c2 + tau * (c3 + tau * (c4 + tau * c5))))
-        qd[j] = c1 + tau * (2 * c2 + tau * (3 * c3 + tau * (4 * c4 + tau * 5 * c5)))
-        qdd[j] = 2 * c2 + tau * (6 * c3 + tau * (12 * c4 + tau * 20 * c5))
-
-
-@njit(cache=True)
-def finite(a):
-    """True if the array holds no NaN or inf."""
-    for x in a.flat:
-        if not np.isfinite(x):
-            return False
-    return True
+    segment_sample(coeffs[s], t - knots[s], q, qd, qdd)
 
 
 @njit(cache=True)

@@ -55,6 +55,7 @@ import numpy as np
 import numpy.typing as npt
 
 from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.robot.arm_kernels import cubic_hermite, hermite_sample
 from robot_grinding_sim.core.robot.dynamics import RobotModel
 
 __all__ = ["CommandGuard", "GuardParams", "GuardResult", "Violation", "peak_tcp_speed", "tcp_speeds"]
@@ -97,11 +98,9 @@ def _due_from(t: FloatArray, q: FloatArray, qd: FloatArray | None, late: float
     s = (late - t[i]) / h
     if qd is None:
         q_due, v_due = q[i] + s * (q[i + 1] - q[i]), None
-    else:  # the cubic Hermite basis and its derivative
-        h00, h10, h01, h11 = 2 * s**3 - 3 * s**2 + 1, s**3 - 2 * s**2 + s, -2 * s**3 + 3 * s**2, s**3 - s**2
-        q_due = h00 * q[i] + h10 * h * qd[i] + h01 * q[i + 1] + h11 * h * qd[i + 1]
-        d00, d10, d01, d11 = 6 * s**2 - 6 * s, 3 * s**2 - 4 * s + 1, -6 * s**2 + 6 * s, 3 * s**2 - 2 * s
-        v_due = (d00 * q[i] + d01 * q[i + 1]) / h + d10 * qd[i] + d11 * qd[i + 1]
+    else:  # the cubic Hermite segment (the arm's, as JTC's)
+        q_due, v_due = np.empty(q.shape[1]), np.empty(q.shape[1])
+        hermite_sample(t[i:i + 2], q[i:i + 2], qd[i:i + 2], late, q_due, v_due)
     t_new = np.r_[0.0, t[i + 1:] - late]
     q_new = np.vstack([q_due, q[i + 1:]])
     return t_new, q_new, None if qd is None else np.vstack([v_due, qd[i + 1:]])
@@ -114,9 +113,8 @@ def _cubic_interior_peak(q: FloatArray, qd: FloatArray, dt: FloatArray) -> Float
     ``v(tau) = v0 + 2 c2 tau + 3 c3 tau^2`` with ``c2 = (3 h - (2 v0 + v1) T) / T^2`` and
     ``c3 = (-2 h + (v0 + v1) T) / T^3``: extremum ``v0 - c2^2 / (3 c3)`` at ``tau = -c2 / (3 c3)``."""
     T = dt[:, None]
-    h, v0, v1 = np.diff(q, axis=0), qd[:-1], qd[1:]
-    c2 = (3.0 * h - (2.0 * v0 + v1) * T) / T**2
-    c3 = (-2.0 * h + (v0 + v1) * T) / T**3
+    v0 = qd[:-1]
+    c2, c3 = cubic_hermite(q[:-1], v0, q[1:], qd[1:], T)
     with np.errstate(divide="ignore", invalid="ignore"):
         tau = -c2 / (3.0 * c3)
         peak = v0 - c2**2 / (3.0 * c3)

@@ -78,13 +78,12 @@ class JointLimits:
 
 
 def _cubic_coeffs(p0, v0, p1, v1, T):
-    """(6, ...) coefficients of the cubic Hermite segments from (p0, v0) to (p1, v1) over T
+    """(6, ...) coefficients of the cubic Hermite segments (:func:`arm_kernels.cubic_hermite
+    <robot_grinding_sim.core.robot.arm_kernels.cubic_hermite>`) from (p0, v0) to (p1, v1) over T
     (arrays of one segment (n,), or of many (S, n) with T (S, 1))."""
-    h = p1 - p0
     c = np.zeros((6, *p0.shape))
     c[0], c[1] = p0, v0
-    c[2] = (3.0 * h - (2.0 * v0 + v1) * T) / T**2
-    c[3] = (-2.0 * h + (v0 + v1) * T) / T**3
+    c[2], c[3] = ak.cubic_hermite(p0, v0, p1, v1, T)
     return c
 
 

@@ -87,7 +87,7 @@ def _set(A, i, o, v):
 
 
 @njit(cache=True)
-def _finite(a):
+def finite(a):
     """True if the array holds no NaN or inf."""
     for x in a.flat:
         if not np.isfinite(x):
@@ -187,16 +187,26 @@ def rnea_sample(q, qd, qdd, g, jt, jd, bd, ext_body, ext_off, ext, ws, tau):
 
 
 @njit(cache=True)
+def _first_nonfinite(a, b, c, g, ext):
+    """The index of the first input holding NaN or inf (0 a, 1 b, 2 c, 3 g, 4 ext), or -1: the
+    return codes of the dynamics kernels' input checks."""
+    for k, arr in enumerate((a, b, c)):
+        if not finite(arr):
+            return k
+    if not finite(g):
+        return 3
+    if not finite(ext):
+        return 4
+    return -1
+
+
+@njit(cache=True)
 def rnea_kernel(Q, QD, QDD, g, jt, jd, bd, ext_body, ext_off, EXT, ws, out):
     """Batched RNEA: Q, QD, QDD (B, n); EXT (B, k, 6); writes out (B, n). Returns the index of
     the first non-finite input (0 q, 1 qd, 2 qdd, 3 gravity, 4 f_ext) or -1."""
-    for k, arr in enumerate((Q, QD, QDD)):
-        if not _finite(arr):
-            return k
-    if not _finite(g):
-        return 3
-    if not _finite(EXT):
-        return 4
+    code = _first_nonfinite(Q, QD, QDD, g, EXT)
+    if code >= 0:
+        return code
     for b in range(Q.shape[0]):
         rnea_sample(Q[b], QD[b], QDD[b], g, jt, jd, bd, ext_body, ext_off, EXT[b], ws, out[b])
     return -1
@@ -205,13 +215,9 @@ def rnea_kernel(Q, QD, QDD, g, jt, jd, bd, ext_body, ext_off, EXT, ws, out):
 @njit(cache=True)
 def rnea_single(q, qd, qdd, g, jt, jd, bd, ext_body, ext_off, ext, ws, out):
     """One state: q, qd, qdd (n,), ext (k, 6), out (n,). Same return codes as rnea_kernel."""
-    for k, arr in enumerate((q, qd, qdd)):
-        if not _finite(arr):
-            return k
-    if not _finite(g):
-        return 3
-    if not _finite(ext):
-        return 4
+    code = _first_nonfinite(q, qd, qdd, g, ext)
+    if code >= 0:
+        return code
     rnea_sample(q, qd, qdd, g, jt, jd, bd, ext_body, ext_off, ext, ws, out)
     return -1
 
@@ -278,7 +284,7 @@ def crba_sample(q, jt, jd, bd, ws, M):
 @njit(cache=True)
 def crba_kernel(Q, jt, jd, bd, ws, out):
     """Batched mass matrix: Q (B, n) -> out (B, n, n). Returns 0 if q holds NaN/inf, else -1."""
-    if not _finite(Q):
+    if not finite(Q):
         return 0
     for b in range(Q.shape[0]):
         crba_sample(Q[b], jt, jd, bd, ws, out[b])
@@ -288,7 +294,7 @@ def crba_kernel(Q, jt, jd, bd, ws, out):
 @njit(cache=True)
 def crba_single(q, jt, jd, bd, ws, out):
     """One configuration q (n,) -> out (n, n). Returns 0 if q holds NaN/inf, else -1."""
-    if not _finite(q):
+    if not finite(q):
         return 0
     crba_sample(q, jt, jd, bd, ws, out)
     return -1
@@ -361,13 +367,9 @@ def fd_sample(q, qd, tau, g, jt, jd, bd, ext_body, ext_off, ext, ws, M, L, h, ze
 def fd_kernel(Q, QD, TAU, g, jt, jd, bd, ext_body, ext_off, EXT, ws, out):
     """Batched forward dynamics. Returns -1 on success, 0..4 for a non-finite input (q, qd, tau,
     gravity, f_ext), 10 + b when the mass matrix of sample b is not positive definite."""
-    for k, arr in enumerate((Q, QD, TAU)):
-        if not _finite(arr):
-            return k
-    if not _finite(g):
-        return 3
-    if not _finite(EXT):
-        return 4
+    code = _first_nonfinite(Q, QD, TAU, g, EXT)
+    if code >= 0:
+        return code
     n = Q.shape[1]
     M, L, h, zero = np.empty((n, n)), np.zeros((n, n)), np.empty(n), np.zeros(n)
     for b in range(Q.shape[0]):
@@ -380,13 +382,9 @@ def fd_kernel(Q, QD, TAU, g, jt, jd, bd, ext_body, ext_off, EXT, ws, out):
 @njit(cache=True)
 def fd_single(q, qd, tau, g, jt, jd, bd, ext_body, ext_off, ext, ws, out):
     """One state (n,), ext (k, 6), out (n,). Same return codes as fd_kernel."""
-    for k, arr in enumerate((q, qd, tau)):
-        if not _finite(arr):
-            return k
-    if not _finite(g):
-        return 3
-    if not _finite(ext):
-        return 4
+    code = _first_nonfinite(q, qd, tau, g, ext)
+    if code >= 0:
+        return code
     n = q.shape[0]
     M, L, h, zero = np.empty((n, n)), np.zeros((n, n)), np.empty(n), np.zeros(n)
     if not fd_sample(q, qd, tau, g, jt, jd, bd, ext_body, ext_off, ext, ws, M, L, h, zero, out):
@@ -417,7 +415,7 @@ def _fk_sample(q, jt, jd, ws, Rw, pw):
 @njit(cache=True)
 def fk_kernel(Q, jt, jd, ws, Rw, pw):
     """Batched body poses: Q (B, n) -> Rw (B, n, 3, 3), pw (B, n, 3). 0 if q holds NaN/inf, else -1."""
-    if not _finite(Q):
+    if not finite(Q):
         return 0
     for b in range(Q.shape[0]):
         _fk_sample(Q[b], jt, jd, ws, Rw[b], pw[b])
@@ -452,7 +450,7 @@ def link_pose(q, body, X, jt, jd, ws, T):
 @njit(cache=True)
 def link_pose_kernel(Q, body, X, jt, jd, ws, out):
     """Batched link pose: Q (B, n) -> out (B, 4, 4). 0 if q holds NaN/inf, else -1."""
-    if not _finite(Q):
+    if not finite(Q):
         return 0
     for b in range(Q.shape[0]):
         link_pose(Q[b], body, X, jt, jd, ws, out[b])
@@ -462,7 +460,7 @@ def link_pose_kernel(Q, body, X, jt, jd, ws, out):
 @njit(cache=True)
 def link_pose_single(q, body, X, jt, jd, ws, out):
     """One configuration q (n,) -> out (4, 4). 0 if q holds NaN/inf, else -1."""
-    if not _finite(q):
+    if not finite(q):
         return 0
     link_pose(q, body, X, jt, jd, ws, out)
     return -1
@@ -479,7 +477,7 @@ def jacobian_kernel(q, body, X, point, use_point, jt, jd, ws, J):
 def jacobian_pose(q, body, X, point, use_point, jt, jd, ws, T, J):
     """:func:`jacobian_kernel` that also leaves the link's root-frame pose (:func:`link_pose`) in T
     (4, 4) (for ``body`` >= 0 and a finite q)."""
-    if not _finite(q) or not _finite(point):
+    if not finite(q) or not finite(point):
         return 0
     n = q.shape[0]
     for j in range(n):
