@@ -66,9 +66,9 @@ import numpy as np
 from robot_grinding_sim.core.config import CellConfig
 from robot_grinding_sim.core.contact.kelvin_voigt import KelvinVoigt
 from robot_grinding_sim.core.errors import InputError
-from robot_grinding_sim.core.job.run import simulate
 from robot_grinding_sim.core.job.setup import JobConfig, setup_job
-from robot_grinding_sim.core.planning.trajectory import solve_ik
+from robot_grinding_sim.core.job.simulation import simulate
+from robot_grinding_sim.core.planning.path_ik import solve_ik
 from robot_grinding_sim.core.robot.joint_trajectory import TrajectoryInterpolator
 
 TARGET = 5.0  # N

@@ -92,7 +92,7 @@ def main() -> int:
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
     args = ap.parse_args()
 
-    from robot_grinding_sim.ros.environment import localhost_env
+    from robot_grinding_sim.environment import localhost_env
 
     env = localhost_env(domain_id=int(os.environ.get("BENCH_DOMAIN_ID", 1 + os.getpid() % 100)))
     os.environ.update(env)

@@ -33,14 +33,11 @@ from typing import Any
 
 from robot_grinding_sim.core.resources import URDF_DEFAULT, package_file, share_dirs  # noqa: F401 (re-exported)
 
+# the robot and sensor addresses for ``real`` when none is given (placeholders: always pass the real ones)
+from robot_grinding_sim.hardware.addresses import DEFAULT_FT_SENSOR_IP, DEFAULT_ROBOT_IP
+
 PACKAGE = "robot_grinding_sim"
 MODES = ("sim", "real")
-
-#: Default robot and sensor addresses for ``real`` (placeholders: always pass the real ones).
-DEFAULT_ROBOT_IP = "192.168.56.101"
-#: no default sensor address: a placeholder would send UDP to whatever answers there; the
-#: driver refuses to start with ft_backend netft until it is set
-DEFAULT_FT_SENSOR_IP = ""
 
 RVIZ_CONFIG = "config/grinding.rviz"
 
@@ -441,7 +438,7 @@ def _check_launch_arguments(mode: str, values: Mapping[str, str], missing_own: S
     graph_from_launch_arguments(mode, values)  # the booleans, named by graph's own conversion
     discovery = values.get("discovery_range", "").strip()
     if discovery:
-        from robot_grinding_sim.ros.environment import DISCOVERY_RANGES
+        from robot_grinding_sim.environment import DISCOVERY_RANGES
 
         if discovery not in DISCOVERY_RANGES:
             raise ValueError(f"launch argument discovery_range: expected one of {DISCOVERY_RANGES}, got {discovery!r}")
@@ -480,7 +477,7 @@ def launch_description(mode: str) -> Any:
     from launch_ros.parameter_descriptions import ParameterValue
 
     from launch import LaunchDescription
-    from robot_grinding_sim.ros.environment import DISCOVERY_VAR
+    from robot_grinding_sim.environment import DISCOVERY_VAR
 
     specs = graph_from_launch_arguments(mode, _enabling_values(mode))
     default_names = {s.name for s in graph_from_launch_arguments(mode, {})}

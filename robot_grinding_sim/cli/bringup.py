@@ -130,7 +130,7 @@ def bringup(
     --discovery-range says otherwise.
     """
     from robot_grinding_sim.bringup import PACKAGE, graph
-    from robot_grinding_sim.ros.environment import localhost_env
+    from robot_grinding_sim.environment import localhost_env
 
     robot_ip = _check_address(robot_ip, "--robot-ip")
     ft_sensor_ip = _check_address(ft_sensor_ip, "--ft-sensor-ip")

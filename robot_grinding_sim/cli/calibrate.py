@@ -1,5 +1,5 @@
 """``grinding calibrate BAG --out cell.yaml``: identify the cell's contact and F/T sensor parameters
-from a measured calibration pass (:mod:`robot_grinding_sim.core.job.calibrate`) and write them as
+from a measured calibration pass (:mod:`robot_grinding_sim.core.calibration.calibrate`) and write them as
 a parameter file that ``grinding simulate --params`` and the launch files take.
 
 ``grinding calibration-plan [PLAN] --out calib_plan.json``: the plan to measure that pass with (an
@@ -59,7 +59,7 @@ def calibration_plan_cmd(plan: str | None, out: str, params_files: tuple[str, ..
     import json
 
     from robot_grinding_sim.cli.cell_options import build_cell
-    from robot_grinding_sim.core.job.calibrate import calibration_plan
+    from robot_grinding_sim.core.calibration.calibrate import calibration_plan
     from robot_grinding_sim.core.job.setup import cell_robot_model
     from robot_grinding_sim.core.planning.plan_io import cell_of, check_plan, plan_text, read_plan
 
@@ -125,8 +125,8 @@ def calibrate(bag: str, out: str, plan_file: str | None, params_files: tuple[str
     measured normal force before (starting cell) and after.
     """
     from robot_grinding_sim.cli.cell_options import build_cell
+    from robot_grinding_sim.core.calibration.calibrate import calibrate as run_calibration
     from robot_grinding_sim.core.config import cell_yaml
-    from robot_grinding_sim.core.job.calibrate import calibrate as run_calibration
     from robot_grinding_sim.core.planning.plan_io import cell_of, read_plan
 
     out_path = check_output(out, "--out")  # before minutes of fitting

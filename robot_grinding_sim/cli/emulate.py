@@ -140,7 +140,7 @@ def emulate(
     stiffness 3x the prediction's, an F/T bias and noise), then --params-file, then --set.
     """
     from robot_grinding_sim.emulated_cell import emulated_cell
-    from robot_grinding_sim.ros.environment import localhost_env
+    from robot_grinding_sim.environment import localhost_env
 
     overrides = _parse_sets(sets)
     if servo_bandwidth is not None:

@@ -89,7 +89,7 @@ def _run_logged(cmd: list[str], log: Path, domain: int, enabled: bool) -> int:
     the job (cli/job_watch.py). Returns the exit code (-1: timed out, the graph stopped)."""
     from robot_grinding_sim.cli.common import progress
     from robot_grinding_sim.cli.job_watch import JobClock, ProgressListener
-    from robot_grinding_sim.ros.environment import localhost_env
+    from robot_grinding_sim.environment import localhost_env
 
     clock = JobClock()
     with log.open("wb") as fh, progress(None, "graph: waiting for the start", enabled, plain=False) as bar:

@@ -179,7 +179,7 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
     offsets and the predicted mean force: `grinding simulate --plan` and a cell run it unchanged."""
     import math as _math
 
-    from robot_grinding_sim.core.geometry import cad
+    from robot_grinding_sim.core.geometry import parts
     from robot_grinding_sim.core.job.setup import JobConfig
     from robot_grinding_sim.core.planning import plan_io, planner
 
@@ -211,7 +211,7 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
             if path is not None:
                 check_output(path, flag)  # a read-only folder is refused before minutes of planning
     wp = cell.workpiece
-    part = cad.load_part(wp.part, wp.unit or None)
+    part = parts.load_part(wp.part, wp.unit or None)
     if list_faces:
         # index, type and area only: the faces' exact bounds (part.list_faces) cost most of the time on
         # large assemblies and are not shown

@@ -70,8 +70,8 @@ def record(output: str, topics: tuple[str, ...], all_topics: bool, storage: str,
         return
 
     from robot_grinding_sim.core.errors import InputError
+    from robot_grinding_sim.environment import apply_localhost_env
     from robot_grinding_sim.nodes.recorder import RecorderNode, default_output
-    from robot_grinding_sim.ros.environment import apply_localhost_env
     from robot_grinding_sim.ros.node_base import run_node
 
     apply_localhost_env(domain_id, discovery_range=discovery_range)

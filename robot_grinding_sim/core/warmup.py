@@ -87,7 +87,7 @@ def coupled_step() -> None:
     default part's CAD face, the contact model, the arm side free and in contact (Kelvin-Voigt's
     closed form, Hunt-Crossley's)."""
     from robot_grinding_sim.core.config import CellConfig
-    from robot_grinding_sim.core.geometry import cad
+    from robot_grinding_sim.core.geometry import parts
     from robot_grinding_sim.core.geometry.tool_contact import ToolContactQuery, tool_sphere_radius, workpiece_scene
     from robot_grinding_sim.core.job.setup import load_robot_model
     from robot_grinding_sim.core.planning.planner import default_face, pose_matrix
@@ -95,7 +95,7 @@ def coupled_step() -> None:
     cell = CellConfig()
     tcp = cell.tool.tcp_link
     model = load_robot_model(cell.robot.description_file, tcp)
-    part = cad.load_part(cell.workpiece.part, cell.workpiece.unit or None)
+    part = parts.load_part(cell.workpiece.part, cell.workpiece.unit or None)
     scene, _ = workpiece_scene(part, [default_face(part)], pose_matrix(cell.workpiece.pose),
                                tool_sphere_radius(model, tcp, cell.tool.link))
     coupled_step_on(model, cell, ToolContactQuery(scene), np.asarray(cell.robot.home, dtype=float))
@@ -105,7 +105,7 @@ def coupled_step_on(model: Any, cell: Any, query: Any, q: FloatArray) -> None:
     """:func:`coupled_step` on a given robot model, cell, contact query and configuration q (n,)
     (dynamics_node's own, before its clock starts), with throwaway sides."""
     from robot_grinding_sim.core.geometry.tool_contact import ContactGeometry
-    from robot_grinding_sim.core.job.coupled_step import ArmContactStepper, ContactSide
+    from robot_grinding_sim.core.sim.coupled_step import ArmContactStepper, ContactSide
 
     tcp = cell.tool.tcp_link
     qd = np.zeros_like(q)

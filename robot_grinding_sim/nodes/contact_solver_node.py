@@ -1,6 +1,6 @@
 """contact_solver_node: the contact side of the coupled step, and the simulated F/T sensor.
 
-A thin adapter over :class:`robot_grinding_sim.core.job.coupled_step.ContactSide`, the code the
+A thin adapter over :class:`robot_grinding_sim.core.sim.coupled_step.ContactSide`, the code the
 in-process job runs: for every ``contact/points`` message (collision_node, one per joint state)
 and the joint state of the same stamp, it computes the reduced-order model of the contact along
 its normal (effective mass of the arm at the tool, the law's stiffness and damping for that mass,
@@ -14,13 +14,13 @@ depth, frame ``base_frame``; the deepest point is the contact), ``joint_states``
 
 Publishes (stamp of the joint state):
 - ``contact/model`` (std_msgs/Float64MultiArray): the model, ``data`` in the order of
-  :data:`~robot_grinding_sim.core.job.coupled_step.LAYOUT` (t, law id, stiffness, damping, cr,
+  :data:`~robot_grinding_sim.core.sim.coupled_step.LAYOUT` (t, law id, stiffness, damping, cr,
   exponent, v_floor, mass, gap, rate, normal xyz, point xyz, centre xyz, tangential xyz), or the
   one value ``[t]`` when nothing is near; dynamics_node integrates it in closed form (docs/contact.md).
 - ``contact/wrench`` (geometry_msgs/WrenchStamped, frame ``tool.tcp_link``): the contact force on
   the tool at that state (normal + tangential) and its torque about the tcp, in tcp axes.
 - ``ft_sensor/wrench`` (WrenchStamped, frame ``ft_sensor.frame``) when ``publish_ft``: what the
-  F/T sensor model reads (core.job.ft: the wrench moved to the sensor, tool gravity from the URDF,
+  F/T sensor model reads (core.sim.ft: the wrench moved to the sensor, tool gravity from the URDF,
   bias, noise, low-pass, tare).
 
 - ``grinding/removal`` (visualization_msgs/MarkerArray, frame ``base_frame``) when
@@ -51,8 +51,8 @@ from visualization_msgs.msg import MarkerArray
 
 from robot_grinding_sim.core.config import config_from_mapping
 from robot_grinding_sim.core.errors import InputError
-from robot_grinding_sim.core.job.coupled_step import ContactSide
-from robot_grinding_sim.core.job.ft import ft_sensor_model
+from robot_grinding_sim.core.sim.coupled_step import ContactSide
+from robot_grinding_sim.core.sim.ft import ft_sensor_model
 from robot_grinding_sim.ros import conversions as cv
 from robot_grinding_sim.ros import wire
 from robot_grinding_sim.ros.node_base import guarded, load_robot, run_node

@@ -1,6 +1,6 @@
 """dynamics_node: the simulated arm, a stand-in for a position-controlled arm behind ros2_control.
 
-A thin adapter over :class:`robot_grinding_sim.core.job.coupled_step.ArmContactStepper`, the arm
+A thin adapter over :class:`robot_grinding_sim.core.sim.coupled_step.ArmContactStepper`, the arm
 side of the in-process job's coupled step: computed-torque servo (``servo.*``), forward dynamics
 (RNEA/CRBA of the URDF), and the contact along its normal integrated in closed form from the
 contact side's reduced-order model (``coupling: model``), so the node graph runs the same physics
@@ -23,7 +23,7 @@ Subscribes (relative names; in the root namespace they start with ``/``):
   job's step exactly, never waiting and never stale: ``grinding emulate``'s arm, whose physics must
   not depend on how busy the machine is); with ``publish_ft`` it also publishes
   ``ft_sensor/wrench`` (WrenchStamped, frame ``ft_sensor.frame``), the F/T sensor model's reading
-  (core.job.ft) of that contact, with each joint state and its stamp.
+  (core.sim.ft) of that contact, with each joint state and its stamp.
 - ``contact/wrench`` (geometry_msgs/WrenchStamped, ``coupling: force``): a contact wrench applied
   as it is through the Jacobian, in ``header.frame_id`` (a link of the arm, e.g. ``tcp``;
   ``base_link``/``world``/empty: base axes acting at the tip) about that frame's origin. This
@@ -96,9 +96,9 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robot_grinding_sim.core.config import config_from_mapping
 from robot_grinding_sim.core.errors import InputError
-from robot_grinding_sim.core.job.coupled_step import ArmContactStepper, NormalContactModel
 from robot_grinding_sim.core.job.setup import check_home
 from robot_grinding_sim.core.robot.joint_trajectory import TrajectoryInterpolator
+from robot_grinding_sim.core.sim.coupled_step import ArmContactStepper, NormalContactModel
 from robot_grinding_sim.ros import conversions as cv
 from robot_grinding_sim.ros import trajectory_wire, wire
 from robot_grinding_sim.ros.node_base import guarded, load_robot, run_node
@@ -229,8 +229,8 @@ class DynamicsNode(Node):
     def _local_contact(self, p: dict[str, Any], cell: Any) -> None:
         """coupling local: the tool's contact scene on the workpiece and the contact side in this process;
         with publish_ft the F/T sensor model."""
-        from robot_grinding_sim.core.job.coupled_step import ContactSide
-        from robot_grinding_sim.core.job.ft import ft_sensor_model
+        from robot_grinding_sim.core.sim.coupled_step import ContactSide
+        from robot_grinding_sim.core.sim.ft import ft_sensor_model
         from robot_grinding_sim.ros.workpiece import tool_scene
 
         for name in ("tool.link", "ft_sensor.frame"):

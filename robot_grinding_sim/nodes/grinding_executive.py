@@ -1,6 +1,6 @@
 """grinding_executive: runs a plan on whatever arm answers the ros2_control topics.
 
-A thin adapter over :class:`robot_grinding_sim.core.job.execution.JobExecution`. It knows nothing
+A thin adapter over :class:`robot_grinding_sim.core.execution.executive.JobExecution`. It knows nothing
 of simulation or hardware: the same node drives dynamics_node (``grinding bringup sim``) and a real
 arm's ``joint_trajectory_controller`` (through hardware_driver, or remapped straight to it).
 
@@ -46,7 +46,7 @@ retreat; a joint state is usable when stamped within ``execution.max_clock_skew`
 clock at receipt and after the last usable one (the diagnostics give ``joint_states_clock_offset_s``
 and name a problem). ``done`` needs a joint state at or after the job's last knot with the tool
 within the path tolerance of the plan's end, within ``execution.settle_time``; else the job fails
-saying where the tool is (core/job/execution.py). So does the arm's side refusing the commands or stopping
+saying where the tool is (core/execution/executive.py). So does the arm's side refusing the commands or stopping
 the arm: a node that subscribes to the command topic (hardware_driver in front of a real arm) and
 says on ``/diagnostics`` (a status named ``<its node name>: ...``) that its ``commands_refused``
 count grew since the last command was sent, or reports level ERROR (a safety stop), while a job
@@ -73,7 +73,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from robot_grinding_sim.core.config import config_from_mapping
 from robot_grinding_sim.core.errors import GrindingSimError, InputError
-from robot_grinding_sim.core.job.execution import JobExecution, JobState
+from robot_grinding_sim.core.execution.executive import JobExecution, JobState
 from robot_grinding_sim.core.planning import commands as cmds
 from robot_grinding_sim.core.planning import plan_io
 from robot_grinding_sim.core.record import progress_view as pv

@@ -58,7 +58,7 @@ still over a limit, F/T data still stale, joint states still silent). SetBool fa
 release a latched stop. Until
 the first joint state and F/T reading commands are refused ("waiting").
 
-Force control (``force_control`` true; ``admittance.*``, core/job/force_control.py,
+Force control (``force_control`` true; ``admittance.*``, core/execution/force_control.py,
 docs/hardware.md): an accepted trajectory is not forwarded but followed by the driver as the
 controller would (from its stamp, replacing the one in force); every control period the driver
 samples it ``admittance.horizon`` ahead, corrects the TCP along the surface normal by the admittance
@@ -110,10 +110,10 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from robot_grinding_sim.core.config import config_from_mapping
 from robot_grinding_sim.core.contact.ft_processing import FTProcessor
 from robot_grinding_sim.core.errors import InputError
-from robot_grinding_sim.core.job.force_control import NormalForceControl, plan_normals
-from robot_grinding_sim.core.job.ft import ft_sensor_model
+from robot_grinding_sim.core.execution.force_control import NormalForceControl, plan_normals
 from robot_grinding_sim.core.robot.command_guard import CommandGuard, GuardParams
 from robot_grinding_sim.core.robot.safety import SafetyLimits, SafetyMonitor, Trip
+from robot_grinding_sim.core.sim.ft import ft_sensor_model
 from robot_grinding_sim.hardware.ft_stream import FTReadings
 from robot_grinding_sim.ros import conversions as cv
 from robot_grinding_sim.ros import node_base, wire

@@ -231,10 +231,10 @@ class PlannerNode(Node):
     def _part_mesh(self, result: Any) -> Any:
         if result.mesh is not None:
             return result.mesh
-        from robot_grinding_sim.core.geometry import cad
+        from robot_grinding_sim.core.geometry import parts
 
         try:
-            return cad.load_part(result.source, result.unit or None).tessellate(deflection=2e-4)
+            return parts.load_part(result.source, result.unit or None).tessellate(deflection=2e-4)
         except GrindingSimError as exc:
             self.get_logger().warning(f"no part marker: {exc}")
             return None

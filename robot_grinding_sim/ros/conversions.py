@@ -505,7 +505,7 @@ CONTACT_MODEL_LABEL = "normal_contact_model"
 
 
 def contact_model_to_msg(rom: Any, t: float) -> Float64MultiArray:
-    """The contact model (a :class:`~robot_grinding_sim.core.job.coupled_step.NormalContactModel`,
+    """The contact model (a :class:`~robot_grinding_sim.core.sim.coupled_step.NormalContactModel`,
     or None: nothing near the tool at sim time ``t``) as contact/model's Float64MultiArray."""
     data = rom.to_array() if rom is not None else np.array([float(t)])
     msg = Float64MultiArray()
@@ -526,7 +526,7 @@ def msg_to_contact_model(msg: Float64MultiArray) -> tuple[float, Any]:
 def contact_model_from_array(data: np.ndarray) -> tuple[float, Any]:
     """contact/model's data (the message's ``data``) -> (t, NormalContactModel or None): see
     :func:`msg_to_contact_model`."""
-    from robot_grinding_sim.core.job.coupled_step import NormalContactModel
+    from robot_grinding_sim.core.sim.coupled_step import NormalContactModel
 
     if data.size == 1:
         if not math.isfinite(float(data[0])):

@@ -63,8 +63,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.environment import default_discovery_range
 from robot_grinding_sim.ros import early_signals
-from robot_grinding_sim.ros.environment import default_discovery_range
 from robot_grinding_sim.ros.parameters import ParameterError
 
 F = TypeVar("F", bound=Callable[..., Any])

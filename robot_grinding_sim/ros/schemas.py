@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from robot_grinding_sim.bringup import DEFAULT_FT_SENSOR_IP, DEFAULT_ROBOT_IP
 from robot_grinding_sim.core.config import cell_specs
 from robot_grinding_sim.core.parameters import ParamSpec
 from robot_grinding_sim.core.record.bagwriter import STORAGES
 from robot_grinding_sim.core.record.progress_view import MARKER_RATE
 from robot_grinding_sim.core.robot.command_guard import GuardParams
 from robot_grinding_sim.core.robot.safety import SafetyLimits
+from robot_grinding_sim.hardware.addresses import DEFAULT_FT_SENSOR_IP, DEFAULT_ROBOT_IP
 
 #: What the recorder records by default: the force comparison's topics, what a 3D viewer needs to
 #: replay the job (robot, TF, part, passes, contacts, removal map), and the executive's commands and

@@ -18,12 +18,12 @@ from robot_grinding_sim.ros.parameters import ParameterError
 def load_workpiece(values: dict[str, Any], model: Any, node_name: str) -> tuple[Any, list[int], np.ndarray, str]:
     """(part, faces, X_BP (4, 4), description) from the ``workpiece.*`` parameters; ParameterError
     naming the parameter for a bad part or face."""
-    from robot_grinding_sim.core.geometry import cad
+    from robot_grinding_sim.core.geometry import parts
     from robot_grinding_sim.core.planning.planner import check_part_size, default_face, pose_matrix, robot_reach
 
     wp = group_from_values("workpiece", values)
     try:
-        part = cad.load_part(wp.part, wp.unit or None)
+        part = parts.load_part(wp.part, wp.unit or None)
         # the size check of every planner (a unit mistake refused before the part is tessellated); the
         # tool's size is the planner's concern, the robot's reach everybody's
         check_part_size(part, 0.0, robot_reach(model) if model is not None else None)

@@ -16,19 +16,19 @@ import numpy as np
 import pytest
 
 from robot_grinding_sim.cli import main
-from robot_grinding_sim.core.config import CellConfig, load_cell_config
-from robot_grinding_sim.core.job.calibrate import (
+from robot_grinding_sim.core.calibration.calibrate import (
     calibration_plan,
     fit_gravity_bias,
     mean_relative_error,
     normal_force,
     positions_at,
 )
-from robot_grinding_sim.core.job.ft import ft_sensor_model
+from robot_grinding_sim.core.config import CellConfig, load_cell_config
 from robot_grinding_sim.core.job.outputs import write_outputs
 from robot_grinding_sim.core.job.run import run_job
 from robot_grinding_sim.core.job.setup import JobConfig, load_robot_model
 from robot_grinding_sim.core.record.bag import read_joint_states, read_progress, read_wrench
+from robot_grinding_sim.core.sim.ft import ft_sensor_model
 
 K_TRUE = 3.0 * CellConfig().contact.stiffness
 BIAS_TRUE = [0.8, -0.5, 1.2, 0.03, -0.02, 0.01]
@@ -128,7 +128,7 @@ def test_calibrate_fits_gravity_at_rest_despite_a_clock_skew(
     a stale orientation: joint states 0.1 s late here. The fit on the sweep's holds does not see the
     skew; the fit on every free reading one by one (rest_speed None) is off by about 0.09 N."""
     import robot_grinding_sim.core.record.bag as bag_module
-    from robot_grinding_sim.core.job.calibrate import calibrate
+    from robot_grinding_sim.core.calibration.calibrate import calibrate
 
     read = bag_module.read_joint_states
 

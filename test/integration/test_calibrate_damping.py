@@ -1,7 +1,7 @@
 """``grinding calibrate --fit-damping``: the coefficient of restitution from a calibration pass.
 
 The damping force ``D d'`` acts only while the depth changes; on a position-controlled pass the
-depth is steady, so c_r is not identifiable from the pass alone (core/job/calibrate.py). With
+depth is steady, so c_r is not identifiable from the pass alone (core/calibration/calibrate.py). With
 ``--fit-damping`` the fit also takes the engagement and the dwell; a calibration plan whose
 engagement is fast (``process.engage_time`` 0.05 s: the tool reaches the surface at about 20 mm/s)
 shows it. A "true" cell (in process: stiffness 3x, c_r 0.3 instead of 0.5, sensor noise) runs that
@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from robot_grinding_sim.cli import main
+from robot_grinding_sim.core.calibration.calibrate import calibration_plan
 from robot_grinding_sim.core.config import CellConfig, load_cell_config
-from robot_grinding_sim.core.job.calibrate import calibration_plan
 from robot_grinding_sim.core.job.outputs import write_outputs
 from robot_grinding_sim.core.job.run import run_job
 from robot_grinding_sim.core.job.setup import JobConfig

@@ -83,10 +83,10 @@ def run_on_the_cell(tmp: Path, probe: Any, plan: Path, params: list[Path]) -> Pa
 def measured_normal_force(bag: Path, cell: Any, traj: Any) -> tuple[np.ndarray, np.ndarray]:
     """(plan time, normal force N) on the pass's feed from the driver's compensated /ft_sensor/wrench:
     the force along the tool axis (-F_z in tcp)."""
-    from robot_grinding_sim.core.job.calibrate import normal_force, positions_at
-    from robot_grinding_sim.core.job.ft import ft_sensor_model
+    from robot_grinding_sim.core.calibration.calibrate import normal_force, positions_at
     from robot_grinding_sim.core.job.setup import load_robot_model
     from robot_grinding_sim.core.record.bag import read_joint_states, read_progress, read_wrench
+    from robot_grinding_sim.core.sim.ft import ft_sensor_model
 
     model = load_robot_model(cell.robot.description_file, cell.tool.tcp_link)
     X_S_tcp = ft_sensor_model(cell, model).params.X_S_tcp
@@ -111,11 +111,11 @@ def predicted_normal_force(out: Path, traj: Any, t: np.ndarray) -> np.ndarray:
 def test_calibration_on_the_emulated_cell_predicts_the_measured_force(
         plans: dict[str, Path], tmp_path: Path, probe: Any, capsys: pytest.CaptureFixture[str]) -> None:
     from robot_grinding_sim.cli import main
+    from robot_grinding_sim.core.calibration.calibrate import mean_relative_error
     from robot_grinding_sim.core.config import CellConfig, load_cell_config
-    from robot_grinding_sim.core.job.calibrate import mean_relative_error
-    from robot_grinding_sim.core.job.ft import ft_sensor_model
     from robot_grinding_sim.core.job.setup import load_robot_model
     from robot_grinding_sim.core.planning.plan_io import read_plan, trajectory_from_dict
+    from robot_grinding_sim.core.sim.ft import ft_sensor_model
 
     # 1. the calibration pass on the emulated cell
     bag = run_on_the_cell(tmp_path / "calibration", probe, plans["calib"], [])

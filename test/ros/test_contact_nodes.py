@@ -196,7 +196,7 @@ def test_collision_node_answers_from_the_exact_cad_surface(launch_node, probe) -
     from OCP.STEPControl import STEPControl_Reader
 
     from robot_grinding_sim.core.config import CellConfig
-    from robot_grinding_sim.core.planning.trajectory import solve_ik
+    from robot_grinding_sim.core.planning.path_ik import solve_ik
 
     reader = STEPControl_Reader()
     assert reader.ReadFile(str(REPO / "parts" / "curved_panel.step")) == IFSelect_RetDone
@@ -255,7 +255,7 @@ def test_contact_solver_publishes_the_removal_map(launch_node, probe) -> None:
     from visualization_msgs.msg import Marker, MarkerArray
 
     from robot_grinding_sim.core.config import CellConfig
-    from robot_grinding_sim.core.planning.trajectory import solve_ik
+    from robot_grinding_sim.core.planning.path_ik import solve_ik
 
     cell = [REPO / "config" / "cell.yaml"]
     plate = {"workpiece.part": "flat_plate"}  # planar top 10 mm above the part frame, normal +z

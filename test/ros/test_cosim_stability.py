@@ -24,7 +24,7 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robot_grinding_sim.core.config import CellConfig
-from robot_grinding_sim.core.planning.trajectory import solve_ik
+from robot_grinding_sim.core.planning.path_ik import solve_ik
 from robot_grinding_sim.core.robot.dynamics import RobotModel
 from robot_grinding_sim.ros import conversions as cv
 

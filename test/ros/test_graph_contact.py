@@ -29,12 +29,12 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robot_grinding_sim.core.config import CellConfig
-from robot_grinding_sim.core.geometry import cad
+from robot_grinding_sim.core.geometry import parts
 from robot_grinding_sim.core.geometry.tool_contact import ToolContactQuery, workpiece_scene
-from robot_grinding_sim.core.job.coupled_step import ArmContactStepper, ContactSide, CoupledStep
-from robot_grinding_sim.core.planning.trajectory import solve_ik
+from robot_grinding_sim.core.planning.path_ik import solve_ik
 from robot_grinding_sim.core.robot.dynamics import RobotModel
 from robot_grinding_sim.core.robot.joint_trajectory import TrajectoryInterpolator
+from robot_grinding_sim.core.sim.coupled_step import ArmContactStepper, ContactSide, CoupledStep
 from robot_grinding_sim.ros import conversions as cv
 
 pytestmark = pytest.mark.ros
@@ -101,7 +101,7 @@ def test_graph_holds_the_in_process_force(launch_node, probe, tmp_path) -> None:
     expected = D_CMD / (1.0 / K + 1.0 / k_arm)
     assert f_graph == pytest.approx(expected, rel=0.01)
     # (2) the in-process coupled step, held at the same commanded pose until it settles
-    part = cad.load_part(str(stl), "m")
+    part = parts.load_part(str(stl), "m")
     scene, _ = workpiece_scene(part, [0], cad_pose(pose), R_BALL, cell.workpiece.deflection)
     side = ContactSide(model, cell.contact, "tcp", cell.tool.spindle_speed, ToolContactQuery(scene))
     arm = ArmContactStepper(model, q1, cell.servo, cell.sim.gravity, "tcp")

@@ -14,7 +14,7 @@ from sensor_msgs.msg import JointState, PointCloud2
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
 from robot_grinding_sim.core.errors import InputError
-from robot_grinding_sim.core.job.coupled_step import LAYOUT
+from robot_grinding_sim.core.sim.coupled_step import LAYOUT
 from robot_grinding_sim.ros import conversions as cv
 from robot_grinding_sim.ros import wire
 

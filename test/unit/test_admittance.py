@@ -1,5 +1,5 @@
 """The admittance along the normal (core/robot/admittance.py) and the driver's force control
-(core/job/force_control.py), without ROS.
+(core/execution/force_control.py), without ROS.
 
 References: the closed loop with a spring contact K in series, ``M x'' + D x' + K x = K d0 - F_t``,
 solved in closed form (steady state ``x = d0 - F_t / K``, i.e. the target force; the step response
@@ -210,7 +210,7 @@ def _run(model, data: dict, K: float, control: bool, dt: float = 2e-3) -> dict[s
     """The plan's job through NormalForceControl at 1/dt Hz: the arm reaches each streamed point at
     its time (an ideal position-controlled arm, the horizon a pure delay), the ball touches the
     plan's surface (the nearest waypoint's tangent plane) with a spring of stiffness K."""
-    from robot_grinding_sim.core.job.force_control import NormalForceControl
+    from robot_grinding_sim.core.execution.force_control import NormalForceControl
     from robot_grinding_sim.core.planning import plan_io
 
     traj = plan_io.trajectory_from_dict(data["trajectory"], model)

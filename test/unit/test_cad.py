@@ -130,7 +130,7 @@ def test_brep_needs_a_unit(tmp_path: Path) -> None:
 
 
 def test_face_index_out_of_range() -> None:
-    part = cad.load_part("flat_plate")
+    part = parts.load_part("flat_plate")
     with pytest.raises(InputError, match="out of range 0..5"):
         part.face(6)
     with pytest.raises(InputError, match="out of range"):
@@ -139,7 +139,7 @@ def test_face_index_out_of_range() -> None:
 
 def test_unknown_builtin_name() -> None:
     with pytest.raises(InputError, match="built-in"):
-        cad.load_part("no_such_part")
+        parts.load_part("no_such_part")
 
 
 def _random_uv(face: cad_face.CadFace, n: int, inset: float = 0.02) -> tuple[np.ndarray, np.ndarray]:
@@ -165,7 +165,7 @@ def test_sphere_points_and_outward_normals_are_exact() -> None:
 
 
 def test_cylinder_plane_normals_against_analytic() -> None:
-    part = cad.load_part("cylinder_section")
+    part = parts.load_part("cylinder_section")
     outer = part.face(0)
     assert outer.type == "cylinder"
     u, v = _random_uv(outer, 500)
@@ -180,7 +180,7 @@ def test_cylinder_plane_normals_against_analytic() -> None:
         radial = p * [0, 1, 1]
         inward = -radial / np.linalg.norm(radial, axis=1, keepdims=True)
         assert _deg(n, inward).max() < 0.01  # out of the wall, towards the axis
-    plate = cad.load_part("flat_plate")
+    plate = parts.load_part("flat_plate")
     for f in plate.faces:
         p, n = f.evaluate(*_random_uv(f, 50))
         centre = np.array([0.0, 0.0, 0.005])
@@ -190,7 +190,7 @@ def test_cylinder_plane_normals_against_analytic() -> None:
 
 
 def test_bspline_evaluation_matches_opencascade() -> None:
-    part = cad.load_part("curved_panel")
+    part = parts.load_part("curved_panel")
     for face in part.faces:
         u, v = _random_uv(face, 40, inset=0.0)
         p, n = face.evaluate(u, v)
@@ -225,7 +225,7 @@ def cad_panel_poles() -> np.ndarray:
 
 
 def test_project_recovers_points_and_parameters() -> None:
-    face = cad.load_part("curved_panel").face(4)
+    face = parts.load_part("curved_panel").face(4)
     assert face.type == "bspline"
     u, v = _random_uv(face, 30, inset=0.1)
     p, n = face.evaluate(u, v)
@@ -236,7 +236,7 @@ def test_project_recovers_points_and_parameters() -> None:
 
 
 def test_contains_matches_opencascade_classifier_with_hole() -> None:
-    part = cad.load_part("plate_with_hole")
+    part = parts.load_part("plate_with_hole")
     (top,) = [f for f in part.faces if f.type == "plane" and f.evaluate(*_random_uv(f, 1))[1][0, 2] > 0.99]
     u0, u1, v0, v1 = top.uv_bounds
     uv = np.column_stack([RNG.uniform(u0, u1, 400), RNG.uniform(v0, v1, 400)])
@@ -250,7 +250,7 @@ def test_contains_matches_opencascade_classifier_with_hole() -> None:
 
 
 def test_tessellation_is_close_to_the_exact_surface() -> None:
-    part = cad.load_part("curved_panel")
+    part = parts.load_part("curved_panel")
     mesh = part.tessellate(deflection=5e-5)
     assert mesh.is_watertight
     top, bottom = part.face(4), part.face(5)
@@ -263,7 +263,7 @@ def test_tessellation_is_close_to_the_exact_surface() -> None:
 
 
 def test_intersect_lines_hits_the_surface_on_the_lines() -> None:
-    face = cad.load_part("curved_panel").face(4)
+    face = parts.load_part("curved_panel").face(4)
     origins = np.column_stack([RNG.uniform(-0.09, 0.09, 200), RNG.uniform(-0.07, 0.07, 200), np.zeros(200)])
     d = np.array([0.1, -0.05, 1.0])
     d /= np.linalg.norm(d)
@@ -277,7 +277,7 @@ def test_intersect_lines_hits_the_surface_on_the_lines() -> None:
 
 
 def test_mesh_input_needs_unit_and_warns(tmp_path: Path) -> None:
-    mesh = cad.load_part("flat_plate").tessellate()
+    mesh = parts.load_part("flat_plate").tessellate()
     mesh.apply_scale(1000.0)
     path = tmp_path / "plate.stl"
     mesh.export(path)
@@ -295,7 +295,7 @@ def test_mesh_input_needs_unit_and_warns(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", list(parts.BUILTIN_PARTS))
 def test_shipped_builtin_parts_match_their_definition(name: str) -> None:
-    shipped = cad.load_part(name)
+    shipped = parts.load_part(name)
     built = parts.build_part(name)
     assert shipped.unit == "millimetre"
     assert [f.type for f in shipped.faces] == [f.type for f in built.faces]
@@ -306,11 +306,11 @@ def test_shipped_builtin_parts_match_their_definition(name: str) -> None:
 
 
 def test_builtin_part_geometry() -> None:
-    panel = cad.load_part("curved_panel")
+    panel = parts.load_part("curved_panel")
     assert panel.face(4).type == "bspline"
     lo, hi = panel.bounds
     np.testing.assert_allclose(hi[:2] - lo[:2], [0.2, 0.15], atol=1e-6)  # optimal box, tolerance-padded
-    hole = cad.load_part("plate_with_hole")
+    hole = parts.load_part("plate_with_hole")
     assert sum(f.type == "cylinder" for f in hole.faces) == 1
     top = max(hole.faces, key=lambda f: f.bounds[1][2] + f.area)
     assert top.area == pytest.approx(0.2 * 0.15 - math.pi * 0.02**2, rel=1e-9)

@@ -59,7 +59,7 @@ def drawn_at_every_update(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_core_reports_each_stage_with_a_total(measured: Path) -> None:
-    from robot_grinding_sim.core.job.calibrate import calibrate
+    from robot_grinding_sim.core.calibration.calibrate import calibrate
 
     calls: list[tuple[str, float, float]] = []
     result = calibrate(measured / "bag", measured / "plan.json", progress=lambda *a: calls.append(a))

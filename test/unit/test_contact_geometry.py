@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from robot_grinding_sim.core.geometry import cad, shapes
+from robot_grinding_sim.core.geometry import cad, parts, shapes
 from robot_grinding_sim.core.geometry.tool_contact import ToolContactQuery, workpiece_scene
 
 R_TOOL = 0.02
@@ -103,7 +103,7 @@ def test_beside_the_face_the_gap_is_the_distance_to_its_boundary() -> None:
     from OCP.BRepExtrema import BRepExtrema_DistShapeShape
     from OCP.gp import gp_Pnt
 
-    part = cad.load_part("curved_panel")
+    part = parts.load_part("curved_panel")
     (top,) = [f.index for f in part.list_faces() if f.type == "bspline" and f.bounds_max[2] > 0.02]
     deflection = 2e-4
     scene, exact = workpiece_scene(part, [top], POSE, R_TOOL, deflection)
@@ -217,7 +217,7 @@ def test_beside_the_face_the_projection_runs_along_the_box_edge(monkeypatch: pyt
     the part) and stopped short of the edge curve's closest point."""
     from robot_grinding_sim.core.geometry import projector
 
-    part = cad.load_part("curved_panel")
+    part = parts.load_part("curved_panel")
     (top,) = [f.index for f in part.list_faces() if f.type == "bspline" and f.bounds_max[2] > 0.02]
     proj = projector.FaceProjector(part.face(top))
     st, box, grid_uv, grid_p, kind, frame, prm, tu, tv, pu, pv, hom, _ = proj.arrays()

@@ -18,9 +18,9 @@ from pinocchio_oracle import effective_mass
 
 from robot_grinding_sim.core.config import ContactConfig
 from robot_grinding_sim.core.contact.kelvin_voigt import kv_zeta_clamped
-from robot_grinding_sim.core.job.coupled_step import ContactSide
 from robot_grinding_sim.core.resources import default_urdf
 from robot_grinding_sim.core.robot.dynamics import RobotModel
+from robot_grinding_sim.core.sim.coupled_step import ContactSide
 
 URDF = default_urdf()
 Q0 = np.array([0.0, -1.5708, 1.5708, -1.5708, -1.5708, 0.0])  # tool pointing straight down

@@ -21,16 +21,16 @@ from robot_grinding_sim.core.config import CellConfig
 from robot_grinding_sim.core.contact.engine import NormalContactEngine
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.geometry.tool_contact import ToolContactQuery, workpiece_scene
-from robot_grinding_sim.core.job import compiled_step as cstep
-from robot_grinding_sim.core.job.coupled_step import (
+from robot_grinding_sim.core.job.setup import JobConfig, setup_job
+from robot_grinding_sim.core.job.simulation import coupled_step, simulate
+from robot_grinding_sim.core.planning.trajectory import episode_trajectory
+from robot_grinding_sim.core.sim import compiled_step as cstep
+from robot_grinding_sim.core.sim.coupled_step import (
     LAYOUT,
     ArmContactStepper,
     ContactSide,
     NormalContactModel,
 )
-from robot_grinding_sim.core.job.run import coupled_step, simulate
-from robot_grinding_sim.core.job.setup import JobConfig, setup_job
-from robot_grinding_sim.core.planning.trajectory import episode_trajectory
 
 #: the collision_node default: rows while the gap is below 5 mm
 MARGIN = 0.005

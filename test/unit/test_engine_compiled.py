@@ -29,10 +29,10 @@ from robot_grinding_sim.core.contact import engine_kernels as ek
 from robot_grinding_sim.core.contact.engine import NormalContactEngine
 from robot_grinding_sim.core.contact.hunt_crossley import HuntCrossley
 from robot_grinding_sim.core.contact.kelvin_voigt import KelvinVoigt, kv_zeta_clamped
-from robot_grinding_sim.core.job import compiled_step as cstep
-from robot_grinding_sim.core.job.coupled_step import ArmContactStepper, ContactSide
 from robot_grinding_sim.core.job.setup import JobConfig, setup_job
 from robot_grinding_sim.core.planning.trajectory import episode_trajectory
+from robot_grinding_sim.core.sim import compiled_step as cstep
+from robot_grinding_sim.core.sim.coupled_step import ArmContactStepper, ContactSide
 
 M, K, G, H = 1.0, 1.4e8, 9.81, 1.0
 FIELDS = ("t_impact", "v_in", "v_out", "peak_force", "max_penetration", "contact_duration", "t_exit", "releases")

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from robot_grinding_sim.bringup import LAUNCH_ARGUMENTS
-from robot_grinding_sim.ros.environment import DISCOVERY_VAR, default_discovery_range, localhost_env
+from robot_grinding_sim.environment import DISCOVERY_VAR, default_discovery_range, localhost_env
 
 
 def test_a_node_keeps_the_range_the_user_set() -> None:

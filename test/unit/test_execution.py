@@ -1,4 +1,4 @@
-"""The executive's decisions (core.job.execution), checked against the plan they come from.
+"""The executive's decisions (core.execution.executive), checked against the plan they come from.
 
 The reference a command gives is compared with the job trajectory evaluated by scipy's
 CubicHermiteSpline (the commands and the simulated arm share one cubic Hermite,
@@ -18,7 +18,7 @@ from scipy.optimize import minimize_scalar
 
 from robot_grinding_sim.core.config import CellConfig
 from robot_grinding_sim.core.errors import GrindingSimError, InputError
-from robot_grinding_sim.core.job.execution import JobExecution, JobState
+from robot_grinding_sim.core.execution.executive import JobExecution, JobState
 from robot_grinding_sim.core.job.setup import JobConfig, setup_job
 from robot_grinding_sim.core.planning import commands as cmds
 from robot_grinding_sim.core.planning.trajectory import build_job_trajectory, progress_samples

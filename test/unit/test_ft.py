@@ -149,9 +149,9 @@ def test_sensor_orientation_from_the_tcp_is_pinocchios_sensor_frame(tmp_path):
     import pinocchio as pin
 
     from robot_grinding_sim.core.config import CellConfig
-    from robot_grinding_sim.core.job.ft import ft_sensor_model
     from robot_grinding_sim.core.resources import default_urdf
     from robot_grinding_sim.core.robot.dynamics import RobotModel
+    from robot_grinding_sim.core.sim.ft import ft_sensor_model
 
     text = default_urdf().read_text()
     mount = '<child link="spindle"/>\n    <origin xyz="0 0 0" rpy="0 0 0"/>'

@@ -22,13 +22,15 @@ from pinocchio_oracle import effective_mass
 
 from robot_grinding_sim.core.config import CellConfig
 from robot_grinding_sim.core.errors import InputError, PlanningError
-from robot_grinding_sim.core.job.ft import ft_sensor_model
 from robot_grinding_sim.core.job.plan_job import plan_job
-from robot_grinding_sim.core.job.run import run_job, simulate
+from robot_grinding_sim.core.job.run import run_job
 from robot_grinding_sim.core.job.setup import JobConfig, setup_job
+from robot_grinding_sim.core.job.simulation import simulate
 from robot_grinding_sim.core.planning import plan_io
-from robot_grinding_sim.core.planning.trajectory import episode_trajectory, solve_ik
+from robot_grinding_sim.core.planning.path_ik import solve_ik
+from robot_grinding_sim.core.planning.trajectory import episode_trajectory
 from robot_grinding_sim.core.robot.joint_trajectory import TrajectoryInterpolator
+from robot_grinding_sim.core.sim.ft import ft_sensor_model
 
 R_TOOL = 0.02
 HOME = np.array(CellConfig().robot.home)

@@ -14,6 +14,7 @@ a test that fails when one is broken.
 from __future__ import annotations
 
 import ast
+import math
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,7 @@ FOREIGN_PRIVATE: dict[tuple[str, str], str] = {
 }
 #: top-level modules core must not import (besides the suffix rules in _is_ros)
 ROS_MODULES = {"rclpy", "launch", "launch_ros", "launch_testing", "ament_index_python", "rosbag2_py"}
-DOMAINS = ("robot", "contact", "geometry", "planning", "job", "record")
+DOMAINS = ("robot", "contact", "geometry", "planning", "sim", "execution", "job", "calibration", "record")
 FILES = sorted(p for p in PKG.rglob("*.py") if "__pycache__" not in p.parts)
 
 
@@ -170,3 +171,126 @@ def test_long_modules_have_a_reason() -> None:
     stale = [k for k in LONG_MODULES if lines.get(k, 0) <= MAX_LINES]
     assert not stale, f"LONG_MODULES lists modules that are short now (or gone): {stale}"
     assert all(reason.strip() for reason in LONG_MODULES.values())
+
+
+# --------------------------------------------------------------------------------------------------
+# the import graph: no cycles, arrows down
+
+
+#: core's domains, lowest first: a domain imports only the ones before it (and core's own modules)
+DOMAIN_ORDER = ("robot", "geometry", "contact", "planning", "record", "sim", "execution", "job", "calibration")
+#: core modules above every domain (they import what they compile or run); the rest of core's own
+#: modules (config, errors, parameters, ...) are below every domain
+CORE_TOP = {"warmup"}
+#: the package's layers, lowest first: a layer imports only itself and the ones before it
+LAYERS = (("core", "hardware"), ("environment", "bringup", "emulated_cell"), ("ros",), ("nodes",), ("cli",))
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (at the top or in functions, any form)."""
+    names = {_module_name(_rel(p)): p for p in FILES}
+
+    def resolve(name: str) -> str | None:
+        while name and name not in names:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for name, path in names.items():
+        out = set()
+        for _, module, imported, _ in _imported(ast.parse(path.read_text(), filename=str(path)), _rel(path)):
+            if not module.startswith("robot_grinding_sim"):
+                continue
+            target = resolve(f"{module}.{imported}" if imported else module)
+            if target:
+                out.add(target)
+        # a module's own packages (their __init__) come with it: not an import of them
+        graph[name] = {t for t in out if t != name and not name.startswith(t + ".")}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _layer(module: str) -> int:
+    part = module.split(".")[1] if "." in module else ""
+    return next((i for i, layer in enumerate(LAYERS) if part in layer), len(LAYERS))
+
+
+def _core_rank(module: str) -> float:
+    """Where a core module stands: -1 core's own low modules, the domain's place, inf core's top."""
+    parts = module.split(".")
+    if len(parts) > 3:
+        return DOMAIN_ORDER.index(parts[2]) if parts[2] in DOMAIN_ORDER else math.inf
+    if len(parts) == 3 and parts[2] in DOMAIN_ORDER:  # a domain's package __init__
+        return DOMAIN_ORDER.index(parts[2])
+    return math.inf if parts[-1] in CORE_TOP else -1
+
+
+def _broken_arrows(graph: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for a, targets in graph.items():
+        for b in targets:
+            if _layer(b) > _layer(a):
+                bad.append(f"{a} -> {b} (a lower layer imports a higher one)")
+            if a.startswith("robot_grinding_sim.core.") and b.startswith("robot_grinding_sim.core."):
+                ra, rb = _core_rank(a), _core_rank(b)
+                same_domain = a.split(".")[2] == b.split(".")[2] and ra >= 0
+                if rb > ra and not same_domain:
+                    bad.append(f"{a} -> {b} (core's domains: {' < '.join(DOMAIN_ORDER)})")
+    return bad
+
+
+def test_the_package_has_no_import_cycles() -> None:
+    cycles = _cycles(_import_graph())
+    assert not cycles, "modules that import each other (directly or around a loop): " + "; ".join(
+        " <-> ".join(m.replace("robot_grinding_sim.", "") for m in c) for c in cycles)
+
+
+def test_imports_point_down() -> None:
+    bad = _broken_arrows(_import_graph())
+    assert not bad, "\n".join(bad)
+
+
+def test_the_graph_checks_find_a_cycle_and_an_upward_import() -> None:
+    pkg = "robot_grinding_sim"
+    graph = {f"{pkg}.core.planning.a": {f"{pkg}.core.planning.b"}, f"{pkg}.core.planning.b": {f"{pkg}.core.planning.a"},
+             f"{pkg}.core.robot.x": {f"{pkg}.core.job.run"}, f"{pkg}.ros.schemas": {f"{pkg}.bringup"},
+             f"{pkg}.bringup": {f"{pkg}.ros.environment"}, f"{pkg}.core.job.run": {f"{pkg}.core.config"}}
+    assert _cycles(graph) == [[f"{pkg}.core.planning.a", f"{pkg}.core.planning.b"]]
+    bad = _broken_arrows(graph)
+    assert any("core.robot.x -> robot_grinding_sim.core.job.run" in b for b in bad)
+    assert any("bringup -> robot_grinding_sim.ros.environment" in b for b in bad)
+    assert len(bad) == 2, bad

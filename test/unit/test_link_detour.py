@@ -15,7 +15,7 @@ from scipy.spatial.transform import Rotation
 
 from robot_grinding_sim.core.config import CellConfig, PassParameters
 from robot_grinding_sim.core.errors import PlanningError
-from robot_grinding_sim.core.geometry import cad
+from robot_grinding_sim.core.geometry import parts
 from robot_grinding_sim.core.planning import plan_io, planner
 from robot_grinding_sim.core.planning import trajectory as tr
 from robot_grinding_sim.core.robot.ik import load_robot
@@ -24,7 +24,7 @@ from robot_grinding_sim.core.robot.ik import load_robot
 @pytest.fixture(scope="module")
 def plan2():
     cell = CellConfig()
-    part = cad.load_part("curved_panel")
+    part = parts.load_part("curved_panel")
     plan = planner.plan(part, None, PassParameters(stepover=0.03, spacing=0.004), planner.tool_parameters(cell, 0.02),
                         robot=None, workpiece_pose=cell.workpiece.pose)
     return cell, planner.crop_plan(plan, part, max_passes=2, pass_length=0.02)

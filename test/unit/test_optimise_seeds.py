@@ -16,7 +16,7 @@ import pytest
 
 from robot_grinding_sim.core.config import CellConfig, PassParameters
 from robot_grinding_sim.core.errors import PlanningError
-from robot_grinding_sim.core.geometry import cad
+from robot_grinding_sim.core.geometry import parts
 from robot_grinding_sim.core.job import optimise
 from robot_grinding_sim.core.planning import links, planner
 from robot_grinding_sim.core.planning import trajectory as tr
@@ -26,7 +26,7 @@ from robot_grinding_sim.core.robot.ik import load_robot
 @pytest.fixture(scope="module")
 def two_passes():
     cell = CellConfig()
-    part = cad.load_part("flat_plate")
+    part = parts.load_part("flat_plate")
     plan = planner.plan(part, None, PassParameters(stepover=0.03, spacing=0.004),
                         planner.tool_parameters(cell, 0.02), robot=None, workpiece_pose=cell.workpiece.pose)
     plan = planner.crop_plan(plan, part, max_passes=2, pass_length=0.01)

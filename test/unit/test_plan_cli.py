@@ -132,7 +132,7 @@ def test_place_auto_makes_the_job_on_the_placed_passes_in_memory(tmp_path: Path,
 
     from robot_grinding_sim.cli.plan import _robot_plan
     from robot_grinding_sim.core.config import CellConfig
-    from robot_grinding_sim.core.geometry import cad
+    from robot_grinding_sim.core.geometry import parts
     from robot_grinding_sim.core.planning import plan_io, planner
 
     def refuse(*a: object, **k: object) -> None:
@@ -141,7 +141,7 @@ def test_place_auto_makes_the_job_on_the_placed_passes_in_memory(tmp_path: Path,
     for name in ("write_plan", "read_plan", "parse_plan", "plan_from_dict"):
         monkeypatch.setattr(plan_io, name, refuse)
     cell = CellConfig().replace(**{"workpiece.pose": [1.25, 0.3, 0.0, 0.0, 0.0, 0.3]})  # out of reach
-    part = cad.load_part(cell.workpiece.part)
+    part = parts.load_part(cell.workpiece.part)
     faces = None if list(cell.workpiece.faces) == [-1] else [int(f) for f in cell.workpiece.faces]  # as the CLI
     result = _robot_plan(cell, part, faces, False, 1, 0.01, "auto", None, None)
     pose = result.placement["pose"]

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from robot_grinding_sim.core.errors import InputError, PlanningError
-from robot_grinding_sim.core.geometry import cad, cad_face, occ_adapter, shapes
+from robot_grinding_sim.core.geometry import cad, cad_face, occ_adapter, parts, shapes
 from robot_grinding_sim.core.planning import plan_io, planner
 from robot_grinding_sim.core.planning.passes import PassParameters, generate_passes, polyline_distance
 
@@ -67,7 +67,7 @@ def _row_gaps(passes) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def panel() -> cad.CadPart:
-    return cad.load_part("curved_panel")
+    return parts.load_part("curved_panel")
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +85,7 @@ def sphere_cap() -> tuple[cad.CadPart, int]:
     ("cylinder_section", "iso"), ("flat_plate", "raster"), ("plate_with_hole", "raster"),
 ])
 def test_waypoints_lie_on_the_cad_surface(name: str, generator: str) -> None:
-    part = cad.load_part(name)
+    part = parts.load_part(name)
     face_idx = planner.default_face(part)
     passes = generate_passes(part, [face_idx], PassParameters(stepover=0.004, spacing=0.003, margin=0.004,
                                                               generator=generator))
@@ -102,13 +102,13 @@ def test_waypoints_lie_on_the_cad_surface(name: str, generator: str) -> None:
 
 
 def test_plane_cylinder_sphere_exact(sphere_cap) -> None:
-    plate = cad.load_part("flat_plate")
+    plate = parts.load_part("flat_plate")
     passes = generate_passes(plate, [planner.default_face(plate)], PassParameters(stepover=0.01, spacing=0.005))
     pts, nrm = _all(passes, "points"), _all(passes, "normals")
     np.testing.assert_allclose(pts[:, 2], 0.01, atol=1e-9)
     assert _deg(nrm, np.array([[0, 0, 1.0]])).max() < 0.01
 
-    cyl = cad.load_part("cylinder_section")
+    cyl = parts.load_part("cylinder_section")
     for gen in ("raster", "iso"):
         passes = generate_passes(cyl, [0], PassParameters(stepover=0.006, spacing=0.004, generator=gen))
         pts, nrm = _all(passes, "points"), _all(passes, "normals")
@@ -132,7 +132,7 @@ def test_plane_cylinder_sphere_exact(sphere_cap) -> None:
     ("curved_panel", "raster"), ("curved_panel", "iso"), ("plate_with_hole", "raster"),
 ])
 def test_adjacent_passes_one_stepover_apart(name: str, generator: str) -> None:
-    part = cad.load_part(name)
+    part = parts.load_part(name)
     s = 0.005
     passes = generate_passes(part, [planner.default_face(part)],
                              PassParameters(stepover=s, spacing=0.002, margin=0.004, generator=generator))
@@ -144,7 +144,7 @@ def test_adjacent_passes_one_stepover_apart(name: str, generator: str) -> None:
 
 
 def test_iso_passes_along_v_on_the_cylinder() -> None:
-    part = cad.load_part("cylinder_section")
+    part = parts.load_part("cylinder_section")
     passes = generate_passes(part, [0], PassParameters(stepover=0.005, spacing=0.002, margin=0.004,
                                                        generator="iso", iso_direction="v"))
     pts = _all(passes, "points")
@@ -193,7 +193,7 @@ def test_margin_against_opencascade_distance(panel) -> None:
 
 
 def test_no_waypoint_over_the_hole_or_in_its_margin() -> None:
-    part = cad.load_part("plate_with_hole")
+    part = parts.load_part("plate_with_hole")
     face_idx = planner.default_face(part)
     m = 0.004
     passes = generate_passes(part, [face_idx], PassParameters(stepover=0.003, spacing=0.002, margin=m))
@@ -211,7 +211,7 @@ def test_no_waypoint_over_the_hole_or_in_its_margin() -> None:
 
 # ------------------------------------------------------------------------ order / angle --------
 def test_zigzag_oneway_reverse_and_angle() -> None:
-    plate = cad.load_part("flat_plate")
+    plate = parts.load_part("flat_plate")
     f = planner.default_face(plate)
     zig = generate_passes(plate, [f], PassParameters(stepover=0.01, spacing=0.005))
     for a, b in zip(zig[:-1], zig[1:], strict=True):
@@ -259,7 +259,7 @@ def test_raster_across_adjacent_faces() -> None:
     # on the ridge line (x = 0) points are fine: the shared edge is not a boundary
     assert np.abs(pts[:, 0]).min() < 0.002
     with pytest.raises(InputError, match="share no edge"):
-        generate_passes(cad.load_part("flat_plate"), [4, 5], PassParameters())
+        generate_passes(parts.load_part("flat_plate"), [4, 5], PassParameters())
     with pytest.raises(InputError, match="iso generator"):
         generate_passes(roof, up, PassParameters(generator="iso"))
 
@@ -319,7 +319,7 @@ def test_tcp_pose_rule(panel) -> None:
 
 
 def test_moves_approach_retreat_and_clear_links() -> None:
-    part = cad.load_part("plate_with_hole")
+    part = parts.load_part("plate_with_hole")
     tool = planner.ToolParameters()
     res = planner.plan(part, None, PassParameters(stepover=0.01, spacing=0.004), tool)
     kinds = [m.kind for m in res.moves]
@@ -362,7 +362,7 @@ def test_plan_json_and_csv_read_back(tmp_path, panel) -> None:
 
 
 def test_mesh_part_plans_with_a_warning(tmp_path) -> None:
-    mesh = cad.load_part("flat_plate").tessellate()
+    mesh = parts.load_part("flat_plate").tessellate()
     path = tmp_path / "plate.stl"
     mesh.export(path)
     with warnings.catch_warnings(record=True) as caught:
@@ -495,7 +495,7 @@ def test_a_link_whose_tool_axis_swings_goes_over_the_part_and_turns_there() -> N
     side by side on the top (no swing, clear): the straight line."""
     from scipy.spatial.transform import Rotation
 
-    from robot_grinding_sim.core.planning.passes import Pass
+    from robot_grinding_sim.core.planning.waypoints import Pass
 
     block = cad.CadPart(shapes.make_box((0.2, 0.2, 0.1), (-0.1, -0.1, -0.1)), source="block")
     tool = planner.ToolParameters()

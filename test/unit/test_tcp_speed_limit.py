@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from robot_grinding_sim.core.calibration.calibrate import with_orientation_sweep
 from robot_grinding_sim.core.config import CellConfig
-from robot_grinding_sim.core.job.calibrate import with_orientation_sweep
-from robot_grinding_sim.core.job.execution import JobExecution, JobState
+from robot_grinding_sim.core.execution.executive import JobExecution, JobState
 from robot_grinding_sim.core.job.setup import JobConfig, setup_job
 from robot_grinding_sim.core.planning.trajectory import build_job_trajectory
 from robot_grinding_sim.core.resources import default_urdf

@@ -19,7 +19,7 @@ from OCP.BRepBuilderAPI import BRepBuilderAPI_MakeVertex
 from OCP.BRepExtrema import BRepExtrema_DistShapeShape
 from OCP.gp import gp_Pnt
 
-from robot_grinding_sim.core.geometry import cad
+from robot_grinding_sim.core.geometry import cad, parts
 from robot_grinding_sim.core.geometry.projector import FaceProjector
 from robot_grinding_sim.core.geometry.tool_contact import ToolContactQuery, workpiece_scene
 
@@ -39,7 +39,7 @@ def top_face(part: cad.CadPart) -> int:
 
 
 def test_gap_over_a_hole_is_brepextrema_distance() -> None:
-    part = cad.load_part("plate_with_hole")
+    part = parts.load_part("plate_with_hole")
     index = top_face(part)
     face = part.face(index)
     assert face.trims_its_box() and FaceProjector(face).box.shape[0] > 5

@@ -151,7 +151,7 @@ def test_bounce_with_a_runaway_duration_is_refused(tmp_path: Path) -> None:
 def test_record_of_the_in_process_job_is_bounded() -> None:
     """The in-process job sizes its record by the job's duration: 1e12 s asked for petabytes (a numpy
     _ArrayMemoryError traceback after the plan was read); now an InputError naming the duration."""
-    from robot_grinding_sim.core.job.run import Record
+    from robot_grinding_sim.core.job.simulation import Record
 
     with pytest.raises(InputError, match=r"the job lasts 1e\+12 s"):
         Record(1e-3, 6, int(math.ceil(1e12 / 1e-3)), 1e12)

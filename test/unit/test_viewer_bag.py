@@ -151,7 +151,7 @@ def test_tf_equals_pinocchio_fk_of_the_recorded_joint_states(job: dict[str, Any]
 
 
 def test_part_and_pass_markers(job: dict[str, Any]) -> None:
-    from robot_grinding_sim.core.geometry import cad
+    from robot_grinding_sim.core.geometry import parts
 
     ((t, msg),) = job["msgs"]["/planner_node/markers"]
     assert t == job["msgs"]["/joint_states"][0][0]
@@ -170,7 +170,7 @@ def test_part_and_pass_markers(job: dict[str, Any]) -> None:
     assert part["type"] == TRIANGLE_LIST and part["color"]["a"] == 1.0
     tri = np.array([[q["x"], q["y"], q["z"]] for q in part["points"]])
     assert len(tri) % 3 == 0 and len(tri) > 300
-    lo, hi = cad.load_part("curved_panel").bounds  # exact CAD bounds, part frame
+    lo, hi = parts.load_part("curved_panel").bounds  # exact CAD bounds, part frame
     corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])]) @ R.T + o
     # the tessellation spans the part: its box equals the exact one within the chordal tolerance
     assert np.abs(tri.min(axis=0) - corners.min(axis=0)).max() < 5e-4

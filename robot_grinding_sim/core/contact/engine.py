@@ -22,7 +22,7 @@ of phases is reported. Samples are recorded at every phase end and, on request, 
 solutions.
 
 The step runs compiled: :mod:`~robot_grinding_sim.core.contact.engine_kernels`, the same kernels
-the coupled arm + contact step (:mod:`~robot_grinding_sim.core.job.compiled_step`) runs for the
+the coupled arm + contact step (:mod:`~robot_grinding_sim.core.sim.compiled_step`) runs for the
 steps in which a contact starts or ends.
 """
 

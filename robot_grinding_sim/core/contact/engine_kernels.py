@@ -1,7 +1,7 @@
 """The variable-step engine's outer step compiled (numba): one implementation behind
 :class:`~robot_grinding_sim.core.contact.engine.NormalContactEngine` (the bouncing ball, any
 body along a contact normal) and the compiled coupled step
-(:mod:`~robot_grinding_sim.core.job.compiled_step`: onset and release steps of the arm).
+(:mod:`~robot_grinding_sim.core.sim.compiled_step`: onset and release steps of the arm).
 
 The body is the engine's 1-DOF model along the contact normal (gap x, velocity v, effective mass
 m, external force f along +normal, both held over the outer step). An outer step of tau s runs

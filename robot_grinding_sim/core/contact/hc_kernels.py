@@ -3,7 +3,7 @@ location, the steps of scipy's ``solve_ivp(method="DOP853", events=..., dense_ou
 
 One integrator serves :func:`~robot_grinding_sim.core.contact.hunt_crossley.hc_integrate` (the
 variable-step engine's contact phase) and the compiled coupled step
-(:mod:`~robot_grinding_sim.core.job.compiled_step`), which calls :func:`hc_phase` directly.
+(:mod:`~robot_grinding_sim.core.sim.compiled_step`), which calls :func:`hc_phase` directly.
 
 The ODE ``m d'' = f - K d^n (1 + alpha d')`` (force clamped at >= 0), state y = (d, d'), from 0 to
 t_max; the same Butcher tableau (scipy's DOP853 class attributes), initial step selection, error

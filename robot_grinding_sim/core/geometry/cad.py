@@ -1,4 +1,4 @@
-"""CAD parts: read STEP/IGES/BREP files (and meshes) into parts with exact faces; built-in loading.
+"""CAD parts: read STEP/IGES/BREP files (and meshes) into parts with exact faces.
 
 The geometry package splits the work: :mod:`~robot_grinding_sim.core.geometry.occ_adapter` (the one
 place that knows OCC.Core from OCP), :mod:`~robot_grinding_sim.core.geometry.bspline` (numba
@@ -271,21 +271,3 @@ def read_cad(path: str | os.PathLike[str], unit: str | None = None) -> CadPart |
     if shape is None or shape.IsNull():
         raise GeometryError(f"{path}: the file holds no shape")
     return CadPart(shape, source=str(path), unit=file_unit)
-
-
-def load_part(source: str | os.PathLike[str], unit: str | None = None) -> CadPart | MeshPart:
-    """A built-in part by name (see robot_grinding_sim.core.geometry.parts) or a CAD/mesh file path."""
-    from robot_grinding_sim.core.geometry import parts
-
-    name = str(source)
-    if name in parts.BUILTIN_PARTS:
-        part = read_cad(parts.part_path(name))
-        part.source = name
-        return part
-    if not Path(name).exists() and Path(name).suffix == "":
-        raise InputError(
-            f"{name}: neither a file nor a built-in part (built-in: {', '.join(parts.BUILTIN_PARTS)})"
-        )
-    return read_cad(name, unit)
-
-

@@ -24,6 +24,7 @@ import numpy as np
 
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.geometry import cad, shapes
+from robot_grinding_sim.core.geometry.mesh_part import MeshPart
 
 
 @dataclass(frozen=True)
@@ -156,3 +157,18 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def load_part(source: str | os.PathLike[str], unit: str | None = None) -> cad.CadPart | MeshPart:
+    """A built-in part by name (:data:`BUILTIN_PARTS`) or a CAD/mesh file path (:func:`cad.read_cad
+    <robot_grinding_sim.core.geometry.cad.read_cad>`)."""
+    name = str(source)
+    if name in BUILTIN_PARTS:
+        part = cad.read_cad(part_path(name))
+        part.source = name
+        return part
+    if not Path(name).exists() and Path(name).suffix == "":
+        raise InputError(
+            f"{name}: neither a file nor a built-in part (built-in: {', '.join(BUILTIN_PARTS)})"
+        )
+    return cad.read_cad(name, unit)

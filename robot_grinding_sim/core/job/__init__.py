@@ -1,4 +1,5 @@
-"""The grinding job: the configuration (every physical parameter once, with units and ranges),
-the coupled arm + contact step shared by the in-process job and the ROS nodes, the force-target
-optimisation, and the job's outputs (bag, plot, summary).
+"""The in-process grinding job: what it loads (setup), the run over the coupled step (run), the
+force-target optimisation (optimise), the plan a cell executes (plan_job), and the job's outputs
+(outputs, the removal map, the viewer's topics). The configuration is core.config; the physics
+step is core.sim.
 """

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from robot_grinding_sim.core.job.run import pass_statistics, simulate_trajectory
 from robot_grinding_sim.core.job.setup import JobSetup
+from robot_grinding_sim.core.job.simulation import pass_statistics, simulate_trajectory
 from robot_grinding_sim.core.planning.trajectory import (
     build_job_trajectory,
     episode_trajectory,

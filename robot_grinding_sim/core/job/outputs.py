@@ -68,10 +68,10 @@ def ft_readings(result: Any) -> tuple[np.ndarray, np.ndarray]:
     """(contact wrenches in tcp (K, 6), F/T readings in ft_sensor (K, 6)) at the output samples,
     with the tool's orientation at each sample's step end (:func:`tcp_poses`).
 
-    The sensor model is the cell's (:func:`~robot_grinding_sim.core.job.ft.ft_sensor_model`: the
+    The sensor model is the cell's (:func:`~robot_grinding_sim.core.sim.ft.ft_sensor_model`: the
     tool's mass from the URDF, bias, noise, filter), the same builder contact_solver_node uses.
     """
-    from robot_grinding_sim.core.job.ft import ft_sensor_model
+    from robot_grinding_sim.core.sim.ft import ft_sensor_model
 
     rec = result.record
     ft = ft_sensor_model(result.setup.cell, result.setup.model)

@@ -27,8 +27,8 @@ from numpy.typing import NDArray
 from robot_grinding_sim.core.config import CellConfig
 from robot_grinding_sim.core.errors import GrindingSimError, InputError, PlanningError
 from robot_grinding_sim.core.geometry.tool_contact import ToolContactQuery, tool_sphere_radius, workpiece_scene
-from robot_grinding_sim.core.job.coupled_step import make_contact_law, static_penetration
 from robot_grinding_sim.core.planning.trajectory import JobPaths, JointTrajectory, job_paths
+from robot_grinding_sim.core.sim.coupled_step import make_contact_law, static_penetration
 
 FloatArray = NDArray[np.float64]
 
@@ -167,7 +167,7 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
         InputError: bad parameters or files (the message names them).
         PlanningError: no passes, or a pass the arm cannot reach.
     """
-    from robot_grinding_sim.core.geometry import cad
+    from robot_grinding_sim.core.geometry import parts
     from robot_grinding_sim.core.planning import planner
     from robot_grinding_sim.core.planning.plan_io import check_plan, read_plan
 
@@ -201,11 +201,11 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
             raise InputError(f"{what}: planned for a tool of radius {plan.tool.radius} m, the robot's "
                              f"({model.source}) has {radius} m")
         if part is None:
-            part = cad.load_part(plan.source, plan.unit if plan.unit != "m" else (wp.unit or None))
+            part = parts.load_part(plan.source, plan.unit if plan.unit != "m" else (wp.unit or None))
         planner.check_part_size(part, radius, planner.robot_reach(model))
         source = f"{cfg.plan_file} ({plan.source})" if cfg.plan_file else str(plan.source)
     else:
-        part = cad.load_part(wp.part, wp.unit or None)
+        part = parts.load_part(wp.part, wp.unit or None)
         planner.check_part_size(part, radius, planner.robot_reach(model))  # before minutes of meshing
         faces = None if list(wp.faces) == [-1] else [int(f) for f in wp.faces]
         if on_stage:

@@ -29,7 +29,8 @@ from numba import njit
 from numpy.typing import NDArray
 
 from robot_grinding_sim.core.errors import PlanningError
-from robot_grinding_sim.core.planning.trajectory import JointTrajectory, quintic_line, solve_ik, targets
+from robot_grinding_sim.core.planning.path_ik import solve_ik, targets
+from robot_grinding_sim.core.planning.trajectory import JointTrajectory, quintic_line
 from robot_grinding_sim.core.robot.arm_kernels import hermite_sample
 
 FloatArray = NDArray[np.float64]

@@ -41,7 +41,7 @@ from numpy.typing import NDArray
 from robot_grinding_sim.core.errors import PlanningError
 from robot_grinding_sim.core.planning import fast_marching as fm
 from robot_grinding_sim.core.planning.surface_mesh import SurfaceMesh, build_mesh
-from robot_grinding_sim.core.planning.waypoints import Piece, exact_waypoints, flip, length, project_exact
+from robot_grinding_sim.core.planning.waypoints import Pass, Piece, exact_waypoints, flip, length, project_exact
 
 FloatArray = NDArray[np.float64]
 
@@ -497,7 +497,7 @@ def coverage_model(gen: Any) -> GeodesicPasses | None:
 
 def make_passes(gp: GeodesicPasses) -> tuple[list[Any], CoverageReport]:
     """The passes (unordered ``Pass`` objects, row = level) and the mesh coverage after gap filling."""
-    from robot_grinding_sim.core.planning.passes import Pass
+
 
     p = gp.p
     levels = gp.levels()

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from robot_grinding_sim.core.errors import PlanningError
+from robot_grinding_sim.core.planning.path_ik import solve_ik, targets
 
 FloatArray = NDArray[np.float64]
 
@@ -79,7 +79,6 @@ def bridged_path(model: Any, positions: FloatArray, rotations: FloatArray, q_fro
     leading poses that keep the first orientation (the rise), backward from ``q_to`` along the
     trailing poses that keep the last one (the descent), and joint-space interpolation between them
     in steps of at most :data:`JOINT_STEP` (where the planned link turns the tool at its top)."""
-    from robot_grinding_sim.core.planning.trajectory import solve_ik, targets
 
     lead = _same_rotation(rotations, rotations[0])
     trail = _same_rotation(rotations, rotations[-1])
@@ -144,37 +143,4 @@ def detour(a: FloatArray, b: FloatArray, q_a: FloatArray, q_b: FloatArray, out: 
                        np.repeat(np.asarray(q_b, dtype=float)[None], len(down) - 1, axis=0)])
     return positions, quats
 
-
-def reconfigured_episode(model: Any, link_poses: tuple[FloatArray, FloatArray], q_from: FloatArray, t_start: float,
-                         g: Any, process: Any, offset: float, penetration: float, vmax: FloatArray,
-                         amax: FloatArray, failure: PlanningError) -> list[Any]:
-    """The link to pass ``g`` and its episode (approach, dwell, pass, retreat: a list of
-    :class:`~robot_grinding_sim.core.planning.trajectory.Segment`) from another configuration of the
-    arm at the pass's first pose, when following the link's TCP path from ``q_from`` failed with
-    ``failure``. Raises ``failure``, with the number of configurations tried, when none works."""
-    from robot_grinding_sim.core.planning.trajectory import link_segment, pass_episode, solve_ik
-
-    P, R = link_poses
-    top = np.eye(4)
-    top[:3, :3], top[:3, 3] = R[-1], P[-1]
-    branches = ik_branches(model, top, [q_from])
-    errors = []
-    for q_to in branches:
-        try:
-            q_to = solve_ik(model, top[None], q_to, what=f"pass {g.index} approach")[0]
-            episode = pass_episode(model, g, process, offset, penetration, 0.0, q_to, vmax)
-            q, tcp = bridged_path(model, P, R, q_from, q_to, f"link to pass {g.index}")
-            link = link_segment(model, tcp, np.repeat(R[:1], len(tcp), axis=0), q_from, t_start, g.index, vmax,
-                                amax, joint_path=q, max_tcp_speed=process.max_tcp_speed)
-        except PlanningError as exc:
-            errors.append(str(exc))
-            continue
-        for seg in episode:
-            seg.t = seg.t + link.t1
-        return [link, *episode]
-    first = f" (the best: {errors[0]})" if errors else ""
-    raise PlanningError(f"{failure}; none of the arm's {len(branches)} configurations at pass {g.index}'s first pose "
-                        f"works either{first}; change the workpiece pose (grinding plan --place auto)") from None
-
-
-__all__ = ["bridged_path", "detour", "escape_leg", "line_points", "ik_branches", "reconfigured_episode"]
+__all__ = ["bridged_path", "detour", "escape_leg", "line_points", "ik_branches"]

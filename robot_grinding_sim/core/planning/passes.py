@@ -47,44 +47,12 @@ from numpy.typing import NDArray
 from robot_grinding_sim.core import config
 from robot_grinding_sim.core.config import PassParameters
 from robot_grinding_sim.core.errors import GeometryError, InputError, PlanningError
+from robot_grinding_sim.core.planning.waypoints import Pass
 from robot_grinding_sim.core.robot.spatial import cross_rows
 
 FloatArray = NDArray[np.float64]
 
 GENERATORS, ORDERS = config.GENERATORS, config.ORDERS
-
-
-@dataclass
-class Pass:
-    """One pass: a contiguous run of waypoints on the surface, in the order of travel.
-
-    Arrays (N = number of waypoints), part frame, metres:
-        points (N, 3): contact points on the exact surface.
-        normals (N, 3): outward unit normals there.
-        tangents (N, 3): unit travel directions (tangent to the surface and to the pass).
-        arc (N,): arc length from the start of the pass, m.
-        uv (N, 2): surface parameters (NaN for meshes).
-        face (N,): index of the face each point lies on.
-    """
-
-    index: int
-    row: int
-    segment: int
-    points: FloatArray
-    normals: FloatArray
-    tangents: FloatArray
-    arc: FloatArray
-    uv: FloatArray
-    face: NDArray[np.int64]
-
-    def __len__(self) -> int:
-        return len(self.points)
-
-    def reversed(self) -> Pass:
-        total = self.arc[-1]
-        return Pass(self.index, self.row, self.segment, self.points[::-1].copy(), self.normals[::-1].copy(),
-                    -self.tangents[::-1], (total - self.arc[::-1]).copy(), self.uv[::-1].copy(),
-                    self.face[::-1].copy())
 
 
 @dataclass

@@ -154,7 +154,7 @@ def candidates(configured: Any) -> list[tuple[float, ...]]:
 
 def check_ik(model: Any, plan: Any, X_BP: FloatArray, q_home: FloatArray) -> str | None:
     """None when every key pose is reachable from the pose X_BP, else what fails."""
-    from robot_grinding_sim.core.planning.trajectory import first_configuration, solve_ik
+    from robot_grinding_sim.core.planning.path_ik import first_configuration, solve_ik
 
     T, what = key_poses(plan)
     TB = X_BP @ T

@@ -284,8 +284,8 @@ def plan_from_dict(data: dict[str, Any], path: str | os.PathLike[str] = "plan.js
     from scipy.spatial.transform import Rotation
 
     from robot_grinding_sim.core.config import PassParameters
-    from robot_grinding_sim.core.planning.passes import Pass
     from robot_grinding_sim.core.planning.planner import Move, Plan, ToolParameters
+    from robot_grinding_sim.core.planning.waypoints import Pass
 
     try:
         part = data["part"]

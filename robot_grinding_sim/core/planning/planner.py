@@ -31,7 +31,7 @@ from scipy.spatial.transform import Rotation, Slerp
 
 from robot_grinding_sim.core import config
 from robot_grinding_sim.core.errors import InputError, PlanningError
-from robot_grinding_sim.core.geometry import cad, mesh_part
+from robot_grinding_sim.core.geometry import cad, mesh_part, parts
 from robot_grinding_sim.core.planning.collision_check import CONTACT_LINKS, check_trajectory_collisions
 from robot_grinding_sim.core.planning.links import detour, escape_leg, line_points
 from robot_grinding_sim.core.planning.passes import Pass, PassParameters, validate_pass_parameters
@@ -497,7 +497,7 @@ def plan(
     pass_params = validate_pass_parameters(pass_params or PassParameters())
     tool = (tool or ToolParameters()).validate()
     X_BP = pose_matrix(workpiece_pose)
-    part = source if isinstance(source, (cad.CadPart, mesh_part.MeshPart)) else cad.load_part(source, unit)
+    part = source if isinstance(source, (cad.CadPart, mesh_part.MeshPart)) else parts.load_part(source, unit)
     check_part_size(part, tool.radius, robot_reach(robot) if hasattr(robot, "chain") else None)
     if faces is None:
         face_list = [default_face(part)]

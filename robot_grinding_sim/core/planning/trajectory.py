@@ -39,6 +39,8 @@ from scipy.spatial.transform import Rotation, Slerp
 
 from robot_grinding_sim.core.config import ProcessConfig
 from robot_grinding_sim.core.errors import GrindingSimError, PlanningError
+from robot_grinding_sim.core.planning.links import bridged_path, ik_branches
+from robot_grinding_sim.core.planning.path_ik import first_configuration, solve_ik, targets
 from robot_grinding_sim.core.robot.ik import IKSolver
 
 FloatArray = NDArray[np.float64]
@@ -187,69 +189,6 @@ def pass_path(index: int, tcp_pos: FloatArray, tcp_quat: FloatArray, normals: Fl
     R = Slerp(arc, Rotation.from_quat(quat))(s).as_matrix()
     Rb, pb = X_BP[:3, :3], X_BP[:3, 3]
     return PassPath(index, P @ Rb.T + pb, Rb @ R, N @ Rb.T, s, arc)
-
-
-def targets(P: FloatArray, R: FloatArray) -> FloatArray:
-    """Poses (N, 4, 4) from positions (N, 3) and rotations (N, 3, 3)."""
-    T = np.tile(np.eye(4), (len(P), 1, 1))
-    T[:, :3, :3] = R
-    T[:, :3, 3] = P
-    return T
-
-
-# --------------------------------------------------------------------------------------------------
-# inverse kinematics along a path
-
-
-def solve_ik(model: Any, poses: FloatArray, q_seed: FloatArray, what: str, rot_weight: float = 0.2,
-             tol: float = 1e-9, max_iterations: int = 100, label: Callable[[int], str] | None = None
-             ) -> FloatArray:
-    """Damped-least-squares IK of the tip link along poses (N, 4, 4), each seeded by the previous.
-
-    Held to ``tol`` in position (m) and ``tol / rot_weight`` in rotation (rad). A target far from
-    its seed is reached by continuation (16 interpolated poses from the seed's). Raises
-    PlanningError naming ``what`` and the point that does not converge (``label(k)`` names point
-    k when given, e.g. the plan's waypoint).
-    """
-    exact = IKSolver(model, tol_position=tol, tol_rotation=tol / rot_weight, max_iterations=max_iterations,
-                     rot_weight=rot_weight)
-    coarse = IKSolver(model, tol_position=1e-6, tol_rotation=1e-6 / rot_weight, max_iterations=max_iterations,
-                      rot_weight=rot_weight)
-    out = np.empty((len(poses), model.nq))
-    q = np.asarray(q_seed, dtype=float).copy()
-    for k, T in enumerate(poses):
-        q_new, ok, ep, er = exact.solve(T, q)
-        if not ok:  # continuation from the seed's pose
-            X0 = model.fk(q)
-            slerp = Slerp([0.0, 1.0], Rotation.from_matrix(np.stack([X0[:3, :3], T[:3, :3]])))
-            q_new = q.copy()
-            for s in np.linspace(0.0, 1.0, 17)[1:]:
-                Ts = np.eye(4)
-                Ts[:3, :3] = slerp(s).as_matrix()
-                Ts[:3, 3] = (1 - s) * X0[:3, 3] + s * T[:3, 3]
-                q_new, ok, ep, er = (exact if s == 1.0 else coarse).solve(Ts, q_new)
-            if not ok:
-                where = f"{what}, {label(k)}," if label is not None else f"{what}, point {k},"
-                raise PlanningError(f"{where} is unreachable: IK error {ep * 1e3:.3g} mm / "
-                                    f"{math.degrees(er):.3g} deg at TCP {np.round(T[:3, 3], 4).tolist()} m in "
-                                    f"base_link; move the workpiece closer to the robot or turn it")
-        q = q_new
-        out[k] = q
-    return out
-
-
-def first_configuration(model: Any, pose: FloatArray, q_home: FloatArray, what: str) -> FloatArray:
-    """IK of the job's first pose: from ``q_home`` if it converges there, else from the solver's
-    seeds (the converged solution farthest from the joint limits)."""
-    try:
-        return solve_ik(model, pose[None], q_home, what)[0]
-    except PlanningError:
-        q, ok, ep, er = IKSolver(model).solve_first(pose, [q_home])
-        if not ok:
-            raise PlanningError(f"{what} is unreachable: IK error {ep * 1e3:.3g} mm / {math.degrees(er):.3g} deg "
-                                f"at TCP {np.round(pose[:3, 3], 4).tolist()} m in base_link; move the workpiece "
-                                "closer to the robot") from None
-        return solve_ik(model, pose[None], q, what)[0]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -536,7 +475,6 @@ def build_job_trajectory(model: Any, paths: JobPaths, process: ProcessConfig, of
     """
     if len(offsets) != len(paths.passes):
         raise PlanningError(f"{len(offsets)} offsets for {len(paths.passes)} passes")
-    from robot_grinding_sim.core.planning.links import reconfigured_episode
 
     vmax, amax = _limits(model, acceleration_limits)
     if process.feed > process.max_tcp_speed:
@@ -626,3 +564,33 @@ def progress_samples(traj: JointTrajectory, rate: float = 100.0) -> FloatArray:
             rows.extend([(ti, -1.0, 0.0) for ti in np.arange(t[0], t[-1], 0.1)])
     rows.sort(key=lambda r: r[0])
     return np.array(rows, dtype=float).reshape(-1, 3)
+
+
+def reconfigured_episode(model: Any, link_poses: tuple[FloatArray, FloatArray], q_from: FloatArray, t_start: float,
+                         g: Any, process: Any, offset: float, penetration: float, vmax: FloatArray,
+                         amax: FloatArray, failure: PlanningError) -> list[Any]:
+    """The link to pass ``g`` and its episode (approach, dwell, pass, retreat: a list of
+    :class:`~robot_grinding_sim.core.planning.trajectory.Segment`) from another configuration of the
+    arm at the pass's first pose, when following the link's TCP path from ``q_from`` failed with
+    ``failure``. Raises ``failure``, with the number of configurations tried, when none works."""
+    P, R = link_poses
+    top = np.eye(4)
+    top[:3, :3], top[:3, 3] = R[-1], P[-1]
+    branches = ik_branches(model, top, [q_from])
+    errors = []
+    for q_to in branches:
+        try:
+            q_to = solve_ik(model, top[None], q_to, what=f"pass {g.index} approach")[0]
+            episode = pass_episode(model, g, process, offset, penetration, 0.0, q_to, vmax)
+            q, tcp = bridged_path(model, P, R, q_from, q_to, f"link to pass {g.index}")
+            link = link_segment(model, tcp, np.repeat(R[:1], len(tcp), axis=0), q_from, t_start, g.index, vmax,
+                                amax, joint_path=q, max_tcp_speed=process.max_tcp_speed)
+        except PlanningError as exc:
+            errors.append(str(exc))
+            continue
+        for seg in episode:
+            seg.t = seg.t + link.t1
+        return [link, *episode]
+    first = f" (the best: {errors[0]})" if errors else ""
+    raise PlanningError(f"{failure}; none of the arm's {len(branches)} configurations at pass {g.index}'s first pose "
+                        f"works either{first}; change the workpiece pose (grinding plan --place auto)") from None

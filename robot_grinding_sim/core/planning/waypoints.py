@@ -180,3 +180,36 @@ def other_face(gp: Any, pts: FloatArray, nrm: FloatArray, uv: FloatArray, face: 
                 pts[k], nrm[k], uv[k], face[k] = gpt[0], gn[0], guv[0], fi
                 break
     return pts, nrm, uv, face, moved
+
+
+@dataclass
+class Pass:
+    """One pass: a contiguous run of waypoints on the surface, in the order of travel.
+
+    Arrays (N = number of waypoints), part frame, metres:
+        points (N, 3): contact points on the exact surface.
+        normals (N, 3): outward unit normals there.
+        tangents (N, 3): unit travel directions (tangent to the surface and to the pass).
+        arc (N,): arc length from the start of the pass, m.
+        uv (N, 2): surface parameters (NaN for meshes).
+        face (N,): index of the face each point lies on.
+    """
+
+    index: int
+    row: int
+    segment: int
+    points: FloatArray
+    normals: FloatArray
+    tangents: FloatArray
+    arc: FloatArray
+    uv: FloatArray
+    face: NDArray[np.int64]
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+    def reversed(self) -> Pass:
+        total = self.arc[-1]
+        return Pass(self.index, self.row, self.segment, self.points[::-1].copy(), self.normals[::-1].copy(),
+                    -self.tangents[::-1], (total - self.arc[::-1]).copy(), self.uv[::-1].copy(),
+                    self.face[::-1].copy())

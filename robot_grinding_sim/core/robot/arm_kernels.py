@@ -4,7 +4,7 @@ forward dynamics (semi-implicit Euler, end stops) on flat arrays.
 :class:`~robot_grinding_sim.core.robot.joint_trajectory.TrajectoryInterpolator`,
 :class:`~robot_grinding_sim.core.robot.arm_sim.ComputedTorqueController` and
 :class:`~robot_grinding_sim.core.robot.arm_sim.ArmSimulator` are their Python wrappers, and the
-compiled coupled step (:mod:`robot_grinding_sim.core.job.compiled_step`) calls them directly: one
+compiled coupled step (:mod:`robot_grinding_sim.core.sim.compiled_step`) calls them directly: one
 implementation of the arm for the nodes and the in-process job. The cubic Hermite segment
 (:func:`cubic_hermite`) and its sampler (:func:`hermite_sample`) are the ones the executive's
 commands (:mod:`robot_grinding_sim.core.planning.commands`) and the command guard use too.

@@ -203,7 +203,7 @@ def with_orientation_sweep(traj: Any, model: Any, lift: float = 0.25, tilt: floa
     ``process.max_tcp_speed``), so that the arm's driver accepts it. Needs a 6-joint arm.
     """
     from robot_grinding_sim.core.config import ProcessConfig
-    from robot_grinding_sim.core.job.execution import speed_limited_move
+    from robot_grinding_sim.core.execution.executive import speed_limited_move
     from robot_grinding_sim.core.planning.trajectory import DEFAULT_ACCELERATION_LIMIT, JointTrajectory
 
     q0 = np.asarray(traj.positions[0], dtype=float)
@@ -387,12 +387,12 @@ def calibrate(bag: str | os.PathLike[str], plan_file: str | os.PathLike[str], ce
     """
     from scipy.optimize import least_squares
 
-    from robot_grinding_sim.core.job.coupled_step import make_contact_law
-    from robot_grinding_sim.core.job.ft import ft_sensor_model
-    from robot_grinding_sim.core.job.run import simulate_trajectory
     from robot_grinding_sim.core.job.setup import JobConfig, setup_job
+    from robot_grinding_sim.core.job.simulation import simulate_trajectory
     from robot_grinding_sim.core.planning.plan_io import cell_of, read_plan
     from robot_grinding_sim.core.record.bag import read_joint_states, read_wrench
+    from robot_grinding_sim.core.sim.coupled_step import make_contact_law
+    from robot_grinding_sim.core.sim.ft import ft_sensor_model
 
     def stage(msg: str) -> None:
         if on_stage:

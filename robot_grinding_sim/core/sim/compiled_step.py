@@ -1,13 +1,13 @@
 """The coupled arm + contact step compiled (numba): the kernels behind
-:class:`~robot_grinding_sim.core.job.coupled_step.ContactSide`,
-:class:`~robot_grinding_sim.core.job.coupled_step.ArmContactStepper` and the in-process job's
+:class:`~robot_grinding_sim.core.sim.coupled_step.ContactSide`,
+:class:`~robot_grinding_sim.core.sim.coupled_step.ArmContactStepper` and the in-process job's
 batch of steps (:func:`run_batch`). The physics is the one the coupled_step module's docstring
 describes; the Python classes there are thin wrappers around these kernels, so the nodes and the
 in-process job run the same code.
 
 Arrays:
 
-- ``rom`` (len(LAYOUT),): the contact model in :data:`~robot_grinding_sim.core.job.coupled_step.LAYOUT`
+- ``rom`` (len(LAYOUT),): the contact model in :data:`~robot_grinding_sim.core.sim.coupled_step.LAYOUT`
   order (what contact_solver_node publishes);
 - ``cp`` (CP_LEN,): the contact side's parameters (law id, K, fixed damping or -1, Kelvin-Voigt
   damping ratio, c_r, exponent, v_floor, tangential force ratio, slip speed, spindle speed, the

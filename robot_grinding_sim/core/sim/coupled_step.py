@@ -31,9 +31,9 @@ When the model is older than the arm's state (the node graph exchanges every H >
 side moves the gap with the tool: x = x_model + n . (c - c_model) (the surface's tangent plane at
 the model's point), its rate from its own joint velocities.
 
-Both sides run compiled (:mod:`~robot_grinding_sim.core.job.compiled_step`, numba); the classes
+Both sides run compiled (:mod:`~robot_grinding_sim.core.sim.compiled_step`, numba); the classes
 here are their wrappers for the nodes, and the in-process job calls the same kernels a batch of
-steps at a time (:func:`~robot_grinding_sim.core.job.run.simulate`).
+steps at a time (:func:`~robot_grinding_sim.core.job.simulation.simulate`).
 
 Units SI; frames: the robot's root (``base_link``); wrenches [F; T], the torque about the tcp.
 """
@@ -54,10 +54,10 @@ from robot_grinding_sim.core.contact.hunt_crossley import HuntCrossley
 from robot_grinding_sim.core.contact.kelvin_voigt import KelvinVoigt, kv_zeta_clamped
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.geometry.tool_contact import ContactGeometry, ToolContactQuery
-from robot_grinding_sim.core.job import compiled_step as cs
 from robot_grinding_sim.core.robot import arm_kernels as ak
 from robot_grinding_sim.core.robot.arm_sim import ArmSimulator, ArmState, ComputedTorqueController
 from robot_grinding_sim.core.robot.spatial import cross3
+from robot_grinding_sim.core.sim import compiled_step as cs
 
 FloatArray = NDArray[np.float64]
 
