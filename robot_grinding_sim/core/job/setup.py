@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 from robot_grinding_sim.core.config import CellConfig
 from robot_grinding_sim.core.errors import GrindingSimError, InputError, PlanningError
 from robot_grinding_sim.core.geometry.tool_contact import ToolContactQuery, tool_sphere_radius, workpiece_scene
-from robot_grinding_sim.core.job.coupled_step import make_contact_law, static_penetration
+from robot_grinding_sim.core.job.coupled_step import make_contact_law
 from robot_grinding_sim.core.planning.trajectory import JobPaths, JointTrajectory, job_paths
 
 FloatArray = NDArray[np.float64]
@@ -179,7 +179,7 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None) -> 
         check_plan(plan_data, model, cfg.plan_file)
     radius = tool_sphere_radius(model, cell.tool.tcp_link, cell.tool.link)
     law = make_contact_law(cell.contact)
-    penetration = static_penetration(law, cell.process.target_force)
+    penetration = law.static_penetration(cell.process.target_force)
     if penetration >= radius:
         raise InputError(f"process.target_force {cell.process.target_force} N with contact.stiffness "
                          f"{cell.contact.stiffness} needs a penetration of {penetration} m, not below the tool "
