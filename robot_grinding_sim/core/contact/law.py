@@ -33,8 +33,9 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from numba import float64, int64, types
+from numba import float64, int64, njit, types
 from numba.core.errors import NumbaExperimentalFeatureWarning
+from numba.typed import List
 
 from robot_grinding_sim.core.layout import Layout
 
@@ -57,10 +58,27 @@ LP = Layout("law_parameters", (
 #: the signature of every law kernel: (op, lp, a, b, c, d, e) -> float
 LAW_SIG = float64(int64, float64[::1], float64, float64, float64, float64, float64)
 LAW_TYPE = types.FunctionType(LAW_SIG)
+LAW_LIST = types.ListType(LAW_TYPE)
 #: kernel operations (module docstring)
 FORCE, IMPACT, ENGAGE, RELEASE, FORCE_RATE, FAMILY = range(6)
 #: families
 LINEAR, INTEGRATED = 0, 1
+
+
+# the registry's list of kernels, built by cached kernels (typed-list code compiled in a plain
+# List.empty_list/append from Python costs ~2 s in every process)
+@njit(LAW_LIST(LAW_TYPE), cache=True)
+def new_law_list(kernel):
+    """A typed list of law kernels holding ``kernel``."""
+    lst = List.empty_list(LAW_TYPE)
+    lst.append(kernel)
+    return lst
+
+
+@njit(types.void(LAW_LIST, LAW_TYPE), cache=True)
+def append_law(lst, kernel):
+    """``kernel`` appended to the list."""
+    lst.append(kernel)
 
 
 class ContactModel:

@@ -65,7 +65,9 @@ def register(law: Any) -> int:
     _names.append(law.name)
     _laws[law.name] = law
     if _kernels is not None:
-        _kernels.append(law.kernel)
+        from robot_grinding_sim.core.contact.law import append_law
+
+        append_law(_kernels, law.kernel)
     return len(_names) - 1
 
 
@@ -84,13 +86,11 @@ def kernels() -> Any:
     compiled engine and coupled step index with the law id."""
     global _kernels
     if _kernels is None:
-        from numba.typed import List
+        from robot_grinding_sim.core.contact.law import append_law, new_law_list
 
-        from robot_grinding_sim.core.contact.law import LAW_TYPE
-
-        lst = List.empty_list(LAW_TYPE)
-        for n in _names:
-            lst.append(get(n).kernel)
+        lst = new_law_list(get(_names[0]).kernel)
+        for n in _names[1:]:
+            append_law(lst, get(n).kernel)
         _kernels = lst
     return _kernels
 
