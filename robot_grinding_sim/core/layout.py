@@ -33,8 +33,8 @@ class Field:
     __slots__ = ("name", "size", "unit", "description")
 
     def __init__(self, name: str, size: int = 1, unit: str = "", description: str = "") -> None:
-        if not name.isidentifier() or size < 1:
-            raise ValueError(f"layout field {name!r} of size {size}")
+        if not name.isidentifier() or size < 1 or name in ("array", "layout"):
+            raise ValueError(f"layout field {name!r} of size {size} (names array and layout are the view's)")
         self.name, self.size, self.unit, self.description = name, int(size), unit, description
 
 
@@ -94,22 +94,22 @@ class Layout:
         return rows
 
     def view(self, cls_name: str, doc: str = "", base: type = object) -> type:
-        """A class whose instances wrap one (size,) array ``a`` (the storage itself, no copy):
+        """A class whose instances wrap one (size,) array ``array`` (the storage itself, no copy):
         scalar fields read as float and write into the array, vector fields read as views."""
-        ns: dict[str, Any] = {"__slots__": ("a",), "__doc__": doc, "layout": self}
+        ns: dict[str, Any] = {"__slots__": ("array",), "__doc__": doc, "layout": self}
 
-        def init(self_: Any, a: np.ndarray) -> None:
-            self_.a = a
+        def init(self_: Any, array: np.ndarray) -> None:
+            self_.array = array
 
         ns["__init__"] = init
         for f in self.fields:
             i = getattr(self.index, f.name)
             if f.size == 1:
-                ns[f.name] = property(lambda s, i=i: float(s.a[i]),
-                                      lambda s, v, i=i: s.a.__setitem__(i, v), doc=f.description)
+                ns[f.name] = property(lambda s, i=i: float(s.array[i]),
+                                      lambda s, v, i=i: s.array.__setitem__(i, v), doc=f.description)
             else:
                 sl = slice(i, i + f.size)
-                ns[f.name] = property(lambda s, sl=sl: s.a[sl], lambda s, v, sl=sl: s.a.__setitem__(sl, v),
+                ns[f.name] = property(lambda s, sl=sl: s.array[sl], lambda s, v, sl=sl: s.array.__setitem__(sl, v),
                                       doc=f.description)
         return type(cls_name, (base,), ns)
 

@@ -143,6 +143,7 @@ class NormalContactEngine:
         self.contact_output_max = 5000  # fine-grid samples per impact at most
         self._st = np.empty(ek.ST.size)
         self._laws = kernels()
+        self._m = math.nan  # no parameters yet
         self._smp = np.empty((4, 64))
         self._ev = np.empty((4, 16))
         self._cnt = np.zeros(3, dtype=np.int64)
@@ -179,8 +180,9 @@ class NormalContactEngine:
         f = float(self._fext(t, x, v))
         if not -math.inf < f < math.inf:
             raise InputError(f"external force must be finite, got {f!r} at t = {t:.6g} s")
+        if m != self._m:  # the law's parameters depend on the mass at most (Kelvin-Voigt's damping)
+            self._lp = self.model.kernel_parameters(m)
         self._m, self._f = m, f
-        self._lp = self.model.kernel_parameters(m)
 
     def _collect(self) -> None:
         """Take the kernel's samples (with their energies) and replay its contact log."""

@@ -118,7 +118,7 @@ class NormalContactModel(ROM.view("_NormalContactModelView")):  # type: ignore[m
 
     @property
     def law_id(self) -> int:
-        return int(self.a[cs.R.model])
+        return int(self.array[cs.R.model])
 
     @property
     def model(self) -> str:  # type: ignore[override]
@@ -126,13 +126,15 @@ class NormalContactModel(ROM.view("_NormalContactModelView")):  # type: ignore[m
 
     def to_array(self) -> FloatArray:
         """The model's (ROM.size,) float64 array in :data:`LAYOUT` order (the array itself)."""
-        return self.a
+        return self.array
 
     @classmethod
     def from_array(cls, data: Any) -> NormalContactModel:
         """The model of a (ROM.size,) array (a message's data); InputError naming the problem for a
         malformed array."""
-        a = np.ascontiguousarray(data, dtype=np.float64).reshape(-1)
+        a = np.ascontiguousarray(data, dtype=np.float64)
+        if a.ndim != 1:
+            a = a.reshape(-1)
         if a.shape != (ROM.size,):
             raise InputError(f"contact model: expected {ROM.size} values ({', '.join(LAYOUT)}), got {a.size}")
         if not np.isfinite(a).all():
@@ -165,7 +167,7 @@ class NormalContactModel(ROM.view("_NormalContactModelView")):  # type: ignore[m
         """The kernels' law parameters (:data:`~robot_grinding_sim.core.contact.law.LP`) of this model
         (``model``: its law's model, for the impact coefficient u), as the compiled arm side builds them."""
         lp = np.empty(LP.size)
-        cs.rom_law_parameters(self.a, float(model.law.family), float(model.u), lp)
+        cs.rom_law_parameters(self.array, float(model.law.family), float(model.u), lp)
         return lp
 
 
