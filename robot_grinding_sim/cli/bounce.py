@@ -14,10 +14,12 @@ from typing import Any
 import click
 
 from robot_grinding_sim.cli.common import FINITE, emit_json, json_option, progress
+from robot_grinding_sim.core.contact import registry
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.outfiles import check_output, staged_dir
 
-MODELS = ("kelvin_voigt", "hunt_crossley", "lankarani_nikravesh", "flores")
+#: the registered contact laws
+MODELS = registry.names()
 #: the most outer steps of a run, and the most plot samples (checked before the run)
 MAX_STEPS = 1e8
 MAX_PLOT_SAMPLES = 1e7
@@ -36,14 +38,9 @@ def _check(name: str, value: float, low: float, low_open: bool, high: float | No
 
 
 def make_model(model: str, stiffness: float, cr: float, convention: str = "clamped", exponent: float = 1.5):
-    """The contact model named ``model`` (one of MODELS) realising restitution ``cr``."""
-    from robot_grinding_sim.core.contact.hunt_crossley import HuntCrossley
-    from robot_grinding_sim.core.contact.kelvin_voigt import KelvinVoigt
-
-    if model == "kelvin_voigt":
-        return KelvinVoigt(stiffness, cr, clamped=convention == "clamped")
-    law = {"hunt_crossley": "exact"}.get(model, model)
-    return HuntCrossley(stiffness, cr, exponent, law)
+    """The contact model named ``model`` (a registered law) realising restitution ``cr`` (``convention``:
+    clamped or not, for laws that may pull; ``exponent`` for laws with one)."""
+    return registry.get(model).model(stiffness=stiffness, cr=cr, exponent=exponent, clamped=convention == "clamped")
 
 
 def simulate_ball(model: str = "kelvin_voigt", cr: float = 1.0, dt: float = 1e-3, duration: float = 3.0,
@@ -60,8 +57,8 @@ def simulate_ball(model: str = "kelvin_voigt", cr: float = 1.0, dt: float = 1e-3
     _check("--stiffness", stiffness, 0.0, True)
     _check("--height", height, 0.0, False)
     _check("--gravity", gravity, 0.0, False)
-    if model not in MODELS:
-        raise InputError(f"--model must be one of {', '.join(MODELS)}, got {model!r}")
+    if model not in registry.names():
+        raise InputError(f"--model must be one of {', '.join(registry.names())}, got {model!r}")
     if duration / dt > MAX_STEPS:
         raise InputError(f"--duration {duration:g} s at --dt {dt:g} s is {duration / dt:.3g} steps, more than "
                          f"{MAX_STEPS:.0e}: shorten the duration or lengthen the step")
@@ -70,10 +67,7 @@ def simulate_ball(model: str = "kelvin_voigt", cr: float = 1.0, dt: float = 1e-3
     kw: dict[str, float] = {}
     if dense:
         v0 = math.sqrt(2.0 * gravity * height) or 1.0
-        t_c = math.pi * math.sqrt(mass / stiffness)
-        if model != "kelvin_voigt":  # Hertz-type contact time, 2.94 d_max / v0
-            d_max = ((exponent + 1.0) * mass * v0 * v0 / (2.0 * stiffness)) ** (1.0 / (exponent + 1.0))
-            t_c = 2.94 * d_max / v0
+        t_c = contact.contact_time(mass, v0)  # the law's estimate of an impact's duration
         kw = {"output_dt": min(1e-3, max(duration, 1e-6) / 2000.0), "contact_output_dt": t_c / 200.0}
         if duration / kw["output_dt"] > MAX_PLOT_SAMPLES:
             raise InputError(f"--plot: {duration:g} s sampled every {kw['output_dt']:g} s is more than "
@@ -191,7 +185,8 @@ def bounce(cr: float, dt: float, duration: float, model: str, stiffness: float, 
     result, summary = simulate_ball(model, cr, dt, duration, stiffness, mass, height, gravity, convention,
                                     dense=plot_dir is not None, show_progress=not as_json)
     if plot_dir is not None:
-        title = f"{model} ({convention})" if model == "kelvin_voigt" else model
+        # the convention is the LINEAR family's (the others are always clamped)
+        title = f"{model} ({convention})" if registry.get(model).family == 0 else model
         title += f", c_r = {cr:g}, dt = {dt * 1e3:g} ms, K = {stiffness:g}, m = {mass:g} kg"
         with staged_dir(plot_dir, "--plot") as tmp:  # every panel, or none
             files = write_plots(result, tmp, title, radius)

@@ -12,7 +12,8 @@ definitions serve:
 
 Units are SI (REP-103): m, s, N, rad, kg; the unit of each field is in its description. Frames:
 poses are in the robot's ``base_link``. This module sits below every domain package (planning,
-contact and the nodes take their defaults from it), so it imports nothing of them.
+contact and the nodes take their defaults from it), so it imports nothing of them but the names
+of the contact laws (:mod:`~robot_grinding_sim.core.contact.registry`, which loads no law).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from robot_grinding_sim.core.contact import registry as contact_registry
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.parameters import (
     ParamSpec,
@@ -33,8 +35,8 @@ from robot_grinding_sim.core.parameters import (
     validate_params,
 )
 
-#: Normal contact laws (contact.model).
-CONTACT_MODELS = ("kelvin_voigt", "hunt_crossley", "lankarani_nikravesh", "flores")
+#: Normal contact laws (contact.model): the registry's (the order is the law id on contact/model).
+CONTACT_MODELS = contact_registry.names()
 GENERATORS = ("geodesic", "raster", "iso")
 ORDERS = ("zigzag", "oneway")
 

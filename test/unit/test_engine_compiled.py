@@ -29,6 +29,7 @@ from robot_grinding_sim.core.contact import engine_kernels as ek
 from robot_grinding_sim.core.contact.engine import NormalContactEngine
 from robot_grinding_sim.core.contact.hunt_crossley import HuntCrossley
 from robot_grinding_sim.core.contact.kelvin_voigt import KelvinVoigt, kv_zeta_clamped
+from robot_grinding_sim.core.contact.registry import kernels
 from robot_grinding_sim.core.job.setup import JobConfig, setup_job
 from robot_grinding_sim.core.planning.trajectory import episode_trajectory
 from robot_grinding_sim.core.sim import compiled_step as cstep
@@ -98,13 +99,7 @@ def _law(name):
 
 
 def _lp(law):
-    lp = np.zeros(ek.LP_LEN)
-    lp[ek.LP_K], lp[ek.LP_CLAMPED] = law.stiffness, 1.0
-    if isinstance(law, KelvinVoigt):
-        lp[ek.LP_LAW], lp[ek.LP_D] = ek.KV_LAW, law.damping(MASS)
-    else:
-        lp[ek.LP_LAW], lp[ek.LP_EXP], lp[ek.LP_U], lp[ek.LP_VF] = ek.HC_LAW, law.exponent, law.u, law.v_floor
-    return lp
+    return law.kernel_parameters(MASS)
 
 
 @pytest.mark.parametrize("name", ["kv", "hc"])
@@ -113,8 +108,8 @@ def test_onset_and_release_step_compiled_as_the_python_engine(name, kind):
     law = _law(name)
     x0, v0, f = STEPS[kind][name]
     h = 0.25e-3  # samples inside the step too
-    smp, ns, x1, v1, whole, code = ek.normal_step(_lp(law), MASS, f, x0, v0, DT, h, np.empty((4, 2)))
-    assert code == ek.OK and not whole
+    smp, ns, x1, v1, whole, code = ek.normal_step(kernels(), _lp(law), MASS, f, x0, v0, DT, h, np.empty((4, 2)))
+    assert code == ek.E.ok and not whole
     ref = OracleEngine(law, MASS, f, x0=x0, v0=v0, t0=0.0)
     ref.output_dt = h
     ref.step(DT)
@@ -177,7 +172,7 @@ def test_coupled_event_steps_as_the_python_engine_path(panel, values):
         res = arm.step(dt, rom)
         if res.kind != "event":
             continue
-        m, f = res.sv[cstep.SV_M], res.sv[cstep.SV_FEXT]
+        m, f = res.sv[cstep.V.m], res.sv[cstep.V.f_ext]
         ref = OracleEngine(arm.law_of(rom), m, f, x0=res.gap0, v0=res.rate0, t0=0.0)
         ref.output_dt = arm.sample_dt
         ref.step(dt)

@@ -37,9 +37,10 @@ from typing import Any
 import numpy as np
 
 from robot_grinding_sim.core.contact import engine_kernels as ek
-from robot_grinding_sim.core.contact.hunt_crossley import HuntCrossley
-from robot_grinding_sim.core.contact.kelvin_voigt import KelvinVoigt
+from robot_grinding_sim.core.contact.law import ContactModel
+from robot_grinding_sim.core.contact.registry import kernels
 from robot_grinding_sim.core.errors import GrindingSimError, InputError
+from robot_grinding_sim.core.layout import STATUS
 
 __all__ = [
     "ContactRecord",
@@ -111,7 +112,8 @@ def _as_callable(name: str, value: Scalar) -> Callable[[float, float, float], fl
 class NormalContactEngine:
     """Event-driven, variable-step simulation of a body along a contact normal.
 
-    Parameters: ``model`` a :class:`KelvinVoigt` or :class:`HuntCrossley` contact model; ``mass``
+    Parameters: ``model`` a contact law's model (:class:`~robot_grinding_sim.core.contact.law.ContactModel`:
+    ``KelvinVoigt``, ``HuntCrossley``, any registered law's); ``mass``
     effective mass (kg) or a callable (t, x, v) -> kg; ``external_force`` (N along +normal) or a
     callable (t, x, v) -> N; ``x0`` initial gap (m), ``v0`` initial velocity (m/s), ``t0`` (s).
     Drive it with :meth:`step` (one outer step, e.g. from a co-simulation) or :meth:`run`.
@@ -121,10 +123,11 @@ class NormalContactEngine:
     the mass and force callables, keeps the samples and the impacts.
     """
 
-    def __init__(self, model: KelvinVoigt | HuntCrossley, mass: Scalar, external_force: Scalar,
+    def __init__(self, model: ContactModel, mass: Scalar, external_force: Scalar,
                  x0: float, v0: float = 0.0, t0: float = 0.0) -> None:
-        if not isinstance(model, (KelvinVoigt, HuntCrossley)):
-            raise InputError(f"model must be a KelvinVoigt or HuntCrossley model, not {type(model)!r}")
+        if not isinstance(model, ContactModel):
+            raise InputError(f"model must be a contact law's model (KelvinVoigt, HuntCrossley, ...), not "
+                             f"{type(model)!r}")
         self.model = model
         self._mass = _as_callable("mass", mass)
         self._fext = _as_callable("external force", external_force)
@@ -138,52 +141,48 @@ class NormalContactEngine:
         self.output_dt: float | None = None
         self.contact_output_dt: float | None = None
         self.contact_output_max = 5000  # fine-grid samples per impact at most
-        self._st = np.empty(ek.ST_LEN)
-        self._lp = np.zeros(ek.LP_LEN)
-        if isinstance(model, KelvinVoigt):
-            self._lp[ek.LP_LAW], self._lp[ek.LP_CLAMPED] = ek.KV_LAW, float(model.clamped)
-        else:
-            self._lp[ek.LP_LAW], self._lp[ek.LP_CLAMPED] = ek.HC_LAW, 1.0
-            self._lp[ek.LP_EXP], self._lp[ek.LP_U], self._lp[ek.LP_VF] = model.exponent, model.u, model.v_floor
-        self._lp[ek.LP_K] = model.stiffness
+        self._st = np.empty(ek.ST.size)
+        self._laws = kernels()
+        self._m = math.nan  # no parameters yet
         self._smp = np.empty((4, 64))
         self._ev = np.empty((4, 16))
         self._cnt = np.zeros(3, dtype=np.int64)
         self._chunks: list[np.ndarray] = []
         x0, v0, t0 = float(x0), float(v0), float(t0)
         self._set_parameters(t0, x0, v0)
-        self._smp, self._ev = ek.engine_init(self._lp, self._m, self._f, x0, v0, t0, self._st, self._smp, self._ev,
-                                             self._cnt)
+        self._smp, self._ev = ek.engine_init(self._laws, self._lp, self._m, self._f, x0, v0, t0, self._st, self._smp,
+                                             self._ev, self._cnt)
         self._collect()
 
     # ----------------------------------------------------------------------------- state
     @property
     def t(self) -> float:
-        return float(self._st[ek.ST_T])
+        return float(self._st[ek.T.t])
 
     @property
     def x(self) -> float:
-        return float(self._st[ek.ST_X])
+        return float(self._st[ek.T.x])
 
     @property
     def v(self) -> float:
-        return float(self._st[ek.ST_V])
+        return float(self._st[ek.T.v])
 
     @property
     def mode(self) -> str:
-        return MODES[int(self._st[ek.ST_MODE])]
+        return MODES[int(self._st[ek.T.mode])]
 
     def _set_parameters(self, t: float, x: float, v: float) -> None:
-        """Mass and external force at (t, x, v), held over the next step (and the law's damping)."""
+        """Mass and external force at (t, x, v), held over the next step, and the law's parameters
+        for that mass (Kelvin-Voigt's damping)."""
         m = float(self._mass(t, x, v))
         if not 0.0 < m < math.inf:
             raise InputError(f"effective mass must be finite and > 0, got {m!r} at t = {t:.6g} s")
         f = float(self._fext(t, x, v))
         if not -math.inf < f < math.inf:
             raise InputError(f"external force must be finite, got {f!r} at t = {t:.6g} s")
+        if m != self._m:  # the law's parameters depend on the mass at most (Kelvin-Voigt's damping)
+            self._lp = self.model.kernel_parameters(m)
         self._m, self._f = m, f
-        if isinstance(self.model, KelvinVoigt):
-            self._lp[ek.LP_D] = self.model.damping(m)
 
     def _collect(self) -> None:
         """Take the kernel's samples (with their energies) and replay its contact log."""
@@ -219,7 +218,7 @@ class NormalContactEngine:
 
     def contact_force(self, x: float, v: float) -> float:
         """Contact force (N, along +normal) at gap x and velocity v with the current parameters."""
-        return float(ek.law_force(self._lp, float(self._st[ek.ST_ALPHA]), float(x), float(v)))
+        return float(self.model.kernel_force(-float(x), -float(v), float(self._st[ek.T.alpha]), self._m))
 
     def energy(self, x: np.ndarray | float, v: np.ndarray | float) -> np.ndarray:
         """Kinetic + external-force potential (-f_ext x) + elastic energy (J)."""
@@ -234,17 +233,16 @@ class NormalContactEngine:
             raise InputError(f"time step dt must be finite and > 0, got {dt!r}")
         self._set_parameters(self.t, self.x, self.v)
         self._cnt[ek.C_PHASES] = 0
-        code, self._smp, self._ev = ek.engine_step(self._lp, self._m, self._f, self._st, float(dt),
+        code, self._smp, self._ev = ek.engine_step(self._laws, self._lp, self._m, self._f, self._st, float(dt),
                                                    float(self.output_dt or 0.0), float(self.contact_output_dt or 0.0),
                                                    int(self.contact_output_max), self._smp, self._ev, self._cnt)
         self.phases += int(self._cnt[ek.C_PHASES])
         self._collect()
-        if code == ek.STALLED:
-            raise GrindingSimError(f"engine stalled at t = {self.t!r} s in mode {self.mode} "
+        if code == ek.E.engine_stalled:
+            raise GrindingSimError(f"{STATUS.message(code)} at t = {self.t!r} s in mode {self.mode} "
                                    f"(x = {self.x!r}, v = {self.v!r})")
-        if code == ek.HC_FAILED:  # pragma: no cover - integration failure
-            raise InputError(f"Hunt-Crossley integration failed: the step size fell below the spacing of "
-                             f"floating-point times at t = {self.t} s")
+        if code != ek.E.ok:  # pragma: no cover - integration failure
+            raise InputError(f"{self.model.name}: {STATUS.message(code)} at t = {self.t} s")
         self.steps += 1
 
     def run(self, duration: float, dt: float, output_dt: float | None = None,

@@ -17,9 +17,11 @@ phases until it ends, each solved exactly:
 - loose (clamped models, inside the surface but the force would pull): ballistic until the body
   leaves (d = 0) or the force re-engages.
 
-Arrays: ``lp`` (LP_LEN,) the law (LP_*: law id, K, Kelvin-Voigt damping D for this mass,
-exponent, the Hunt-Crossley u = alpha v_impact, v_floor, clamped); ``st`` (ST_LEN,) the engine
-state (ST_*: t, x, v, mode, alpha, the current impact's time (NaN while free)); ``smp`` (4, k)
+Arrays: ``lp`` (LP.size,) the law's parameters (:data:`~robot_grinding_sim.core.contact.law.LP`:
+law id, K, the LINEAR family's damping D for this mass, exponent, the Hunt-Crossley u = alpha
+v_impact, v_floor, clamped, family), its kernel ``laws[int(lp[P.law])]`` of the registry's list
+(:func:`~robot_grinding_sim.core.contact.registry.kernels`); ``st`` (ST.size,) the engine state
+(:data:`ST`: t, x, v, mode, alpha, the current impact's time (NaN while free)); ``smp`` (4, k)
 the recorded samples (rows S_T time s, S_F contact force N, S_X gap m, S_V velocity m/s: every
 phase end, the step's end and, on request, a grid of ``out_dt`` and a finer grid ``fine_dt``
 over the first ``fine_max`` points of each impact); ``ev`` (4, k) the contact log (EV_* rows:
@@ -55,14 +57,20 @@ from robot_grinding_sim.core.contact.kelvin_voigt import (
     form_maximum,
     kv_closed_form,
 )
+from robot_grinding_sim.core.contact.law import ENGAGE, FORCE, IMPACT, LINEAR, LP, RELEASE
+from robot_grinding_sim.core.contact.roots import quadratic_crossing
+from robot_grinding_sim.core.layout import STATUS, Layout
 
-#: law parameters
-LP_LAW, LP_K, LP_D, LP_EXP, LP_U, LP_VF, LP_CLAMPED = range(7)
-LP_LEN = 7
-KV_LAW, HC_LAW = 0, 1
+#: law parameters (every law's: :data:`~robot_grinding_sim.core.contact.law.LP`)
+P = LP.index
 #: engine state
-ST_T, ST_X, ST_V, ST_MODE, ST_ALPHA, ST_TIMPACT = range(6)
-ST_LEN = 6
+ST = Layout("engine_state", (
+    ("t", 1, "s", "time"), ("x", 1, "m", "gap"), ("v", 1, "m/s", "gap rate"),
+    ("mode", 1, "", "FREE, CONTACT or LOOSE"), ("alpha", 1, "", "the law's impact state (Hunt-Crossley alpha, s/m)"),
+    ("t_impact", 1, "s", "time of the current impact (NaN while free)"),
+))
+T = ST.index
+ST_LEN = ST.size  # (a Layout is no numba constant: its size is)
 #: modes (NormalContactEngine.mode: "free", "contact", "loose")
 FREE, CONTACT, LOOSE = 0, 1, 2
 #: sample rows
@@ -73,78 +81,21 @@ S_T, S_F, S_X, S_V = range(4)
 EV_OPEN, EV_TRACK, EV_RELEASE, EV_EXIT, EV_ENGAGE = range(5)
 #: counters
 C_NS, C_NEV, C_PHASES = range(3)
-#: kernel codes
-OK, STALLED, HC_FAILED = 0, 1, 2
+#: kernel codes (:data:`~robot_grinding_sim.core.layout.STATUS`)
+E = STATUS.code
 #: the Hunt-Crossley contact phase's relative tolerance
 HC_RTOL = 1e-12
 
 
-@njit(cache=True)
-def quadratic_crossing(c0, c1, c2, t_max, direction):
-    """First t in [0, t_max] where g(t) = c0 + c1 t + c2 t^2 crosses zero in ``direction`` (inf if
-    none). direction -1: from >= 0 to < 0 (g decreasing at the root); +1: upwards. A root at t ~ 0
-    with the wrong slope is ignored (the state just came from that event). Roots by the
-    numerically stable quadratic formula, polished by one Newton step."""
-    roots = np.empty(2)
-    nr = 0
-    if c2 == 0.0:
-        if c1 != 0.0:
-            roots[0] = -c0 / c1
-            nr = 1
-    else:
-        disc = c1 * c1 - 4.0 * c2 * c0
-        if disc >= 0.0:
-            sq = math.sqrt(disc)
-            qq = -0.5 * (c1 + math.copysign(sq, c1))
-            if qq != 0.0:
-                roots[0], roots[1] = qq / c2, c0 / qq
-                nr = 2
-            else:
-                roots[0] = 0.0
-                nr = 1
-    best = math.inf
-    for i in range(nr):
-        t = roots[i]
-        slope = c1 + 2.0 * c2 * t
-        if slope != 0.0:
-            t = t - (c0 + c1 * t + c2 * t * t) / slope  # Newton polish
-        if t < 0.0:
-            if t > -1e-15 * max(1.0, t_max):
-                t = 0.0
-            else:
-                continue
-        if t > t_max:
-            continue
-        slope = c1 + 2.0 * c2 * t
-        if (direction < 0 and slope < 0.0) or (direction > 0 and slope > 0.0):
-            if t < best:
-                best = t
-    return best
-
-
 @njit(cache=True, inline="always")
-def hc_alpha(lp, v_impact):
-    """The Hunt-Crossley alpha (s/m) of an impact at speed v_impact (m/s): u / max(|v|, v_floor)."""
-    return lp[LP_U] / max(abs(v_impact), lp[LP_VF])
-
-
-@njit(cache=True, inline="always")
-def raw_force(lp, alpha, d, dd):
-    """The contact force before clamping at penetration d > 0 and rate dd (N)."""
-    if lp[LP_LAW] == KV_LAW:
-        return lp[LP_K] * d + lp[LP_D] * dd
-    return lp[LP_K] * d ** lp[LP_EXP] * (1.0 + alpha * dd)
-
-
-@njit(cache=True, inline="always")
-def law_force(lp, alpha, x, v):
+def law_force(law, lp, alpha, x, v):
     """The contact force (N, along +normal) at gap x and velocity v: 0 while apart, clamped at 0
-    for clamped models (the Hunt-Crossley family always)."""
+    for clamped laws (law: the law's kernel)."""
     d, dd = -x, -v
     if d <= 0.0:
         return 0.0
-    f = raw_force(lp, alpha, d, dd)
-    if lp[LP_LAW] != KV_LAW or lp[LP_CLAMPED] != 0.0:
+    f = law(FORCE, lp, alpha, d, dd, 0.0, 0.0)
+    if lp[P.clamped] != 0.0:
         return max(f, 0.0)
     return f
 
@@ -176,36 +127,36 @@ def add_event(ev, cnt, kind, a, b, c):
 
 
 @njit(cache=True, inline="always")
-def record_point(lp, st, smp, cnt):
+def record_point(law, lp, st, smp, cnt):
     """The sample of the current state (its contact force while in contact)."""
-    x, v = st[ST_X], st[ST_V]
-    f = law_force(lp, st[ST_ALPHA], x, v) if st[ST_MODE] == CONTACT else 0.0
-    return add_sample(smp, cnt, st[ST_T], f, x, v)
+    x, v = st[T.x], st[T.v]
+    f = law_force(law, lp, st[T.alpha], x, v) if st[T.mode] == CONTACT else 0.0
+    return add_sample(smp, cnt, st[T.t], f, x, v)
 
 
 @njit(cache=True)
-def open_contact(lp, st, v_in, ev, cnt):
-    """An impact at the current time with speed v_in (m/s): alpha fixed (Hunt-Crossley)."""
-    st[ST_TIMPACT] = st[ST_T]
-    if lp[LP_LAW] == HC_LAW:
-        st[ST_ALPHA] = hc_alpha(lp, v_in)
-    return add_event(ev, cnt, EV_OPEN, st[ST_T], v_in, 0.0)
+def open_contact(law, lp, st, v_in, ev, cnt):
+    """An impact at the current time with speed v_in (m/s): the law's impact state fixed
+    (Hunt-Crossley's alpha)."""
+    st[T.t_impact] = st[T.t]
+    st[T.alpha] = law(IMPACT, lp, v_in, 0.0, 0.0, 0.0, 0.0)
+    return add_event(ev, cnt, EV_OPEN, st[T.t], v_in, 0.0)
 
 
 @njit(cache=True)
 def close_release(st, v_pen, ev, cnt, inside):
     """The contact force has returned to zero: the body leaves with this normal velocity."""
-    return add_event(ev, cnt, EV_RELEASE, max(-v_pen, 0.0), st[ST_T] - st[ST_TIMPACT], 1.0 if inside else 0.0)
+    return add_event(ev, cnt, EV_RELEASE, max(-v_pen, 0.0), st[T.t] - st[T.t_impact], 1.0 if inside else 0.0)
 
 
 @njit(cache=True)
 def exit_surface(st, ev, cnt):
     """The body leaves the surface (d = 0): free again."""
-    t = st[ST_T]
-    ev = add_event(ev, cnt, EV_EXIT, t, max(st[ST_V], 0.0), t - st[ST_TIMPACT])
-    st[ST_TIMPACT] = np.nan
-    st[ST_X] = 0.0
-    st[ST_MODE] = FREE
+    t = st[T.t]
+    ev = add_event(ev, cnt, EV_EXIT, t, max(st[T.v], 0.0), t - st[T.t_impact])
+    st[T.t_impact] = np.nan
+    st[T.x] = 0.0
+    st[T.mode] = FREE
     return ev
 
 
@@ -230,14 +181,14 @@ TR_FREE, TR_LOOSE, TR_KV, TR_HC = range(4)
 
 
 @njit(cache=True)
-def record_dense(lp, st, m, t0, t1, contact, out_dt, fine_dt, fine_max, tr, c, seg, F, yo, nseg, smp, cnt):
+def record_dense(law, lp, st, m, t0, t1, contact, out_dt, fine_dt, fine_max, tr, c, seg, F, yo, nseg, smp, cnt):
     """Samples on the output grid (and, inside an impact, its fine grid) strictly inside (t0, t1)
     of the phase's trajectory tr (c: its coefficients; seg, F, yo, nseg: the Hunt-Crossley dense
     output), forces while in contact (:func:`law_force`)."""
     ts = grid(t0, t1, out_dt)
-    if contact and fine_dt > 0.0 and not math.isnan(st[ST_TIMPACT]):
+    if contact and fine_dt > 0.0 and not math.isnan(st[T.t_impact]):
         # the fine grid covers the impact itself, not hours of resting contact
-        t_stop = st[ST_TIMPACT] + fine_max * fine_dt
+        t_stop = st[T.t_impact] + fine_max * fine_dt
         if t0 < t_stop:
             ts = np.unique(np.concatenate((ts, grid(t0, min(t1, t_stop), fine_dt))))
     n = ts.shape[0]
@@ -246,7 +197,7 @@ def record_dense(lp, st, m, t0, t1, contact, out_dt, fine_dt, fine_max, tr, c, s
     ys = np.empty((2, n if tr == TR_HC else 0))
     if tr == TR_HC:
         dense_eval(seg, F, yo, nseg, ts - t0, ys)
-    in_contact = st[ST_MODE] == CONTACT
+    in_contact = st[T.mode] == CONTACT
     for i in range(n):
         s = ts[i] - t0
         if tr == TR_FREE:
@@ -258,36 +209,37 @@ def record_dense(lp, st, m, t0, t1, contact, out_dt, fine_dt, fine_max, tr, c, s
             x, v = -(c[4] + c[5] * ec + c[6] * es), -(0.0 + c[7] * ec + c[8] * es)
         else:
             x, v = -ys[0, i], -ys[1, i]
-        f = law_force(lp, st[ST_ALPHA], x, v) if in_contact else 0.0
+        f = law_force(law, lp, st[T.alpha], x, v) if in_contact else 0.0
         smp = add_sample(smp, cnt, ts[i], f, x, v)
     return smp
 
 
 @njit(cache=True)
-def engine_init(lp, m, f, x0, v0, t0, st, smp, ev, cnt):
+def engine_init(laws, lp, m, f, x0, v0, t0, st, smp, ev, cnt):
     """The engine's state at (x0, v0, t0) under mass m and force f: free, in contact or loose
-    (an impact opened at t0 unless free), and its first sample. Returns (smp, ev)."""
-    st[ST_T], st[ST_X], st[ST_V], st[ST_ALPHA], st[ST_TIMPACT] = t0, x0, v0, 0.0, np.nan
+    (an impact opened at t0 unless free), and its first sample (laws: the registry's kernels,
+    lp[P.law] the law). Returns (smp, ev)."""
+    law = laws[int(lp[P.law])]
+    st[T.t], st[T.x], st[T.v], st[T.alpha], st[T.t_impact] = t0, x0, v0, 0.0, np.nan
     a = f / m
     if x0 > 0.0 or (x0 == 0.0 and (v0 > 0.0 or (v0 == 0.0 and a >= 0.0))):
-        st[ST_MODE] = FREE
+        st[T.mode] = FREE
     else:
-        if lp[LP_LAW] == HC_LAW:
-            st[ST_ALPHA] = hc_alpha(lp, max(-v0, 0.0))
-        clamped = lp[LP_LAW] == HC_LAW or lp[LP_CLAMPED] != 0.0
-        if not clamped or x0 == 0.0 or raw_force(lp, st[ST_ALPHA], -x0, -v0) >= 0.0:
-            st[ST_MODE] = CONTACT
+        st[T.alpha] = law(IMPACT, lp, max(-v0, 0.0), 0.0, 0.0, 0.0, 0.0)
+        clamped = lp[P.clamped] != 0.0
+        if not clamped or x0 == 0.0 or law(FORCE, lp, st[T.alpha], -x0, -v0, 0.0, 0.0) >= 0.0:
+            st[T.mode] = CONTACT
         else:
-            st[ST_MODE] = LOOSE
-        ev = open_contact(lp, st, max(-v0, 0.0), ev, cnt)
-    smp = record_point(lp, st, smp, cnt)
+            st[T.mode] = LOOSE
+        ev = open_contact(law, lp, st, max(-v0, 0.0), ev, cnt)
+    smp = record_point(law, lp, st, smp, cnt)
     return smp, ev
 
 
 @njit(cache=True)
-def free_phase(lp, st, m, f, tau, out_dt, smp, ev, cnt):
+def free_phase(law, lp, st, m, f, tau, out_dt, smp, ev, cnt):
     """Free flight to the impact or for tau s; returns (time advanced, smp, ev)."""
-    x0, v0, a = st[ST_X], st[ST_V], f / m
+    x0, v0, a = st[T.x], st[T.v], f / m
     if x0 <= 0.0 and (v0 < 0.0 or (v0 == 0.0 and a < 0.0)):
         te = 0.0
     else:
@@ -295,31 +247,31 @@ def free_phase(lp, st, m, f, tau, out_dt, smp, ev, cnt):
     dt = tau if te == math.inf else te
     if out_dt > 0.0:
         e2 = np.empty((0, 3))
-        smp = record_dense(lp, st, m, st[ST_T], st[ST_T] + dt, False, out_dt, 0.0, 0, TR_FREE,
+        smp = record_dense(law, lp, st, m, st[T.t], st[T.t] + dt, False, out_dt, 0.0, 0, TR_FREE,
                            np.array([x0, v0, a]), e2, np.empty((0, 7, 2)), np.empty((0, 2)), 0, smp, cnt)
-    st[ST_T] += dt
-    st[ST_V] = v0 + a * dt
+    st[T.t] += dt
+    st[T.v] = v0 + a * dt
     if te == math.inf:
-        st[ST_X] = x0 + v0 * dt + 0.5 * a * dt * dt
+        st[T.x] = x0 + v0 * dt + 0.5 * a * dt * dt
     else:
-        st[ST_X] = 0.0  # exactly on the surface: time of impact, no overshoot
-        st[ST_MODE] = CONTACT
-        ev = open_contact(lp, st, max(-st[ST_V], 0.0), ev, cnt)
-        smp = record_point(lp, st, smp, cnt)
+        st[T.x] = 0.0  # exactly on the surface: time of impact, no overshoot
+        st[T.mode] = CONTACT
+        ev = open_contact(law, lp, st, max(-st[T.v], 0.0), ev, cnt)
+        smp = record_point(law, lp, st, smp, cnt)
     return dt, smp, ev
 
 
 @njit(cache=True)
-def contact_phase(lp, st, m, f, tau, out_dt, fine_dt, fine_max, smp, ev, cnt):
-    """Contact until the force (unclamped Kelvin-Voigt: d) returns to zero or for tau s; returns
-    (time advanced, code, smp, ev)."""
-    d0, dd0, f_in = -st[ST_X], -st[ST_V], -f
-    K = lp[LP_K]
-    clamped = lp[LP_LAW] == HC_LAW or lp[LP_CLAMPED] != 0.0
-    alpha = st[ST_ALPHA]
-    t0 = st[ST_T]
-    if lp[LP_LAW] == KV_LAW:
-        D = lp[LP_D]
+def contact_phase(law, lp, st, m, f, tau, out_dt, fine_dt, fine_max, smp, ev, cnt):
+    """Contact until the force (unclamped: d) returns to zero or for tau s: the LINEAR family in
+    closed form, the others integrated; returns (time advanced, code, smp, ev)."""
+    d0, dd0, f_in = -st[T.x], -st[T.v], -f
+    K = lp[P.stiffness]
+    clamped = lp[P.clamped] != 0.0
+    alpha = st[T.alpha]
+    t0 = st[T.t]
+    if lp[P.family] == LINEAR:
+        D = lp[P.damping]
         r, disc, w, s1, pd, qd, pv, qv = kv_closed_form(K, D, m, f_in, d0, dd0)
         c0f, pf, qf = f_in, K * pd + D * pv, K * qd + D * qv
         if clamped:
@@ -331,58 +283,52 @@ def contact_phase(lp, st, m, f, tau, out_dt, fine_dt, fine_max, smp, ev, cnt):
         dmax = form_maximum(r, disc, w, s1, f_in / K, pd, qd, dt)[0]
         fmax = form_maximum(r, disc, w, s1, c0f, pf, qf, dt)[0]
         ev = add_event(ev, cnt, EV_TRACK, dmax, fmax, 0.0)
-        smp = record_dense(lp, st, m, t0, t0 + dt, True, out_dt, fine_dt, fine_max, TR_KV,
+        smp = record_dense(law, lp, st, m, t0, t0 + dt, True, out_dt, fine_dt, fine_max, TR_KV,
                            np.array([r, disc, w, s1, f_in / K, pd, qd, pv, qv]), np.empty((0, 3)),
                            np.empty((0, 7, 2)), np.empty((0, 2)), 0, smp, cnt)
         ec, es = exp_basis(r, disc, w, s1, dt)
         d1, dd1 = f_in / K + pd * ec + qd * es, 0.0 + pv * ec + qv * es
     else:
-        n = lp[LP_EXP]
-        if (1.0 + alpha * dd0 < 0.0 and d0 > 0.0) or (d0 <= 0.0 and dd0 < 0.0):
+        if (law(RELEASE, lp, alpha, d0, dd0, 0.0, 0.0) < 0.0 and d0 > 0.0) or (d0 <= 0.0 and dd0 < 0.0):
             # on the release surface moving out (release), or on the surface leaving (exit): at once
             ended, dt, d1, dd1 = True, 0.0, d0, dd0
             dp = max(d0, 0.0)
-            ev = add_event(ev, cnt, EV_TRACK, dp, max(K * dp**n * (1.0 + alpha * dd0), 0.0), 0.0)
+            ev = add_event(ev, cnt, EV_TRACK, dp, max(law(FORCE, lp, alpha, dp, dd0, 0.0, 0.0), 0.0), 0.0)
         else:
             res = np.empty(RES_LEN)
-            seg, F, yo = hc_phase(K, n, alpha, m, f_in, d0, dd0, tau, HC_RTOL, res)
+            seg, F, yo = hc_phase(law, lp, alpha, m, f_in, d0, dd0, tau, HC_RTOL, res)
             if res[RES_REASON] == FAILED:
-                return 0.0, HC_FAILED, smp, ev
+                return 0.0, E.integration_failed, smp, ev
             dt, d1, dd1 = res[RES_T], res[RES_D], res[RES_V]
             ended = res[RES_REASON] != TIME
             ev = add_event(ev, cnt, EV_TRACK, res[RES_DMAX], res[RES_FPEAK], 0.0)
-            smp = record_dense(lp, st, m, t0, t0 + dt, True, out_dt, fine_dt, fine_max, TR_HC, res, seg, F, yo,
+            smp = record_dense(law, lp, st, m, t0, t0 + dt, True, out_dt, fine_dt, fine_max, TR_HC, res, seg, F, yo,
                                int(res[RES_NSEG]), smp, cnt)
-    st[ST_T] += dt
-    st[ST_X], st[ST_V] = -d1, -dd1
+    st[T.t] += dt
+    st[T.x], st[T.v] = -d1, -dd1
     if not ended:
-        return dt, OK, smp, ev
-    smp = record_point(lp, st, smp, cnt)  # the last contact sample (unclamped: the pulling force at d = 0)
+        return dt, E.ok, smp, ev
+    smp = record_point(law, lp, st, smp, cnt)  # the last contact sample (unclamped: the pulling force at d = 0)
     if not clamped or d1 <= 0.0:
         ev = exit_surface(st, ev, cnt)
-        smp = record_point(lp, st, smp, cnt)
+        smp = record_point(law, lp, st, smp, cnt)
     else:
         ev = close_release(st, dd1, ev, cnt, True)
-        st[ST_MODE] = LOOSE
-    return dt, OK, smp, ev
+        st[T.mode] = LOOSE
+    return dt, E.ok, smp, ev
 
 
 @njit(cache=True)
-def loose_phase(lp, st, m, f, tau, out_dt, fine_dt, fine_max, smp, ev, cnt):
+def loose_phase(law, lp, st, m, f, tau, out_dt, fine_dt, fine_max, smp, ev, cnt):
     """Ballistic inside the surface (the clamped force would pull) until the body leaves, the
     force re-engages or tau s; returns (time advanced, smp, ev)."""
-    d0, dd0, a = -st[ST_X], -st[ST_V], -f / m
+    d0, dd0, a = -st[T.x], -st[T.v], -f / m
     if d0 <= 0.0 and dd0 <= 0.0:
         ev = exit_surface(st, ev, cnt)
-        smp = record_point(lp, st, smp, cnt)
+        smp = record_point(law, lp, st, smp, cnt)
         return 0.0, smp, ev
     t_exit = quadratic_crossing(d0, dd0, 0.5 * a, tau, -1)
-    if lp[LP_LAW] == KV_LAW:
-        k, c = lp[LP_K], lp[LP_D]
-        t_eng = quadratic_crossing(k * d0 + c * dd0, k * dd0 + c * a, 0.5 * k * a, tau, +1)
-    else:
-        al = st[ST_ALPHA]
-        t_eng = quadratic_crossing(1.0 + al * dd0, al * a, 0.0, tau, +1) if al > 0.0 else math.inf
+    t_eng = law(ENGAGE, lp, st[T.alpha], d0, dd0, a, tau)
     # the earliest event; at a tie the force re-engages
     if t_eng == math.inf and t_exit == math.inf:
         t_ev, kind = tau, 0
@@ -396,65 +342,72 @@ def loose_phase(lp, st, m, f, tau, out_dt, fine_dt, fine_max, smp, ev, cnt):
         s = -dd0 / a
         deepest = max(deepest, d0 + dd0 * s + 0.5 * a * s * s)
     ev = add_event(ev, cnt, EV_TRACK, deepest, 0.0, 0.0)
-    smp = record_dense(lp, st, m, st[ST_T], st[ST_T] + t_ev, True, out_dt, fine_dt, fine_max, TR_LOOSE,
+    smp = record_dense(law, lp, st, m, st[T.t], st[T.t] + t_ev, True, out_dt, fine_dt, fine_max, TR_LOOSE,
                        np.array([d0, dd0, a]), np.empty((0, 3)), np.empty((0, 7, 2)), np.empty((0, 2)), 0, smp, cnt)
-    st[ST_T] += t_ev
-    st[ST_V] = -(dd0 + a * t_ev)
-    st[ST_X] = -(d0 + dd0 * t_ev + 0.5 * a * t_ev * t_ev)
+    st[T.t] += t_ev
+    st[T.v] = -(dd0 + a * t_ev)
+    st[T.x] = -(d0 + dd0 * t_ev + 0.5 * a * t_ev * t_ev)
     if kind == 1:
         ev = exit_surface(st, ev, cnt)
-        smp = record_point(lp, st, smp, cnt)
+        smp = record_point(law, lp, st, smp, cnt)
     elif kind == 2:
-        st[ST_MODE] = CONTACT
+        st[T.mode] = CONTACT
         ev = add_event(ev, cnt, EV_ENGAGE, 0.0, 0.0, 0.0)  # the same impact continues
-        smp = record_point(lp, st, smp, cnt)
+        smp = record_point(law, lp, st, smp, cnt)
     return t_ev, smp, ev
 
 
 @njit(cache=True)
-def engine_step(lp, m, f, st, dt, out_dt, fine_dt, fine_max, smp, ev, cnt):
+def engine_step(laws, lp, m, f, st, dt, out_dt, fine_dt, fine_max, smp, ev, cnt):
     """One outer step of dt s from st under mass m and force f, stopping inside it only at events
-    (module docstring); the step's end sampled. Returns (code: OK, STALLED or HC_FAILED, smp, ev)."""
-    t_end = st[ST_T] + dt
-    stalled = 0
-    while st[ST_T] < t_end:
-        tau = t_end - st[ST_T]
-        mode = st[ST_MODE]
-        if mode == FREE:
-            adv, smp, ev = free_phase(lp, st, m, f, tau, out_dt, smp, ev, cnt)
-        elif mode == CONTACT:
-            adv, code, smp, ev = contact_phase(lp, st, m, f, tau, out_dt, fine_dt, fine_max, smp, ev, cnt)
-            if code != OK:
-                return code, smp, ev
-        else:
-            adv, smp, ev = loose_phase(lp, st, m, f, tau, out_dt, fine_dt, fine_max, smp, ev, cnt)
-        cnt[C_PHASES] += 1
-        stalled = stalled + 1 if adv <= 0.0 else 0
-        if stalled > 50:
-            return STALLED, smp, ev
-        if tau - adv <= 1e-15 * max(1.0, abs(t_end)):
-            st[ST_T] = t_end  # absorb rounding: the step ends here
-            break
-    smp = record_point(lp, st, smp, cnt)
-    return OK, smp, ev
+    (module docstring); the step's end sampled (laws: the registry's kernels, lp[P.law] the law).
+    Returns (code: STATUS ok, engine_stalled or integration_failed, smp, ev)."""
+    return law_step(laws[int(lp[P.law])], lp, m, f, st, dt, out_dt, fine_dt, fine_max, smp, ev, cnt)
 
 
 @njit(cache=True)
-def normal_step(lp, m, f, x0, v0, dt, out_dt, smp):
+def law_step(law, lp, m, f, st, dt, out_dt, fine_dt, fine_max, smp, ev, cnt):
+    """:func:`engine_step` with the law's kernel."""
+    t_end = st[T.t] + dt
+    stalled = 0
+    while st[T.t] < t_end:
+        tau = t_end - st[T.t]
+        mode = st[T.mode]
+        if mode == FREE:
+            adv, smp, ev = free_phase(law, lp, st, m, f, tau, out_dt, smp, ev, cnt)
+        elif mode == CONTACT:
+            adv, code, smp, ev = contact_phase(law, lp, st, m, f, tau, out_dt, fine_dt, fine_max, smp, ev, cnt)
+            if code != E.ok:
+                return code, smp, ev
+        else:
+            adv, smp, ev = loose_phase(law, lp, st, m, f, tau, out_dt, fine_dt, fine_max, smp, ev, cnt)
+        cnt[C_PHASES] += 1
+        stalled = stalled + 1 if adv <= 0.0 else 0
+        if stalled > 50:
+            return E.engine_stalled, smp, ev
+        if tau - adv <= 1e-15 * max(1.0, abs(t_end)):
+            st[T.t] = t_end  # absorb rounding: the step ends here
+            break
+    smp = record_point(law, lp, st, smp, cnt)
+    return E.ok, smp, ev
+
+
+@njit(cache=True)
+def normal_step(laws, lp, m, f, x0, v0, dt, out_dt, smp):
     """A fresh engine at (x0, v0) at t = 0 stepped once by dt (the coupled step's onset and release
     steps): the samples (smp, possibly a larger copy; rows S_*), their count, the end state
     (x1, v1), whether the step was one contact phase throughout, and the code."""
     st = np.empty(ST_LEN)
     ev = np.empty((4, 8))
     cnt = np.zeros(3, dtype=np.int64)
-    smp, ev = engine_init(lp, m, f, x0, v0, 0.0, st, smp, ev, cnt)
-    start_contact = st[ST_MODE] == CONTACT
-    code, smp, ev = engine_step(lp, m, f, st, dt, out_dt, 0.0, 0, smp, ev, cnt)
-    whole = start_contact and cnt[C_PHASES] == 1 and st[ST_MODE] == CONTACT
+    smp, ev = engine_init(laws, lp, m, f, x0, v0, 0.0, st, smp, ev, cnt)
+    start_contact = st[T.mode] == CONTACT
+    code, smp, ev = engine_step(laws, lp, m, f, st, dt, out_dt, 0.0, 0, smp, ev, cnt)
+    whole = start_contact and cnt[C_PHASES] == 1 and st[T.mode] == CONTACT
     ns = cnt[C_NS]
     for i in range(1, ns):
         if smp[S_T, i] < smp[S_T, i - 1]:  # a grid time rounded past its phase's end: time order
             order = np.argsort(smp[S_T, :ns], kind="mergesort")
             smp[:, :ns] = smp[:, order]
             break
-    return smp, ns, st[ST_X], st[ST_V], whole, code
+    return smp, ns, st[T.x], st[T.v], whole, code

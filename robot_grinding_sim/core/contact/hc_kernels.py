@@ -1,15 +1,18 @@
-"""The Hunt-Crossley contact phase integrated compiled (numba): DOP853 with dense output and event
+"""The contact phase of an integrated law (the Hunt-Crossley family) compiled (numba): DOP853 with
+dense output and event
 location, the steps of scipy's ``solve_ivp(method="DOP853", events=..., dense_output=True)``.
 
 One integrator serves :func:`~robot_grinding_sim.core.contact.hunt_crossley.hc_integrate` (the
 variable-step engine's contact phase) and the compiled coupled step
 (:mod:`~robot_grinding_sim.core.sim.compiled_step`), which calls :func:`hc_phase` directly.
 
-The ODE ``m d'' = f - K d^n (1 + alpha d')`` (force clamped at >= 0), state y = (d, d'), from 0 to
-t_max; the same Butcher tableau (scipy's DOP853 class attributes), initial step selection, error
+The ODE ``m d'' = f - F(d, d')`` (F the law's force, clamped at >= 0: its kernel's FORCE,
+:mod:`~robot_grinding_sim.core.contact.law`; Hunt-Crossley ``K d^n (1 + alpha d')``), state
+y = (d, d'), from 0 to t_max; the same Butcher tableau (scipy's DOP853 class attributes), initial step selection, error
 norm and step-size control (safety 0.9, factors 0.2 .. 10) as scipy, the 7th-order dense output,
 and events located by Brent's method (scipy's brentq, xtol = rtol = 4 eps) on the step's dense
-output: d = 0 (exit) and 1 + alpha d' = 0 (release), both terminal and downwards; d' = 0 and
+output: d = 0 (exit) and the law's RELEASE function (Hunt-Crossley: 1 + alpha d') = 0 (release),
+both terminal and downwards; d' = 0 and
 dF/dt = 0 (downwards: the maxima of penetration and force). Units SI.
 
 Result arrays: ``res`` (RES_LEN,) scalars (:data:`RES_T` ...); the dense output as ``seg``
@@ -24,6 +27,12 @@ import math
 import numpy as np
 from numba import njit
 from scipy.integrate import DOP853
+
+from robot_grinding_sim.core.contact.law import FORCE, FORCE_RATE, LP
+from robot_grinding_sim.core.contact.law import RELEASE as OP_RELEASE
+from robot_grinding_sim.core.contact.roots import B_LEN, BF_CUR, brent_next, brent_start
+
+P = LP.index
 
 _EPS = float(np.finfo(float).eps)
 A = np.ascontiguousarray(DOP853.A, dtype=np.float64)
@@ -59,10 +68,11 @@ def hc_scales(k, n, m, f, d0, v0):
 
 
 @njit(cache=True)
-def hc_rhs(k, n, alpha, m, f, y0, y1, out):
-    """(d', d'') of the clamped Hunt-Crossley contact at (d, d') = (y0, y1) into out (2,)."""
+def hc_rhs(law, lp, alpha, m, f, y0, y1, out):
+    """(d', d'') of the clamped contact at (d, d') = (y0, y1) into out (2,) (law: the law's kernel,
+    lp its parameters)."""
     d = y0 if y0 > 0.0 else 0.0
-    fc = k * d**n * (1.0 + alpha * y1)
+    fc = law(FORCE, lp, alpha, d, y1, 0.0, 0.0)
     if fc < 0.0:
         fc = 0.0
     out[0] = y1
@@ -70,20 +80,20 @@ def hc_rhs(k, n, alpha, m, f, y0, y1, out):
 
 
 @njit(cache=True)
-def hc_event(i, k, n, alpha, m, f, y0, y1):
-    """Event function i at (d, d'): 0 exit (d), 1 release (1 + alpha d'), 2 d', 3 dF/dt."""
+def hc_event(i, law, lp, alpha, m, f, y0, y1):
+    """Event function i at (d, d'): 0 exit (d), 1 release (the law's RELEASE), 2 d', 3 dF/dt."""
     if i == 0:
         return y0
     if i == 1:
-        return 1.0 + alpha * y1
+        return law(OP_RELEASE, lp, alpha, y0, y1, 0.0, 0.0)
     if i == 2:
         return y1
     d = y0 if y0 > 0.0 else 0.0
-    fc = max(k * d**n * (1.0 + alpha * y1), 0.0)
+    fc = max(law(FORCE, lp, alpha, d, y1, 0.0, 0.0), 0.0)
     acc = (f - fc) / m
     if d <= 0.0:
         return y1
-    return k * (n * d ** (n - 1.0) * y1 * (1.0 + alpha * y1) + alpha * d**n * acc)
+    return law(FORCE_RATE, lp, alpha, d, y1, acc, 0.0)
 
 
 @njit(cache=True)
@@ -124,51 +134,24 @@ def dense_eval(seg, F, yo, nseg, t, out):
 
 
 @njit(cache=True)
-def brent_event(i, k, n, alpha, m, f, t_old, h, yo, F, xa, xb):
-    """Root of event i on the step's dense output in [xa, xb]: scipy's brentq (xtol = rtol = 4 eps)."""
-    y = np.empty(2)
-    dense_point(t_old, h, yo, F, xa, y)
-    fpre = hc_event(i, k, n, alpha, m, f, y[0], y[1])
-    dense_point(t_old, h, yo, F, xb, y)
-    fcur = hc_event(i, k, n, alpha, m, f, y[0], y[1])
-    xpre, xcur = xa, xb
-    if fpre == 0.0:
-        return xpre
-    if fcur == 0.0:
-        return xcur
-    xblk = fblk = spre = scur = 0.0
-    for _ in range(100):
-        if fpre != 0.0 and fcur != 0.0 and (fpre < 0.0) != (fcur < 0.0):
-            xblk, fblk = xpre, fpre
-            spre = scur = xcur - xpre
-        if abs(fblk) < abs(fcur):
-            xpre, xcur, xblk = xcur, xblk, xcur
-            fpre, fcur, fblk = fcur, fblk, fcur
-        delta = (XTOL + XTOL * abs(xcur)) / 2.0
-        sbis = (xblk - xcur) / 2.0
-        if fcur == 0.0 or abs(sbis) < delta:
-            return xcur
-        if abs(spre) > delta and abs(fcur) < abs(fpre):
-            if xpre == xblk:  # interpolate
-                stry = -fcur * (xcur - xpre) / (fcur - fpre)
-            else:  # extrapolate
-                dpre = (fpre - fcur) / (xpre - xcur)
-                dblk = (fblk - fcur) / (xblk - xcur)
-                stry = -fcur * (fblk * dblk - fpre * dpre) / (dblk * dpre * (fblk - fpre))
-            if 2.0 * abs(stry) < min(abs(spre), 3.0 * abs(sbis) - delta):
-                spre, scur = scur, stry
-            else:
-                spre = scur = sbis
-        else:
-            spre = scur = sbis
-        xpre, fpre = xcur, fcur
-        if abs(scur) > delta:
-            xcur += scur
-        else:
-            xcur += delta if sbis > 0.0 else -delta
-        dense_point(t_old, h, yo, F, xcur, y)
-        fcur = hc_event(i, k, n, alpha, m, f, y[0], y[1])
-    return xcur
+def event_on_dense(i, law, lp, alpha, m, f, t_old, h, yo, F, x, y):
+    """Event i on the step's dense output at x (y (2,): room for the state)."""
+    dense_point(t_old, h, yo, F, x, y)
+    return hc_event(i, law, lp, alpha, m, f, y[0], y[1])
+
+
+@njit(cache=True)
+def brent_event(i, law, lp, alpha, m, f, t_old, h, yo, F, xa, xb):
+    """Root of event i on the step's dense output in [xa, xb]: Brent's method (:mod:`.roots`,
+    scipy's brentq) with xtol = rtol = 4 eps."""
+    y, s = np.empty(2), np.empty(B_LEN)
+    fa = event_on_dense(i, law, lp, alpha, m, f, t_old, h, yo, F, xa, y)
+    fb = event_on_dense(i, law, lp, alpha, m, f, t_old, h, yo, F, xb, y)
+    x, done = brent_start(s, xa, xb, fa, fb, XTOL, XTOL, 100)
+    while not done:
+        s[BF_CUR] = event_on_dense(i, law, lp, alpha, m, f, t_old, h, yo, F, x, y)
+        x, done = brent_next(s)
+    return x
 
 
 @njit(cache=True)
@@ -198,25 +181,32 @@ def push(a, na, x):
 
 
 @njit(cache=True)
-def hc_phase(k, n, alpha, m, f, d0, v0, t_max, rtol, res):
-    """Integrate ``m d'' = f - K d^n (1 + alpha d')`` from (d0, d0') = (d0, v0) for up to t_max s
-    (module docstring). Writes res (RES_LEN,); returns the dense output (seg, F, yo) with
-    res[RES_NSEG] segments."""
-    ds, vs = hc_scales(k, n, m, f, d0, v0)
+def hc_phase_entry(laws, lp, alpha, m, f, d0, v0, t_max, rtol, res):
+    """:func:`hc_phase` with the law's kernel taken from the registry's list (the Python entry)."""
+    return hc_phase(laws[int(lp[P.law])], lp, alpha, m, f, d0, v0, t_max, rtol, res)
+
+
+@njit(cache=True)
+def hc_phase(law, lp, alpha, m, f, d0, v0, t_max, rtol, res):
+    """Integrate ``m d'' = f - F(d, d')`` (law: the law's kernel, lp its parameters; alpha the
+    impact state) from (d0, d0') = (d0, v0) for up to t_max s (module docstring). Writes res
+    (RES_LEN,); returns the dense output (seg, F, yo) with res[RES_NSEG] segments."""
+    k = lp[P.stiffness]
+    ds, vs = hc_scales(k, lp[P.exponent], m, f, d0, v0)
     at0, at1 = rtol * ds, rtol * vs
     seg, F, yo = np.empty((16, 3)), np.empty((16, 7, 2)), np.empty((16, 2))
     K = np.empty((N_STAGES + 4, 2))
     fy, fn, ynew = np.empty(2), np.empty(2), np.empty(2)
     y = np.array([d0, v0])
     t = 0.0
-    hc_rhs(k, n, alpha, m, f, y[0], y[1], fy)
+    hc_rhs(law, lp, alpha, m, f, y[0], y[1], fy)
     # initial step (scipy's select_initial_step, order 7)
     sc0, sc1 = at0 + abs(y[0]) * rtol, at1 + abs(y[1]) * rtol
     dd0, dd1 = rms2(y[0] / sc0, y[1] / sc1), rms2(fy[0] / sc0, fy[1] / sc1)
     h0 = 1e-6 if dd0 < 1e-5 or dd1 < 1e-5 else 0.01 * dd0 / dd1
     h0 = min(h0, t_max)
     f1 = np.empty(2)
-    hc_rhs(k, n, alpha, m, f, y[0] + h0 * fy[0], y[1] + h0 * fy[1], f1)
+    hc_rhs(law, lp, alpha, m, f, y[0] + h0 * fy[0], y[1] + h0 * fy[1], f1)
     dd2 = rms2((f1[0] - fy[0]) / sc0, (f1[1] - fy[1]) / sc1) / h0
     if dd1 <= 1e-15 and dd2 <= 1e-15:
         h1 = max(1e-6, h0 * 1e-3)
@@ -225,7 +215,7 @@ def hc_phase(k, n, alpha, m, f, d0, v0, t_max, rtol, res):
     h_abs = min(100.0 * h0, h1, t_max)
     g = np.empty(4)
     for i in range(4):
-        g[i] = hc_event(i, k, n, alpha, m, f, y[0], y[1])
+        g[i] = hc_event(i, law, lp, alpha, m, f, y[0], y[1])
     gn = np.empty(4)
     nseg = 0
     reason = TIME
@@ -259,13 +249,13 @@ def hc_phase(k, n, alpha, m, f, d0, v0, t_max, rtol, res):
                 for j in range(s):
                     a0 += K[j, 0] * A[s, j]
                     a1 += K[j, 1] * A[s, j]
-                hc_rhs(k, n, alpha, m, f, y[0] + a0 * h, y[1] + a1 * h, K[s])
+                hc_rhs(law, lp, alpha, m, f, y[0] + a0 * h, y[1] + a1 * h, K[s])
             b0 = b1 = 0.0
             for j in range(N_STAGES):
                 b0 += K[j, 0] * B[j]
                 b1 += K[j, 1] * B[j]
             ynew[0], ynew[1] = y[0] + h * b0, y[1] + h * b1
-            hc_rhs(k, n, alpha, m, f, ynew[0], ynew[1], fn)
+            hc_rhs(law, lp, alpha, m, f, ynew[0], ynew[1], fn)
             K[N_STAGES, 0], K[N_STAGES, 1] = fn[0], fn[1]
             sc0 = at0 + max(abs(y[0]), abs(ynew[0])) * rtol
             sc1 = at1 + max(abs(y[1]), abs(ynew[1])) * rtol
@@ -303,7 +293,7 @@ def hc_phase(k, n, alpha, m, f, d0, v0, t_max, rtol, res):
             for j in range(s):
                 a0 += K[j, 0] * A_EXTRA[row, j]
                 a1 += K[j, 1] * A_EXTRA[row, j]
-            hc_rhs(k, n, alpha, m, f, yold0 + a0 * h, yold1 + a1 * h, K[s])
+            hc_rhs(law, lp, alpha, m, f, yold0 + a0 * h, yold1 + a1 * h, K[s])
         if nseg == seg.shape[0]:
             seg, F, yo = grow(seg, F, yo)
         dy0, dy1 = y[0] - yold0, y[1] - yold1
@@ -322,12 +312,12 @@ def hc_phase(k, n, alpha, m, f, d0, v0, t_max, rtol, res):
         nseg += 1
         # events (all downwards; 0 and 1 terminal)
         for i in range(4):
-            gn[i] = hc_event(i, k, n, alpha, m, f, y[0], y[1])
+            gn[i] = hc_event(i, law, lp, alpha, m, f, y[0], y[1])
         roots = np.full(4, np.inf)
         any_active, terminal = False, False
         for i in range(4):
             if g[i] >= 0.0 and gn[i] <= 0.0:
-                roots[i] = brent_event(i, k, n, alpha, m, f, t_old, h, yo[nseg - 1], F[nseg - 1], t_old, t)
+                roots[i] = brent_event(i, law, lp, alpha, m, f, t_old, h, yo[nseg - 1], F[nseg - 1], t_old, t)
                 any_active = True
                 terminal = terminal or i < 2
         t_stop = t
@@ -379,7 +369,7 @@ def hc_phase(k, n, alpha, m, f, d0, v0, t_max, rtol, res):
     fbest, dbest, tf, td = -np.inf, -np.inf, 0.0, 0.0
     for j in range(m_):
         d = max(ys[0, j], 0.0)
-        fv = max(k * d**n * (1.0 + alpha * ys[1, j]), 0.0)
+        fv = max(law(FORCE, lp, alpha, d, ys[1, j], 0.0, 0.0), 0.0)
         if fv > fbest:
             fbest, tf = fv, tc[j]
         if ys[0, j] > dbest:

@@ -15,10 +15,26 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 from scipy.optimize import brentq
 
 from robot_grinding_sim.core.contact import hc_kernels as hk
+from robot_grinding_sim.core.contact.law import (
+    ENGAGE,
+    FAMILY,
+    FORCE,
+    FORCE_RATE,
+    IMPACT,
+    INTEGRATED,
+    LAW_SIG,
+    LP,
+    RELEASE,
+    ContactLaw,
+    ContactModel,
+)
 from robot_grinding_sim.core.contact.laws import check_nonnegative, check_positive, check_restitution
+from robot_grinding_sim.core.contact.registry import kernels, law_id
+from robot_grinding_sim.core.contact.roots import quadratic_crossing
 from robot_grinding_sim.core.errors import InputError
 
 # --------------------------------------------------------------------------------------------
@@ -118,11 +134,12 @@ def hertz_contact_time(mass: float, stiffness: float, v0: float) -> float:
     return factor * hertz_max_penetration(mass, stiffness, v0) / v0
 
 
-class HuntCrossley:
+class HuntCrossley(ContactModel):
     """Hunt-Crossley contact ``F = K d^n (1 + alpha d')`` (lambda = alpha K), clamped at F >= 0.
 
     ``stiffness`` K (N/m^n), ``exponent`` n (1.5: Hertz sphere), ``cr`` requested restitution,
-    ``law`` one of :data:`HC_LAWS`. alpha = u(e)/v_impact depends on the impact speed: the engine
+    ``law`` one of :data:`HC_LAWS` (kept as ``u_law``; ``law`` is the registered contact law).
+    alpha = u(e)/v_impact depends on the impact speed: the engine
     calls :meth:`alpha` at every impact; ``v_floor`` (m/s) bounds it for impacts that start at rest.
     """
 
@@ -133,7 +150,8 @@ class HuntCrossley:
         self.cr = check_restitution(cr)
         if law not in HC_LAWS:
             raise InputError(f"Hunt-Crossley law must be one of {', '.join(HC_LAWS)}, got {law!r}")
-        self.law = law
+        self.u_law = law
+        self.law = _LAWS_OF[law]
         self.v_floor = check_positive("v_floor", v_floor)
         self.name = {"exact": "hunt_crossley"}.get(law, law)
         self._u: float | None = None
@@ -148,14 +166,29 @@ class HuntCrossley:
     def u(self) -> float:
         """u = alpha v_impact of the law and restitution (:func:`hc_u`; 0 for c_r = 1)."""
         if self._u is None:
-            self._u = 0.0 if self.cr == 1.0 else hc_u(self.law, self.cr)
+            self._u = 0.0 if self.cr == 1.0 else hc_u(self.u_law, self.cr)
         return self._u
 
     def force(self, d: np.ndarray | float, dd: np.ndarray | float, alpha: float) -> np.ndarray:
-        """max(0, K d^n (1 + alpha dd)) (N), 0 where d <= 0."""
-        d = np.maximum(np.asarray(d, dtype=float), 0.0)
-        dd = np.asarray(dd, dtype=float)
-        return np.maximum(self.stiffness * d**self.exponent * (1.0 + alpha * dd), 0.0)
+        """max(0, K d^n (1 + alpha dd)) (N), 0 where d <= 0 (the law's kernel)."""
+        return self.kernel_force(d, dd, alpha)
+
+    def kernel_parameters(self, mass: float = 1.0) -> np.ndarray:
+        """:data:`~robot_grinding_sim.core.contact.law.LP` (the mass does not enter)."""
+        lp = LP.zeros()
+        lp[P.law], lp[P.family], lp[P.clamped] = law_id(self.law.name), INTEGRATED, 1.0
+        lp[P.stiffness], lp[P.exponent], lp[P.u], lp[P.v_floor] = self.stiffness, self.exponent, self.u, self.v_floor
+        return lp
+
+    def static_penetration(self, force: float) -> float:
+        """(f / K)^(1/n) (m)."""
+        return (force / self.stiffness) ** (1.0 / self.exponent)
+
+    def contact_time(self, mass: float, v0: float) -> float:
+        """2.94 d_max / v0 (s), d_max the elastic penetration (the Hertz contact time for n = 1.5)."""
+        n = self.exponent
+        d_max = ((n + 1.0) * mass * v0 * v0 / (2.0 * self.stiffness)) ** (1.0 / (n + 1.0))
+        return 2.94 * d_max / v0
 
     def potential(self, d: np.ndarray | float) -> np.ndarray:
         """K d^(n+1)/(n+1) (J) for d > 0."""
@@ -200,8 +233,8 @@ def hc_integrate(model: HuntCrossley, alpha: float, mass: float, d0: float, v0: 
     if d0 <= 0.0 and v0 < 0.0:
         return _hc_trivial(model, alpha, d0, v0, "exit")
     res = np.empty(hk.RES_LEN)
-    seg, F, yo = hk.hc_phase(float(model.stiffness), float(model.exponent), float(alpha), float(mass), float(force),
-                             float(d0), float(v0), float(t_max), float(rtol), res)
+    seg, F, yo = hk.hc_phase_entry(kernels(), model.kernel_parameters(mass), float(alpha), float(mass), float(force),
+                                   float(d0), float(v0), float(t_max), float(rtol), res)
     reason = hk.REASONS[int(res[hk.RES_REASON])]
     if reason == "failed":  # pragma: no cover - integration failure
         raise InputError(f"Hunt-Crossley integration failed: the step size fell below the spacing of "
@@ -232,3 +265,54 @@ def _hc_trivial(model: HuntCrossley, alpha: float, d0: float, v0: float, reason:
 
     fz = float(model.force(d0, v0, alpha))
     return HCPhase(0.0, d0, v0, reason, fz, 0.0, max(d0, 0.0), 0.0, sol)
+
+
+# --------------------------------------------------------------------------------------------
+# the laws (one compiled kernel: they differ in u = alpha v_impact, set in Python)
+# --------------------------------------------------------------------------------------------
+
+P = LP.index
+
+
+@njit(LAW_SIG, cache=True)
+def hc_kernel(op, lp, a, b, c, d, e):
+    """The Hunt-Crossley family's compiled kernel (:mod:`~robot_grinding_sim.core.contact.law`):
+    F = K d^n (1 + alpha d') (a: alpha, b: d, c: d'); alpha = u / max(|v|, v_floor) at an impact;
+    re-engagement where 1 + alpha d' turns positive (d: the arc's acceleration, e: the horizon);
+    the release event 1 + alpha d'; dF/dt at acceleration d."""
+    if op == FORCE:
+        return lp[P.stiffness] * b ** lp[P.exponent] * (1.0 + a * c)
+    if op == IMPACT:
+        return lp[P.u] / max(abs(a), lp[P.v_floor])
+    if op == ENGAGE:
+        return quadratic_crossing(1.0 + a * c, a * d, 0.0, e, +1) if a > 0.0 else math.inf
+    if op == RELEASE:
+        return 1.0 + a * c
+    if op == FORCE_RATE:
+        k, n = lp[P.stiffness], lp[P.exponent]
+        return k * (n * b ** (n - 1.0) * c * (1.0 + a * c) + a * b**n * d)
+    if op == FAMILY:
+        return float(INTEGRATED)
+    return math.nan
+
+
+def _maker(u_law: str) -> Callable[..., HuntCrossley]:
+    def make(stiffness: float, cr: float = 1.0, exponent: float = 1.5, v_floor: float = 1e-3,
+             **_: object) -> HuntCrossley:
+        return HuntCrossley(stiffness, cr, exponent, law=u_law, v_floor=v_floor)
+
+    return make
+
+
+_PARAMS = ("stiffness", "cr", "exponent", "v_floor")
+HUNT_CROSSLEY = ContactLaw("hunt_crossley", INTEGRATED, _PARAMS, hc_kernel, _maker("exact"),
+                           "F = max(0, K d^n (1 + alpha d')), alpha realising c_r exactly",
+                           static_exponent=lambda cfg: cfg.exponent)
+LANKARANI_NIKRAVESH = ContactLaw("lankarani_nikravesh", INTEGRATED, _PARAMS, hc_kernel,
+                                 _maker("lankarani_nikravesh"), "Hunt-Crossley with u = 3 (1 - e^2) / 4",
+                                 static_exponent=lambda cfg: cfg.exponent)
+FLORES = ContactLaw("flores", INTEGRATED, _PARAMS, hc_kernel, _maker("flores"),
+                    "Hunt-Crossley with u = 8 (1 - e) / (5 e)", static_exponent=lambda cfg: cfg.exponent)
+#: the contact law of each u law (hunt_crossley_1971, not a contact.model, runs on the family's kernel)
+_LAWS_OF = {"exact": HUNT_CROSSLEY, "lankarani_nikravesh": LANKARANI_NIKRAVESH, "flores": FLORES,
+            "hunt_crossley_1971": HUNT_CROSSLEY}

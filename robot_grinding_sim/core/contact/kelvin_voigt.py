@@ -16,7 +16,22 @@ import numpy as np
 from numba import njit
 from scipy.optimize import brentq
 
+from robot_grinding_sim.core.contact.law import (
+    ENGAGE,
+    FAMILY,
+    FORCE,
+    FORCE_RATE,
+    IMPACT,
+    LAW_SIG,
+    LINEAR,
+    LP,
+    RELEASE,
+    ContactLaw,
+    ContactModel,
+)
 from robot_grinding_sim.core.contact.laws import check_finite, check_nonnegative, check_positive, check_restitution
+from robot_grinding_sim.core.contact.registry import law_id
+from robot_grinding_sim.core.contact.roots import B_LEN, BF_CUR, brent_next, brent_start, quadratic_crossing
 from robot_grinding_sim.core.errors import InputError
 
 # --------------------------------------------------------------------------------------------
@@ -206,48 +221,16 @@ def form_value(r: float, disc: float, w: float, s1: float, c0: float, p: float, 
 
 
 @njit(cache=True)
-def form_brentq(r: float, disc: float, w: float, s1: float, c0: float, p: float, q: float, xa: float, xb: float,
-                xtol: float, rtol: float, maxiter: int) -> float:
-    """Root of :func:`form_value` in [xa, xb] (a sign change): scipy's brentq, step for step."""
-    xpre, xcur = xa, xb
-    fpre = form_value(r, disc, w, s1, c0, p, q, xpre)
-    fcur = form_value(r, disc, w, s1, c0, p, q, xcur)
-    if fpre == 0.0:
-        return xpre
-    if fcur == 0.0:
-        return xcur
-    xblk = fblk = spre = scur = 0.0
-    for _ in range(maxiter):
-        if fpre != 0.0 and fcur != 0.0 and (fpre < 0.0) != (fcur < 0.0):
-            xblk, fblk = xpre, fpre
-            spre = scur = xcur - xpre
-        if abs(fblk) < abs(fcur):
-            xpre, xcur, xblk = xcur, xblk, xcur
-            fpre, fcur, fblk = fcur, fblk, fcur
-        delta = (xtol + rtol * abs(xcur)) / 2.0
-        sbis = (xblk - xcur) / 2.0
-        if fcur == 0.0 or abs(sbis) < delta:
-            return xcur
-        if abs(spre) > delta and abs(fcur) < abs(fpre):
-            if xpre == xblk:  # interpolate
-                stry = -fcur * (xcur - xpre) / (fcur - fpre)
-            else:  # extrapolate
-                dpre = (fpre - fcur) / (xpre - xcur)
-                dblk = (fblk - fcur) / (xblk - xcur)
-                stry = -fcur * (fblk * dblk - fpre * dpre) / (dblk * dpre * (fblk - fpre))
-            if 2.0 * abs(stry) < min(abs(spre), 3.0 * abs(sbis) - delta):
-                spre, scur = scur, stry
-            else:
-                spre = scur = sbis
-        else:
-            spre = scur = sbis
-        xpre, fpre = xcur, fcur
-        if abs(scur) > delta:
-            xcur += scur
-        else:
-            xcur += delta if sbis > 0.0 else -delta
-        fcur = form_value(r, disc, w, s1, c0, p, q, xcur)
-    return xcur
+def form_root(r: float, disc: float, w: float, s1: float, c0: float, p: float, q: float, xa: float, xb: float,
+              xtol: float, rtol: float, maxiter: int) -> float:
+    """Root of :func:`form_value` in [xa, xb] (a sign change): Brent's method (:mod:`.roots`)."""
+    s = np.empty(B_LEN)
+    x, done = brent_start(s, xa, xb, form_value(r, disc, w, s1, c0, p, q, xa), form_value(r, disc, w, s1, c0, p, q, xb),
+                          xtol, rtol, maxiter)
+    while not done:
+        s[BF_CUR] = form_value(r, disc, w, s1, c0, p, q, x)
+        x, done = brent_next(s)
+    return x
 
 
 @njit(cache=True)
@@ -290,7 +273,7 @@ def form_first_down_crossing(r: float, disc: float, w: float, s1: float, c0: flo
         tb = min(tb, t_max)
         gb = form_value(r, disc, w, s1, c0, p, q, tb)
         if ga >= 0.0 and gb < 0.0:
-            return form_brentq(r, disc, w, s1, c0, p, q, ta, tb, 1e-16, 1e-15, 200)
+            return form_root(r, disc, w, s1, c0, p, q, ta, tb, 1e-16, 1e-15, 200)
         if tb >= t_max:
             return math.inf
         ta, ga = tb, gb
@@ -430,7 +413,7 @@ class KVSolution:
         return self._form.maximum(*self._force_coeffs(), t_end)  # type: ignore[attr-defined]
 
 
-class KelvinVoigt:
+class KelvinVoigt(ContactModel):
     """Linear KV contact ``F = K d + D d'`` with D chosen to realise a coefficient of restitution.
 
     Parameters: ``stiffness`` K (N/m); ``cr`` in (0, 1] *or* an explicit ``damping`` D (N s/m);
@@ -467,12 +450,29 @@ class KelvinVoigt:
         return kv_damping_unclamped(self.cr, self.stiffness, m)
 
     def force(self, d: np.ndarray | float, dd: np.ndarray | float, mass: float) -> np.ndarray:
-        """Contact force (N) at penetration d (m) and rate dd (m/s); 0 where d <= 0."""
-        d = np.asarray(d, dtype=float)
-        f = self.stiffness * d + self.damping(mass) * np.asarray(dd, dtype=float)
-        if self.clamped:
-            f = np.maximum(f, 0.0)
-        return np.where(d > 0.0, f, 0.0)
+        """Contact force (N) at penetration d (m) and rate dd (m/s); 0 where d <= 0 (the law's kernel)."""
+        return self.kernel_force(d, dd, 0.0, mass)
+
+    def kernel_parameters(self, mass: float) -> np.ndarray:
+        """:data:`~robot_grinding_sim.core.contact.law.LP` with D for effective mass ``mass`` (kg)."""
+        lp = LP.zeros()
+        lp[P.law], lp[P.family], lp[P.clamped] = law_id(LAW.name), LINEAR, float(self.clamped)
+        lp[P.stiffness], lp[P.damping] = self.stiffness, self.damping(mass)
+        return lp
+
+    def contact_damping(self) -> tuple[float, float]:
+        """(fixed D or -1, the clamped damping ratio): D for mass m is 2 zeta sqrt(K m)."""
+        if self.fixed_damping is not None:
+            return self.fixed_damping, 0.0
+        return -1.0, self._zeta if self.clamped else 0.0
+
+    def static_penetration(self, force: float) -> float:
+        """f / K (m)."""
+        return force / self.stiffness
+
+    def contact_time(self, mass: float, v0: float) -> float:
+        """pi sqrt(m / K) (s): the undamped half period."""
+        return math.pi * math.sqrt(mass / self.stiffness)
 
     def potential(self, d: np.ndarray | float) -> np.ndarray:
         """Elastic energy K d^2 / 2 (J) for d > 0."""
@@ -483,3 +483,42 @@ class KelvinVoigt:
         """Closed-form solution from (d0, v0) under the constant external force ``force`` (N)."""
         return KVSolution(self.stiffness, self.damping(mass), check_positive("effective mass", mass),
                           check_finite("external force", force), check_finite("d0", d0), check_finite("v0", v0))
+
+
+# --------------------------------------------------------------------------------------------
+# the law
+# --------------------------------------------------------------------------------------------
+
+P = LP.index
+
+
+@njit(LAW_SIG, cache=True)
+def kv_kernel(op, lp, a, b, c, d, e):
+    """The Kelvin-Voigt law's compiled kernel (:mod:`~robot_grinding_sim.core.contact.law`):
+    F = K d + D d' (a: unused, b: d, c: d'); re-engagement where K d + D d' turns positive along
+    the ballistic arc (d: its acceleration, e: the horizon)."""
+    if op == FORCE:
+        return lp[P.stiffness] * b + lp[P.damping] * c
+    if op == IMPACT:
+        return 0.0
+    if op == ENGAGE:
+        k, cd = lp[P.stiffness], lp[P.damping]
+        return quadratic_crossing(k * b + cd * c, k * c + cd * d, 0.5 * k * d, e, +1)
+    if op == RELEASE:
+        return lp[P.stiffness] * b + lp[P.damping] * c
+    if op == FORCE_RATE:
+        return lp[P.stiffness] * c + lp[P.damping] * d
+    if op == FAMILY:
+        return float(LINEAR)
+    return math.nan
+
+
+def _make(stiffness: float, cr: float | None = 1.0, damping: float | None = None, clamped: bool = True,
+          **_: object) -> KelvinVoigt:
+    return KelvinVoigt(stiffness, cr=cr, damping=damping, clamped=clamped)
+
+
+LAW = ContactLaw("kelvin_voigt", LINEAR, ("stiffness", "cr", "damping"), kv_kernel, _make,
+                 "F = max(0, K d + D d'), D from the restitution for the effective mass (or fixed)",
+                 static_exponent=lambda cfg: 1.0)
+KelvinVoigt.law = LAW

@@ -1,7 +1,7 @@
 """Force control along the normal on a position-controlled arm, without ROS (hardware_driver's
 ``force_control``).
 
-The executive sends whole joint trajectories, stamped ahead (core/job/execution.py); with force
+The executive sends whole joint trajectories, stamped ahead (core/execution/executive.py); with force
 control the driver does not forward them. It follows them itself, as ros2_control's
 joint_trajectory_controller would (:class:`CommandSchedule`: each trajectory from its stamp,
 replacing the one in force; a pending one waits for its stamp), and every control period

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from robot_grinding_sim.core.contact import registry
+from robot_grinding_sim.core.contact.law import LINEAR
 from robot_grinding_sim.core.job.setup import JobSetup
 from robot_grinding_sim.core.job.simulation import pass_statistics, simulate_trajectory
 from robot_grinding_sim.core.planning.trajectory import (
@@ -89,10 +91,10 @@ def optimise_offsets(setup: JobSetup, on_step: Callable[[float], None] | None = 
                 break
             if len(got) >= 2 and abs(tried[-1] - tried[-2]) > 0 and abs(got[-1] - got[-2]) > 1e-9:
                 slope = (got[-1] - got[-2]) / (tried[-1] - tried[-2])
-            elif cell.contact.model == "kelvin_voigt":
+            elif registry.get(cell.contact.model).family == LINEAR:  # the series stiffness of arm and contact
                 end = next(s for s in traj.segments if s["kind"] == "pass")["stop"] - 1  # the pass's last knot
                 _, slope = series_stiffness(setup, traj.positions[end], g.normals[0])
-            else:  # Hunt-Crossley family: the contact's local stiffness dF/dd = n F / d at the target
+            else:  # K d^n at rest: the contact's local stiffness dF/dd = n F / d at the target
                 slope = F * cell.contact.exponent / setup.penetration
             if not slope > 0:
                 break

@@ -28,7 +28,7 @@ from robot_grinding_sim.core.config import CellConfig
 from robot_grinding_sim.core.errors import GrindingSimError, InputError, PlanningError
 from robot_grinding_sim.core.geometry.tool_contact import ToolContactQuery, tool_sphere_radius, workpiece_scene
 from robot_grinding_sim.core.planning.trajectory import JobPaths, JointTrajectory, job_paths
-from robot_grinding_sim.core.sim.coupled_step import make_contact_law, static_penetration
+from robot_grinding_sim.core.sim.coupled_step import make_contact_law
 
 FloatArray = NDArray[np.float64]
 
@@ -188,7 +188,7 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
         given = check_plan(plan_data, model, cfg.plan_file)
     radius = tool_sphere_radius(model, cell.tool.tcp_link, cell.tool.link)
     law = make_contact_law(cell.contact)
-    penetration = static_penetration(law, cell.process.target_force)
+    penetration = law.static_penetration(cell.process.target_force)
     if penetration >= radius:
         raise InputError(f"process.target_force {cell.process.target_force} N with contact.stiffness "
                          f"{cell.contact.stiffness} needs a penetration of {penetration} m, not below the tool "

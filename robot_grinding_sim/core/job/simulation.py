@@ -21,15 +21,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from robot_grinding_sim.core.contact.registry import kernels
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.job.setup import JobSetup
+from robot_grinding_sim.core.layout import STATUS
 from robot_grinding_sim.core.planning.trajectory import (
     JointTrajectory,
 )
 from robot_grinding_sim.core.robot import arm_kernels as ak
 from robot_grinding_sim.core.sim import compiled_step as cstep
 from robot_grinding_sim.core.sim.coupled_step import (
-    LAYOUT,
     ArmContactStepper,
     ContactSide,
     CoupledStep,
@@ -78,7 +79,7 @@ class Record:
         self.output_dt = float(output_dt)
         S, K = steps + 2, int(math.floor(t_end / output_dt + 1e-9)) + 3
         check_record_size(S, K, n, t_end)
-        self.ix = np.zeros(6, dtype=np.int64)  # compiled_step.IX_*: steps, outputs, next output index, counts
+        self.ix = np.zeros(cstep.IX.size, dtype=np.int64)  # compiled_step.IX: steps, outputs, next output index, counts
         self.step_rows = (np.empty(S), np.empty((S, n)), np.empty((S, n)), np.empty((S, n)), np.empty(S),
                           np.empty((S, 3)), np.empty((S, 3)), np.empty((S, 3)))
         self.out_rows = (np.empty(K), np.empty(K), np.empty(K), np.empty(K, dtype=np.int64))
@@ -92,7 +93,7 @@ class Record:
                           *self.step_rows, *self.out_rows, et, ef, ex)
 
     def arrays(self) -> dict[str, FloatArray]:
-        S, K = int(self.ix[cstep.IX_STEPS]), int(self.ix[cstep.IX_OUT])
+        S, K = int(self.ix[cstep.I.steps]), int(self.ix[cstep.I.out])
         keys = ("ts", "q", "qd", "tau", "fn_mean", "normal", "tangential", "lever")
         # views, not copies: the record is done with (a copy would double the final run's memory)
         out = {k: a[:S] for k, a in zip(keys, self.step_rows, strict=True)}
@@ -152,8 +153,8 @@ def simulate(setup: JobSetup, reference: Any, q0: FloatArray, t_end: float, proj
         steps = step.steps
     wall = time.perf_counter() - wall
     rec_arrays = rec.arrays()
-    contact = int(rec.ix[cstep.IX_CONTACT])
-    return Run(rec_arrays, steps, contact, int(rec.ix[cstep.IX_EVENT]), float(step.state.t), wall)
+    contact = int(rec.ix[cstep.I.contact])
+    return Run(rec_arrays, steps, contact, int(rec.ix[cstep.I.event]), float(step.state.t), wall)
 
 
 def simulate_compiled(step: CoupledStep, rec: Record, t_end: float, on_step: Callable[[float], None] | None
@@ -171,39 +172,38 @@ def simulate_compiled(step: CoupledStep, rec: Record, t_end: float, on_step: Cal
     cs_state = side.cs
     fp = np.array([arm_side.f_prev])
     geo = side.query.compiled
-    out, rom, b, sv = np.empty((ak.ST_ROWS, n)), np.empty(len(LAYOUT)), np.empty(n), np.empty(cstep.SV_LEN)
+    out, rom, b, sv = np.empty((ak.ST_ROWS, n)), np.empty(cstep.ROM.size), np.empty(n), np.empty(cstep.SV.size)
     t, dt, h = float(sim.state.t), step.dt, rec.output_dt
-    steps0 = int(rec.ix[cstep.IX_STEPS])
+    laws = kernels()
+    steps0 = int(rec.ix[cstep.I.steps])
     batch = 200
     while True:
         wall = time.perf_counter()
         count = batch - int(round(t / dt)) % 100  # to the next multiple of 100 steps from t = 0
-        code, t = cstep.run_batch(t, dt, t_end, count, st, cs_state, fp, side.cp, geo, knots, coeffs, last, ctrl.arm,
-                                  ctrl.gravity, sim.gravity, jt, jd, bd, ws, body, X, arm_side.wrench_body,
+        code, t = cstep.run_batch(laws, t, dt, t_end, count, st, cs_state, fp, side.cp, geo, knots, coeffs, last,
+                                  ctrl.arm, ctrl.gravity, sim.gravity, jt, jd, bd, ws, body, X, arm_side.wrench_body,
                                   arm_side.wrench_X, arm_side.project, h, rec.ix, *rec.step_rows, *rec.out_rows,
                                   out, rom, b, sv)
         wall = time.perf_counter() - wall
         if code == 0 and wall > 0.0:  # about PROGRESS_S per batch (the first call also loads the kernels)
             batch = int(min(BATCH, max(200.0, batch * PROGRESS_S / wall))) // 100 * 100
-        if code == 2:
-            raise InputError(f"effective mass along the normal {rom[10:13].tolist()} is singular at q = "
-                             f"{np.round(st[ak.Q], 4).tolist()} (the arm cannot move the tool along the normal)")
-        if code == 3:
-            raise InputError(f"arm step failed (NaN or a mass matrix not positive definite) at t = {t} s")
-        if code == 4:
-            raise InputError(f"contact integration failed (Hunt-Crossley step size below the time resolution, "
-                             f"or the engine stalled) in the step from t = {t} s")
+        if code == cstep.E.normal_mass_singular:
+            raise InputError(f"{STATUS.message(code)}: normal {rom[cstep.ROM.slice('normal')].tolist()} at q = "
+                             f"{np.round(st[ak.Q], 4).tolist()}")
+        if code != cstep.E.ok:
+            raise InputError(f"{STATUS.message(code)} in the step from t = {t} s (q = "
+                             f"{np.round(st[ak.Q], 4).tolist()})")
         if on_step is not None:
             on_step(t)
         if code == 0 and not t < t_end - 1e-12:
             break
     arm_side.f_prev = float(fp[0])
-    arm_side.event_steps += int(rec.ix[cstep.IX_EVENT])
-    arm_side.contact_steps += int(rec.ix[cstep.IX_CONTACT])
+    arm_side.event_steps += int(rec.ix[cstep.I.event])
+    arm_side.contact_steps += int(rec.ix[cstep.I.contact])
     sim.state = type(sim.state)(t, st[ak.Q].copy(), st[ak.QD].copy(), st[ak.QDD].copy(), st[ak.TAU].copy(),
                                 st[ak.TAU_EXT].copy(), st[ak.Q_REF].copy(), st[ak.QD_REF].copy(),
                                 st[ak.QDD_REF].copy())
-    steps = int(rec.ix[cstep.IX_STEPS]) - steps0
+    steps = int(rec.ix[cstep.I.steps]) - steps0
     step.steps += steps
     return steps
 

@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 from scipy.spatial.transform import Rotation, Slerp
 
 from robot_grinding_sim.core import config
+from robot_grinding_sim.core.contact import registry
 from robot_grinding_sim.core.errors import InputError, PlanningError
 from robot_grinding_sim.core.geometry import cad, mesh_part, parts
 from robot_grinding_sim.core.planning.collision_check import CONTACT_LINKS, check_trajectory_collisions
@@ -100,7 +101,7 @@ def tool_parameters(cell: config.CellConfig, radius: float) -> ToolParameters:
     """The planner's tool parameters for a cell configuration and the tool's ball radius (m)."""
     p, c = cell.process, cell.contact
     return ToolParameters(radius=radius, target_force=p.target_force, stiffness=c.stiffness,
-                          exponent=1.0 if c.model == "kelvin_voigt" else c.exponent, lead=p.lead, tilt=p.tilt,
+                          exponent=registry.get(c.model).static_exponent(c), lead=p.lead, tilt=p.tilt,
                           feed=p.feed, approach=p.approach, clearance=p.clearance)
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from numba import njit
 from numba.extending import register_jitable
 
+from robot_grinding_sim.core.layout import STATUS
 from robot_grinding_sim.core.robot.kernels import (
     cholesky_factor,
     crba_sample,
@@ -34,6 +35,8 @@ Q, QD, QDD, TAU, TAU_EXT, Q_REF, QD_REF, QDD_REF = range(8)
 ST_ROWS = 8
 KP, KD, EFFORT, LOWER, UPPER = range(5)
 ARM_ROWS = 5
+#: kernel codes (:data:`~robot_grinding_sim.core.layout.STATUS`)
+E = STATUS.code
 
 
 @register_jitable
@@ -130,17 +133,17 @@ def arm_advance(t, dt, st, knots, coeffs, last, t_traj, control, arm, g_ctrl, g,
     axes, about the origin of the link at pose wX in body wbody), forward dynamics under g (3,),
     semi-implicit Euler, end stops (clamp, and the velocity into the stop removed). M, L (n, n): the
     mass matrix at st's q and its Cholesky factor, given (``have_m``: computed once per step by the
-    caller) or written here. Returns 0, 1 for a non-finite state or wrench, 2 if M is not positive
-    definite."""
+    caller) or written here. Returns a STATUS code: ok, state_not_finite (state or wrench) or
+    mass_not_pd."""
     n = st.shape[1]
     q, qd = st[Q], st[QD]
     if not (finite(q) and finite(qd) and finite(w)):
-        return 1
+        return E.state_not_finite
     trajectory_sample(knots, coeffs, last, t - t_traj, out[Q_REF], out[QD_REF], out[QDD_REF])
     tau = out[TAU]
     if control:
         if not computed_torque(q, qd, out[Q_REF], out[QD_REF], out[QDD_REF], arm, g_ctrl, jt, jd, bd, ws, tau):
-            return 1
+            return E.state_not_finite
     else:
         tau[:] = 0.0
     text = out[TAU_EXT]
@@ -162,7 +165,7 @@ def arm_advance(t, dt, st, knots, coeffs, last, t_traj, control, arm, g_ctrl, g,
     if not have_m:
         crba_sample(q, jt, jd, bd, ws, M)
         if not cholesky_factor(M, L):
-            return 2
+            return E.mass_not_pd
     h, zero = np.empty(n), np.zeros(n)
     qdd = out[QDD]
     fd_factored(q, qd, tot, g, jt, jd, bd, np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 6)), ws, L, h, zero,
@@ -180,4 +183,4 @@ def arm_advance(t, dt, st, knots, coeffs, last, t_traj, control, arm, g_ctrl, g,
                 v = 0.0
         out[Q, j] = x
         out[QD, j] = v
-    return 0
+    return E.ok

@@ -336,10 +336,10 @@ class ArmSimulator:
         code = ak.arm_advance(st.t, dt, cur, knots, coeffs, last, self.trajectory_start, control, ctrl.arm,
                               ctrl.gravity, self.gravity, jt, jd, bd, ws, wbody, wX, self._wrench, np.empty((n, n)),
                               np.zeros((n, n)), False, out)
-        if code == 1:
+        if code == ak.E.state_not_finite:
             raise InputError(f"arm step: NaN or inf in q {st.q.tolist()}, qd {st.qd.tolist()} or the wrench "
                              f"{self._wrench.tolist()}")
-        if code == 2:
+        if code == ak.E.mass_not_pd:
             raise ModelError(f"{self.model.source}: mass matrix not positive definite at q={st.q.tolist()}")
         self.state = ArmState(st.t + dt, out[ak.Q], out[ak.QD], out[ak.QDD], out[ak.TAU], out[ak.TAU_EXT],
                               out[ak.Q_REF], out[ak.QD_REF], out[ak.QDD_REF])

@@ -7,12 +7,14 @@ in-process job run the same code.
 
 Arrays:
 
-- ``rom`` (len(LAYOUT),): the contact model in :data:`~robot_grinding_sim.core.sim.coupled_step.LAYOUT`
-  order (what contact_solver_node publishes);
-- ``cp`` (CP_LEN,): the contact side's parameters (law id, K, fixed damping or -1, Kelvin-Voigt
+- ``rom`` (ROM.size,): the contact model, :data:`ROM` (what contact_solver_node publishes;
+  :class:`~robot_grinding_sim.core.sim.coupled_step.NormalContactModel` is its view);
+- ``cp`` (CP.size,): the contact side's parameters, :data:`CP` (law id, K, fixed damping or -1,
   damping ratio, c_r, exponent, v_floor, tangential force ratio, slip speed, spindle speed, the
-  Hunt-Crossley law's u = alpha v_impact);
-- ``sv`` (SV_LEN,): one step's scalars (kind, mean force, gap/rate at start and end, ...);
+  law's impact coefficient u = alpha v_impact);
+- ``sv`` (SV.size,): one step's scalars, :data:`SV` (kind, mean force, gap/rate at start and end, ...);
+- ``laws``: the registry's compiled law kernels (:func:`~robot_grinding_sim.core.contact.registry.kernels`),
+  indexed by the law id;
 - arm state ``st`` (ST_ROWS, n) and servo ``arm`` (ARM_ROWS, n): :mod:`~robot_grinding_sim.core.robot.arm_kernels`;
 - the step's kinematics at the arm's q: tool centre pose ``T`` (4, 4) and Jacobian ``J`` (6, n),
   mass matrix ``M`` (n, n) and its Cholesky factor ``L``: computed once per step by the contact
@@ -36,23 +38,15 @@ import numpy as np
 from numba import njit
 
 from robot_grinding_sim.core.contact.engine_kernels import (
-    HC_LAW,
-    KV_LAW,
-    LP_CLAMPED,
-    LP_D,
-    LP_EXP,
-    LP_K,
-    LP_LAW,
-    LP_LEN,
-    LP_U,
-    LP_VF,
     S_F,
     S_T,
     S_X,
     normal_step,
 )
 from robot_grinding_sim.core.contact.kelvin_voigt import kv_state, kv_stays_in_contact
+from robot_grinding_sim.core.contact.law import FAMILY, INTEGRATED, LINEAR, LP
 from robot_grinding_sim.core.geometry.tool_contact import ball_contact
+from robot_grinding_sim.core.layout import STATUS, Layout
 from robot_grinding_sim.core.robot.arm_kernels import QD, TAU, arm_advance
 from robot_grinding_sim.core.robot.kernels import (
     cholesky_factor,
@@ -63,22 +57,62 @@ from robot_grinding_sim.core.robot.kernels import (
     link_pose,
 )
 
-# rom fields (coupled_step.LAYOUT)
-R_T, R_MODEL, R_K, R_D, R_CR, R_EXP, R_VF, R_M, R_GAP, R_RATE, R_N, R_P, R_C, R_TAN = (
-    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 13, 16, 19)
-ROM_LEN = 22
-# contact parameters
-CP_MODEL, CP_K, CP_DAMPING, CP_ZETA, CP_CR, CP_EXP, CP_VF, CP_RATIO, CP_SLIP, CP_SPINDLE, CP_U = range(11)
-CP_LEN = 11
+#: the contact model along the normal (what contact_solver_node publishes on contact/model, in
+#: this order: docs/contact.md; coupled_step.NormalContactModel is its Python view)
+ROM = Layout("normal_contact_model", (
+    ("t", 1, "s", "sim time of the arm state the model was computed from"),
+    ("model", 1, "", "law id (registry order)"),
+    ("stiffness", 1, "N/m^exponent", "K"),
+    ("damping", 1, "N s/m", "the LINEAR family's damping D for this mass (0 otherwise)"),
+    ("cr", 1, "", "restitution"),
+    ("exponent", 1, "", "exponent n"),
+    ("v_floor", 1, "m/s", "speed floor of alpha"),
+    ("mass", 1, "kg", "effective mass of the arm along the normal at the tool centre"),
+    ("gap", 1, "m", "signed gap (< 0: penetration)"),
+    ("rate", 1, "m/s", "d gap / dt"),
+    ("normal", 3, "", "outward unit normal of the part"),
+    ("point", 3, "m", "closest point on the part"),
+    ("centre", 3, "m", "tool centre"),
+    ("tangential", 3, "", "tangential force per newton of normal force"),
+))
+R = ROM.index
+#: the contact side's parameters
+CP = Layout("contact_parameters", (
+    ("model", 1, "", "law id"), ("stiffness", 1, "N/m^exponent", "K"),
+    ("damping", 1, "N s/m", "fixed damping D, or -1: 2 zeta sqrt(K m) for the effective mass m"),
+    ("zeta", 1, "", "damping ratio (when D is not fixed)"), ("cr", 1, "", "restitution"),
+    ("exponent", 1, "", "exponent n"), ("v_floor", 1, "m/s", "speed floor of alpha"),
+    ("force_ratio", 1, "", "grinding force ratio Ft/Fn"), ("slip_speed", 1, "m/s", "regularisation speed"),
+    ("spindle", 1, "rad/s", "spindle speed"), ("u", 1, "", "the law's impact coefficient u = alpha v_impact"),
+))
+C = CP.index
+P = LP.index
+LP_LEN = LP.size
 # step kinds
 NONE, FREE, CONTACT, EVENT, HC = 0, 1, 2, 3, 4
 KINDS = ("none", "free", "contact", "event", "hc_contact")
-# step scalars
-(SV_KIND, SV_FORCE, SV_X0, SV_V0, SV_X1, SV_V1, SV_END_F, SV_END_X, SV_M, SV_FEXT, SV_DX_ARM, SV_VN1_ARM,
- SV_FTRIAL, SV_GAP0, SV_NS) = range(15)
-SV_LEN = 15
-# batch counters
-IX_STEPS, IX_OUT, IX_NEXT, IX_CONTACT, IX_EVENT, IX_NEXT_CHECK_UNUSED = range(6)
+#: one step's scalars
+SV = Layout("step_values", (
+    ("kind", 1, "", "NONE, FREE, CONTACT, EVENT or HC"), ("force", 1, "N", "mean normal force"),
+    ("x0", 1, "m", "gap at the start"), ("v0", 1, "m/s", "rate at the start"),
+    ("x1", 1, "m", "gap at the end"), ("v1", 1, "m/s", "rate at the end"),
+    ("end_f", 1, "N", "normal force at the end (closed form)"), ("end_x", 1, "m", "gap at the end (closed form)"),
+    ("m", 1, "kg", "effective mass"), ("f_ext", 1, "N", "the arm's own force along +n"),
+    ("dx_arm", 1, "m", "the arm's own normal motion"), ("vn1_arm", 1, "m/s", "the arm's own normal rate at the end"),
+    ("f_trial", 1, "N", "trial force"), ("gap0", 1, "m", "gap of the last geometry query"),
+    ("ns", 1, "", "engine samples of the step"),
+))
+V = SV.index
+SV_LEN = SV.size  # (a Layout is no numba constant: its size is)
+#: the batch's counters (int64)
+IX = Layout("batch_counters", (
+    ("steps", 1, "", "steps recorded"), ("out", 1, "", "output samples"), ("next", 1, "", "next output index"),
+    ("contact", 1, "", "steps with a contact model"), ("event", 1, "", "onset and release steps"),
+    ("unused", 1, "", "spare"),
+))
+I = IX.index
+#: kernel codes (:data:`~robot_grinding_sim.core.layout.STATUS`)
+E = STATUS.code
 
 
 @njit(cache=True)
@@ -120,7 +154,7 @@ def rom_from_geometry(t, q, qd, gap, nrm, pt, T, J, cp, jt, jd, bd, ws, M, L, ro
     v = J[:3] @ qd
     om = J[3:] @ qd
     for i in range(3):
-        om[i] += cp[CP_SPINDLE] * T[i, 2]
+        om[i] += cp[C.spindle] * T[i, 2]
     # the abrasive's velocity at the contact point: the tool centre's, plus the arm's and the
     # spindle's rotation about it; its tangential part slides on the part
     lx, ly, lz = pt[0] - T[0, 3], pt[1] - T[1, 3], pt[2] - T[2, 3]
@@ -129,21 +163,32 @@ def rom_from_geometry(t, q, qd, gap, nrm, pt, T, J, cp, jt, jd, bd, ws, M, L, ro
     for i in range(3):
         sl[i] -= sn * nrm[i]
     sp = math.sqrt(sl[0] * sl[0] + sl[1] * sl[1] + sl[2] * sl[2])
-    ratio = cp[CP_RATIO]
-    k = -(ratio / math.sqrt(sp * sp + cp[CP_SLIP] ** 2)) if ratio > 0.0 and sp > 0.0 else 0.0
-    if cp[CP_MODEL] != 0.0:
-        damping = 0.0
-    elif cp[CP_DAMPING] >= 0.0:
-        damping = cp[CP_DAMPING]
+    ratio = cp[C.force_ratio]
+    k = -(ratio / math.sqrt(sp * sp + cp[C.slip_speed] ** 2)) if ratio > 0.0 and sp > 0.0 else 0.0
+    # the law's damping for this mass (its contact_damping(): fixed, or from a damping ratio; 0 for
+    # laws without linear damping)
+    if cp[C.damping] >= 0.0:
+        damping = cp[C.damping]
     else:
-        damping = 2.0 * cp[CP_ZETA] * math.sqrt(cp[CP_K] * m)
-    rom[R_T], rom[R_MODEL], rom[R_K], rom[R_D] = t, cp[CP_MODEL], cp[CP_K], damping
-    rom[R_CR], rom[R_EXP], rom[R_VF], rom[R_M] = cp[CP_CR], cp[CP_EXP], cp[CP_VF], m
-    rom[R_GAP] = gap
-    rom[R_RATE] = nrm[0] * v[0] + nrm[1] * v[1] + nrm[2] * v[2]
+        damping = 2.0 * cp[C.zeta] * math.sqrt(cp[C.stiffness] * m)
+    rom[R.t], rom[R.model], rom[R.stiffness], rom[R.damping] = t, cp[C.model], cp[C.stiffness], damping
+    rom[R.cr], rom[R.exponent], rom[R.v_floor], rom[R.mass] = cp[C.cr], cp[C.exponent], cp[C.v_floor], m
+    rom[R.gap] = gap
+    rom[R.rate] = nrm[0] * v[0] + nrm[1] * v[1] + nrm[2] * v[2]
     for i in range(3):
-        rom[R_N + i], rom[R_P + i], rom[R_C + i], rom[R_TAN + i] = nrm[i], pt[i], T[i, 3], k * sl[i]
+        rom[R.normal + i], rom[R.point + i], rom[R.centre + i] = nrm[i], pt[i], T[i, 3]
+        rom[R.tangential + i] = k * sl[i]
     return m
+
+
+@njit(cache=True)
+def rom_law_parameters(rom, family, u, lp):
+    """The law's parameters (:data:`~robot_grinding_sim.core.contact.law.LP`) of the contact model
+    rom into lp: its law, stiffness, linear damping for the model's mass, exponent, v_floor; the
+    law's family and impact coefficient u given; clamped (the coupled step's laws always are)."""
+    lp[P.law], lp[P.family], lp[P.clamped] = rom[R.model], family, 1.0
+    lp[P.stiffness], lp[P.damping], lp[P.exponent], lp[P.u], lp[P.v_floor] = (
+        rom[R.stiffness], rom[R.damping], rom[R.exponent], u, rom[R.v_floor])
 
 
 @njit(cache=True)
@@ -160,37 +205,38 @@ def reach_check(t, dt, gap, vn, speed, cs):
 
 
 @njit(cache=True)
-def arm_side(t, dt, st, have_rom, rom, f_prev, knots, coeffs, last, t_traj, arm, g_ctrl, g, jt, jd, bd, ws,
+def arm_side(laws, t, dt, st, have_rom, rom, f_prev, knots, coeffs, last, t_traj, arm, g_ctrl, g, jt, jd, bd, ws,
              body, X, wbody, wX, project, T, J, M, L, have_kin, hc_u, h_out, es, out, b, sv):
     """The arm side of one step (coupled_step module docstring) from state st (ST_ROWS, n) at t
-    into out: trial step under f_prev, free acceleration along n, free flight, the Kelvin-Voigt
-    closed form or the variable-step engine's step (onset, release, Hunt-Crossley in contact:
-    :func:`~robot_grinding_sim.core.contact.engine_kernels.normal_step`; hc_u: the Hunt-Crossley
-    law's u, h_out the engine's output spacing (0: none), es (4, k) its samples (engine_kernels.S_*
-    rows), sv[SV_NS] of them), projection along b = m M^-1 J^T n (b (n,) written). T, J, M, L:
-    the step's kinematics at st's q (module docstring), given (``have_kin``) or computed here.
-    Returns (code, es): the arm's code (0 ok; 4 the contact's integration failed) and the samples'
-    array (es, or a larger one)."""
+    into out: trial step under f_prev, free acceleration along n, free flight, the LINEAR family's
+    closed form or the variable-step engine's step (onset, release, the integrated laws in contact:
+    :func:`~robot_grinding_sim.core.contact.engine_kernels.normal_step`; laws: the registry's
+    kernels, rom[R.model] the law; hc_u: the law's impact coefficient u, h_out the engine's output
+    spacing (0: none), es (4, k) its samples (engine_kernels.S_* rows), sv[V.ns] of them),
+    projection along b = m M^-1 J^T n (b (n,) written). T, J, M, L: the step's kinematics at st's
+    q (module docstring), given (``have_kin``) or computed here. Returns (code, es): a STATUS code
+    (the arm's, or the engine's) and the samples' array (es, or a larger one)."""
     n = st.shape[1]
     w = np.zeros(6)
     for k in range(SV_LEN):
         sv[k] = 0.0
-    sv[SV_FTRIAL] = f_prev if have_rom else 0.0
+    sv[V.f_trial] = f_prev if have_rom else 0.0
     if not have_rom:
         code = arm_advance(t, dt, st, knots, coeffs, last, t_traj, True, arm, g_ctrl, g, jt, jd, bd, ws,
                            wbody, wX, w, M, L, have_kin, out)
-        sv[SV_KIND], sv[SV_X0], sv[SV_X1], sv[SV_END_X] = NONE, np.inf, np.inf, np.inf
+        sv[V.kind], sv[V.x0], sv[V.x1], sv[V.end_x] = NONE, np.inf, np.inf, np.inf
         return code, es
     q0, qd0 = st[0], st[QD]
     if not have_kin:
         tcp_kinematics(q0, jt, jd, ws, body, X, T, J)
         if not mass_factor(q0, jt, jd, bd, ws, M, L):
-            return 2, es
-    nx, ny, nz = rom[R_N], rom[R_N + 1], rom[R_N + 2]
+            return E.mass_not_pd, es
+    nx, ny, nz = rom[R.normal], rom[R.normal + 1], rom[R.normal + 2]
     Jn = normal_row(J, nx, ny, nz)
     vn0 = np.dot(Jn, qd0)
-    x0 = rom[R_GAP] + nx * (T[0, 3] - rom[R_C]) + ny * (T[1, 3] - rom[R_C + 1]) + nz * (T[2, 3] - rom[R_C + 2])
-    m = rom[R_M]
+    ic = R.centre
+    x0 = rom[R.gap] + nx * (T[0, 3] - rom[ic]) + ny * (T[1, 3] - rom[ic + 1]) + nz * (T[2, 3] - rom[ic + 2])
+    m = rom[R.mass]
     cholesky_subst(L, Jn, b)
     for j in range(n):
         b[j] *= m
@@ -198,8 +244,9 @@ def arm_side(t, dt, st, have_rom, rom, f_prev, knots, coeffs, last, t_traj, arm,
     f_trial = f_prev
     if f_trial > 0.0:
         for i in range(3):
-            w[i] = f_trial * (rom[R_N + i] + rom[R_TAN + i])
-        lx, ly, lz = rom[R_P] - rom[R_C], rom[R_P + 1] - rom[R_C + 1], rom[R_P + 2] - rom[R_C + 2]
+            w[i] = f_trial * (rom[R.normal + i] + rom[R.tangential + i])
+        ip = R.point
+        lx, ly, lz = rom[ip] - rom[ic], rom[ip + 1] - rom[ic + 1], rom[ip + 2] - rom[ic + 2]
         w[3], w[4], w[5] = ly * w[2] - lz * w[1], lz * w[0] - lx * w[2], lx * w[1] - ly * w[0]
     code = arm_advance(t, dt, st, knots, coeffs, last, t_traj, True, arm, g_ctrl, g, jt, jd, bd, ws, wbody, wX,
                        w, M, L, True, out)
@@ -218,45 +265,45 @@ def arm_side(t, dt, st, have_rom, rom, f_prev, knots, coeffs, last, t_traj, arm,
     if a_n > 0.0 and 0.0 < -vn0 / a_n < dt:
         x_min = min(x_min, x0 - vn0 * vn0 / (2.0 * a_n))
     kind = FREE if x_min > 0.0 else EVENT
-    K, D = rom[R_K], rom[R_D]
-    if kind == EVENT and rom[R_MODEL] == 0.0 and x0 < 0.0 and kv_stays_in_contact(K, D, m, -f_ext, -x0, -vn0, dt):
+    K, D = rom[R.stiffness], rom[R.damping]
+    family = laws[int(rom[R.model])](FAMILY, rom, 0.0, 0.0, 0.0, 0.0, 0.0)
+    if kind == EVENT and family == LINEAR and x0 < 0.0 and kv_stays_in_contact(K, D, m, -f_ext, -x0, -vn0, dt):
         kind = CONTACT
-    sv[SV_KIND], sv[SV_X0], sv[SV_V0], sv[SV_M], sv[SV_FEXT] = kind, x0, vn0, m, f_ext
-    sv[SV_DX_ARM], sv[SV_VN1_ARM] = dx_arm, vn1_arm
+    sv[V.kind], sv[V.x0], sv[V.v0], sv[V.m], sv[V.f_ext] = kind, x0, vn0, m, f_ext
+    sv[V.dx_arm], sv[V.vn1_arm] = dx_arm, vn1_arm
     if kind == FREE:
-        sv[SV_END_F], sv[SV_END_X] = 0.0, x_end
+        sv[V.end_f], sv[V.end_x] = 0.0, x_end
         arm_side_finish(dt, x_end, vn0 + a_n * dt, project, out, b, sv)
     elif kind == CONTACT:
         d1, dd1 = kv_state(K, D, m, -f_ext, -x0, -vn0, dt)
-        sv[SV_END_F], sv[SV_END_X] = K * d1 + D * dd1, -d1
+        sv[V.end_f], sv[V.end_x] = K * d1 + D * dd1, -d1
         arm_side_finish(dt, -d1, -dd1, project, out, b, sv)
     else:
         # the variable-step engine's step from (x0, vn0): onset, release (and Hunt-Crossley's
         # contact throughout: kind HC), its samples into es
-        lp = np.zeros(LP_LEN)
-        lp[LP_LAW] = KV_LAW if rom[R_MODEL] == 0.0 else HC_LAW
-        lp[LP_K], lp[LP_D], lp[LP_EXP], lp[LP_U], lp[LP_VF], lp[LP_CLAMPED] = K, D, rom[R_EXP], hc_u, rom[R_VF], 1.0
-        es, ns, x1, v1, whole, code = normal_step(lp, m, f_ext, x0, vn0, dt, h_out, es)
-        if code != 0:
-            return 4, es
-        if whole and rom[R_MODEL] != 0.0 and x0 < 0.0:
-            sv[SV_KIND] = HC
-            sv[SV_END_F], sv[SV_END_X] = es[S_F, ns - 1], x1
+        lp = np.empty(LP_LEN)
+        rom_law_parameters(rom, family, hc_u, lp)
+        es, ns, x1, v1, whole, code = normal_step(laws, lp, m, f_ext, x0, vn0, dt, h_out, es)
+        if code != E.ok:
+            return code, es
+        if whole and family == INTEGRATED and x0 < 0.0:
+            sv[V.kind] = HC
+            sv[V.end_f], sv[V.end_x] = es[S_F, ns - 1], x1
         else:
-            sv[SV_END_F], sv[SV_END_X] = np.nan, np.nan
-        sv[SV_NS] = ns
+            sv[V.end_f], sv[V.end_x] = np.nan, np.nan
+        sv[V.ns] = ns
         arm_side_finish(dt, x1, v1, project, out, b, sv)
-    return 0, es
+    return E.ok, es
 
 
 @njit(cache=True)
 def arm_side_finish(dt, x1, v1, project, out, b, sv):
     """The step's end: mean force m (v1 - v0) / dt - f_ext and the arm's normal coordinate set to
     the contact's end state (x1, v1) along b (or, with ``project`` off, the mean force applied)."""
-    m, vn0, f_ext, f_trial = sv[SV_M], sv[SV_V0], sv[SV_FEXT], sv[SV_FTRIAL]
-    x0, dx_arm, vn1_arm = sv[SV_X0], sv[SV_DX_ARM], sv[SV_VN1_ARM]
+    m, vn0, f_ext, f_trial = sv[V.m], sv[V.v0], sv[V.f_ext], sv[V.f_trial]
+    x0, dx_arm, vn1_arm = sv[V.x0], sv[V.dx_arm], sv[V.vn1_arm]
     f_mean = max(m * (v1 - vn0) / dt - f_ext, 0.0)
-    if sv[SV_KIND] == FREE and f_trial == 0.0:
+    if sv[V.kind] == FREE and f_trial == 0.0:
         # no contact force, none tried: the arm's own step is the motion (exactly what it does
         # with no contact model at all, so the graph and the in-process job agree off the part)
         f_mean, x1, v1 = 0.0, x0 + dx_arm, vn1_arm
@@ -268,23 +315,23 @@ def arm_side_finish(dt, x1, v1, project, out, b, sv):
     else:
         for j in range(b.shape[0]):
             out[QD, j] += b[j] * (f_mean - f_trial) * dt / m
-    sv[SV_FORCE], sv[SV_X1], sv[SV_V1] = f_mean, x1, v1
+    sv[V.force], sv[V.x1], sv[V.v1] = f_mean, x1, v1
 
 
 @njit(cache=True)
 def step_samples(sv, rom, s, fn, xs, et, ef, ex):
     """Normal force (N) and gap (m) at times s (k,) after the step's start, from the step's own
     solution (free flight, the closed form, or the engine's samples et, ef, ex for an event)."""
-    kind = sv[SV_KIND]
-    x0, vn0 = sv[SV_X0], sv[SV_V0]
+    kind = sv[V.kind]
+    x0, vn0 = sv[V.x0], sv[V.v0]
     for i in range(s.shape[0]):
         if kind == NONE:
             fn[i], xs[i] = 0.0, np.inf
         elif kind == FREE:
-            fn[i], xs[i] = 0.0, x0 + vn0 * s[i] + 0.5 * (sv[SV_FEXT] / sv[SV_M]) * s[i] * s[i]
+            fn[i], xs[i] = 0.0, x0 + vn0 * s[i] + 0.5 * (sv[V.f_ext] / sv[V.m]) * s[i] * s[i]
         elif kind == CONTACT:
-            K, D = rom[R_K], rom[R_D]
-            d, dd = kv_state(K, D, sv[SV_M], -sv[SV_FEXT], -x0, -vn0, s[i])
+            K, D = rom[R.stiffness], rom[R.damping]
+            d, dd = kv_state(K, D, sv[V.m], -sv[V.f_ext], -x0, -vn0, s[i])
             fn[i], xs[i] = K * d + D * dd, -d
         else:
             fn[i], xs[i] = np.interp(s[i], et, ef), np.interp(s[i], et, ex)
@@ -293,47 +340,47 @@ def step_samples(sv, rom, s, fn, xs, et, ef, ex):
 @njit(cache=True)
 def record_step(t0, dt, st1, sv, rom, have_rom, h, ix, rts, rq, rqd, rtau, rfn, rnrm, rtan, rlev,
                 ot, ofn, odepth, oidx, et, ef, ex):
-    """Record one step: its end state and contact (row ix[IX_STEPS]) and the output samples on the
+    """Record one step: its end state and contact (row ix[I.steps]) and the output samples on the
     grid k h (s) that fall in (t0, t0 + dt], from the step's solution (:func:`step_samples`)."""
     t1 = t0 + dt
     k1 = int(math.floor(t1 / h + 1e-9))
-    k0 = max(ix[IX_NEXT], int(math.floor(t0 / h + 1e-9)) + 1)
-    ix[IX_NEXT] = max(ix[IX_NEXT], k1 + 1)
-    step = ix[IX_STEPS]
+    k0 = max(ix[I.next], int(math.floor(t0 / h + 1e-9)) + 1)
+    ix[I.next] = max(ix[I.next], k1 + 1)
+    step = ix[I.steps]
     if k1 >= k0:
-        gap0 = sv[SV_GAP0] if sv[SV_KIND] == NONE else sv[SV_X0]
+        gap0 = sv[V.gap0] if sv[V.kind] == NONE else sv[V.x0]
         gap_far = gap0 if math.isfinite(gap0) else 1.0
         cnt = k1 - k0 + 1
         fn, xs = np.empty(cnt), np.empty(cnt)
-        has_end = sv[SV_KIND] != EVENT and sv[SV_KIND] != HC  # else: the engine's samples
+        has_end = sv[V.kind] != EVENT and sv[V.kind] != HC  # else: the engine's samples
         if cnt == 1 and has_end and abs(k1 * h - t1) < 1e-9:
-            fn[0], xs[0] = sv[SV_END_F], sv[SV_END_X]
+            fn[0], xs[0] = sv[V.end_f], sv[V.end_x]
         else:
             s = np.arange(k0, k1 + 1) * h - t0
             step_samples(sv, rom, s, fn, xs, et, ef, ex)
             if has_end and abs(k1 * h - t1) < 1e-9:  # the step end exactly as the state update
-                fn[cnt - 1], xs[cnt - 1] = sv[SV_END_F], sv[SV_END_X]
-        o = ix[IX_OUT]
+                fn[cnt - 1], xs[cnt - 1] = sv[V.end_f], sv[V.end_x]
+        o = ix[I.out]
         for i in range(cnt):
             ot[o + i] = (k0 + i) * h
             ofn[o + i] = max(fn[i], 0.0)
             odepth[o + i] = -(xs[i] if math.isfinite(xs[i]) else gap_far)
             oidx[o + i] = step
-        ix[IX_OUT] = o + cnt
+        ix[I.out] = o + cnt
     rts[step] = t1
     rq[step] = st1[0]
     rqd[step] = st1[QD]
     rtau[step] = st1[TAU]
-    rfn[step] = sv[SV_FORCE]
+    rfn[step] = sv[V.force]
     for i in range(3):
-        rnrm[step, i] = rom[R_N + i] if have_rom else (1.0 if i == 2 else 0.0)
-        rtan[step, i] = rom[R_TAN + i] if have_rom else 0.0
-        rlev[step, i] = rom[R_P + i] - rom[R_C + i] if have_rom else 0.0
-    ix[IX_STEPS] = step + 1
-    if sv[SV_KIND] != NONE:
-        ix[IX_CONTACT] += 1
-    if sv[SV_KIND] == EVENT:
-        ix[IX_EVENT] += 1
+        rnrm[step, i] = rom[R.normal + i] if have_rom else (1.0 if i == 2 else 0.0)
+        rtan[step, i] = rom[R.tangential + i] if have_rom else 0.0
+        rlev[step, i] = rom[R.point + i] - rom[R.centre + i] if have_rom else 0.0
+    ix[I.steps] = step + 1
+    if sv[V.kind] != NONE:
+        ix[I.contact] += 1
+    if sv[V.kind] == EVENT:
+        ix[I.event] += 1
 
 
 @njit(cache=True)
@@ -361,15 +408,15 @@ def contact_side(t, dt, st, cs, cp, geo, jt, jd, bd, ws, body, X, T, J, M, L, ro
 
 
 @njit(cache=True)
-def run_batch(t, dt, t_end, max_steps, st, cs, fp, cp, geo, knots, coeffs, last, arm, g_ctrl, g, jt, jd, bd, ws,
+def run_batch(laws, t, dt, t_end, max_steps, st, cs, fp, cp, geo, knots, coeffs, last, arm, g_ctrl, g, jt, jd, bd, ws,
               body, X, wbody, wX, project, h, ix, rts, rq, rqd, rtau, rfn, rnrm, rtan, rlev, ot, ofn, odepth, oidx,
               out, rom, b, sv):
     """Steps of ``dt`` from state st at t until t_end or ``max_steps`` steps.
 
-    fp (1,): the previous step's mean force (the trial force), updated. Each completed step is
-    recorded (:func:`record_step`) and becomes st. Returns (code, t): code 0 at t_end or after
-    max_steps, 2 for a singular effective mass, 3 for a failed arm step, 4 for a failed contact
-    integration (st the failed step's start)."""
+    laws: the registry's kernels (cp[C.model] the law). fp (1,): the previous step's mean force
+    (the trial force), updated. Each completed step is recorded (:func:`record_step`) and becomes
+    st. Returns (code, t): a STATUS code (ok at t_end or after max_steps; otherwise what failed,
+    st the failed step's start)."""
     empty = np.empty(0)
     n = st.shape[1]
     T, J, M, L = np.empty((4, 4)), np.empty((6, n)), np.empty((n, n)), np.zeros((n, n))
@@ -377,21 +424,19 @@ def run_batch(t, dt, t_end, max_steps, st, cs, fp, cp, geo, knots, coeffs, last,
     es = np.empty((4, int(dt / h) + 8))
     for _ in range(max_steps):
         if not t < t_end - 1e-12:
-            return 0, t
+            return E.ok, t
         have = contact_side(t, dt, st, cs, cp, geo, jt, jd, bd, ws, body, X, T, J, M, L, rom)
         if have < 0:
-            return 2, t
+            return E.normal_mass_singular, t
         # with a model the contact side left the step's kinematics at st's q in T, J, M, L
-        code, es = arm_side(t, dt, st, have == 1, rom, fp[0], knots, coeffs, last, 0.0, arm, g_ctrl, g, jt, jd, bd,
-                            ws, body, X, wbody, wX, project, T, J, M, L, have == 1, cp[CP_U], h, es, out, b, sv)
-        if code == 4:
-            return 4, t
-        if code != 0:
-            return 3, t
-        sv[SV_GAP0] = cs[1]
-        fp[0] = sv[SV_FORCE]
-        if sv[SV_KIND] == HC or sv[SV_KIND] == EVENT:
-            ns = int(sv[SV_NS])
+        code, es = arm_side(laws, t, dt, st, have == 1, rom, fp[0], knots, coeffs, last, 0.0, arm, g_ctrl, g, jt, jd,
+                            bd, ws, body, X, wbody, wX, project, T, J, M, L, have == 1, cp[C.u], h, es, out, b, sv)
+        if code != E.ok:
+            return code, t
+        sv[V.gap0] = cs[1]
+        fp[0] = sv[V.force]
+        if sv[V.kind] == HC or sv[V.kind] == EVENT:
+            ns = int(sv[V.ns])
             record_step(t, dt, out, sv, rom, True, h, ix, rts, rq, rqd, rtau, rfn, rnrm, rtan, rlev, ot, ofn,
                         odepth, oidx, es[S_T, :ns], es[S_F, :ns], es[S_X, :ns])
         else:
@@ -399,4 +444,4 @@ def run_batch(t, dt, t_end, max_steps, st, cs, fp, cp, geo, knots, coeffs, last,
                         odepth, oidx, empty, empty, empty)
         st[:] = out
         t = t + dt
-    return 0, t
+    return E.ok, t

@@ -48,78 +48,62 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from robot_grinding_sim.core.config import CONTACT_MODELS, ContactConfig, ServoConfig
+from robot_grinding_sim.core.config import ContactConfig, ServoConfig
+from robot_grinding_sim.core.contact import registry
 from robot_grinding_sim.core.contact.engine_kernels import S_F, S_T, S_X
-from robot_grinding_sim.core.contact.hunt_crossley import HuntCrossley
-from robot_grinding_sim.core.contact.kelvin_voigt import KelvinVoigt, kv_zeta_clamped
+from robot_grinding_sim.core.contact.law import FORCE, IMPACT, LP, ContactModel
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.geometry.tool_contact import ContactGeometry, ToolContactQuery
+from robot_grinding_sim.core.layout import STATUS
 from robot_grinding_sim.core.robot import arm_kernels as ak
 from robot_grinding_sim.core.robot.arm_sim import ArmSimulator, ArmState, ComputedTorqueController
 from robot_grinding_sim.core.robot.spatial import cross3
 from robot_grinding_sim.core.sim import compiled_step as cs
+from robot_grinding_sim.core.sim.compiled_step import ROM
 
 FloatArray = NDArray[np.float64]
 
 
 
 def contact_parameters(cfg: ContactConfig, spindle_speed: float) -> FloatArray:
-    """The contact side's parameters as the compiled kernels take them (compiled_step.CP_*)."""
-    cp = np.zeros(cs.CP_LEN)
-    cp[cs.CP_MODEL] = CONTACT_MODELS.index(cfg.model)
-    cp[cs.CP_K], cp[cs.CP_CR], cp[cs.CP_EXP], cp[cs.CP_VF] = cfg.stiffness, cfg.cr, cfg.exponent, cfg.v_floor
-    cp[cs.CP_DAMPING] = cfg.damping if cfg.model == "kelvin_voigt" and cfg.damping >= 0 else -1.0
-    cp[cs.CP_ZETA] = kv_zeta_clamped(cfg.cr) if cfg.model == "kelvin_voigt" and cfg.damping < 0 else 0.0
-    cp[cs.CP_RATIO], cp[cs.CP_SLIP], cp[cs.CP_SPINDLE] = cfg.force_ratio, cfg.slip_speed, spindle_speed
+    """The contact side's parameters as the compiled kernels take them (compiled_step.CP)."""
     law = make_contact_law(cfg)
-    cp[cs.CP_U] = law.u if isinstance(law, HuntCrossley) else 0.0
+    C = cs.C
+    cp = cs.CP.zeros()
+    cp[C.model] = registry.law_id(cfg.model)
+    cp[C.stiffness], cp[C.cr], cp[C.exponent], cp[C.v_floor] = cfg.stiffness, cfg.cr, cfg.exponent, cfg.v_floor
+    cp[C.damping], cp[C.zeta] = law.contact_damping()
+    cp[C.force_ratio], cp[C.slip_speed], cp[C.spindle] = cfg.force_ratio, cfg.slip_speed, spindle_speed
+    cp[C.u] = law.u
     return cp
 
 
-# --------------------------------------------------------------------------------------------------
-# the contact law of a configuration
-
-
-def make_contact_law(cfg: ContactConfig) -> KelvinVoigt | HuntCrossley:
-    """The configured normal contact law (Kelvin-Voigt, or the Hunt-Crossley family)."""
-    if cfg.model == "kelvin_voigt":
-        return KelvinVoigt(cfg.stiffness, cr=cfg.cr, damping=cfg.damping if cfg.damping >= 0 else None)
-    law = "exact" if cfg.model == "hunt_crossley" else cfg.model
-    return HuntCrossley(cfg.stiffness, cfg.cr, cfg.exponent, law=law, v_floor=cfg.v_floor)
-
-
-def static_force(law: KelvinVoigt | HuntCrossley, d: float) -> float:
-    """The law's force at rest at penetration d (m): K d, or K d^n, N."""
-    return law.stiffness * d if isinstance(law, KelvinVoigt) else law.stiffness * d**law.exponent
-
-
-def static_penetration(law: KelvinVoigt | HuntCrossley, force: float) -> float:
-    """Inverse of :func:`static_force`: the penetration (m) that holds ``force`` (N) at rest."""
-    if isinstance(law, KelvinVoigt):
-        return force / law.stiffness
-    return (force / law.stiffness) ** (1.0 / law.exponent)
+def make_contact_law(cfg: ContactConfig) -> ContactModel:
+    """The configured normal contact law's model (the registry's law named ``contact.model``)."""
+    return registry.model_from_config(cfg)
 
 
 # --------------------------------------------------------------------------------------------------
 # the reduced-order model exchanged between the two sides
 
 #: Field order of :meth:`NormalContactModel.to_array` (the ``data`` of the std_msgs/Float64MultiArray
-#: that contact_solver_node publishes on ``contact/model``; docs/contact.md documents it).
-LAYOUT = ("t", "model", "stiffness", "damping", "cr", "exponent", "v_floor", "mass", "gap", "rate",
-          "normal_x", "normal_y", "normal_z", "point_x", "point_y", "point_z",
-          "centre_x", "centre_y", "centre_z", "tangential_x", "tangential_y", "tangential_z")
+#: that contact_solver_node publishes on ``contact/model``; docs/contact.md documents it): the
+#: element names of compiled_step.ROM.
+LAYOUT = ROM.names
 
 
-@dataclass(frozen=True)
-class NormalContactModel:
+class NormalContactModel(ROM.view("_NormalContactModelView")):  # type: ignore[misc]
     """The contact along its normal at one state of the arm: what the arm side needs to integrate it.
+
+    A view of one (ROM.size,) float64 array in the layout :data:`~robot_grinding_sim.core.sim.compiled_step.ROM`
+    (the kernels' ``rom``, the data of ``contact/model``): the attributes read the array itself.
 
     Attributes:
         t: sim time of the arm state it was computed from, s.
-        model: law name (:data:`~robot_grinding_sim.core.config.CONTACT_MODELS`).
+        model: law name (the registry's; ``law_id`` its id).
         stiffness: K, N/m (Hunt-Crossley family: N/m^exponent).
-        damping: Kelvin-Voigt D for ``mass``, N s/m (0 for the Hunt-Crossley family).
-        cr, exponent, v_floor: the Hunt-Crossley law's restitution, exponent and speed floor (m/s).
+        damping: the LINEAR family's D for ``mass``, N s/m (0 for the Hunt-Crossley family).
+        cr, exponent, v_floor: the law's restitution, exponent and speed floor (m/s).
         mass: effective mass of the arm along the normal at the tool centre, kg.
         gap: signed gap between tool and part, m (< 0: penetration).
         rate: d gap / dt = n . (tool centre velocity), m/s.
@@ -130,62 +114,61 @@ class NormalContactModel:
             against the abrasive's sliding velocity), base_link.
     """
 
-    t: float
-    model: str
-    stiffness: float
-    damping: float
-    cr: float
-    exponent: float
-    v_floor: float
-    mass: float
-    gap: float
-    rate: float
-    normal: FloatArray
-    point: FloatArray
-    centre: FloatArray
-    tangential: FloatArray
+    __slots__ = ()
+
+    @property
+    def law_id(self) -> int:
+        return int(self.array[cs.R.model])
+
+    @property
+    def model(self) -> str:  # type: ignore[override]
+        return registry.names()[self.law_id]
 
     def to_array(self) -> FloatArray:
-        """The model as (len(LAYOUT),) float64 values in :data:`LAYOUT` order."""
-        return np.array([self.t, float(CONTACT_MODELS.index(self.model)), self.stiffness, self.damping, self.cr,
-                         self.exponent, self.v_floor, self.mass, self.gap, self.rate, *self.normal, *self.point,
-                         *self.centre, *self.tangential], dtype=np.float64)
+        """The model's (ROM.size,) float64 array in :data:`LAYOUT` order (the array itself)."""
+        return self.array
 
     @classmethod
     def from_array(cls, data: Any) -> NormalContactModel:
-        """Inverse of :meth:`to_array`; InputError naming the problem for a malformed array."""
-        a = np.asarray(data, dtype=np.float64).reshape(-1)
-        if a.shape != (len(LAYOUT),):
-            raise InputError(f"contact model: expected {len(LAYOUT)} values ({', '.join(LAYOUT)}), got {a.size}")
+        """The model of a (ROM.size,) array (a message's data); InputError naming the problem for a
+        malformed array."""
+        a = np.ascontiguousarray(data, dtype=np.float64)
+        if a.ndim != 1:
+            a = a.reshape(-1)
+        if a.shape != (ROM.size,):
+            raise InputError(f"contact model: expected {ROM.size} values ({', '.join(LAYOUT)}), got {a.size}")
         if not np.isfinite(a).all():
             bad = [LAYOUT[i] for i in np.flatnonzero(~np.isfinite(a))]
             raise InputError(f"contact model: NaN or inf in {bad}")
-        k = int(a[1])
-        if a[1] != k or not 0 <= k < len(CONTACT_MODELS):
-            raise InputError(f"contact model: unknown law id {a[1]} (0..{len(CONTACT_MODELS) - 1}: "
-                             f"{', '.join(CONTACT_MODELS)})")
-        n = a[10:13]
+        R = cs.R
+        k = int(a[R.model])
+        laws = registry.names()
+        if a[R.model] != k or not 0 <= k < len(laws):
+            raise InputError(f"contact model: unknown law id {a[R.model]} (0..{len(laws) - 1}: {', '.join(laws)})")
+        n = a[ROM.slice("normal")]
         if abs(float(np.linalg.norm(n)) - 1.0) > 1e-6:
             raise InputError(f"contact model: normal {n.tolist()} is not a unit vector")
-        if not (a[2] > 0 and a[7] > 0 and a[3] >= 0):
-            raise InputError(f"contact model: stiffness {a[2]}, mass {a[7]} must be > 0 and damping {a[3]} >= 0")
-        return cls(float(a[0]), CONTACT_MODELS[k], float(a[2]), float(a[3]), float(a[4]), float(a[5]), float(a[6]),
-                   float(a[7]), float(a[8]), float(a[9]), n.copy(), a[13:16].copy(), a[16:19].copy(),
-                   a[19:22].copy())
+        if not (a[R.stiffness] > 0 and a[R.mass] > 0 and a[R.damping] >= 0):
+            raise InputError(f"contact model: stiffness {a[R.stiffness]}, mass {a[R.mass]} must be > 0 and damping "
+                             f"{a[R.damping]} >= 0")
+        return cls(a)
 
     @classmethod
     def from_kernel(cls, a: FloatArray) -> NormalContactModel:
-        """The model the compiled contact side wrote (a (len(LAYOUT),) array; no checks: it is ours)."""
-        return cls(float(a[0]), CONTACT_MODELS[int(a[1])], float(a[2]), float(a[3]), float(a[4]), float(a[5]),
-                   float(a[6]), float(a[7]), float(a[8]), float(a[9]), a[10:13].copy(), a[13:16].copy(),
-                   a[16:19].copy(), a[19:22].copy())
+        """The model the compiled contact side wrote (a (ROM.size,) array, kept; no checks: it is ours)."""
+        return cls(a)
 
-    def law(self) -> KelvinVoigt | HuntCrossley:
-        """The law object for this model (Kelvin-Voigt with its damping for this mass)."""
-        if self.model == "kelvin_voigt":
-            return KelvinVoigt(self.stiffness, damping=self.damping)
-        law = "exact" if self.model == "hunt_crossley" else self.model
-        return HuntCrossley(self.stiffness, self.cr, self.exponent, law=law, v_floor=self.v_floor)
+    def law(self) -> ContactModel:
+        """The law's model for these parameters (the linear damping as it is, for this mass)."""
+        return registry.get(self.law_id).model(stiffness=self.stiffness, cr=self.cr, damping=self.damping,
+                                               exponent=self.exponent, v_floor=self.v_floor)
+
+    def law_parameters(self, model: ContactModel) -> FloatArray:
+        """The kernels' law parameters (:data:`~robot_grinding_sim.core.contact.law.LP`) of this model
+        (``model``: its law's model, for the impact coefficient u), as the compiled arm side builds them."""
+        lp = np.empty(LP.size)
+        cs.rom_law_parameters(self.array, float(model.law.family), float(model.u), lp)
+        return lp
 
 
 @dataclass
@@ -271,7 +254,7 @@ class ContactSide:
         """The model from contact geometry measured at (t, q, qd) (contact_solver_node's entry)."""
         kin = self.kinematics(q, need_minv=False)
         jt, jd, bd, ws, _, _ = self.kernel
-        rom = np.empty(len(LAYOUT))
+        rom = np.empty(ROM.size)
         q_, qd_ = np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(qd, dtype=float)
         n = q_.shape[0]
         m = cs.rom_from_geometry(float(t), q_, qd_, float(geom.gap), np.ascontiguousarray(geom.normal, dtype=float),
@@ -296,20 +279,18 @@ class ContactSide:
         return self.from_geometry(t, q, qd, geom)
 
     def normal_force(self, rom: NormalContactModel) -> float:
-        """The contact force along the normal at the model's state, N (>= 0; 0 while apart).
-
-        Kelvin-Voigt: max(0, K d + D d'); Hunt-Crossley family: K d^n (1 + alpha d') with alpha
-        fixed at the first state in contact from its approach speed.
-        """
+        """The contact force along the normal at the model's state, N (>= 0; 0 while apart): the
+        law's kernel, its impact state (Hunt-Crossley's alpha) fixed at the first state in contact
+        from its approach speed."""
         d, dd = -rom.gap, -rom.rate
         if d <= 0.0:
             self._alpha = None
             return 0.0
-        if rom.model == "kelvin_voigt":
-            return max(rom.stiffness * d + rom.damping * dd, 0.0)
+        lp = rom.law_parameters(self.law)
+        kernel = self.law.law.kernel
         if self._alpha is None:
-            self._alpha = self.law.alpha(max(dd, 0.0))
-        return max(rom.stiffness * d**rom.exponent * (1.0 + self._alpha * dd), 0.0)
+            self._alpha = kernel(IMPACT, lp, max(dd, 0.0), 0.0, 0.0, 0.0, 0.0)
+        return max(kernel(FORCE, lp, self._alpha, d, dd, 0.0, 0.0), 0.0)
 
     def wrench(self, rom: NormalContactModel, force: float | None = None) -> FloatArray:
         """The contact wrench on the tool (6,): [F; T] in tcp axes, torque about the tcp, for the
@@ -355,7 +336,7 @@ class StepResult:
         end: (normal force (N), gap (m)) at the step's end from the closed form, or None.
         samples: ``samples(s)`` -> (normal force (k,), gap (k,)) at times s (k,) after t0.
         rom: the contact model used (None for ``"none"``).
-        sv, rom_array: the compiled step's scalars and model (compiled_step.SV_*, LAYOUT order);
+        sv, rom_array: the compiled step's scalars and model (compiled_step.SV and ROM layouts);
         engine: the engine's samples (t, force, gap) of an event or Hunt-Crossley step (empty
             arrays otherwise).
     """
@@ -399,7 +380,8 @@ class ArmContactStepper:
         #: spacing of the engine's samples inside an event step (the in-process job's output
         #: period); None: the step's phase boundaries only
         self.sample_dt: float | None = None
-        self._laws: dict[tuple, KelvinVoigt | HuntCrossley] = {}
+        self._laws: dict[tuple, ContactModel] = {}
+        self._kernels = registry.kernels()
         self.kernel = model.kernel_arrays(tcp_link)
         # the trial wrench acts as ArmSimulator.set_wrench(w, "") puts it: on the tip link
         _, _, _, _, self.wrench_body, self.wrench_X = model.kernel_arrays(model.tip_link)
@@ -408,9 +390,9 @@ class ArmContactStepper:
     def state(self) -> ArmState:
         return self.arm.state
 
-    def law_of(self, rom: NormalContactModel) -> KelvinVoigt | HuntCrossley:
+    def law_of(self, rom: NormalContactModel) -> ContactModel:
         """The law object of a contact model (cached per parameter set)."""
-        key = (rom.model, rom.stiffness, rom.damping, rom.cr, rom.exponent, rom.v_floor)
+        key = (rom.law_id, rom.stiffness, rom.damping, rom.cr, rom.exponent, rom.v_floor)
         law = self._laws.get(key)
         if law is None:
             if len(self._laws) > 64:
@@ -430,37 +412,35 @@ class ArmContactStepper:
         n = st.q.shape[0]
         cur = np.empty((ak.ST_ROWS, n))
         cur[ak.Q], cur[ak.QD] = st.q, st.qd
-        out, b, sv = np.empty((ak.ST_ROWS, n)), np.empty(n), np.empty(cs.SV_LEN)
-        a = rom.to_array() if rom is not None else np.zeros(len(LAYOUT))
-        law = self.law_of(rom) if rom is not None else None
-        hc_u = law.u if isinstance(law, HuntCrossley) else 0.0
+        out, b, sv = np.empty((ak.ST_ROWS, n)), np.empty(n), np.empty(cs.SV.size)
+        a = rom.to_array() if rom is not None else np.zeros(ROM.size)
+        hc_u = self.law_of(rom).u if rom is not None else 0.0
         h_out = self.sample_dt or 0.0
         es = np.empty((4, int(dt / h_out) + 8 if h_out > 0.0 else 8))
         jt, jd, bd, ws, body, X = self.kernel
         ctrl = arm.controller
         # the model may be older than this state (the node graph): the arm side computes the
         # kinematics at its own q
-        code, es = cs.arm_side(st.t, float(dt), cur, rom is not None, a, self.f_prev, knots, coeffs, last, t_traj,
-                               ctrl.arm, ctrl.gravity, arm.gravity, jt, jd, bd, ws, body, X, self.wrench_body,
-                               self.wrench_X, self.project, np.empty((4, 4)), np.empty((6, n)), np.empty((n, n)),
-                               np.zeros((n, n)), False, hc_u, h_out, es, out, b, sv)
+        code, es = cs.arm_side(self._kernels, st.t, float(dt), cur, rom is not None, a, self.f_prev, knots, coeffs,
+                               last, t_traj, ctrl.arm, ctrl.gravity, arm.gravity, jt, jd, bd, ws, body, X,
+                               self.wrench_body, self.wrench_X, self.project, np.empty((4, 4)), np.empty((6, n)),
+                               np.empty((n, n)), np.zeros((n, n)), False, hc_u, h_out, es, out, b, sv)
         et = ef = ex = np.empty(0)
-        if code == 1:
-            raise InputError(f"arm step: NaN or inf in q {st.q.tolist()} or qd {st.qd.tolist()}")
-        elif code == 2:
-            raise InputError(f"{self.model.source}: mass matrix not positive definite at q={st.q.tolist()}")
-        elif code == 4:
-            raise InputError(f"contact integration failed in the step from t = {st.t} s (gap {sv[cs.SV_X0]} m, "
-                             f"rate {sv[cs.SV_V0]} m/s)")
-        elif sv[cs.SV_KIND] in (cs.EVENT, cs.HC):  # the engine's samples of the compiled step
-            ns = int(sv[cs.SV_NS])
+        if code in (cs.E.state_not_finite, cs.E.mass_not_pd):
+            raise InputError(f"{self.model.source}: arm step at t = {st.t} s: {STATUS.message(code)} (q "
+                             f"{st.q.tolist()}, qd {st.qd.tolist()})")
+        elif code != cs.E.ok:
+            raise InputError(f"{STATUS.message(code)} in the step from t = {st.t} s (gap {sv[cs.V.x0]} m, "
+                             f"rate {sv[cs.V.v0]} m/s)")
+        elif sv[cs.V.kind] in (cs.EVENT, cs.HC):  # the engine's samples of the compiled step
+            ns = int(sv[cs.V.ns])
             et, ef, ex = es[S_T, :ns].copy(), es[S_F, :ns].copy(), es[S_X, :ns].copy()
-        kind = int(sv[cs.SV_KIND])
+        kind = int(sv[cs.V.kind])
         if kind == cs.EVENT:
             self.event_steps += 1
         arm.state = ArmState(st.t + dt, out[ak.Q], out[ak.QD], out[ak.QDD], out[ak.TAU], out[ak.TAU_EXT],
                              out[ak.Q_REF], out[ak.QD_REF], out[ak.QDD_REF])
-        self.f_prev = float(sv[cs.SV_FORCE])
+        self.f_prev = float(sv[cs.V.force])
         if kind != cs.NONE:
             self.contact_steps += 1
 
@@ -470,9 +450,9 @@ class ArmContactStepper:
             cs.step_samples(sv, a, s, fn, xs, et, ef, ex)
             return fn, xs
 
-        end = None if kind == cs.EVENT else (float(sv[cs.SV_END_F]), float(sv[cs.SV_END_X]))
-        return StepResult(st.t, dt, cs.KINDS[kind], float(sv[cs.SV_FORCE]), float(sv[cs.SV_X0]), float(sv[cs.SV_V0]),
-                          float(sv[cs.SV_X1]), float(sv[cs.SV_V1]), end, samples, rom, sv, a, (et, ef, ex))
+        end = None if kind == cs.EVENT else (float(sv[cs.V.end_f]), float(sv[cs.V.end_x]))
+        return StepResult(st.t, dt, cs.KINDS[kind], float(sv[cs.V.force]), float(sv[cs.V.x0]), float(sv[cs.V.v0]),
+                          float(sv[cs.V.x1]), float(sv[cs.V.v1]), end, samples, rom, sv, a, (et, ef, ex))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -507,6 +487,6 @@ class CoupledStep:
         res = self.arm.step(self.dt, rom, self.contact.kin)
         if rom is None:
             res.gap0 = self.contact.last_gap  # as far as the last geometry query knew
-            res.sv[cs.SV_GAP0] = res.gap0
+            res.sv[cs.V.gap0] = res.gap0
         self.steps += 1
         return res
