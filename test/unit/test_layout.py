@@ -29,7 +29,7 @@ FOREIGN_PRIVATE: dict[tuple[str, str], str] = {
 }
 #: top-level modules core must not import (besides the suffix rules in _is_ros)
 ROS_MODULES = {"rclpy", "launch", "launch_ros", "launch_testing", "ament_index_python", "rosbag2_py"}
-DOMAINS = ("robot", "contact", "geometry", "planning", "job", "record")
+DOMAINS = ("robot", "contact", "geometry", "planning", "job", "record", "sim")
 FILES = sorted(p for p in PKG.rglob("*.py") if "__pycache__" not in p.parts)
 
 
