@@ -95,7 +95,6 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from robot_grinding_sim.core.config import config_from_mapping
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.job.coupled_step import ArmContactStepper
 from robot_grinding_sim.core.job.setup import check_home
@@ -103,9 +102,9 @@ from robot_grinding_sim.core.robot.joint_trajectory import TrajectoryInterpolato
 from robot_grinding_sim.core.sim.scheduler import StepScheduler
 from robot_grinding_sim.ros import conversions as cv
 from robot_grinding_sim.ros import trajectory_wire, wire
-from robot_grinding_sim.ros.node_base import guarded, load_robot, run_node
-from robot_grinding_sim.ros.parameters import ParameterError, declare_parameters
-from robot_grinding_sim.ros.schemas import node_specs
+from robot_grinding_sim.ros.node_base import guarded, run_node
+from robot_grinding_sim.ros.node_setup import set_up_node
+from robot_grinding_sim.ros.parameters import ParameterError
 from robot_grinding_sim.ros.trajectory_wire import joint_trajectory_from_bytes
 
 NODE_NAME = "dynamics_node"
@@ -124,14 +123,11 @@ class DynamicsNode(Node):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
-        p = declare_parameters(self, node_specs(NODE_NAME))
-        self.p = p
-        try:
-            cell = config_from_mapping(p, allow_unknown=True)
-        except InputError as exc:
-            raise ParameterError("sim.dt", str(exc).split(": ", 1)[-1], NODE_NAME) from None
+        node = set_up_node(self, NODE_NAME)
+        self.p = p = node.params
+        cell = node.cell
         self.tcp = cell.tool.tcp_link
-        self.model = m = load_robot(p, NODE_NAME, tip_link=self.tcp)
+        self.model = m = node.model
         # joint order of the ROS interface; the core works in the model's order
         names = p["joint_names"] or list(m.joint_names)
         if sorted(names) != sorted(m.joint_names) or len(set(names)) != len(names):
@@ -164,7 +160,7 @@ class DynamicsNode(Node):
             raise ParameterError("joint_state_decimation", f"{decim}: with lockstep the contact side sees every "
                                  f"{decim}-th state, so exchange_interval must be >= {(decim - 1) * self.dt:g} s",
                                  NODE_NAME)
-        self.base_frame = p["base_frame"] or m.root_link
+        self.base_frame = node.base_frame
         self._clamp_logged = -np.inf  # when a slowed-down trajectory was last logged (monotonic)
         self._clamped = 0  # slowed down since then
         # Sim time: 0 at start when this node owns /clock; otherwise offset to wall time so the
