@@ -75,7 +75,10 @@ class NetFTBackend(ThreadedFTBackend):
     def start_device(self) -> None:
         if self.client is None:
             raise RuntimeError("Net F/T: start before connect")
-        self.client.start()
+        try:
+            self.client.start()
+        except OSError as exc:  # the request could not be sent (no route, the address refused)
+            raise ParameterError("ft_sensor_ip", f"{self.ip}:{self.port}: {exc}") from None
 
     def stop_device(self) -> None:
         if self.client is not None and self.client.streaming:

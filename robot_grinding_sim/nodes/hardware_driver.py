@@ -187,10 +187,13 @@ class HardwareDriver(LifecycleNode):
                                      guarded(self, "grinding/progress")(self._on_progress), 50)
             self.pub_adm = self.create_publisher(Float64MultiArray, "~/admittance", 100)
             self.create_timer(self.period, guarded(self, "force control")(self._stream), clock=steady)
+        self._activate_error: InputError | None = None
         if p["autostart"]:
-            self._configure()  # a bad parameter: run_node logs it (FATAL) and the process ends with 1
+            # a bad parameter ends the process (run_node: one FATAL line naming it, exit code 1)
+            self._configure()
             self.trigger_configure()
-            self.trigger_activate()
+            if self.trigger_activate() != SUCCESS and self._activate_error is not None:
+                raise self._activate_error
 
     # -- lifecycle -----------------------------------------------------------------------------
     def _configure(self) -> None:
@@ -233,9 +236,12 @@ class HardwareDriver(LifecycleNode):
         core.activate()
         try:
             backend.start(self._on_readings, core.check)
-        except (OSError, RuntimeError) as exc:
+        except (InputError, OSError, RuntimeError) as exc:
             core.deactivate()
-            self.get_logger().error(f"activate failed: {backend.describe()}: {type(exc).__name__}: {exc}")
+            backend.stop()
+            self._activate_error = exc if isinstance(exc, ParameterError) else InputError(
+                f"{backend.describe()}: {type(exc).__name__}: {exc}")
+            self.get_logger().error(f"activate failed: {self._activate_error}")
             return FAILURE
         self.state = "active"
         self._ready()
