@@ -189,6 +189,9 @@ def graph(
             params_files=config_files("hardware_driver"),
             parameters={
                 **common,
+                # a lifecycle node: it configures and activates itself, as ros2_control brings
+                # hardware to active (docs/hardware.md, "The driver's lifecycle")
+                "autostart": True,
                 "robot_ip": robot_ip or DEFAULT_ROBOT_IP,
                 "ft_sensor_ip": ft_sensor_ip or DEFAULT_FT_SENSOR_IP,
             },

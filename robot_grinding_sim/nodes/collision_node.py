@@ -43,9 +43,8 @@ from robot_grinding_sim.core.geometry.tool_contact import (
     WORKPIECE,
 )
 from robot_grinding_sim.ros import wire
-from robot_grinding_sim.ros.node_base import guarded, load_robot, run_node
-from robot_grinding_sim.ros.parameters import declare_parameters
-from robot_grinding_sim.ros.schemas import node_specs
+from robot_grinding_sim.ros.node_base import guarded, run_node
+from robot_grinding_sim.ros.node_setup import set_up_node
 from robot_grinding_sim.ros.workpiece import tool_scene
 
 NODE_NAME = "collision_node"
@@ -58,12 +57,12 @@ class CollisionNode(Node):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
-        p = declare_parameters(self, node_specs(NODE_NAME))
-        self.p = p
+        node = set_up_node(self, NODE_NAME, cell=False, links=("tool.tcp_link", "tool.link"))
+        self.p = p = node.params
         tool = group_from_values("tool", p)
-        self.model = m = load_robot(p, NODE_NAME, tip_link=tool.tcp_link, links=("tool.tcp_link", "tool.link"))
+        self.model = m = node.model
         self.tcp = tool.tcp_link
-        self.base_frame = p["base_frame"] or m.root_link
+        self.base_frame = node.base_frame
         self.scene, self.query, part, X_BP, source, radius, exact = tool_scene(p, m, NODE_NAME)
         wp = group_from_values("workpiece", p)
         self.part_mesh = part.tessellate(deflection=wp.deflection)  # the whole part, for display

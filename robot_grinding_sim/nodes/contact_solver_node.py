@@ -49,15 +49,14 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
-from robot_grinding_sim.core.config import config_from_mapping
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.sim.coupled_step import ContactSide
 from robot_grinding_sim.core.sim.ft import ft_sensor_model
 from robot_grinding_sim.ros import conversions as cv
 from robot_grinding_sim.ros import wire
-from robot_grinding_sim.ros.node_base import guarded, load_robot, run_node
-from robot_grinding_sim.ros.parameters import ParameterError, declare_parameters
-from robot_grinding_sim.ros.schemas import node_specs
+from robot_grinding_sim.ros.node_base import guarded, run_node
+from robot_grinding_sim.ros.node_setup import declare_node_parameters, load_cell
+from robot_grinding_sim.ros.parameters import ParameterError
 from robot_grinding_sim.ros.workpiece import load_workpiece
 
 NODE_NAME = "contact_solver_node"
@@ -72,13 +71,13 @@ class ContactSolverNode(Node):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
-        p = declare_parameters(self, node_specs(NODE_NAME))
-        self.p = p
-        cell = config_from_mapping(p, allow_unknown=True)
-        self.tcp = cell.tool.tcp_link
+        self.p = p = declare_node_parameters(self, NODE_NAME)
         links = ("tool.tcp_link",) + (("ft_sensor.frame",) if p["publish_ft"] else ())
-        self.model = m = load_robot(p, NODE_NAME, tip_link=self.tcp, links=links)
-        self.base_frame = p["base_frame"] or m.root_link
+        node = load_cell(p, NODE_NAME, links=links)
+        cell = node.cell
+        self.tcp = cell.tool.tcp_link
+        self.model = m = node.model
+        self.base_frame = node.base_frame
         try:
             self.side = ContactSide(m, cell.contact, self.tcp, cell.tool.spindle_speed)
         except InputError as exc:

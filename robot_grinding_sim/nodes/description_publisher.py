@@ -25,9 +25,9 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
-from robot_grinding_sim.ros.node_base import load_robot, run_node
-from robot_grinding_sim.ros.parameters import ParameterError, declare_parameters
-from robot_grinding_sim.ros.schemas import node_specs
+from robot_grinding_sim.ros.node_base import run_node
+from robot_grinding_sim.ros.node_setup import set_up_node
+from robot_grinding_sim.ros.parameters import ParameterError
 
 NODE_NAME = "description_publisher"
 
@@ -39,8 +39,7 @@ class DescriptionPublisher(Node):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
-        p = declare_parameters(self, node_specs(NODE_NAME))
-        model = load_robot(p, NODE_NAME)
+        model = set_up_node(self, NODE_NAME, cell=False).model
         try:
             self.urdf = Path(model.source).read_text()
         except (OSError, UnicodeDecodeError) as exc:

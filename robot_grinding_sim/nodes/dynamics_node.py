@@ -60,7 +60,9 @@ next). A 3 rad step commanded in 10 ms used to be followed as it came: the arm s
 rad/s for 25 s without a word. One that cannot be brought within (the reference already faster
 than a limit) is rejected with the reason.
 
-Timing: the simulation advances in steps of ``sim.dt`` of sim time. A steady wall timer at
+Timing (the scheduling is :class:`robot_grinding_sim.core.sim.scheduler.StepScheduler`'s; this node
+calls it from its timer and hands it what the contact side sends): the simulation advances in steps of
+``sim.dt`` of sim time. A steady wall timer at
 ``update_rate`` Hz advances, at each tick, as many steps as ``real_time_factor`` x the wall time
 elapsed since the last tick allows (the remainder carries over), at most
 ``max_steps_per_update``; if the machine cannot keep up, sim time runs slower than requested (a
@@ -78,7 +80,6 @@ not fall behind its commands (it catches up with the servo's bandwidth: a jolt, 
 
 from __future__ import annotations
 
-import bisect
 import sys
 import time
 from typing import Any
@@ -94,16 +95,16 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from robot_grinding_sim.core.config import config_from_mapping
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.job.setup import check_home
 from robot_grinding_sim.core.robot.joint_trajectory import TrajectoryInterpolator
-from robot_grinding_sim.core.sim.coupled_step import ArmContactStepper, NormalContactModel
+from robot_grinding_sim.core.sim.coupled_step import ArmContactStepper
+from robot_grinding_sim.core.sim.scheduler import StepScheduler
 from robot_grinding_sim.ros import conversions as cv
 from robot_grinding_sim.ros import trajectory_wire, wire
-from robot_grinding_sim.ros.node_base import guarded, load_robot, run_node
-from robot_grinding_sim.ros.parameters import ParameterError, declare_parameters
-from robot_grinding_sim.ros.schemas import node_specs
+from robot_grinding_sim.ros.node_base import guarded, run_node
+from robot_grinding_sim.ros.node_setup import set_up_node
+from robot_grinding_sim.ros.parameters import ParameterError
 from robot_grinding_sim.ros.trajectory_wire import joint_trajectory_from_bytes
 
 NODE_NAME = "dynamics_node"
@@ -113,8 +114,6 @@ MAX_START_DELAY = 60.0
 #: at most one warning about slowed-down trajectories per this many seconds
 CLAMP_LOG_PERIOD = 5.0
 _EPS = 1e-9
-#: origins of the stamps kept by max_lag (older ones: stamps of states long answered)
-_ANCHORS_KEPT = 2000
 
 
 class DynamicsNode(Node):
@@ -124,14 +123,11 @@ class DynamicsNode(Node):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
-        p = declare_parameters(self, node_specs(NODE_NAME))
-        self.p = p
-        try:
-            cell = config_from_mapping(p, allow_unknown=True)
-        except InputError as exc:
-            raise ParameterError("sim.dt", str(exc).split(": ", 1)[-1], NODE_NAME) from None
+        node = set_up_node(self, NODE_NAME)
+        self.p = p = node.params
+        cell = node.cell
         self.tcp = cell.tool.tcp_link
-        self.model = m = load_robot(p, NODE_NAME, tip_link=self.tcp)
+        self.model = m = node.model
         # joint order of the ROS interface; the core works in the model's order
         names = p["joint_names"] or list(m.joint_names)
         if sorted(names) != sorted(m.joint_names) or len(set(names)) != len(names):
@@ -164,33 +160,18 @@ class DynamicsNode(Node):
             raise ParameterError("joint_state_decimation", f"{decim}: with lockstep the contact side sees every "
                                  f"{decim}-th state, so exchange_interval must be >= {(decim - 1) * self.dt:g} s",
                                  NODE_NAME)
-        self.base_frame = p["base_frame"] or m.root_link
-        # Sim time: 0 at start when this node owns /clock; otherwise offset to wall time so the
-        # stamps are comparable with other nodes' wall clocks.
-        self.t_origin = 0.0 if p["publish_clock"] else time.time()
-        # max_lag: the origin moves forward (wall-clock stamps only); (first stamp, origin) of each
-        # origin, so a stamp made before a move still maps to the sim time it was made at
-        self.max_lag = 0.0 if p["publish_clock"] else float(p["max_lag"])
-        self._anchors: list[tuple[float, float]] = [(-np.inf, self.t_origin)]
-        self._step_count = 0
-        self._carry = 0.0
-        self._last_wall: float | None = None
-        self._next_pose_t = 0.0
-        self._lag_warned = 0.0
+        self.base_frame = node.base_frame
         self._clamp_logged = -np.inf  # when a slowed-down trajectory was last logged (monotonic)
         self._clamped = 0  # slowed down since then
-        self._wait_warned = 0.0
-        self._last_progress = time.monotonic()
-        self._rate_window: tuple[float, float] | None = None  # (wall, sim time) where the rate check began
-        # contact models (sim time of their state, model or None) and wrenches (apply time, wrench, frame)
-        self._models: list[tuple[float, NormalContactModel | None]] = []
-        self._heard = -np.inf  # sim time of the newest state the contact side has answered for
-        self._last_first_state = -np.inf  # wall time the start state was last republished (wait_for_contact)
-        self._pending: list[tuple[float, int, np.ndarray, str]] = []
-        self._contact_t: float | None = None  # when the held contact (model or wrench) was last renewed
-        self._stalled = False  # lockstep: the last update stopped to wait for the contact side
-        self._clock_wall = -np.inf  # wall time /clock was last published
-        self._clock_period = 1.0 / float(p["clock_rate"])
+        # Sim time: 0 at start when this node owns /clock; otherwise offset to wall time so the
+        # stamps are comparable with other nodes' wall clocks (max_lag keeps them with it)
+        self.sched = StepScheduler(
+            self.sim, self, self.dt, t_origin=0.0 if p["publish_clock"] else time.time(), lockstep=self.lockstep,
+            exchanges=self.coupling in ("model", "force"), exchange_interval=self.interval,
+            wait_for_contact=bool(p["wait_for_contact"]), max_lag=0.0 if p["publish_clock"] else float(p["max_lag"]),
+            clock_period=1.0 / float(p["clock_rate"]), monotonic=time.monotonic, wall=time.time)
+        self._settings()
+        self.add_post_set_parameters_callback(lambda _params: self._settings())
 
         self.pub_js = self.create_publisher(JointState, "joint_states", 50)
         self.js_writer = wire.joint_state_bytes(self.joint_names)  # published as bytes (ros/wire.py)
@@ -213,11 +194,11 @@ class DynamicsNode(Node):
             self.create_subscription(WrenchStamped, "contact/wrench",
                                      guarded(self, "contact/wrench")(self._on_wrench), 100)
         self.create_service(Trigger, "~/reset", self._on_reset)
-        self._timer = self.create_timer(1.0 / p["update_rate"], guarded(self, "update")(self._update),
+        self._timer = self.create_timer(1.0 / p["update_rate"], guarded(self, "update")(self.sched.tick),
                                         clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._warm_up()
-        self._publish_clock()
-        self._publish_joint_state()
+        self.sched.publish_clock()
+        self.publish_state()
         self.get_logger().info(
             f"simulating {m.nq} joints {self.joint_names} from {m.source} (tcp {self.tcp}); step "
             f"{self.dt * 1e3:g} ms, servo {cell.servo.bandwidth:g} rad/s, contact coupling {self.coupling}"
@@ -225,6 +206,13 @@ class DynamicsNode(Node):
             f"{f', F/T sensor model at {self.ft_frame!r}' if self.ft is not None else ''}"
             f"{f' in lockstep (interval {self.interval * 1e3:g} ms)' if self.lockstep else ''}, real-time factor "
             f"{p['real_time_factor']:g}, {'publishing /clock' if p['publish_clock'] else 'wall-clock stamps'}")
+
+    def _settings(self) -> None:
+        """The scheduler's run-time parameters (at start and after each set)."""
+        sched, value = self.sched, lambda name: self.get_parameter(name).value
+        sched.rtf, sched.max_steps = float(value("real_time_factor")), int(value("max_steps_per_update"))
+        sched.decimation, sched.pose_rate = int(value("joint_state_decimation")), float(value("tool_pose_rate"))
+        sched.contact_timeout = float(value("contact_timeout"))
 
     def _local_contact(self, p: dict[str, Any], cell: Any) -> None:
         """coupling local: the tool's contact scene on the workpiece and the contact side in this process;
@@ -270,37 +258,10 @@ class DynamicsNode(Node):
     # -- time ---------------------------------------------------------------------------------------
     def sim_now(self) -> float:
         """Current sim time on the stamp scale, s."""
-        return self.t_origin + self.sim.state.t
+        return self.sched.sim_now()
 
     def _stamp(self) -> Any:
         return cv.sec_to_time(self.sim_now())
-
-    def _to_sim(self, stamp: float) -> float:
-        """Sim time of a stamp this node made (a joint state's, echoed by the contact side)."""
-        i = bisect.bisect_right(self._anchors, stamp + _EPS, key=lambda a: a[0]) - 1
-        return stamp - self._anchors[max(i, 0)][1]
-
-    def _catch_up(self) -> None:
-        """max_lag: skip the time not simulated once sim time lags the wall clock by more than max_lag."""
-        if self.max_lag <= 0.0:
-            return
-        wall = time.time()
-        if wall - self.sim_now() <= self.max_lag:
-            return
-        delta = wall - self.sim.state.t - self.t_origin
-        self.t_origin += delta
-        # the commands keep their wall-clock times (as a controller's trajectory does): the
-        # trajectory being followed, and one pending, start delta earlier in sim time
-        sim = self.sim
-        sim.trajectory_start -= delta
-        if sim._next is not None:
-            sim._next = (sim._next[0], sim._next[1] - delta)
-        # skipped, so not simulated later: the next tick's budget starts now
-        self._carry = 0.0
-        if self._last_wall is not None:
-            self._last_wall = time.monotonic()
-        self._anchors.append((wall, self.t_origin))
-        del self._anchors[:-_ANCHORS_KEPT]
 
     # -- commands -----------------------------------------------------------------------------------
     def _on_trajectory(self, data: bytes) -> None:
@@ -313,7 +274,7 @@ class DynamicsNode(Node):
             self.get_logger().info("empty trajectory: holding the current reference")
             return
         stamp = sec + 1e-9 * nsec
-        start = None if stamp == 0.0 else stamp - self.t_origin
+        start = None if stamp == 0.0 else stamp - self.sched.t_origin
         if start is not None and start - self.sim.state.t > MAX_START_DELAY:
             # e.g. a wall-clock stamp while this node runs sim time from 0: it would never start
             raise InputError(f"header.stamp {stamp:.3f} s is {start - self.sim.state.t:.1f} s ahead of the node's "
@@ -343,68 +304,14 @@ class DynamicsNode(Node):
 
     # -- the contact side ---------------------------------------------------------------------------
     def _on_model(self, data: bytes) -> None:
-        t_stamp, rom = wire.contact_model_from_bytes(data)
-        t = self._to_sim(t_stamp)
-        bisect.insort(self._models, (t, rom), key=lambda e: e[0])
-        self._heard = max(self._heard, t)
-        self._resume()
+        self.sched.model_arrived(*wire.contact_model_from_bytes(data))
 
     def _on_wrench(self, msg: WrenchStamped) -> None:
         w = cv.wrench_to_array(msg)
         frame = msg.header.frame_id
         if frame not in ("", "world", self.model.root_link) and frame not in self.model.link_names:
             raise InputError(f"unknown frame_id {frame!r}; known frames: {self.model.link_names}")
-        stamp = cv.time_to_sec(msg.header.stamp)
-        t_state = self.sim.state.t if stamp == 0.0 else self._to_sim(stamp)
-        # computed from the state at t_state: with lockstep it applies to the steps after it
-        apply_t = max(t_state + (self.dt if self.lockstep else 0.0), self.sim.state.t)
-        bisect.insort(self._pending, (apply_t, len(self._pending), w, frame), key=lambda e: e[0])
-        self._heard = max(self._heard, t_state)
-        self._resume()
-
-    def _resume(self) -> None:
-        """Lockstep: step on at once when the answer the arm waited for arrives (not at the next
-        timer tick: at 1 ms steps a 250 Hz timer alone would cap sim time at a few steps per tick)."""
-        if self._stalled and not self._waiting():
-            self._stalled = False
-            try:
-                self._advance()
-            finally:
-                self._catch_up()
-
-    def _waiting(self) -> bool:
-        """Lockstep: the contact side has not answered for a recent enough state yet (or, with
-        ``wait_for_contact``, not at all)."""
-        if not self.lockstep or self.coupling in ("none", "local"):
-            return False
-        if self._heard == -np.inf:
-            return bool(self.p["wait_for_contact"])
-        return self._heard < self.sim.state.t - self.interval - _EPS
-
-    def _contact_model(self) -> NormalContactModel | None:
-        """The newest model of a state at or before now (older ones are dropped)."""
-        t = self.sim.state.t
-        k = bisect.bisect_right(self._models, t + _EPS, key=lambda e: e[0])
-        if k == 0:
-            return None
-        t_m, rom = self._models[k - 1]
-        del self._models[: k - 1]
-        timeout = float(self.get_parameter("contact_timeout").value)
-        if not self.lockstep and timeout > 0 and t - t_m > timeout:
-            return None
-        return rom
-
-    def _apply_due_wrenches(self) -> None:
-        t = self.sim.state.t
-        while self._pending and self._pending[0][0] <= t + 1e-12:
-            _, _, w, frame = self._pending.pop(0)
-            self.sim.set_wrench(w, frame)
-            self._contact_t = t
-        timeout = float(self.get_parameter("contact_timeout").value)
-        if (not self.lockstep and self._contact_t is not None and timeout > 0
-                and t - self._contact_t > timeout):
-            self.sim.clear_wrench()
-            self._contact_t = None
+        self.sched.wrench_arrived(cv.time_to_sec(msg.header.stamp), w, frame)
 
     def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         st = self.sim.state
@@ -412,18 +319,17 @@ class DynamicsNode(Node):
         st.qd = np.zeros_like(st.qd)
         self.sim.clear_wrench()
         self.stepper.f_prev = 0.0
-        self._models.clear()
-        self._pending.clear()
+        self.sched.forget_contact()
         self.sim.set_trajectory(TrajectoryInterpolator.hold(self.q_home))
         response.success = True
         response.message = f"reset to robot.home at sim time {self.sim_now():.3f} s"
         return response
 
-    # -- simulation loop ----------------------------------------------------------------------------
+    # -- the scheduler's hooks -----------------------------------------------------------------------
     def step(self) -> None:
         """One step of sim.dt with the contact as the coupling says."""
         if self.coupling == "model":
-            self.stepper.step(self.dt, self._contact_model())
+            self.stepper.step(self.dt, self.sched.contact_model())
         elif self.local_side is not None:
             st = self.sim.state
             side = self.local_side
@@ -433,103 +339,18 @@ class DynamicsNode(Node):
             self.local_last = None if rom is None else (rom, res.end[0] if res.end is not None else res.force)
         else:
             if self.coupling == "force":
-                self._apply_due_wrenches()
+                self.sched.apply_due_wrenches()
             self.sim.step(self.dt)
 
-    def _update(self) -> None:
-        try:
-            self._advance()
-        finally:
-            self._catch_up()  # after the tick's steps: only the time they could not simulate is skipped
-
-    def _advance(self) -> None:
-        now = time.monotonic()
-        if self._last_wall is None:
-            self._last_wall = now
-            if self.max_lag > 0.0 and self._step_count == 0:
-                # wall-clock stamps: sim time starts now, not when the node was built (the warm-up and
-                # the executor's start would otherwise be a lag kept for good: 0.17 s in grinding emulate)
-                self.t_origin = time.time() - self.sim.state.t
-                self._anchors = [(-np.inf, self.t_origin)]
-            return
-        rtf = float(self.get_parameter("real_time_factor").value)
-        budget = self._carry + (now - self._last_wall) * rtf
-        self._last_wall = now
-        steps = int(budget / self.dt + 1e-9)
-        max_steps = int(self.get_parameter("max_steps_per_update").value)
-        if steps > max_steps:
-            # (the first updates after start-up may find a backlog: executor start, discovery)
-            if now - self._lag_warned > 10.0 and self._step_count > 10 * max_steps:
-                self._lag_warned = now
-                self.get_logger().warning(f"cannot keep up: {steps} steps due, {max_steps} done per update; sim "
-                                          f"time runs slower than real_time_factor {rtf:g}")
-            steps, self._carry = max_steps, 0.0
-        else:
-            self._carry = budget - steps * self.dt
-        decim = int(self.get_parameter("joint_state_decimation").value)
-        pose_rate = float(self.get_parameter("tool_pose_rate").value)
-        done = 0
-        if self._heard == -np.inf and self._waiting() and now - self._last_first_state > 0.1:
-            # nothing computed yet: show the contact side the first state until it answers
-            self._last_first_state = now
-            self._publish_joint_state()
-            self._publish_clock()
-        for k in range(steps):
-            if self._waiting():
-                # waiting for the contact side: keep the budget (its answer resumes the loop at
-                # once and a short wait is caught up), at most one update's worth of steps
-                self._carry = min((steps - k) * self.dt + self._carry, max_steps * self.dt)
-                self._stalled = True
-                if now - self._wait_warned > 10.0 and now - self._last_progress > 5.0:
-                    self._wait_warned = now
-                    self.get_logger().warning(
-                        f"waiting for the contact side: sim time {self.sim_now():.3f} s, " + (
-                            f"its newest answer is for {self._heard:.3f} s of sim time" if self._heard > -np.inf
-                            else "no answer yet (collision_node and contact_solver_node running? "
-                                 "wait_for_contact:=false runs the arm alone)"))
-                break
-            self.step()
-            done += 1
-            self._step_count += 1
-            if self._step_count % decim == 0:
-                self._publish_joint_state()
-            if pose_rate > 0 and self.sim.state.t >= self._next_pose_t - 1e-12:
-                self._next_pose_t = self.sim.state.t + 1.0 / pose_rate
-                self._publish_pose_and_id()
-        if done:
-            self._last_progress = now
-            self._check_rate(now, rtf)
-            if now - self._clock_wall >= self._clock_period:
-                # /clock at most at clock_rate: every node of the graph listens to it
-                self._publish_clock()
-        elif now - self._clock_wall >= self._clock_period:
-            self._publish_clock()
-
-    def _check_rate(self, now: float, rtf: float) -> None:
-        """Warn (every ~10 s of wall time) when sim time ran slower than ``real_time_factor`` asks:
-        in lockstep the arm waits for the contact side, so falling behind shows here, not as a
-        backlog of steps."""
-        t = self.sim.state.t
-        if self._rate_window is None or t < self._rate_window[1]:
-            self._rate_window = (now, t)
-            return
-        wall = now - self._rate_window[0]
-        if wall < 10.0:
-            return
-        achieved = (t - self._rate_window[1]) / wall
-        self._rate_window = (now, t)
-        if achieved < 0.95 * rtf and self._step_count > 1000:
-            why = " (lockstep: each step waits for the contact side's model)" if self.lockstep else ""
-            self.get_logger().warning(f"cannot keep up: sim time ran at {achieved:.2f}x real time over the last "
-                                      f"{wall:.0f} s, real_time_factor {rtf:g} asked{why}")
+    def warn(self, text: str) -> None:
+        self.get_logger().warning(text)
 
     # -- output -------------------------------------------------------------------------------------
-    def _publish_clock(self) -> None:
+    def publish_clock(self) -> None:
         if self.pub_clock is not None:
-            self._clock_wall = time.monotonic()
             self.pub_clock.publish(ClockMsg(clock=self._stamp()))
 
-    def _publish_joint_state(self) -> None:
+    def publish_state(self) -> None:
         st = self.sim.state
         r = self._to_ros
         ns = wire.stamp_ns(self.sim_now())
@@ -540,7 +361,7 @@ class DynamicsNode(Node):
             R_WS = self.model.fk(st.q, self.ft_frame)[:3, :3]
             self.pub_ft.publish(self.ft_writer.encode(ns, self.ft.measure(w, R_WS, self.sim_now())))
 
-    def _publish_pose_and_id(self) -> None:
+    def publish_pose(self) -> None:
         st = self.sim.state
         stamp = self._stamp()
         # outputs for viewers and the recorder, off the loop's path: nothing built for nobody

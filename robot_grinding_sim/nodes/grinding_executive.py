@@ -71,7 +71,6 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
 
-from robot_grinding_sim.core.config import config_from_mapping
 from robot_grinding_sim.core.errors import GrindingSimError, InputError
 from robot_grinding_sim.core.execution.executive import JobExecution, JobState
 from robot_grinding_sim.core.planning import commands as cmds
@@ -80,9 +79,8 @@ from robot_grinding_sim.core.record import progress_view as pv
 from robot_grinding_sim.core.record.progress_view import ProgressView, pass_traces, status_anchor
 from robot_grinding_sim.ros import conversions as cv
 from robot_grinding_sim.ros import trajectory_wire, wire
-from robot_grinding_sim.ros.node_base import guarded, load_robot, run_node
-from robot_grinding_sim.ros.parameters import declare_parameters
-from robot_grinding_sim.ros.schemas import node_specs
+from robot_grinding_sim.ros.node_base import guarded, run_node
+from robot_grinding_sim.ros.node_setup import set_up_node
 from robot_grinding_sim.ros.trajectory_wire import joint_trajectory_bytes, stamped
 
 NODE_NAME = "grinding_executive"
@@ -102,11 +100,9 @@ class GrindingExecutive(Node):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
-        p = declare_parameters(self, node_specs(NODE_NAME))
-        self.p = p
-        self.cell = config_from_mapping(p, allow_unknown=True)
-        self.model = load_robot(p, NODE_NAME, tip_link=self.cell.tool.tcp_link)
-        self.base_frame = p["base_frame"] or self.model.root_link
+        node = set_up_node(self, NODE_NAME)
+        self.p = p = node.params
+        self.cell, self.model, self.base_frame = node.cell, node.model, node.base_frame
         self.job: JobExecution | None = None
         self.plan_source = ""
         self._q: np.ndarray | None = None

@@ -55,7 +55,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from robot_grinding_sim.core.errors import GrindingSimError
 from robot_grinding_sim.ros import conversions as cv
 from robot_grinding_sim.ros.node_base import run_node, stoppable
-from robot_grinding_sim.ros.parameters import declare_parameters
+from robot_grinding_sim.ros.node_setup import set_up_node
 from robot_grinding_sim.ros.schemas import node_specs
 
 NODE_NAME = "planner_node"
@@ -69,11 +69,8 @@ class PlannerNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
         self.specs = node_specs(NODE_NAME, writable=True)
-        self.p = declare_parameters(self, self.specs)
-        from robot_grinding_sim.ros.node_base import load_robot
-
-        self.model = load_robot(self.p, NODE_NAME, tip_link=self.p["tool.tcp_link"])
-        self.base_frame = self.p["base_frame"] or self.model.root_link
+        node = set_up_node(self, NODE_NAME, writable=True, cell=False)
+        self.p, self.model, self.base_frame = node.params, node.model, node.base_frame
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.pub_path = self.create_publisher(PathMsg, "grinding/path", latched)
         self.pub_traj = self.create_publisher(JointTrajectory, "grinding/trajectory", latched)

@@ -18,6 +18,7 @@ from robot_grinding_sim.core.record.progress_view import MARKER_RATE
 from robot_grinding_sim.core.robot.command_guard import GuardParams
 from robot_grinding_sim.core.robot.safety import SafetyLimits
 from robot_grinding_sim.hardware.addresses import DEFAULT_FT_SENSOR_IP, DEFAULT_ROBOT_IP
+from robot_grinding_sim.hardware.ft_backend import FT_BACKENDS
 
 #: What the recorder records by default: the force comparison's topics, what a 3D viewer needs to
 #: replay the job (robot, TF, part, passes, contacts, removal map), and the executive's commands and
@@ -168,8 +169,13 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
         ParamSpec("control_rate", 500.0, "the arm controller's rate, Hz: a stop goes out within 2 periods, the "
                   "hold's time_from_start is one period, and the timeouts are checked at this rate",
                   range=(1.0, 10000.0), read_only=True),
-        ParamSpec("ft_backend", "netft", "F/T source: 'netft' (ATI Net F/T over UDP RDT at ft_sensor_ip:ft_port) or "
-                  "'topic' (geometry_msgs/WrenchStamped on ft_topic)", choices=("netft", "topic"), read_only=True),
+        ParamSpec("autostart", True, "configure and activate at start-up (as ros2_control's controller_manager "
+                  "brings hardware to active); a failed configure then ends the node naming the parameter. false: "
+                  "wait unconfigured for the lifecycle transitions (ros2 lifecycle set /hardware_driver configure, "
+                  "then activate)", read_only=True),
+        ParamSpec("ft_backend", "netft", "F/T source (hardware/ft_backend.py registry): 'netft' (ATI Net F/T over UDP "
+                  "RDT at ft_sensor_ip:ft_port) or 'topic' (geometry_msgs/WrenchStamped on ft_topic)",
+                  choices=tuple(FT_BACKENDS), read_only=True),
         ParamSpec("ft_sensor_ip", DEFAULT_FT_SENSOR_IP, "IPv4 address of the Net F/T (ft_backend netft; required "
                   "there: no default, so that nothing is sent to a guessed address)",
                   read_only=True),

@@ -486,3 +486,79 @@ def test_a_bad_ft_sensor_ip_stops_the_node_naming_it(launch_node, bad: str) -> N
     said = "empty: set the Net F/T's address" if not bad else f"'{bad}' is not an IP address"
     assert f"parameter 'ft_sensor_ip': {said}" in log, log[-2000:]
     assert "Traceback" not in log
+
+
+# -- lifecycle -------------------------------------------------------------------------------------
+
+
+def transition(probe, drv, label: str):
+    from lifecycle_msgs.msg import Transition
+    from lifecycle_msgs.srv import ChangeState
+
+    ids = {"configure": Transition.TRANSITION_CONFIGURE, "activate": Transition.TRANSITION_ACTIVATE,
+           "deactivate": Transition.TRANSITION_DEACTIVATE, "cleanup": Transition.TRANSITION_CLEANUP}
+    req = ChangeState.Request()
+    req.transition.id = ids[label]
+    return probe.call(ChangeState, "/hardware_driver/change_state", req, procs=[drv]).success
+
+
+def lifecycle_state(probe, drv) -> str:
+    from lifecycle_msgs.srv import GetState
+
+    return probe.call(GetState, "/hardware_driver/get_state", procs=[drv]).current_state.label
+
+
+def test_configure_fails_cleanly_naming_a_bad_ft_sensor_ip(launch_node, probe) -> None:
+    """Without autostart the node waits unconfigured; a configure with a bad address fails with one
+    line naming the parameter, and the node stays up, unconfigured, answering."""
+    drv = launch_node("hardware_driver", params_file=[CELL, REPO / "config" / "hardware_driver.yaml"],
+                      params={"ft_sensor_ip": "10.0.0.256", "autostart": False})
+    assert lifecycle_state(probe, drv) == "unconfigured"
+    assert not transition(probe, drv, "configure")
+    log = drv.log()
+    assert log.count("parameter 'ft_sensor_ip': '10.0.0.256' is not an IP address") == 1, log[-2000:]
+    assert lifecycle_state(probe, drv) == "unconfigured" and drv.alive
+    r = probe.call(Trigger, "/hardware_driver/reset", procs=[drv])
+    assert not r.success and "not configured" in r.message
+    stopped_clean(drv)
+
+
+def test_activate_streams_and_deactivate_holds(launch_node, probe, emulator, arm) -> None:
+    """configure connects (nothing streams), activate starts the F/T stream and the forwarding,
+    deactivate holds at the measured position, refuses commands and stops the stream; activate again
+    waits for fresh readings; cleanup disconnects."""
+    out = Timed()
+    probe.node.create_subscription(JointTrajectory, OUT_TOPIC, out, 10)
+    diag = probe.subscribe(DiagnosticArray, "/diagnostics")
+    drv = start_driver(launch_node, emulator.address[1], autostart=False)
+    probe.wait_for(lambda: diag_values(diag).get("state") == "unconfigured", what="diagnostics while unconfigured",
+                   procs=[drv])
+    assert transition(probe, drv, "configure") and lifecycle_state(probe, drv) == "inactive"
+    wait_state(probe, diag, drv, "inactive")
+    assert emulator.sent == 0  # connected, not streaming
+    assert transition(probe, drv, "activate") and lifecycle_state(probe, drv) == "active"
+    wait_state(probe, diag, drv, "ok", "joint states and F/T readings after activate")
+    assert emulator.sent > 0
+    pub = probe.publisher(JointTrajectory, IN_TOPIC, procs=[drv])
+    good = trajectory([[0.02, -0.02, 0.02, 0.0, 0.0, 0.05], [0.04, -0.04, 0.04, 0.0, 0.0, 0.1]])
+    pub.publish(good)
+    probe.wait_for(lambda: out.items, what="the forwarded trajectory", procs=[drv])
+    assert out.messages == [good]
+
+    assert transition(probe, drv, "deactivate") and lifecycle_state(probe, drv) == "inactive"
+    probe.wait_for(lambda: len(out.items) == 2, what="the hold at deactivate", procs=[drv])
+    assert is_hold(out.messages[1]), out.messages[1]
+    d = wait_state(probe, diag, drv, "inactive")
+    sent = emulator.sent
+    pub.publish(trajectory([[0.02, -0.02, 0.02, 0.0, 0.0, 0.05]], times=(1.0,)))
+    probe.wait_for(lambda: int(diag_values(diag).get("commands_refused", "0")) > int(d["commands_refused"]),
+                   what="a command refused while inactive", procs=[drv])
+    assert "not active" in diag_values(diag)["last_refusal"] and len(out.items) == 2
+    assert emulator.sent - sent <= FT_RATE * 0.05  # the stream stopped (what was on its way at most)
+
+    assert transition(probe, drv, "activate")
+    wait_state(probe, diag, drv, "ok", "fresh readings after the second activate")
+    assert transition(probe, drv, "deactivate") and transition(probe, drv, "cleanup")
+    assert lifecycle_state(probe, drv) == "unconfigured"
+    wait_state(probe, diag, drv, "unconfigured")
+    stopped_clean(drv)

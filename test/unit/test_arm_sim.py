@@ -374,3 +374,16 @@ def test_bad_simulator_input(model: RobotModel) -> None:
     with pytest.raises(InputError):
         sim.command_positions([0, 0, 9, 0, 0, 0])
     assert sim.trajectory is before  # the goal is kept
+
+
+def test_shift_commands_moves_the_followed_and_the_pending_trajectory_earlier(model: RobotModel) -> None:
+    """Skipped sim time (a wall-clock arm catching up): the commands keep their times, so in sim
+    time each starts ``delta`` earlier; the reference at t + delta after the shift is what it was at t."""
+    sim = ArmSimulator(model, Q0)
+    goal = Q0 + np.array([0.4, -0.2, 0.3, 0.1, -0.2, 0.5])
+    sim.command_trajectory(model.joint_names, [0.0, 2.0], np.array([Q0, goal]), np.zeros((2, 6)))
+    sim.command_trajectory(model.joint_names, [0.0, 1.0], np.array([goal, Q0]), np.zeros((2, 6)), start_time=1.5)
+    before = [sim.reference(t)[0] for t in (0.3, 1.2, 1.7, 2.4)]
+    sim.shift_commands(0.25)
+    after = [sim.reference(t - 0.25)[0] for t in (0.3, 1.2, 1.7, 2.4)]
+    np.testing.assert_allclose(after, before, atol=1e-12)

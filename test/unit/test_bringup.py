@@ -64,6 +64,7 @@ def test_sim_and_real_graphs_follow_the_design() -> None:
     rb = {s.name: s for s in real}
     assert rb["hardware_driver"].parameters["robot_ip"] == "10.0.0.2"
     assert rb["hardware_driver"].parameters["ft_sensor_ip"] == "10.0.0.3"
+    assert rb["hardware_driver"].parameters["autostart"] is True  # the lifecycle node comes up active
     # in real mode the measured /ft_sensor/wrench is the driver's; the model's goes elsewhere
     assert ("ft_sensor/wrench", "ft_sensor/predicted_wrench") in rb["contact_solver_node"].remappings
     assert not by["contact_solver_node"].remappings

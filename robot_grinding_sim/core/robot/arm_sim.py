@@ -206,6 +206,13 @@ class ArmSimulator:
         self._next = None
         self.trajectory, self.trajectory_start = traj, start
 
+    def shift_commands(self, delta: float) -> None:
+        """Start the trajectory followed, and one pending, ``delta`` s earlier in sim time: sim time
+        that is skipped (a wall-clock-stamped arm catching up) while the commands keep their times."""
+        self.trajectory_start -= delta
+        if self._next is not None:
+            self._next = (self._next[0], self._next[1] - delta)
+
     def command_trajectory(
         self,
         names: Sequence[str],
