@@ -75,6 +75,30 @@ def describe_direction(v: FloatArray, centre: FloatArray) -> str:
     return f"rotation about {axis} through {vec(a)} m"
 
 
+def free_directions(null: FloatArray, free: list[int], scale: float, centre: FloatArray) -> list[str]:
+    """The directions of the null space ``null`` (m, len(free)) (orthonormal rows, scaled coordinates)
+    in words: first every axis of :data:`AXES` lying in it (translation along x; rotation about z
+    through the centroid), then what is left (:func:`describe_direction`)."""
+    N = np.asarray(null, dtype=float)
+    names, taken = [], []
+    for j, k in enumerate(free):
+        e = np.zeros(len(free))
+        e[j] = 1.0
+        if float(np.linalg.norm(N @ e)) > 0.99:
+            taken.append(e)
+            names.append(f"translation along {AXES[k]}" if k < 3 else
+                         f"rotation about {'xyz'[k - 3]} through ({', '.join(f'{x:.2f}' for x in centre)}) m")
+    if len(taken) < len(N):
+        # the rest of the null space, orthogonal to the axes found
+        B = N.T if not taken else N.T - np.array(taken).T @ (np.array(taken) @ N.T)
+        U, sv, _ = np.linalg.svd(B, full_matrices=False)
+        for v in U.T[: len(N) - len(taken)]:
+            full = np.zeros(6)
+            full[free] = v * np.array([1.0 if k < 3 else 1.0 / scale for k in free])
+            names.append(describe_direction(full, centre))
+    return names
+
+
 @dataclass
 class Registration:
     """The result of :func:`register_points`.
@@ -149,13 +173,9 @@ def register_points(query: Any, X0: FloatArray, points: FloatArray, d0: float = 
         U, sv, Vt = np.linalg.svd(Js, full_matrices=False)
         weak = sv < RANK_TOL * sv[0]
         if weak.any():
-            dirs = []
-            for v in Vt[weak]:
-                full = np.zeros(6)
-                full[free] = v * np.array([1.0 if k < 3 else 1.0 / scale for k in free])
-                dirs.append(describe_direction(full, c))
-            raise InputError(f"register: the {len(P)} points cannot fix the {'; '.join(dirs)} (add points off "
-                             "that line or plane, or --keep those axes from the starting pose)")
+            raise InputError(f"register: the {len(P)} points cannot fix the "
+                             f"{'; '.join(free_directions(Vt[weak], free, scale, c))} (add points off that line "
+                             "or plane, or --keep those axes from the starting pose)")
         dx_s = -(Vt.T @ ((U.T @ r) / sv))
         dx = np.zeros(6)
         dx[free] = dx_s * np.array([1.0 if k < 3 else 1.0 / scale for k in free])
