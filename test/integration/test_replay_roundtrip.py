@@ -73,3 +73,37 @@ def test_rtde_csv_imports_replays_and_compares_within_one_percent(job: dict, cap
     assert own["mean_relative_error"] < 0.01
     assert own["lag_s"] == pytest.approx(-12.5, abs=2e-3)
     assert own["correlation"] > 0.99
+
+
+def _plan_pose(plan: dict) -> np.ndarray:
+    from robot_grinding_sim.core.planning.plan_io import plan_from_dict
+    from robot_grinding_sim.core.planning.planner import pose_vector
+
+    return np.array(pose_vector(plan_from_dict(plan).workpiece_pose))
+
+
+def test_params_on_a_plan_change_what_they_name_not_the_part_pose(job: dict, capsys) -> None:
+    """Issue 25 item 7: a cell.yaml (the whole cell, its workpiece.pose the default) given to a plan
+    does not move the plan's part; the plan.json written holds one pose; --set workpiece.pose does
+    move it (the joint path stays: 0.1 mm higher, the force rises by K * 0.1 mm)."""
+    tmp = job["tmp"]
+    plan = json.loads((tmp / "job" / "plan.json").read_text())
+    nominal = _plan_pose(plan)
+    (tmp / "cell.yaml").write_text("/**:\n  ros__parameters:\n    contact.stiffness: 200000.0\n"
+                                   "    workpiece.pose: [0.5, 0.1, 0.2, 0.0, 0.0, 0.0]\n")
+    _run(["simulate", "--plan", str(tmp / "job" / "plan.json"), "--params", str(tmp / "cell.yaml"), "--out",
+          str(tmp / "sim_params"), "--json"], capsys)
+    out = json.loads((tmp / "sim_params" / "plan.json").read_text())
+    np.testing.assert_allclose(_plan_pose(out), nominal, atol=1e-9)
+    np.testing.assert_allclose(out["cell"]["workpiece.pose"], nominal, atol=1e-9)
+    assert out["cell"]["contact.stiffness"] == 200000.0
+    moved = nominal + [0.0, 0.0, 1e-4, 0.0, 0.0, 0.0]
+    _run(["simulate", "--plan", str(tmp / "job" / "plan.json"), "--set",
+          f"workpiece.pose={moved.tolist()}", "--out", str(tmp / "sim_moved"), "--json"], capsys)
+    out2 = json.loads((tmp / "sim_moved" / "plan.json").read_text())
+    np.testing.assert_allclose(_plan_pose(out2), moved, atol=1e-9)
+    np.testing.assert_allclose(out2["cell"]["workpiece.pose"], moved, atol=1e-9)
+    s0 = json.loads((tmp / "job" / "summary.json").read_text())["passes"][0]["mean_n"]
+    s1 = json.loads((tmp / "sim_moved" / "summary.json").read_text())["passes"][0]["mean_n"]
+    K = CellConfig().contact.stiffness
+    assert s1 - s0 == pytest.approx(K * 1e-4, rel=0.15)  # the arm's compliance in series takes a little

@@ -50,10 +50,10 @@ def _rotvec(w: FloatArray) -> FloatArray:
 
 
 def pose_to_xyzrpy(X: FloatArray) -> list[float]:
-    """(4, 4) -> [x, y, z, roll, pitch, yaw] (m, rad; the planner's 'xyz' extrinsic convention)."""
-    from scipy.spatial.transform import Rotation
+    """(4, 4) -> [x, y, z, roll, pitch, yaw] (m, rad; the planner's convention, ``pose_vector``)."""
+    from robot_grinding_sim.core.planning.planner import pose_vector
 
-    return [*np.asarray(X)[:3, 3].tolist(), *Rotation.from_matrix(np.asarray(X)[:3, :3]).as_euler("xyz").tolist()]
+    return pose_vector(X)
 
 
 def describe_direction(v: FloatArray, centre: FloatArray) -> str:
