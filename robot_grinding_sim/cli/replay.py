@@ -64,17 +64,16 @@ def cell_for(plan: str | None, params_files: tuple[str, ...], sets: tuple[str, .
 @click.option("--raw/--compensated", "raw", default=None,
               help="The measured wrench is raw (tool weight, bias in) or compensated (default: as declared).")
 @click.option("--force-control", is_flag=True,
-              help="The run was force controlled: simulate the driver's admittance (admittance.* of the cell).")
+              help="The run was force controlled: simulate the driver's admittance (admittance.* of the cell) on the "
+              "job's coupled step (servo.* of the cell).")
 @click.option("--control-rate", type=FiniteRange(min=1.0), default=500.0, show_default=True,
               help="The force controller's rate, Hz (--force-control).")
-@click.option("--arm-lag", type=FiniteRange(min=0.0), default=0.0, show_default=True,
-              help="The arm's first-order tracking lag, s (--force-control).")
 @click.option("--surface-offset", type=FINITE, default=0.0, show_default=True,
               help="Move the part's surface along its outward normal, m (the part's height error).")
 @json_option
 def replay(bag: str, out: str, part: str | None, pose: str | None, faces: tuple[int, ...], plan: str | None,
            params_files: tuple[str, ...], sets: tuple[str, ...], topic: str | None, raw: bool | None,
-           force_control: bool, control_rate: float, arm_lag: float, surface_offset: float, as_json: bool) -> None:
+           force_control: bool, control_rate: float, surface_offset: float, as_json: bool) -> None:
     """Predict the force along the joint states of BAG (a measured run, e.g. from `grinding import-log`).
 
     Writes OUT with /contact/wrench (the model's contact wrench, frame tcp), /joint_states and, when
@@ -111,8 +110,7 @@ def replay(bag: str, out: str, part: str | None, pose: str | None, faces: tuple[
     if names != list(scene.model.joint_names):
         raise InputError(f"bag {bag}: joint states name {names}, the robot has {list(scene.model.joint_names)}")
     if force_control:
-        res = replay_force_control(scene, t_js, q_js, control_rate=control_rate, arm_lag=arm_lag,
-                                   surface_offset=surface_offset)
+        res = replay_force_control(scene, t_js, q_js, control_rate=control_rate, surface_offset=surface_offset)
     else:
         res = replay_path(scene, t_js, q_js, qd_js, surface_offset=surface_offset)
     measured = None

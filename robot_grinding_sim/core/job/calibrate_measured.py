@@ -18,8 +18,10 @@ cell allows, with what its import declared (:func:`~robot_grinding_sim.core.reco
    the depth the path makes with the surface, so ``K`` and ``delta`` are separable only when the
    depth varies (a pass whose depth stays constant fixes ``K (d + delta)`` alone: the fit says so).
 4. Force control: the force follows the controller, not the path; the controller is simulated
-   (:func:`~.replay.replay_force_control`, the driver's own code and ``admittance.*``) and the arm's
-   tracking lag (s) is fitted (bounded scalar search) with ``K`` and ``delta`` as given.
+   (:func:`~.replay.replay_force_control`, the driver's own code and ``admittance.*``, on the job's
+   coupled step) and the arm's servo bandwidth ``servo.bandwidth`` (rad/s: how closely, and how
+   stiffly, the arm follows the driver's points) is fitted (bounded scalar search on its log) with
+   ``K`` and ``delta`` as given (a position calibration's).
 5. Validation: the identified model's prediction of another run (``validate``), not fitted on:
    the mean relative error, the correlation and the lag of ``grinding compare`` before and after.
 """
@@ -97,6 +99,17 @@ def gaps_along(scene: Any, q: FloatArray) -> FloatArray:
     """(K,) the tool's gap to the part (m) at joint positions q (K, n): the contact query."""
     X = scene.model.fk(np.asarray(q, dtype=float), scene.cell.tool.tcp_link)
     return np.array([scene.query.query(x[:3, 3]).gap for x in X])
+
+
+def cell_tool(scene: Any) -> Any:
+    """The cell's own ``ft_sensor.*`` (tool mass, centre of mass, bias) as a fit that identified nothing:
+    a raw reading compensated with values identified before (a calibrated cell.yaml)."""
+    from robot_grinding_sim.core.job.calibrate import GravityFit
+    from robot_grinding_sim.core.job.ft import ft_sensor_model
+
+    p = ft_sensor_model(scene.cell, scene.model).params
+    return GravityFit(float(p.tool_mass), np.asarray(p.tool_com, dtype=float), np.asarray(p.bias, dtype=float),
+                      np.zeros(6), 0, False, math.nan)
 
 
 def fit_tool(scene: Any, run: MeasuredRun, tare: bool = False, gap: float = 2e-3) -> Any:
@@ -179,6 +192,11 @@ def figures(t_pred: FloatArray, f_pred: FloatArray, t_meas: FloatArray, f_meas: 
         return WrenchSeries(np.asarray(t, dtype=float), F, np.zeros_like(F), "tcp", np.asarray(t, dtype=float),
                             "memory", name, "geometry_msgs/msg/WrenchStamped")
 
+    if np.ptp(f_pred) <= 0.0:  # no contact predicted at all: nothing to align, the error is the measured force
+        sel = f_meas > threshold
+        p = np.interp(t_meas[sel], t_pred, f_pred)
+        return Figures(float(np.mean(np.abs(p - f_meas[sel]) / f_meas[sel])), math.nan, math.nan, int(sel.sum()),
+                       float(p.mean()), float(f_meas[sel].mean()))
     c = compare_runs(series(t_pred, f_pred, "/predicted"), series(t_meas, f_meas, "/measured"), align="time",
                      component="fz", threshold=threshold)
     o = c.overall
@@ -192,7 +210,7 @@ class MeasuredCalibration:
     cell: Any
     stiffness: float
     surface_offset: float
-    arm_lag: float | None
+    bandwidth: float | None
     tool: Any
     fitted: list[str]
     before: Figures
@@ -206,7 +224,7 @@ class MeasuredCalibration:
         t = self.tool
         return {
             "identified": {"contact.stiffness": self.stiffness, "surface_offset_m": self.surface_offset,
-                           "arm_lag_s": self.arm_lag,
+                           "servo.bandwidth": self.bandwidth,
                            **({} if t is None else {"ft_sensor.tool_mass": t.mass, "ft_sensor.tool_com": t.com.tolist(),
                                                      "ft_sensor.bias": t.bias.tolist()})},
             "fitted": self.fitted, "gravity_identified": None if t is None else t.gravity_identified,
@@ -217,7 +235,7 @@ class MeasuredCalibration:
         }
 
 
-def _predict(scene: Any, run: MeasuredRun, K: float, delta: float, force_control: bool, arm_lag: float,
+def _predict(scene: Any, run: MeasuredRun, K: float, delta: float, force_control: bool, bandwidth: float,
              rows: NDArray[np.int64] | None = None) -> tuple[FloatArray, FloatArray]:
     """(t, predicted normal force) along ``run`` with stiffness K and offset delta (position mode: at
     the joint states ``rows``, default all; force control: the controller's grid)."""
@@ -225,7 +243,8 @@ def _predict(scene: Any, run: MeasuredRun, K: float, delta: float, force_control
 
     contact = dataclasses.replace(scene.cell.contact, stiffness=float(K))
     if force_control:
-        res = replay_force_control(scene, run.t_js, run.q_js, arm_lag=arm_lag, surface_offset=delta, contact=contact)
+        servo = dataclasses.replace(scene.cell.servo, bandwidth=float(bandwidth))
+        res = replay_force_control(scene, run.t_js, run.q_js, surface_offset=delta, contact=contact, servo=servo)
         return res.t, -res.wrench[:, 2]
     qd = run.qd_js if run.qd_js is not None else joint_velocities(run.t_js, run.q_js)
     rows = np.arange(len(run.t_js)) if rows is None else rows
@@ -235,9 +254,13 @@ def _predict(scene: Any, run: MeasuredRun, K: float, delta: float, force_control
 
 def calibrate_measured(scene: Any, run: MeasuredRun, validate: MeasuredRun | None = None,
                        force_control: bool = False, fit_offset: bool = True, tare: bool = False,
-                       surface_offset: float = 0.0, arm_lag: float = 0.0) -> MeasuredCalibration:
-    """Fit the model to a measured run (module docstring); ``surface_offset``/``arm_lag``: the start
-    (position mode) or the values kept (force control: ``surface_offset``).
+                       surface_offset: float = 0.0, validate_scene: Any = None,
+                       tool_from_cell: bool = False) -> MeasuredCalibration:
+    """Fit the model to a measured run (module docstring); ``surface_offset``: the start (position
+    mode) or the value kept (force control). ``validate_scene``: the
+    validation run's scene when it ran another plan (force control replays the plan), default ``scene``.
+    ``tool_from_cell``: a raw reading is compensated with the cell's ``ft_sensor.*`` (identified before),
+    nothing of the tool fitted.
 
     Raises:
         InputError: see :func:`fit_tool`; no contact in the run.
@@ -245,7 +268,8 @@ def calibrate_measured(scene: Any, run: MeasuredRun, validate: MeasuredRun | Non
     from scipy.optimize import least_squares, minimize_scalar
 
     cell = scene.cell
-    tool = fit_tool(scene, run, tare)
+    tool = (cell_tool(scene) if run.raw else None) if tool_from_cell else fit_tool(scene, run, tare)
+    tool_fitted = tool is not None and not tool_from_cell
     fn = measured_normal(scene, run, tool)
     peak = float(np.percentile(fn, 99.5)) if len(fn) else 0.0
     threshold = max(0.5, CONTACT_FRACTION * peak)
@@ -255,23 +279,27 @@ def calibrate_measured(scene: Any, run: MeasuredRun, validate: MeasuredRun | Non
                          f"{threshold:.3g} N: no contact to fit")
     K0 = cell.contact.stiffness
     notes: list[str] = []
-    t_before, f_before = _predict(scene, run, K0, surface_offset, force_control, arm_lag)
+    bw0 = cell.servo.bandwidth
+    t_before, f_before = _predict(scene, run, K0, surface_offset, force_control, bw0)
     before = figures(t_before, f_before, run.t, fn, threshold)
     evals = [1]
     if force_control:
         K, delta = K0, surface_offset
-        fitted = ["arm_lag"]
+        fitted = ["servo.bandwidth"]
 
-        def cost(lag: float) -> float:
+        def cost(log_bw: float) -> float:
             evals[0] += 1
-            t_p, f_p = _predict(scene, run, K, delta, True, lag)
+            t_p, f_p = _predict(scene, run, K, delta, True, math.exp(log_bw))
             f_at = np.interp(run.t[on], t_p, f_p)
             return float(np.mean(((f_at - fn[on]) / fn[on]) ** 2))
 
-        sol = minimize_scalar(cost, bounds=(0.0, 0.1), method="bounded", options={"xatol": 5e-4, "maxiter": 12})
-        lag = float(sol.x)
+        # stable for w dt < 0.83 (coupled_step): at most 0.8 / dt
+        top = math.log(0.8 / cell.sim.dt)
+        sol = minimize_scalar(cost, bounds=(math.log(10.0), top), method="bounded",
+                              options={"xatol": 0.02, "maxiter": 14})
+        bw = float(math.exp(sol.x))
     else:
-        lag = arm_lag
+        bw = bw0
         # the joint states the fit replays: those near in-contact wrench samples, evenly thinned
         near = np.zeros(len(run.t_js), dtype=bool)
         k = np.clip(np.searchsorted(run.t_js, run.t[on]), 0, len(run.t_js) - 1)
@@ -288,6 +316,10 @@ def calibrate_measured(scene: Any, run: MeasuredRun, validate: MeasuredRun | Non
             _, f_p = _predict(scene, run, math.exp(x[0]), x[1] if fit_offset else surface_offset, False, 0.0, rows)
             return (f_p - f_meas_rows) / f_meas_rows
 
+        if fit_offset:
+            # start where a linear law meets the mean force: K0 (depth + delta) = mean measured force
+            depth = -gaps_along(scene, run.q_js[rows])
+            surface_offset = float(np.mean(f_meas_rows)) / K0 - float(np.mean(depth))
         x0 = [math.log(K0)] + ([surface_offset] if fit_offset else [])
         lo = [math.log(1e2)] + ([-5e-3] if fit_offset else [])
         hi = [math.log(1e9)] + ([5e-3] if fit_offset else [])
@@ -302,20 +334,26 @@ def calibrate_measured(scene: Any, run: MeasuredRun, validate: MeasuredRun | Non
             if sv[-1] < 1e-3 * sv[0]:
                 notes.append("the depth along the path barely varies: K and the surface offset are not separable "
                              "(only K (depth + offset) is); a run with varying depth fixes both")
-    ident = cell.replace(**{"contact.stiffness": float(K)})
-    if tool is not None:
+    ident = cell.replace(**{"contact.stiffness": float(K), "servo.bandwidth": float(bw)})
+    if tool_fitted:
         ident = ident.replace(**{"ft_sensor.tool_mass": float(tool.mass), "ft_sensor.tool_com": tool.com.tolist(),
                                  "ft_sensor.bias": tool.bias.tolist()})
-    t_after, f_after = _predict(scene, run, K, delta, force_control, lag)
+    t_after, f_after = _predict(scene, run, K, delta, force_control, bw)
     after = figures(t_after, f_after, run.t, fn, threshold)
-    result = MeasuredCalibration(ident, float(K), float(delta), lag if force_control else None, tool, fitted, before,
-                                 after, evaluations=evals[0], notes=notes)
+    if tool_from_cell and run.raw:
+        notes.append("the raw reading compensated with the cell's ft_sensor.* (tool mass, centre of mass, bias)")
+    result = MeasuredCalibration(ident, float(K), float(delta), bw if force_control else None,
+                                 tool if tool_fitted else None, fitted, before, after, evaluations=evals[0],
+                                 notes=notes)
     if validate is not None:
-        tool_v = tool if (tool is not None or not validate.raw) else fit_tool(scene, validate, tare)
-        fn_v = measured_normal(scene, validate, tool_v)
+        vs = validate_scene or scene
+        tool_v = tool if (tool is not None or not validate.raw) else fit_tool(vs, validate, tare)
+        if tool_v is None and validate.raw:
+            tool_v = cell_tool(vs)
+        fn_v = measured_normal(vs, validate, tool_v)
         thr_v = max(0.5, CONTACT_FRACTION * float(np.percentile(fn_v, 99.5)))
-        tb, fb = _predict(scene, validate, K0, surface_offset, force_control, arm_lag)
-        ta, fa = _predict(scene, validate, K, delta, force_control, lag)
+        tb, fb = _predict(vs, validate, K0, surface_offset, force_control, bw0)
+        ta, fa = _predict(vs, validate, K, delta, force_control, bw)
         result.validation_before = figures(tb, fb, validate.t, fn_v, thr_v)
         result.validation_after = figures(ta, fa, validate.t, fn_v, thr_v)
     return result

@@ -18,9 +18,9 @@ Two modes:
   the path alone says little about the force. The replay then runs the driver's controller
   (:class:`~robot_grinding_sim.core.job.force_control.NormalForceControl`, the same code
   hardware_driver runs, with ``admittance.*`` of the cell or as given) on the plan that ran,
-  every control period, with the simulated force; the arm reaches each streamed point at its time
-  (``horizon`` ahead), after a first-order lag ``arm_lag`` s (the real arm's tracking); the plan's
-  clock is found from the measured joint states (:func:`plan_clock_offset`).
+  every control period, with the simulated force; the arm is the job's coupled step (its servo,
+  ``servo.*``, following each streamed point as its trajectory controller would, and the contact
+  side); the plan's clock is found from the measured joint states (:func:`plan_clock_offset`).
 
 ``surface_offset`` (m) moves the part's surface along its outward normal (> 0: the part is
 thicker, or higher, than its CAD at its pose): the part's height error that ``grinding
@@ -279,17 +279,27 @@ def plan_clock_offset(model: Any, traj: Any, t: FloatArray, q: FloatArray, step:
 
 
 def replay_force_control(scene: ReplayScene, t: FloatArray, q: FloatArray, params: AdmittanceConfig | None = None,
-                         control_rate: float = 500.0, arm_lag: float = 0.0, t0: float | None = None,
-                         surface_offset: float = 0.0, contact: Any = None) -> ReplayResult:
+                         control_rate: float = 500.0, t0: float | None = None, surface_offset: float = 0.0,
+                         contact: Any = None, servo: Any = None) -> ReplayResult:
     """Force-control mode (module docstring) over the measured run's span t (N,) s; q (N, n) rad
-    gives the plan's clock (``t0``, default :func:`plan_clock_offset`). ``params``: the driver's
-    ``admittance.*`` (default the cell's).
+    gives the plan's clock (``t0``, default :func:`plan_clock_offset`).
+
+    The driver's controller (``params``: its ``admittance.*``, default the cell's) runs every
+    ``1 / control_rate`` s on the simulated contact force; each point it streams (``horizon`` ahead)
+    becomes the arm's reference, as a one-point trajectory from the reference in force (what the
+    arm's trajectory controller does with it); the arm is the job's coupled step (servo ``servo``,
+    default the cell's ``servo.*``; contact side, ``sim.dt``). ``surface_offset`` moves the part along
+    the plan's mean outward normal.
 
     Raises:
         InputError: no plan, or a plan without trajectory or target force.
     """
-    from robot_grinding_sim.core.job.force_control import NormalForceControl
+    from robot_grinding_sim.core.geometry.tool_contact import WORKPIECE
+    from robot_grinding_sim.core.job.coupled_step import contact_wrench_base
+    from robot_grinding_sim.core.job.force_control import NormalForceControl, plan_normals
+    from robot_grinding_sim.core.job.run import coupled_step
     from robot_grinding_sim.core.planning.plan_io import trajectory_from_dict
+    from robot_grinding_sim.core.robot.joint_trajectory import JointLimits, TrajectoryInterpolator
 
     data = scene.plan_data
     if data is None or not data.get("trajectory"):
@@ -297,49 +307,66 @@ def replay_force_control(scene: ReplayScene, t: FloatArray, q: FloatArray, param
                          "controller takes its reference, normals and target force from it)")
     if not (math.isfinite(control_rate) and control_rate > 0):
         raise InputError(f"control rate {control_rate!r}: > 0 Hz")
-    if not (math.isfinite(arm_lag) and arm_lag >= 0):
-        raise InputError(f"arm lag {arm_lag!r}: >= 0 s")
-    model = scene.model
-    params = params or scene.cell.admittance
+    model, cell = scene.model, scene.cell
+    params = params or cell.admittance
     traj = trajectory_from_dict(data["trajectory"], model)
     t = np.asarray(t, dtype=float)
     if t0 is None:
         t0 = plan_clock_offset(model, traj, t, q)
     fc = NormalForceControl(model, params)
-    fc.set_plan(data, "plan")
+    passes, target = plan_normals(data, params, "plan")
+    fc.use_plan(passes, target)
     windows = traj.pass_windows()
-    dt = 1.0 / control_rate
-    grid = np.arange(t[0], t[-1] + 0.5 * dt, dt)
-    ref0 = traj.positions[0]
-    fc.command(float(grid[0]), max(float(t0), 1e-9), list(traj.joint_names), traj.times, traj.positions,
-               traj.velocities)
-    c = _Contact(scene, contact, surface_offset)
-    q_arm = np.asarray(q, dtype=float)[0].copy() if t0 > t[0] else ref0.copy()
-    q_cmd = q_arm.copy()
-    arrivals: list[tuple[float, FloatArray]] = []
-    alpha = 1.0 if arm_lag <= 0 else 1.0 - math.exp(-dt / arm_lag)
-    N = len(grid)
-    fn, depth, W, Q, X = np.zeros(N), np.zeros(N), np.zeros((N, 6)), np.zeros((N, model.nq)), np.zeros(N)
-    q_prev = q_arm.copy()
-    force = np.zeros(3)
-    for k, now in enumerate(grid):
-        while arrivals and arrivals[0][0] <= now + 1e-12:
-            q_cmd = arrivals.pop(0)[1]
-        q_arm = q_arm + alpha * (q_cmd - q_arm)
-        qd = (q_arm - q_prev) / dt if k else np.zeros(model.nq)
-        q_prev = q_arm.copy()
-        fn[k], W[k], depth[k], _ = c.at(float(now), q_arm.copy(), qd)
-        # the force on the tool in base_link (the controller's input): the wrench's force rotated back
-        R = model.fk(q_arm, scene.cell.tool.tcp_link)[:3, :3]
-        force = R @ W[k, :3]
-        tau = now - t0
-        idx = next((i for i, a, b in windows if a <= tau <= b), -1)
-        fc.progress(float(now), idx)
-        point = fc.update(float(now), force)
-        if point is not None:
-            arrivals.append((point.time, point.positions))
-        Q[k], X[k] = q_arm, fc.admittance.x
-    return ReplayResult(grid, fn, W, depth, Q, X, [f"plan clock: t0 = {t0:.6f} s on the measured clock"])
+    sim_cell = cell.replace(**{"contact." + k: v for k, v in dataclasses.asdict(contact or cell.contact).items()})
+    if servo is not None:
+        sim_cell = sim_cell.replace(**{"servo." + k: v for k, v in dataclasses.asdict(servo).items()})
+    X = scene.X_BP.copy()
+    if surface_offset:
+        n = np.vstack([nr for _, nr in passes.values()]).mean(axis=0)
+        X[:3, 3] += surface_offset * n / np.linalg.norm(n)
+    scene.query.scene.set_pose(WORKPIECE, X)
+    try:
+        q0 = np.asarray(traj.positions[0], dtype=float)
+        step = coupled_step(dataclasses.replace(scene, cell=sim_cell), q0)
+        arm = step.arm.arm
+        arm.set_trajectory(TrajectoryInterpolator.hold(q0), 0.0)
+        limits = JointLimits.from_model(model)
+        names = list(model.joint_names)
+        start = float(t[0])
+        fc.command(start, max(float(t0), start + 1e-9), list(traj.joint_names), traj.times, traj.positions,
+                   traj.velocities)
+        dt, h = step.dt, 1.0 / control_rate
+        every = max(1, int(round(h / dt)))
+        n_steps = int(math.floor((t[-1] - start) / dt))
+        out_t, fn, W, Q, Xc = (np.zeros(n_steps), np.zeros(n_steps), np.zeros((n_steps, 6)),
+                               np.zeros((n_steps, model.nq)), np.zeros(n_steps))
+        force = np.zeros(3)
+        tcp = cell.tool.tcp_link
+        for k in range(n_steps):
+            now = start + k * dt
+            if k % every == 0:
+                idx = next((i for i, a, b in windows if a <= now - t0 <= b), -1)
+                fc.progress(now, idx)
+                point = fc.update(now, force)
+                if point is not None:
+                    ref, t_ref = arm.active_trajectory()
+                    qr, vr, ar = ref.sample(arm.state.t - t_ref)
+                    cmd = TrajectoryInterpolator.build(limits, names, [max(point.time - now, dt)],
+                                                       point.positions[None], point.velocities[None],
+                                                       start=(qr, vr, ar), check_speed=False)
+                    arm.set_trajectory(cmd, arm.state.t)
+            res = step.step()
+            if res.rom is not None:
+                w = contact_wrench_base(res.rom, res.force)
+                force = w[:3]
+                R = model.fk(arm.state.q, tcp)[:3, :3]
+                W[k, :3], W[k, 3:] = R.T @ w[:3], R.T @ w[3:]
+            else:
+                force = np.zeros(3)
+            out_t[k], fn[k], Q[k], Xc[k] = now + dt, res.force, arm.state.q, fc.admittance.x
+    finally:
+        scene.query.scene.set_pose(WORKPIECE, scene.X_BP)
+    return ReplayResult(out_t, fn, W, np.zeros(n_steps), Q, Xc, [f"plan clock: t0 = {t0:.6f} s on the measured clock"])
 
 
 # --------------------------------------------------------------------------------------------------
