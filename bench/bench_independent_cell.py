@@ -104,9 +104,13 @@ def run(out: Path) -> dict[str, Any]:
     return res
 
 
-def _row(name: str, f: dict[str, float]) -> str:
-    return (f"  {name:<22} MRE {100 * f['mre']:6.2f} %   r {f['correlation']:.4f}   lag {1e3 * f['lag_s']:+6.1f} ms   "
-            f"mean {f['mean_predicted']:.3f} / {f['mean_measured']:.3f} N")
+def _row(name: str, f: dict[str, float | None]) -> str:
+    def num(v: float | None, fmt: str, scale: float = 1.0) -> str:
+        return "-" if v is None else format(scale * v, fmt)
+
+    return (f"  {name:<20} MRE {num(f['mre'], '6.2f', 100)} %   r {num(f['correlation'], '.4f')}   lag "
+            f"{num(f['lag_s'], '+6.1f', 1e3)} ms   mean predicted/measured {num(f['mean_predicted'], '.3f')} / "
+            f"{num(f['mean_measured'], '.3f')} N")
 
 
 def main() -> None:
