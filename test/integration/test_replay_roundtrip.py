@@ -107,3 +107,35 @@ def test_params_on_a_plan_change_what_they_name_not_the_part_pose(job: dict, cap
     s1 = json.loads((tmp / "sim_moved" / "summary.json").read_text())["passes"][0]["mean_n"]
     K = CellConfig().contact.stiffness
     assert s1 - s0 == pytest.approx(K * 1e-4, rel=0.15)  # the arm's compliance in series takes a little
+
+
+def test_whitespace_log_in_tcp_frame_imports_and_replays(job: dict, capsys) -> None:
+    """The other lab's format: no header, a sample counter, the compensated wrench (N, N mm) in the
+    tool frame, the joints in degrees, 250 Hz (every 4th sample of the 1 kHz job), written by
+    numpy.savetxt; the replay's force (velocities from finite differences) within 1 %."""
+    res = job["result"]
+    tmp = job["tmp"]
+    rec = res.record
+    w_tcp, _ = ft_readings(res)
+    idx = rec["step_index"]
+    k = np.arange(0, len(rec["t"]), 4)
+    wrench = w_tcp[k].copy()
+    wrench[:, 3:] *= 1e3  # N m -> N mm
+    table = np.hstack([k[:, None] // 4 + 1000, wrench, np.degrees(rec["q"][idx][k])])
+    np.savetxt(tmp / "lab.txt", table, fmt="%.12g")
+    (tmp / "lab.yaml").write_text("columns: sample fx fy fz tx ty tz q0 q1 q2 q3 q4 q5\nrate: 250\nangle_unit: deg\n"
+                                  "torque_unit: Nmm\nframe: tcp\ncompensated: true\n")
+    _run(["import-log", str(tmp / "lab.txt"), "--format", str(tmp / "lab.yaml"), "--out", str(tmp / "lab_bag")],
+         capsys)
+    _run(["replay", str(tmp / "lab_bag"), "--plan", str(tmp / "job" / "plan.json"), "--out", str(tmp / "lab_replay")],
+         capsys)
+    doc = json.loads(_run(["compare", str(tmp / "lab_replay"), str(tmp / "lab_replay"), "--topic-real",
+                           "/measured/wrench", "--align", "time", "--json"], capsys))
+    assert doc["samples"] > 100
+    assert doc["mean_relative_error"] < 0.01
+    # a raw import is not a contact force: compare refuses it by name
+    _run(["import-log", str(tmp / "lab.txt"), "--format", str(tmp / "lab.yaml"), "--raw", "--frame", "ft_sensor",
+          "--out", str(tmp / "lab_raw")], capsys)
+    code = main(["compare", str(tmp / "lab_replay"), str(tmp / "lab_raw")])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "/measured/wrench" in err
