@@ -52,6 +52,15 @@ def _library_versions() -> dict[str, str]:
     return out
 
 
+def source_digest(folder: Path) -> str:
+    """sha256 over the Python files under ``folder``: each one's path (relative, sorted) and bytes."""
+    h = hashlib.sha256()
+    for p in sorted(folder.rglob("*.py")):
+        if "__pycache__" not in p.parts:
+            h.update(p.relative_to(folder).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 @functools.lru_cache(maxsize=1)
 def code_version() -> str:
     """The package's code version: sha256 over its Python sources (path and bytes, sorted), the
@@ -59,12 +68,7 @@ def code_version() -> str:
     (about 150 files: milliseconds)."""
     from robot_grinding_sim.core.resources import default_urdf
 
-    pkg = Path(__file__).resolve().parents[2]
-    h = hashlib.sha256()
-    for p in sorted(pkg.rglob("*.py")):
-        if "__pycache__" in p.parts:
-            continue
-        h.update(p.relative_to(pkg).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    h = hashlib.sha256(source_digest(Path(__file__).resolve().parents[2]).encode())
     try:
         urdf_dir = default_urdf().parent
         for p in sorted(urdf_dir.glob("*.urdf")):
