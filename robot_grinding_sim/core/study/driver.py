@@ -36,8 +36,8 @@ from robot_grinding_sim.core.study.worker import JobOutcome, run_study_job
 class StudyProgress:
     """Where a study is: ``total`` jobs, ``ok`` and ``failed`` (stored, earlier runs included),
     ``reused`` (from earlier runs), ``to_run`` and ``finished`` in this run, ``elapsed_s`` of this
-    run, ``eta_s`` (the time left at this run's rate; None before the first job ends), ``last``: a
-    line on the job that just ended, ``last_status`` its status."""
+    run since its pool started, ``eta_s`` (the time left at this run's rate; None before the first
+    job ends), ``last``: a line on the job that just ended, ``last_status`` its status."""
 
     total: int
     ok: int = 0
@@ -118,8 +118,8 @@ def run_study(study: Study, out: str | Path, make_pool: Callable[[], Pool], retr
     interrupted = False
     workers = 0
     if todo:
-        t0 = time.monotonic()
         pool = make_pool()
+        t0 = time.monotonic()  # the jobs' time from here (a local Ray cluster takes seconds to start)
         workers = pool.workers
         try:
             code = code_version()
