@@ -307,3 +307,33 @@ def test_a_builtin_part_is_its_shipped_file_every_time() -> None:
     first = part_path("flat_plate")
     assert first == REPO / "parts" / "flat_plate.step"
     assert keys.file_digest(part_path("flat_plate")) == keys.file_digest(first)
+
+
+# ---------------------------------------------------------------- the command
+
+
+def test_cli_bad_input_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    from cli_runner import run
+
+    r = run("study", str(tmp_path / "missing.yaml"), "--out", str(tmp_path / "out"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "missing.yaml: no such file" in r.stderr
+    bad = _write(tmp_path, "parts: [flat_plate]\ngrid: {process.target_force: [5, nan]}\n")
+    r = run("study", str(bad), "--out", str(tmp_path / "out"))
+    assert r.returncode == 2 and r.stderr.startswith("grinding study: error: ") and "job 1" in r.stderr, r.stderr
+    r = run("study", str(bad), "--pool", "process", "--address", "auto")
+    assert r.returncode == 2 and "--address auto is a Ray cluster" in r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_list_shows_jobs_and_what_has_a_result(tmp_path: Path) -> None:
+    from cli_runner import run
+
+    path = _write(tmp_path, "parts: [flat_plate]\ngrid: {process.target_force: [4, 5]}\n")
+    st = load_study(path)
+    out = tmp_path / "out"
+    run_study(st, out, lambda: RecordingPool(_ok, stop_after=1), plots=False)
+    r = run("study", str(path), "--out", str(out), "--list", "--json")
+    assert r.returncode == 0, r.stderr
+    jobs = json.loads(r.stdout)["jobs"]
+    assert [j["key"] for j in jobs] == [j.key for j in st.jobs]
+    assert sorted(j["state"] for j in jobs) == ["ok", "to run"]
