@@ -337,3 +337,14 @@ def test_cli_list_shows_jobs_and_what_has_a_result(tmp_path: Path) -> None:
     jobs = json.loads(r.stdout)["jobs"]
     assert [j["key"] for j in jobs] == [j.key for j in st.jobs]
     assert sorted(j["state"] for j in jobs) == ["ok", "to run"]
+
+
+def test_a_job_folder_is_made_as_mkdir_makes_folders(tmp_path: Path) -> None:
+    import os
+
+    st = load_study(_write(tmp_path, "parts: [flat_plate]\n"))
+    run_study(st, tmp_path / "out", lambda: RecordingPool(_ok), plots=False)
+    umask = os.umask(0)
+    os.umask(umask)
+    mode = (tmp_path / "out" / st.jobs[0].folder).stat().st_mode & 0o777
+    assert mode == 0o777 & ~umask, oct(mode)

@@ -78,6 +78,9 @@ def store_outcome(out: Path, job: JobSpec, outcome: JobOutcome) -> dict[str, Any
     final = Path(out) / job.folder
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=jobs))
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o777 & ~umask)  # a folder as mkdir makes it (mkdtemp's is private)
         for name, data in outcome.files.items():
             (tmp / name).write_bytes(data)
         (tmp / RESULT).write_text(json.dumps(json_safe(doc), indent=2, allow_nan=False))
