@@ -2,7 +2,7 @@
 
 The study is the issue's "done when" one: 3 built-in parts (flat_plate, curved_panel,
 cylinder_section) x 4 target forces (4, 5, 6, 7 N) = 12 jobs, each ``--max-passes`` passes of
-``--pass-length`` m (default 3 x 30 mm: the demo's quick job), planned, optimised, simulated.
+``--pass-length`` m (default 5 x 50 mm), planned, optimised, simulated.
 
 1. ``grinding study`` as a child process with ``--workers 1`` and ``--workers 2`` (a local Ray
    cluster of that many CPUs each, fresh output folders): the command's wall time, the jobs'
@@ -141,8 +141,8 @@ def overheads(tmp: Path) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--max-passes", type=int, default=3)
-    ap.add_argument("--pass-length", type=float, default=0.03)
+    ap.add_argument("--max-passes", type=int, default=5)
+    ap.add_argument("--pass-length", type=float, default=0.05)
     ap.add_argument("--overhead", action="store_true", help="also measure Ray's overheads (part 3)")
     ap.add_argument("--keep", default=None, help="folder to keep the outputs in (default: a temporary one)")
     args = ap.parse_args()

@@ -348,3 +348,24 @@ def test_a_job_folder_is_made_as_mkdir_makes_folders(tmp_path: Path) -> None:
     os.umask(umask)
     mode = (tmp_path / "out" / st.jobs[0].folder).stat().st_mode & 0o777
     assert mode == 0o777 & ~umask, oct(mode)
+
+
+@pytest.mark.slow
+def test_a_worker_without_the_part_file_runs_it_from_the_bytes_sent(study_dir: Path) -> None:
+    """A cluster's worker: the part file is not there; the driver's bytes are written to a temporary
+    file, and the results name the part as the study does (plan.json runs again from it)."""
+    st = load_study(_write(study_dir, "parts: [cad/a.step]\nplan: {max_passes: 1, pass_length: 0.01}\n"))
+    job = st.jobs[0]
+    data = (study_dir / "cad" / "a.step").read_bytes()
+    (study_dir / "cad" / "a.step").unlink()
+    out = run_study_job(job, None, keys.code_version())
+    assert out.status == "failed" and "not on this worker" in out.error and not out.cached
+    out = run_study_job(job, data, keys.code_version())
+    assert out.status == "ok", out.error
+    plan = json.loads(out.files["plan.json"])
+    summary = json.loads(out.files["summary.json"])
+    assert plan["part"]["source"] == summary["part"] == summary["cell"]["workpiece.part"] == job.part.source
+    assert plan["cell"]["workpiece.part"] == job.part.source
+    assert summary["outputs"] == {"plot": "force.png", "summary": "summary.json", "plan": "plan.json",
+                                  "removal_plot": "removal.png"}
+    assert out.figures["passes"] == 1 and out.figures["force_mean_n"] > 0

@@ -47,6 +47,11 @@ FIGURES = ("passes", "target_force_n", "force_mean_n", "force_error_max", "force
            "removal_within_10pct")
 
 
+class PartNotHere(RuntimeError):
+    """The part file is not on the worker and its bytes were not sent: a failure of the run, not
+    of the job's inputs (another worker, or the next start, runs it)."""
+
+
 @dataclass
 class JobOutcome:
     """What a worker returns for one job.
@@ -157,7 +162,7 @@ def _part_file(job: Any, part_bytes: bytes | None) -> Iterator[tuple[str, bool]]
         yield str(here), False
         return
     if part_bytes is None:
-        raise GrindingSimError(f"{job.part.source}: not on this worker ({socket.gethostname()}) and not sent")
+        raise PartNotHere(f"{job.part.source}: not on this worker ({socket.gethostname()}) and not sent")
     with tempfile.TemporaryDirectory(prefix="grinding_study_part_") as tmp:
         path = Path(tmp) / here.name  # the same name and suffix: the reader goes by the suffix
         path.write_bytes(part_bytes)
@@ -195,6 +200,8 @@ def run_study_job(job: Any, part_bytes: bytes | None, code: str) -> JobOutcome:
     try:
         with _one_thread():
             figures, files = _run(job, part_bytes)
+    except PartNotHere as exc:
+        return failed(str(exc), cached=False)
     except GrindingSimError as exc:
         return failed(str(exc), cached=True)
     except MemoryError:
