@@ -1,8 +1,9 @@
 """The Ray worker pool: a local Ray cluster on this machine (default) or an existing cluster.
 
-Local (``address`` None): ``ray.init`` starts a head node on loopback only: Ray's own rule for a
-laptop (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, set before ray is imported) makes the node's
-address 127.0.0.1, so the GCS, the raylet, the object manager and the workers' gRPC servers listen
+Local (``address`` None): ``ray.init(address="local")`` starts a new head node (even with
+RAY_ADDRESS set) on loopback only: Ray's own rule for a laptop
+(``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, set before ray is imported) makes the node's address
+127.0.0.1, so the GCS, the raylet, the object manager and the workers' gRPC servers listen
 on 127.0.0.1 and nothing else (checked after start: :class:`RayPool` refuses a local node on
 another address); no dashboard (``include_dashboard=False``), a small object store (jobs return
 kilobytes), one CPU per worker, as many workers as ``workers`` (default: every core). It starts in
@@ -63,8 +64,8 @@ class RayPool:
             raise InputError("Ray is already initialised in this process: one study pool at a time")
         if local:
             n = int(workers or os.cpu_count() or 1)
-            ray.init(num_cpus=n, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False,
-                     object_store_memory=LOCAL_OBJECT_STORE, configure_logging=True)
+            ray.init(address="local", num_cpus=n, include_dashboard=False, logging_level=logging.ERROR,
+                     log_to_driver=False, object_store_memory=LOCAL_OBJECT_STORE, configure_logging=True)
             self._started = True
             ip = ray.util.get_node_ip_address()
             if ip not in LOOPBACK:
