@@ -42,6 +42,7 @@ COMMANDS: dict[str, str] = {
     "import-log": "robot_grinding_sim.cli.import_log:import_log",
     "replay": "robot_grinding_sim.cli.replay:replay",
     "register": "robot_grinding_sim.cli.register:register",
+    "study": "robot_grinding_sim.cli.study:study",
 }
 
 

@@ -31,7 +31,7 @@ FOREIGN_PRIVATE: dict[tuple[str, str], str] = {
 }
 #: top-level modules core must not import (besides the suffix rules in _is_ros)
 ROS_MODULES = {"rclpy", "launch", "launch_ros", "launch_testing", "ament_index_python", "rosbag2_py"}
-DOMAINS = ("robot", "contact", "geometry", "planning", "sim", "execution", "job", "calibration", "record")
+DOMAINS = ("robot", "contact", "geometry", "planning", "sim", "execution", "job", "calibration", "record", "study")
 FILES = sorted(p for p in PKG.rglob("*.py") if "__pycache__" not in p.parts)
 
 
@@ -179,7 +179,7 @@ def test_long_modules_have_a_reason() -> None:
 
 
 #: core's domains, lowest first: a domain imports only the ones before it (and core's own modules)
-DOMAIN_ORDER = ("robot", "geometry", "contact", "planning", "record", "sim", "execution", "job", "calibration")
+DOMAIN_ORDER = ("robot", "geometry", "contact", "planning", "record", "sim", "execution", "job", "calibration", "study")
 #: core modules above every domain (they import what they compile or run); the rest of core's own
 #: modules (config, errors, parameters, ...) are below every domain
 CORE_TOP = {"warmup"}
