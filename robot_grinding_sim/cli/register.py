@@ -1,5 +1,5 @@
 """``grinding register``: the part's pose in base_link from touch points or from the tool's path in
-contact (:mod:`robot_grinding_sim.core.geometry.registration`)."""
+contact (:mod:`robot_grinding_sim.core.calibration.registration`)."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def register(points_file: str | None, bag: str | None, part: str | None, plan: s
     from robot_grinding_sim.cli.cell_options import parse_pose
     from robot_grinding_sim.cli.replay import cell_for, measured_declaration
     from robot_grinding_sim.core.calibration.calibrate import positions_at
-    from robot_grinding_sim.core.geometry.registration import register_points
+    from robot_grinding_sim.core.calibration.registration import register_points
     from robot_grinding_sim.core.job.replay import measured_contact_wrench, replay_scene
 
     if (points_file is None) == (bag is None):
