@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from cli_runner import run
 
+from robot_grinding_sim.core.calibration.registration import AXES, pose_to_xyzrpy, register_points
 from robot_grinding_sim.core.config import CellConfig
 from robot_grinding_sim.core.errors import InputError
-from robot_grinding_sim.core.calibration.registration import AXES, pose_to_xyzrpy, register_points
 from robot_grinding_sim.core.geometry.tool_contact import WORKPIECE
 from robot_grinding_sim.core.job.replay import pose_matrix, replay_scene
 
