@@ -296,7 +296,7 @@ def replay_force_control(scene: ReplayScene, t: FloatArray, q: FloatArray, param
     """
     from robot_grinding_sim.core.execution.force_control import NormalForceControl, plan_normals
     from robot_grinding_sim.core.geometry.tool_contact import WORKPIECE
-    from robot_grinding_sim.core.job.run import coupled_step
+    from robot_grinding_sim.core.job.simulation import coupled_step
     from robot_grinding_sim.core.planning.plan_io import trajectory_from_dict
     from robot_grinding_sim.core.robot.joint_trajectory import JointLimits, TrajectoryInterpolator
     from robot_grinding_sim.core.sim.coupled_step import contact_wrench_base
