@@ -86,8 +86,9 @@ def calibrate(plans: dict[str, Path], bags: dict[str, Path], out: Path) -> dict[
     pos = _cli("calibrate", str(bags["pos_cal"]), "--replay", "--plan", str(plans["A_cal"]), "--validate",
                str(bags["pos_b"]), "--out", str(out / "cell.yaml"), "--json")
     offset = pos["identified"]["surface_offset_m"]
-    fc = _cli("calibrate", str(bags["fc_a"]), "--replay", "--force-control", "--plan", str(plans["A"]),
-              "--params", str(out / "cell.yaml"), "--tool-from-cell", "--surface-offset", repr(offset),
+    # MuJoCo's force controller is tuned unlike the cell's admittance (mujoco_cell.Truth): another cell's
+    fc = _cli("calibrate", str(bags["fc_a"]), "--replay", "--force-control", "--fit-controller", "--plan",
+              str(plans["A"]), "--params", str(out / "cell.yaml"), "--tool-from-cell", "--surface-offset", repr(offset),
               "--validate", str(bags["fc_b"]),
               "--validate-plan", str(plans["B"]), "--out", str(out / "cell_fc.yaml"), "--json")
     return {"position": pos, "force_control": fc}

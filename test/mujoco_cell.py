@@ -28,6 +28,7 @@ the raw F/T reading in ``ft_sensor`` (N, N m), ``fn_true`` (N,) MuJoCo's normal 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +59,9 @@ class Truth:
     encoder_noise: float = 2e-7
     timestep: float = 5e-4
     seed: int = 7
+    #: the force controller's virtual damping D_a (N s/m): another cell's controller tuned unlike the
+    #: package's default (6e4), which calibrate --replay --force-control must find
+    admittance_damping: float = 3.0e4
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -271,7 +275,8 @@ class MujocoCell:
         if force_control:
             from robot_grinding_sim.core.execution.force_control import NormalForceControl
 
-            fc = NormalForceControl(self.model_pkg, self.cell.admittance)
+            fc = NormalForceControl(self.model_pkg, dataclasses.replace(self.cell.admittance,
+                                                                        damping=tr.admittance_damping))
             fc.set_plan(plan_data, "plan")
             fc.command(0.0, 1e-9, list(traj.joint_names), traj.times, traj.positions, traj.velocities)
             windows = traj.pass_windows()

@@ -123,7 +123,11 @@ def calibration_plan_cmd(plan: str | None, out: str, params_files: tuple[str, ..
               help="--replay: a second run, not fitted on, predicted before and after.")
 @click.option("--validate-plan", default=None, type=click.Path(dir_okay=False),
               help="--replay: the plan.json the --validate run ran (default --plan).")
-@click.option("--force-control", is_flag=True, help="--replay: the runs were force controlled.")
+@click.option("--force-control", is_flag=True, help="--replay: the runs were force controlled (fits the arm's "
+              "servo.bandwidth; the controller is the cell's admittance.*).")
+@click.option("--fit-controller", is_flag=True, help="--replay --force-control: the run's controller is not this "
+              "package's driver with the cell's admittance.*: fit admittance.damping too (the replay's equivalent of "
+              "that controller, not a gain to give the driver).")
 @click.option("--raw/--compensated", "raw", default=None, help="--replay: the wrench is raw or compensated "
               "(default: as imported).")
 @click.option("--tare", is_flag=True, help="--replay: a raw reading from one orientation: keep the tool's mass and "
@@ -136,7 +140,8 @@ def calibration_plan_cmd(plan: str | None, out: str, params_files: tuple[str, ..
 def calibrate(bag: str, out: str, plan_file: str | None, params_files: tuple[str, ...], sets: tuple[str, ...],
               fit_damping: bool, gap: float, topic: str | None, along_path: bool, part: str | None, pose: str | None,
               faces: tuple[int, ...], validate_bag: str | None, validate_plan: str | None, force_control: bool,
-              raw: bool | None, tare: bool, tool_from_cell: bool, surface_offset: float, as_json: bool) -> None:
+              raw: bool | None, tare: bool, tool_from_cell: bool, surface_offset: float, fit_controller: bool,
+              as_json: bool) -> None:
     """Identify contact stiffness (and c_r), F/T bias, tool mass and centre of mass from BAG.
 
     BAG holds a short calibration pass: the raw F/T reading (sensor frame, tool weight and bias in:
@@ -156,8 +161,11 @@ def calibrate(bag: str, out: str, plan_file: str | None, params_files: tuple[str
     out_path = check_output(out, "--out")  # before minutes of fitting
     if along_path:
         _calibrate_along_path(bag, out_path, plan_file, params_files, sets, topic, part, pose, faces, validate_bag,
-                              validate_plan, force_control, raw, tare, tool_from_cell, surface_offset, as_json)
+                              validate_plan, force_control, raw, tare, tool_from_cell, surface_offset, as_json,
+                              fit_controller)
         return
+    if fit_controller:
+        raise InputError("--fit-controller goes with --replay --force-control (a fit along a force-controlled run)")
     if force_control or validate_bag or validate_plan or part or pose or faces or tare or tool_from_cell:
         raise InputError("--force-control, --validate, --part, --pose, --face and --tare go with --replay (a fit along "
                          "the run's joint states)")
@@ -209,8 +217,11 @@ def _calibrate_along_path(bag: str, out_path: Path, plan_file: str | None, param
                           sets: tuple[str, ...], topic: str | None, part: str | None, pose: str | None,
                           faces: tuple[int, ...], validate_bag: str | None, validate_plan: str | None,
                           force_control: bool, raw: bool | None, tare: bool, tool_from_cell: bool,
-                          surface_offset: float, as_json: bool) -> None:
+                          surface_offset: float, as_json: bool, fit_controller: bool = False) -> None:
     """``grinding calibrate BAG --replay`` (:mod:`robot_grinding_sim.core.calibration.measured`)."""
+    if fit_controller and not force_control:
+        raise InputError("--fit-controller goes with --force-control (it fits the controller of a force-controlled "
+                         "run)")
     from robot_grinding_sim.cli.cell_options import parse_pose
     from robot_grinding_sim.cli.replay import cell_for
     from robot_grinding_sim.core.calibration.measured import measured, read_run
@@ -229,12 +240,13 @@ def _calibrate_along_path(bag: str, out_path: Path, plan_file: str | None, param
         on_stage("fitting")
         res = measured(scene, run, other, force_control=force_control, tare=tare,
                                  surface_offset=surface_offset, validate_scene=other_scene,
-                                 tool_from_cell=tool_from_cell)
+                                 tool_from_cell=tool_from_cell, fit_controller=fit_controller)
     header = (f"written by grinding calibrate --replay from {bag}\n"
               f"identified: {', '.join(res.fitted)}"
               + ("" if res.tool is None else ", ft_sensor.bias, ft_sensor.tool_mass, ft_sensor.tool_com")
               + f"\nsurface offset {res.surface_offset:.6g} m (not a cell parameter: grinding replay --surface-offset)"
-              + ("" if res.bandwidth is None else f"; servo.bandwidth {res.bandwidth:.4g} rad/s"))
+              + ("" if res.bandwidth is None else f"; servo.bandwidth {res.bandwidth:.4g} rad/s")
+              + ("" if res.damping is None else f"; admittance.damping {res.damping:.4g} N s/m"))
     atomic_write(out_path, cell_yaml(res.cell, header))
     summary = {**res.summary(), "out": str(out_path), "bag": bag, "validate": validate_bag,
                "mode": "force control" if force_control else "position"}
@@ -244,7 +256,9 @@ def _calibrate_along_path(bag: str, out_path: Path, plan_file: str | None, param
     lines = [f"contact.stiffness {cell.contact.stiffness:.6g} -> {res.stiffness:.6g} N/m; surface offset "
              f"{res.surface_offset * 1e6:+.2f} um"
              + ("" if res.bandwidth is None
-                else f"; servo.bandwidth {cell.servo.bandwidth:g} -> {res.bandwidth:.4g} rad/s")]
+                else f"; servo.bandwidth {cell.servo.bandwidth:g} -> {res.bandwidth:.4g} rad/s")
+             + ("" if res.damping is None
+                else f"; admittance.damping {cell.admittance.damping:g} -> {res.damping:.4g} N s/m")]
     if res.tool is not None:
         bias = ", ".join(f"{b:.4f}" for b in res.tool.bias)
         lines.append(f"ft_sensor.tool_mass {res.tool.mass:.4f} kg, bias [{bias}]")

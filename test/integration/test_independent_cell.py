@@ -35,6 +35,9 @@ def figures(tmp_path_factory: pytest.TempPathFactory) -> dict:
     bench = _bench()
     out = tmp_path_factory.mktemp("independent")
     res = bench.run(out)
+    from robot_grinding_sim.core.config import CellConfig
+
+    res["nominal_damping"] = CellConfig().admittance.damping
     res["out"] = out
     res["bench"] = bench
     return res
@@ -57,7 +60,10 @@ def test_position_control_calibrated_on_one_job_predicts_another(figures: dict) 
 
 def test_force_control_calibrated_predicts_better(figures: dict) -> None:
     fc = figures["force_control"]
-    assert fc["fitted"] == ["servo.bandwidth"]
+    # MuJoCo's controller is tuned unlike the cell's admittance: --fit-controller fits its equivalent
+    # with the arm's bandwidth (one run fixes the loop's settling, not each: not asserted to be MuJoCo's)
+    assert fc["fitted"] == ["servo.bandwidth", "admittance.damping"]
+    assert fc["identified"]["admittance.damping"] != figures["nominal_damping"]
     assert fc["fit_run"]["after"]["mre"] <= 0.05
     before, after = fc["validation"]["before"], fc["validation"]["after"]
     assert after["mre"] < 0.5 * before["mre"]

@@ -131,6 +131,15 @@ def test_refusals_are_one_line_and_write_nothing(logs: Path, args: list[str], sa
     assert not (logs / "out").exists()
 
 
+@pytest.mark.parametrize("args", [["--fit-controller"], ["--replay", "--fit-controller"]])
+def test_fit_controller_without_force_control_is_refused(logs: Path, args: list[str]) -> None:
+    """Refused before the bag is read (an empty folder here): the option asks for a force-controlled run."""
+    (logs / "bag").mkdir()
+    line = _refused("calibrate", str(logs / "bag"), *args, "--out", str(logs / "cell.yaml"))
+    assert "--fit-controller goes with" in line and "--force-control" in line
+    assert not (logs / "cell.yaml").exists()
+
+
 # -- the comparison's filter ----------------------------------------------------------------------
 def _series(t: np.ndarray, fz: np.ndarray, topic: str) -> WrenchSeries:
     f = np.zeros((len(t), 3))

@@ -18,10 +18,12 @@ cell allows, with what its import declared (:func:`~robot_grinding_sim.core.reco
    the depth the path makes with the surface, so ``K`` and ``delta`` are separable only when the
    depth varies (a pass whose depth stays constant fixes ``K (d + delta)`` alone: the fit says so).
 4. Force control: the force follows the controller, not the path; the controller is simulated
-   (:func:`~.replay.replay_force_control`, the driver's own code and ``admittance.*``, on the job's
-   coupled step) and the arm's servo bandwidth ``servo.bandwidth`` (rad/s: how closely, and how
-   stiffly, the arm follows the driver's points) is fitted (bounded scalar search on its log) with
-   ``K`` and ``delta`` as given (a position calibration's).
+   (:func:`~.replay.replay_force_control`, the driver's own code, on the job's coupled step) and
+   its gain ``admittance.damping`` (N s/m: the settling D_a / K_eff of the force) is fitted with the
+   arm's servo bandwidth ``servo.bandwidth`` (rad/s: how closely, and how stiffly, the arm follows
+   the controller's points; bounded Powell search on their logs), ``K`` and ``delta`` as given (a
+   position calibration's). ``fit_controller=False`` keeps the cell's ``admittance.*`` (the run's
+   controller known) and fits the bandwidth alone (bounded scalar search).
 5. Validation: the identified model's prediction of another run (``validate``), not fitted on:
    the mean relative error, the correlation and the lag of ``grinding compare`` before and after.
 """
@@ -219,12 +221,15 @@ class MeasuredCalibration:
     validation_after: Figures | None = None
     evaluations: int = 0
     notes: list[str] = field(default_factory=list)
+    #: admittance.damping fitted (force control with fit_controller), N s/m
+    damping: float | None = None
 
     def summary(self) -> dict[str, Any]:
         t = self.tool
         return {
             "identified": {"contact.stiffness": self.stiffness, "surface_offset_m": self.surface_offset,
                            "servo.bandwidth": self.bandwidth,
+                           **({} if self.damping is None else {"admittance.damping": self.damping}),
                            **({} if t is None else {"ft_sensor.tool_mass": t.mass, "ft_sensor.tool_com": t.com.tolist(),
                                                      "ft_sensor.bias": t.bias.tolist()})},
             "fitted": self.fitted, "gravity_identified": None if t is None else t.gravity_identified,
@@ -236,15 +241,18 @@ class MeasuredCalibration:
 
 
 def _predict(scene: Any, run: MeasuredRun, K: float, delta: float, force_control: bool, bandwidth: float,
-             rows: NDArray[np.int64] | None = None) -> tuple[FloatArray, FloatArray]:
+             rows: NDArray[np.int64] | None = None, damping: float | None = None) -> tuple[FloatArray, FloatArray]:
     """(t, predicted normal force) along ``run`` with stiffness K and offset delta (position mode: at
-    the joint states ``rows``, default all; force control: the controller's grid)."""
+    the joint states ``rows``, default all; force control: the controller's grid, its
+    ``admittance.damping`` ``damping``, default the cell's)."""
     from robot_grinding_sim.core.job.replay import joint_velocities, replay_force_control, replay_path
 
     contact = dataclasses.replace(scene.cell.contact, stiffness=float(K))
     if force_control:
         servo = dataclasses.replace(scene.cell.servo, bandwidth=float(bandwidth))
-        res = replay_force_control(scene, run.t_js, run.q_js, surface_offset=delta, contact=contact, servo=servo)
+        params = None if damping is None else dataclasses.replace(scene.cell.admittance, damping=float(damping))
+        res = replay_force_control(scene, run.t_js, run.q_js, params=params, surface_offset=delta, contact=contact,
+                                   servo=servo)
         return res.t, -res.wrench[:, 2]
     qd = run.qd_js if run.qd_js is not None else joint_velocities(run.t_js, run.q_js)
     rows = np.arange(len(run.t_js)) if rows is None else rows
@@ -255,7 +263,7 @@ def _predict(scene: Any, run: MeasuredRun, K: float, delta: float, force_control
 def measured(scene: Any, run: MeasuredRun, validate: MeasuredRun | None = None,
                        force_control: bool = False, fit_offset: bool = True, tare: bool = False,
                        surface_offset: float = 0.0, validate_scene: Any = None,
-                       tool_from_cell: bool = False) -> MeasuredCalibration:
+                       tool_from_cell: bool = False, fit_controller: bool = True) -> MeasuredCalibration:
     """Fit the model to a measured run (module docstring); ``surface_offset``: the start (position
     mode) or the value kept (force control). ``validate_scene``: the
     validation run's scene when it ran another plan (force control replays the plan), default ``scene``.
@@ -265,7 +273,7 @@ def measured(scene: Any, run: MeasuredRun, validate: MeasuredRun | None = None,
     Raises:
         InputError: see :func:`fit_tool`; no contact in the run.
     """
-    from scipy.optimize import least_squares, minimize_scalar
+    from scipy.optimize import least_squares, minimize, minimize_scalar
 
     cell = scene.cell
     tool = (cell_tool(scene) if run.raw else None) if tool_from_cell else fit_tool(scene, run, tare)
@@ -283,21 +291,32 @@ def measured(scene: Any, run: MeasuredRun, validate: MeasuredRun | None = None,
     t_before, f_before = _predict(scene, run, K0, surface_offset, force_control, bw0)
     before = figures(t_before, f_before, run.t, fn, threshold)
     evals = [1]
+    D0 = cell.admittance.damping
+    D = None
     if force_control:
         K, delta = K0, surface_offset
-        fitted = ["servo.bandwidth"]
+        fitted = ["servo.bandwidth"] + (["admittance.damping"] if fit_controller else [])
 
-        def cost(log_bw: float) -> float:
+        def cost(x: Any) -> float:
             evals[0] += 1
-            t_p, f_p = _predict(scene, run, K, delta, True, math.exp(log_bw))
+            x = np.atleast_1d(x)
+            t_p, f_p = _predict(scene, run, K, delta, True, math.exp(x[0]),
+                                damping=math.exp(x[1]) if len(x) > 1 else None)
             f_at = np.interp(run.t[on], t_p, f_p)
             return float(np.mean(((f_at - fn[on]) / fn[on]) ** 2))
 
         # stable for w dt < 0.83 (coupled_step): at most 0.8 / dt
         top = math.log(0.8 / cell.sim.dt)
-        sol = minimize_scalar(cost, bounds=(math.log(10.0), top), method="bounded",
-                              options={"xatol": 0.02, "maxiter": 14})
-        bw = float(math.exp(sol.x))
+        if fit_controller:
+            # the damping within 30x of the cell's either way; log scales: both relative
+            sol = minimize(cost, np.array([min(math.log(bw0), top - 0.1), math.log(D0)]), method="Powell",
+                           bounds=[(math.log(10.0), top), (math.log(D0 / 30.0), math.log(D0 * 30.0))],
+                           options={"xtol": 0.02, "ftol": 1e-4, "maxfev": 60})
+            bw, D = float(math.exp(sol.x[0])), float(math.exp(sol.x[1]))
+        else:
+            sol = minimize_scalar(cost, bounds=(math.log(10.0), top), method="bounded",
+                                  options={"xatol": 0.02, "maxiter": 14})
+            bw = float(math.exp(sol.x))
     else:
         bw = bw0
         # the joint states the fit replays: those near in-contact wrench samples, evenly thinned
@@ -334,17 +353,18 @@ def measured(scene: Any, run: MeasuredRun, validate: MeasuredRun | None = None,
             if sv[-1] < 1e-3 * sv[0]:
                 notes.append("the depth along the path barely varies: K and the surface offset are not separable "
                              "(only K (depth + offset) is); a run with varying depth fixes both")
-    ident = cell.replace(**{"contact.stiffness": float(K), "servo.bandwidth": float(bw)})
+    ident = cell.replace(**{"contact.stiffness": float(K), "servo.bandwidth": float(bw),
+                            **({} if D is None else {"admittance.damping": D})})
     if tool_fitted:
         ident = ident.replace(**{"ft_sensor.tool_mass": float(tool.mass), "ft_sensor.tool_com": tool.com.tolist(),
                                  "ft_sensor.bias": tool.bias.tolist()})
-    t_after, f_after = _predict(scene, run, K, delta, force_control, bw)
+    t_after, f_after = _predict(scene, run, K, delta, force_control, bw, damping=D)
     after = figures(t_after, f_after, run.t, fn, threshold)
     if tool_from_cell and run.raw:
         notes.append("the raw reading compensated with the cell's ft_sensor.* (tool mass, centre of mass, bias)")
     result = MeasuredCalibration(ident, float(K), float(delta), bw if force_control else None,
                                  tool if tool_fitted else None, fitted, before, after, evaluations=evals[0],
-                                 notes=notes)
+                                 notes=notes, damping=D)
     if validate is not None:
         vs = validate_scene or scene
         tool_v = tool if (tool is not None or not validate.raw) else fit_tool(vs, validate, tare)
@@ -353,7 +373,7 @@ def measured(scene: Any, run: MeasuredRun, validate: MeasuredRun | None = None,
         fn_v = measured_normal(vs, validate, tool_v)
         thr_v = max(0.5, CONTACT_FRACTION * float(np.percentile(fn_v, 99.5)))
         tb, fb = _predict(vs, validate, K0, surface_offset, force_control, bw0)
-        ta, fa = _predict(vs, validate, K, delta, force_control, bw)
+        ta, fa = _predict(vs, validate, K, delta, force_control, bw, damping=D)
         result.validation_before = figures(tb, fb, validate.t, fn_v, thr_v)
         result.validation_after = figures(ta, fa, validate.t, fn_v, thr_v)
     return result
