@@ -85,7 +85,7 @@ def load_cell(params: dict[str, Any], name: str, *, cell: bool = True, robot: bo
             from robot_grinding_sim.core.job.setup import check_robot_for_job
 
             try:
-                check_robot_for_job(model, cfg)
+                check_robot_for_job(model, cfg, set(params))  # what this node declared
             except ParameterError as exc:
                 raise ParameterError(exc.name, exc.problem, name) from None
         base_frame = params.get("base_frame") or model.root_link

@@ -169,3 +169,18 @@ def test_plan_json_holds_an_infinite_clearance_as_null():
     plan.collision = {"min_clearance_m": 0.01, "tool_clearance_m": math.inf, "tool_nearest": None}
     data = json.loads(plan_io.plan_text(plan))
     assert data["collision"]["tool_clearance_m"] is None and data["collision"]["min_clearance_m"] == 0.01
+
+
+def test_a_node_checks_only_the_parameters_it_declared(tmp_path):
+    """grinding_executive has no ft_sensor group: the default 'ft_sensor' frame it would read is not its
+    to check (it stopped the graph run of a Panda cell)."""
+    from robot_grinding_sim.core.job.setup import check_robot_for_job, load_robot_model
+
+    urdf = arm_with_ball_tool("panda", tmp_path / "r.urdf")
+    values = cell_values("panda", urdf)
+    del values["ft_sensor.frame"]
+    cell = CellConfig().replace(**values)
+    model = load_robot_model(str(urdf), "tip", cell.robot.package_dirs)
+    check_robot_for_job(model, cell, set(values) | {"tool.link", "robot.home"})
+    with pytest.raises(ParameterError, match="ft_sensor.frame"):
+        check_robot_for_job(model, cell)

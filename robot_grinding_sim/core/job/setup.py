@@ -149,20 +149,26 @@ def _links_of(text: str) -> list[str]:
         return []
 
 
-def check_robot_for_job(model: Any, cell: CellConfig) -> None:
+def check_robot_for_job(model: Any, cell: CellConfig, names: Any = None) -> None:
     """Everything a job needs of the robot's URDF, checked before any work starts (one line each,
     naming the parameter and saying what to add): ``robot.home`` (:func:`check_home`); every collision
     mesh found (``robot.package_dirs``); ``tool.link`` and ``tool.links`` links of the URDF with
     collision geometry, below ``tool.tcp_link``'s chain; ``ft_sensor.frame`` a link on the chain from
     the root to the tcp (the sensor carries the tool).
 
+    ``names``: check only what these parameters name (a node checks the ones it declared); None: all.
+
     Raises:
         ParameterError: naming the parameter.
     """
     from robot_grinding_sim.core.parameters import ParameterError
 
+    def wanted(name: str) -> bool:
+        return names is None or name in names
+
     urdf = model.source
-    check_home(model, cell.robot.home)
+    if wanted("robot.home"):
+        check_home(model, cell.robot.home)
     for g in model.collision_geometry:
         if g.kind == "mesh" and g.mesh_path is None:
             uri = str(g.params.get("filename"))
@@ -173,8 +179,10 @@ def check_robot_for_job(model: Any, cell: CellConfig) -> None:
                                  f"not found: {how}")
     has_geometry = {g.link for g in model.collision_geometry}
     chain_links = _chain_links(model)
-    for key, names in (("tool.link", (cell.tool.link,)), ("tool.links", tuple(cell.tool.links))):
-        for name in names:
+    for key, links in (("tool.link", (cell.tool.link,)), ("tool.links", tuple(cell.tool.links))):
+        if not wanted(key):
+            continue
+        for name in links:
             if name not in model.link_names:
                 raise ParameterError(key, f"{name!r} is not a link of {urdf} (links: {', '.join(model.link_names)})")
             if name not in has_geometry:
@@ -186,6 +194,8 @@ def check_robot_for_job(model: Any, cell: CellConfig) -> None:
                 raise ParameterError(key, f"link {name!r} of {urdf} does not move with the tool centre point "
                                      f"'{model.tip_link}' (tool.tcp_link): name a link of the tool")
     frame = cell.ft_sensor.frame
+    if not wanted("ft_sensor.frame"):
+        return
     if frame not in model.link_names:
         raise ParameterError("ft_sensor.frame", f"{frame!r} is not a link of {urdf}: add a link at the F/T sensor's "
                              f"measuring face between the flange and '{model.tip_link}', or name one of its links "
