@@ -71,6 +71,10 @@ def common_cell_options(f: Any) -> Any:
         cell_option("--workpiece-pose", "workpiece.pose", convert=parse_pose),
         cell_option("--face", "workpiece.faces", multiple=True, type=int, default=(),
                     convert=lambda v: list(v) or None),
+        cell_option("--package-dir", "robot.package_dirs", multiple=True, default=(), metavar="NAME=PATH",
+                    convert=lambda v: list(v) or None,
+                    help="Where the URDF's package://NAME/ URIs resolve: NAME=PATH, or a directory holding "
+                         "packages; repeatable"),
     ]
     for o in reversed(opts):
         f = o(f)

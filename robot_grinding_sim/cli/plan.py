@@ -204,6 +204,10 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
         extra["robot.description_file"] = robot
     cell = build_cell(options, None, extra)
     JobConfig(cell=cell, max_passes=max_passes, pass_length=pass_length).validate()  # before any work
+    if robot.lower() != "none":
+        from robot_grinding_sim.core.job.setup import cell_robot_model
+
+        cell_robot_model(cell)  # what the job needs of the robot (tool, frames, meshes, home), before any work
     if not list_faces:
         if out_path is None:
             raise click.UsageError("--out plan.json is required (or --list-faces)")

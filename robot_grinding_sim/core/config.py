@@ -50,6 +50,9 @@ class RobotConfig:
     home: tuple[float, ...] = param((0.0, -1.2, 1.9, -2.27, -1.57, 0.0), "start configuration of the arm in "
                                     "the URDF's joint order (the simulated arm starts here; IK seeds from it)",
                                     unit="rad", min_length=1, range=(-100.0, 100.0))
+    package_dirs: tuple[str, ...] = param((), "where the URDF's package:// URIs resolve: NAME=PATH (package NAME "
+                                          "is the directory PATH) or a directory holding packages; searched "
+                                          "before AMENT_PREFIX_PATH and ROS_PACKAGE_PATH", type="string_array")
 
 
 @dataclass(frozen=True)
@@ -75,9 +78,13 @@ class WorkpieceConfig:
 class ToolConfig:
     """The grinding tool at the end of the arm (its shape comes from the URDF)."""
 
-    tcp_link: str = param("tcp", "tool centre point link: the ball's centre; frame of the contact wrench")
-    link: str = param("abrasive_head", "link whose collision geometry is the tool (a sphere gives exact "
-                      "depth and normal)")
+    tcp_link: str = param("tcp", "tool centre point link of the URDF: the ball's centre, z out of the tool; tip "
+                          "of the arm's chain and frame of the contact wrench")
+    link: str = param("abrasive_head", "link of the URDF whose collision geometry is the tool (a sphere centred on "
+                      "the tcp gives exact depth and normal); it touches the part by design on contact moves")
+    links: tuple[str, ...] = param(("spindle", "abrasive_head"), "links of the tool (tool.link added if missing): "
+                                   "on contact moves they may work next to the part (not touch it); every other "
+                                   "link keeps the clearance", min_length=1)
     spindle_speed: float = param(10000.0 * 2.0 * math.pi / 60.0, "spindle speed about the tool's z axis "
                                  "(10,000 rpm)", unit="rad/s", range=(0.0, 1e5))
 
@@ -138,7 +145,8 @@ class SimConfig:
 class FTSensorConfig:
     """The simulated force-torque sensor between flange and tool."""
 
-    frame: str = param("ft_sensor", "link of the sensor's measuring face (frame of its readings)")
+    frame: str = param("ft_sensor", "link of the URDF at the sensor's measuring face (frame of its readings), "
+                       "between the flange and tool.tcp_link")
     tool_mass: float = param(-1.0, "mass below the measuring face; < 0: the URDF inertials of the links "
                              "below frame", unit="kg", range=(-1.0, 1000.0))
     tool_com: tuple[float, ...] = param((0.0, 0.0, 0.0), "centre of mass below the measuring face, in frame "

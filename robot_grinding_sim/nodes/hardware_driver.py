@@ -46,8 +46,13 @@ F/T side (``ft_backend``, hardware/ft_backend.py's registry):
   ``ft_rate`` (the sensor's RDT output rate; hardware/ft_stream.py says what the age measures); every
   reading of the read goes through the filter and the force limits and is published, stamped with
   its sample time.
-- ``topic`` (ros/ft_topic.py): ``ft_topic`` (geometry_msgs/WrenchStamped, raw readings in
-  ``ft_sensor.frame``), dated by ``header.stamp`` (0: on arrival).
+- ``topic`` (ros/ft_topic.py): ``ft_topic`` (geometry_msgs/WrenchStamped), dated by ``header.stamp``
+  (0: on arrival); presets of it: ``ur_builtin`` (a UR e-series arm's own sensor as the UR ROS 2
+  driver publishes it, ``/force_torque_sensor_broadcaster/wrench`` in ``tool0``/``tool0_controller``)
+  and ``ft_broadcaster`` (ros2_controllers' force_torque_sensor_broadcaster named ``ft_broadcaster``:
+  ``/<ft_broadcaster>/wrench``). A topic's reading is in the frame its header names: moved into
+  ``ft_sensor.frame`` through the arm's kinematics at the measured joint positions (a frame that is
+  no link of the URDF, ``ft_frame_aliases`` aside, is refused with a warning naming it).
 Every reading is dated by when the sensor took it, not when the driver got it: the F/T stop fires
 when the newest reading is older than ``ft_timeout`` (a silent sensor, or a backlog of old data), a
 trip's latency (``hold_after_s``) counts from the offending reading's sample time, and
@@ -210,7 +215,9 @@ class HardwareDriver(LifecycleNode):
         if core.fc is not None:
             # the plan reader imports OpenCascade (seconds): at start-up, not while the arm runs
             import robot_grinding_sim.core.planning.planner  # noqa: F401
-        context = FTContext(self.period, log=self.log, stopping=node_base.stop_requested, node=self)
+        # a topic's wrench comes in its header's frame: moved into the sensor's by the arm's kinematics
+        context = FTContext(self.period, log=self.log, stopping=node_base.stop_requested, node=self,
+                            to_sensor_frame=core.to_sensor_frame)
         try:
             backend = self.backend or make_ft_backend(p["ft_backend"], p, context)
             backend.connect()

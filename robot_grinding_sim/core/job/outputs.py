@@ -112,7 +112,8 @@ def write_bag(path: Path, result: Any, w_tcp: np.ndarray, w_ft: np.ndarray) -> d
             bag.write_many(["/joint_states", "/dynamics_node/tool_pose"], ns[s:e], [
                 joint_state.pack(ns[s:e], np.hstack([rec["q"][s:e], rec["qd"][s:e], rec["tau"][s:e]])),
                 tool_pose.pack(ns[s:e], np.hstack([tcp[:, :3, 3], quats]))])
-        contact, sensor = cdr_batch.wrench_stamped("tcp"), cdr_batch.wrench_stamped("ft_sensor")
+        cell = result.setup.cell
+        contact, sensor = cdr_batch.wrench_stamped(cell.tool.tcp_link), cdr_batch.wrench_stamped(cell.ft_sensor.frame)
         ns = stamps_ns(rec["t"])
         for s in range(0, len(ns), BLOCK):
             e = min(len(ns), s + BLOCK)

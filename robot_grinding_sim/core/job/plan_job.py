@@ -40,6 +40,7 @@ def plan_job(cell: CellConfig, optimise: bool | None = None, max_passes: int | N
     from robot_grinding_sim.core.job.run import run_job
     from robot_grinding_sim.core.job.setup import JobConfig, setup_job
     from robot_grinding_sim.core.planning import planner
+    from robot_grinding_sim.core.planning.collision_check import tool_link_names
     from robot_grinding_sim.core.planning.trajectory import build_job_trajectory, reachability
 
     opt = cell.optimise.enabled if optimise is None else optimise  # a JobConfig with a plan file defaults off
@@ -58,6 +59,7 @@ def plan_job(cell: CellConfig, optimise: bool | None = None, max_passes: int | N
         # the trajectory written (with the optimised offsets, if any) is the one checked
         if mesh is None:
             mesh = result.mesh if result.mesh is not None else setup.part.tessellate(deflection=2e-4)
+        contact, links = tool_link_names(cell.tool)
         result.collision = planner.check_trajectory_collisions(setup.model, result.trajectory, mesh,
-                                                               result.workpiece_pose)
+                                                               result.workpiece_pose, contact, tool_links=links)
     return result

@@ -114,18 +114,119 @@ class JobSetup:
         return self.plan_trajectory, offsets
 
 
-def load_robot_model(description_file: str, tcp_link: str) -> Any:
-    """The RobotModel of a URDF (empty: the package's default robot) with tip link ``tcp_link``."""
+def load_robot_model(description_file: str, tcp_link: str, package_dirs: Any = ()) -> Any:
+    """The RobotModel of a URDF (empty: the package's default robot) with tip link ``tcp_link``;
+    ``package_dirs``: ``robot.package_dirs`` (NAME=PATH entries or directories) for ``package://`` URIs.
+
+    Raises:
+        ParameterError: naming ``tool.tcp_link`` (not a link of the URDF) or ``robot.description_file``
+            (missing, malformed, a moving body without inertia), saying what to add.
+    """
+    from robot_grinding_sim.core.errors import ModelError
+    from robot_grinding_sim.core.parameters import ParameterError
     from robot_grinding_sim.core.resources import default_urdf
     from robot_grinding_sim.core.robot.dynamics import RobotModel
 
     urdf = str(default_urdf()) if description_file in ("", "default") else description_file
     try:
-        return RobotModel.from_urdf(urdf, tip_link=tcp_link)
+        return RobotModel.from_urdf(urdf, tip_link=tcp_link, package_dirs=list(package_dirs))
+    except ModelError as exc:
+        text = str(exc)
+        if f"tip link {tcp_link!r} is not a link" in text:
+            raise ParameterError("tool.tcp_link", f"{tcp_link!r} is not a link of {urdf}: add the tool centre point "
+                                 "(a link fixed to the tool at its centre, z out of the tool) to the URDF, or name "
+                                 f"one of its links ({', '.join(_links_of(text))})") from None
+        if "has no <inertial>" in text:
+            raise ParameterError("robot.description_file", f"{text.removeprefix('URDF ')}: add an <inertial> "
+                                 "(mass, centre of mass, inertia) to it") from None
+        raise ParameterError("robot.description_file", text) from None
     except GrindingSimError:
         raise
     except Exception as exc:
         raise InputError(f"{urdf}: cannot load the robot ({exc})") from exc
+
+
+def _links_of(text: str) -> list[str]:
+    """The link names listed in a ModelError's '(links: [...])'."""
+    import ast
+
+    try:
+        return list(ast.literal_eval(text[text.index("(links: ") + 8:text.rindex(")")]))
+    except (ValueError, SyntaxError):
+        return []
+
+
+def check_robot_for_job(model: Any, cell: CellConfig, names: Any = None) -> None:
+    """Everything a job needs of the robot's URDF, checked before any work starts (one line each,
+    naming the parameter and saying what to add): ``robot.home`` (:func:`check_home`); every collision
+    mesh found (``robot.package_dirs``); ``tool.link`` and ``tool.links`` links of the URDF with
+    collision geometry, below ``tool.tcp_link``'s chain; ``ft_sensor.frame`` a link on the chain from
+    the root to the tcp (the sensor carries the tool).
+
+    ``names``: check only what these parameters name (a node checks the ones it declared); None: all.
+
+    Raises:
+        ParameterError: naming the parameter.
+    """
+    from robot_grinding_sim.core.parameters import ParameterError
+
+    def wanted(name: str) -> bool:
+        return names is None or name in names
+
+    urdf = model.source
+    if wanted("robot.home"):
+        check_home(model, cell.robot.home)
+    for g in model.collision_geometry:
+        if g.kind == "mesh" and g.mesh_path is None:
+            uri = str(g.params.get("filename"))
+            pkg = uri[len("package://"):].split("/", 1)[0] if uri.startswith("package://") else ""
+            how = (f"give the directory of package '{pkg}' (--package-dir {pkg}=PATH)" if pkg else
+                   "give the directory it is relative to (--package-dir PATH)")
+            raise ParameterError("robot.package_dirs", f"collision mesh '{uri}' of link '{g.link}' in {urdf} is "
+                                 f"not found: {how}")
+    has_geometry = {g.link for g in model.collision_geometry}
+    chain_links = _chain_links(model)
+    for key, links in (("tool.link", (cell.tool.link,)), ("tool.links", tuple(cell.tool.links))):
+        if not wanted(key):
+            continue
+        for name in links:
+            if name not in model.link_names:
+                raise ParameterError(key, f"{name!r} is not a link of {urdf} (links: {', '.join(model.link_names)})")
+            if name not in has_geometry:
+                what = ("the tool's shape (a <sphere> centred on the tool centre point "
+                        f"'{cell.tool.tcp_link}')" if key == "tool.link" else "its shape")
+                raise ParameterError(key, f"link {name!r} of {urdf} has no <collision> geometry: add {what} to it, "
+                                     "or name the link that has it")
+            if model.chain.link_body[name] != model.chain.link_body[model.tip_link]:
+                raise ParameterError(key, f"link {name!r} of {urdf} does not move with the tool centre point "
+                                     f"'{model.tip_link}' (tool.tcp_link): name a link of the tool")
+    frame = cell.ft_sensor.frame
+    if not wanted("ft_sensor.frame"):
+        return
+    if frame not in model.link_names:
+        raise ParameterError("ft_sensor.frame", f"{frame!r} is not a link of {urdf}: add a link at the F/T sensor's "
+                             f"measuring face between the flange and '{model.tip_link}', or name one of its links "
+                             f"({', '.join(chain_links)})")
+    if frame not in chain_links:
+        raise ParameterError("ft_sensor.frame", f"link {frame!r} of {urdf} is not on the chain from "
+                             f"'{model.root_link}' to the tool centre point '{model.tip_link}' (the sensor carries "
+                             f"the tool): name one of {', '.join(chain_links)}")
+
+
+def _chain_links(model: Any) -> list[str]:
+    """The links on the path from the root to the tip link, root first (URDF parent links)."""
+    from lxml import etree
+
+    try:
+        root = etree.parse(str(model.source)).getroot()
+    except (OSError, etree.XMLSyntaxError):
+        return list(model.link_names)
+    parent = {j.find("child").get("link"): j.find("parent").get("link") for j in root.findall("joint")
+              if j.find("child") is not None and j.find("parent") is not None}
+    out = [model.tip_link]
+    while out[-1] in parent:
+        out.append(parent[out[-1]])
+    return out[::-1]
 
 
 def check_home(model: Any, home: Any) -> FloatArray:
@@ -154,9 +255,10 @@ def check_home(model: Any, home: Any) -> FloatArray:
 
 
 def cell_robot_model(cell: CellConfig) -> Any:
-    """The cell's robot (:func:`load_robot_model`) with its ``robot.home`` checked (:func:`check_home`)."""
-    model = load_robot_model(cell.robot.description_file, cell.tool.tcp_link)
-    check_home(model, cell.robot.home)
+    """The cell's robot (:func:`load_robot_model`) with what a job needs of it checked
+    (:func:`check_robot_for_job`: ``robot.home``, meshes, tool links, the F/T frame)."""
+    model = load_robot_model(cell.robot.description_file, cell.tool.tcp_link, cell.robot.package_dirs)
+    check_robot_for_job(model, cell)
     return model
 
 

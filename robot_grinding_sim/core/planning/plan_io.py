@@ -44,6 +44,17 @@ def _r(a: Any, nd: int = 12) -> Any:
     ]
 
 
+def _finite(obj: Any) -> Any:
+    """A report's values for JSON: non-finite floats (an infinite clearance: nothing measured) as null."""
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
 def _pose(T: np.ndarray) -> dict[str, Any]:
     from scipy.spatial.transform import Rotation
 
@@ -105,7 +116,7 @@ def plan_to_dict(plan: Any) -> dict[str, Any]:
         "force_target": plan.force_target,
         "cell": plan.cell,
         "reachability": plan.reachability,
-        "collision": plan.collision,
+        "collision": _finite(plan.collision),
         "coverage": coverage_to_dict(getattr(plan, "coverage", None)),
         "placement": getattr(plan, "placement", None),
     }

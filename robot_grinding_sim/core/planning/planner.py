@@ -33,7 +33,11 @@ from robot_grinding_sim.core import config
 from robot_grinding_sim.core.contact import registry
 from robot_grinding_sim.core.errors import InputError, PlanningError
 from robot_grinding_sim.core.geometry import cad, mesh_part, parts
-from robot_grinding_sim.core.planning.collision_check import CONTACT_LINKS, check_trajectory_collisions
+from robot_grinding_sim.core.planning.collision_check import (
+    CONTACT_LINKS,
+    check_trajectory_collisions,
+    tool_link_names,
+)
 from robot_grinding_sim.core.planning.links import detour, escape_leg, line_points
 from robot_grinding_sim.core.planning.passes import Pass, PassParameters, validate_pass_parameters
 
@@ -604,13 +608,15 @@ def crop_plan(result: Plan, part: Any, max_passes: int | None = None, pass_lengt
 
 def robot_stage(result: Plan, part: Any, robot: Any, process: config.ProcessConfig | None = None,
                 q_home: Any = config.RobotConfig.home, check_collisions: bool = True, clearance: Any = None,
-                offsets: Any = None) -> None:
+                offsets: Any = None, tool: config.ToolConfig | None = None) -> None:
     """The job trajectory of the plan for ``robot`` (with per-pass ``offsets``, m; default 0), its
-    reachability figures and (``check_collisions``) its collision check against the part."""
+    reachability figures and (``check_collisions``) its collision check against the part (the tool's
+    links from ``tool``, the cell's tool configuration; default the package's)."""
     from robot_grinding_sim.core.planning import trajectory as tr
     from robot_grinding_sim.core.robot import ik
 
-    model = ik.load_robot(robot)
+    tool = tool or config.ToolConfig()
+    model = ik.load_robot(robot, tool.tcp_link)
     process = process or config.ProcessConfig(feed=result.tool.feed, approach=result.tool.approach)
     if process.feed != result.tool.feed or process.approach != result.tool.approach:
         process = dataclasses.replace(process, feed=result.tool.feed, approach=result.tool.approach)
@@ -623,7 +629,9 @@ def robot_stage(result: Plan, part: Any, robot: Any, process: config.ProcessConf
     result.reachability = tr.reachability(model, traj)
     if check_collisions:
         mesh = clearance.mesh if clearance is not None else part.tessellate(deflection=2e-4)
-        result.collision = check_trajectory_collisions(model, traj, mesh, result.workpiece_pose)
+        contact, links = tool_link_names(tool)
+        result.collision = check_trajectory_collisions(model, traj, mesh, result.workpiece_pose, contact,
+                                                       tool_links=links)
 
 
 __all__ = [
