@@ -147,6 +147,10 @@ def _coverage_line(report: Any) -> str:
 @click.option("--iso-direction", type=click.Choice(["u", "v"]), default=None, help="Iso passes run along u or v.")
 @click.option("--order", type=click.Choice(["zigzag", "oneway"]), default=None, help="Pass order. [zigzag]")
 @click.option("--reverse", is_flag=True, default=None, help="Travel the first pass in the opposite direction.")
+@click.option("--approach-direction", default=None,
+              help="The way the tool comes to the faces (part frame): auto, up, 'x y z', or per face "
+                   "'FACE:DIRECTION;...'; passes are made where the outward normal faces it. "
+                   "[passes.approach_direction; cell default: auto]")
 @click.option("--lead", type=FINITE, default=None, help="Tool lead angle, deg. [process.lead]")
 @click.option("--tilt", type=FINITE, default=None, help="Tool tilt angle, deg. [process.tilt]")
 @click.option("--robot", default="default", show_default=True,
@@ -169,7 +173,8 @@ def _coverage_line(report: Any) -> str:
 @json_option
 def plan(source: str | None, spacing: float | None, angle: float | None, margin: float | None,
          tool_radius: float | None, generator: str | None, iso_direction: str | None, order: str | None,
-         reverse: bool | None, lead: float | None, tilt: float | None, robot: str, optimise: bool | None,
+         reverse: bool | None, approach_direction: str | None, lead: float | None, tilt: float | None, robot: str,
+         optimise: bool | None,
          max_passes: int | None, pass_length: float | None, out_path: str | None, csv_path: str | None,
          plot_path: str | None, place: str | None, list_faces: bool, as_json: bool, **options: Any) -> None:
     """Plan grinding passes on SOURCE: a STEP/IGES/BREP/STL/PLY/OBJ file or a built-in part
@@ -186,7 +191,8 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
     extra: dict[str, Any] = {}
     for name, value in (("passes.spacing", spacing), ("passes.iso_direction", iso_direction),
                         ("passes.generator", generator),
-                        ("passes.order", order), ("passes.reverse", reverse)):
+                        ("passes.order", order), ("passes.reverse", reverse),
+                        ("passes.approach_direction", approach_direction)):
         if value is not None:
             extra[name] = value
     if angle is not None:

@@ -45,7 +45,8 @@ from robot_grinding_sim.core.planning.waypoints import Pass, Piece, exact_waypoi
 
 FloatArray = NDArray[np.float64]
 
-#: outward normals with n . z below this are out of reach (the tool would point up)
+#: outward normals with n . a below this (a: the approach direction) are out of reach (the tool would point
+#: against the approach)
 MIN_NORMAL_Z = -0.05
 #: waypoints keep this much more than the margin from the boundary, m (chord error of its polylines)
 MARGIN_SAFETY = 1e-5
@@ -101,11 +102,22 @@ class GeodesicPasses:
         self.p = gen.params
         s = self.p.stepover
         h = min(s / 3.0, max(self.p.spacing, s / 6.0), MAX_EDGE)
-        self.mesh: SurfaceMesh = build_mesh(gen.part, gen.indices, h, MIN_NORMAL_Z)
+        approach_of = getattr(gen, "approach_of", None) or {i: np.array([0.0, 0.0, 1.0]) for i in gen.indices}
+        self.approach_of = approach_of
+        self.mesh: SurfaceMesh = build_mesh(gen.part, gen.indices, h, MIN_NORMAL_Z, approach_of)
+        # each vertex's approach direction: its face's (welded and shared vertices: one of them)
+        self.vertex_approach = np.zeros((self.mesh.n, 3))
+        T = self.mesh.triangles
+        keys = np.array(sorted(approach_of), dtype=np.int64)
+        tri_dir = np.array([approach_of[int(k)] for k in keys], dtype=float)[np.searchsorted(keys, self.mesh.face)]
+        for k in range(3):
+            self.vertex_approach[T[:, k]] = tri_dir
         self.region = self._region()
         if not self.region.any():
             raise PlanningError(f"faces {gen.indices}: no part of the faces is farther than the margin "
-                                f"{self.p.margin} m from the boundary and looks up")
+                                f"{self.p.margin} m from the boundary and faces the approach direction "
+                                f"{_fmt_dirs(approach_of)}; give another with passes.approach_direction "
+                                "(--approach-direction)")
         w = self.mesh.area[self.region]
         up = (self.mesh.normals[self.region] * w[:, None]).sum(axis=0)
         self.up = up / np.linalg.norm(up) if np.linalg.norm(up) > 0 else np.array([0.0, 0.0, 1.0])
@@ -133,7 +145,8 @@ class GeodesicPasses:
         m = self.mesh
         b = self.gen.boundary.distance_below(m.points, self.p.margin + 3.0 * m.h)
         signed = np.where(m.inside, b, -b) - self.p.margin
-        return np.minimum(signed, np.nan_to_num(m.normals[:, 2]) * self.p.stepover)
+        facing = np.einsum("ij,ij->i", np.nan_to_num(m.normals), self.vertex_approach)
+        return np.minimum(signed, facing * self.p.stepover)
 
     def direction(self) -> tuple[FloatArray, FloatArray]:
         """Guide direction d (3,) and the guide plane's normal ``side`` (3,), unit, part frame: the
@@ -359,7 +372,7 @@ class GeodesicPasses:
             sel = face == fi
             f = self.gen.part.face(int(fi))
             inside[sel] = f.contains(uv[sel])
-            nz[sel] = f.derivatives(uv[sel, 0], uv[sel, 1]).normals[:, 2]
+            nz[sel] = f.derivatives(uv[sel, 0], uv[sel, 1]).normals @ self.approach_of[int(fi)]
         val = np.minimum(val, (np.nan_to_num(nz, nan=-1.0) - MIN_NORMAL_Z) * self.p.stepover)
         return np.where(inside, val, -np.inf)
 
@@ -486,6 +499,14 @@ def densify(points: FloatArray, step: float) -> FloatArray:
     n = max(2, int(math.ceil(s[-1] / step)) + 1)
     t = np.linspace(0.0, s[-1], n)
     return np.column_stack([np.interp(t, s, points[:, k]) for k in range(3)])
+
+
+def _fmt_dirs(approach_of: dict[int, FloatArray]) -> str:
+    """The approach directions of faces, for messages: '(0, 0, 1)' or 'face 3 (1, 0, 0), face 4 ...'."""
+    vals = {tuple(np.round(np.asarray(v, float), 3)) for v in approach_of.values()}
+    if len(vals) == 1:
+        return "(" + ", ".join(f"{x:g}" for x in next(iter(vals))) + ")"
+    return ", ".join(f"face {i} (" + ", ".join(f"{x:g}" for x in np.round(v, 3)) + ")" for i, v in approach_of.items())
 
 
 def coverage_model(gen: Any) -> GeodesicPasses | None:

@@ -434,6 +434,18 @@ def check_part_size(part: Any, tool_radius: float, reach: float | None = None) -
     return size
 
 
+def toward_robot(X_BP: FloatArray) -> FloatArray:
+    """(3,) unit: the horizontal direction (in base_link, z up) from the part's origin to the robot's
+    base, expressed in the part frame (the approach ``auto`` takes for faces all round a vertical
+    axis); the part frame's -x when the part sits over the base."""
+    d = -np.asarray(X_BP, dtype=float)[:3, 3].copy()
+    d[2] = 0.0
+    if not np.linalg.norm(d) > 1e-9:
+        d = X_BP[:3, :3] @ np.array([-1.0, 0.0, 0.0])
+    d_P = X_BP[:3, :3].T @ d
+    return d_P / np.linalg.norm(d_P)
+
+
 def default_face(part: Any) -> int:
     """The face to grind when none is named: the largest face looking up (+z of the part frame)."""
     if part.is_mesh:
@@ -509,7 +521,7 @@ def plan(
     t1 = time.perf_counter()
     from robot_grinding_sim.core.planning.passes import PassGenerator
 
-    gen = PassGenerator(part, face_list, pass_params)
+    gen = PassGenerator(part, face_list, pass_params, toward_robot(X_BP))
     clearance = _Clearance(part) if link_clearance_check else None
     passes, model, report = tool_coverage(gen, gen.generate(), clearance.prepared if clearance else None, tool.radius)
     t2 = time.perf_counter()

@@ -93,20 +93,22 @@ def _holes(outside: NDArray[np.bool_]) -> NDArray[np.bool_]:
 
 
 def build_mesh(part: Any, indices: list[int], h: float, min_normal_z: float = -1.0,
-               up: FloatArray | None = None) -> SurfaceMesh:
+               up: FloatArray | dict[int, FloatArray] | None = None) -> SurfaceMesh:
     """The mesh of faces ``indices`` of ``part`` (a CadPart) with edges about ``h`` m long.
 
     Args:
         min_normal_z: vertices whose outward normal has ``n . up`` below this are not active; a
             triangle is kept when any of its corners is active (inside the trimmed face and
             upward enough).
-        up: (3,) unit vector for ``min_normal_z`` (default: the part's z).
+        up: (3,) unit vector for ``min_normal_z`` (default: the part's z), or one per face index
+            (the approach direction of each face).
     """
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
     from scipy.spatial import cKDTree
 
-    up = np.array([0.0, 0.0, 1.0]) if up is None else np.asarray(up, dtype=float)
+    ups = up if isinstance(up, dict) else {i: np.array([0.0, 0.0, 1.0]) if up is None else np.asarray(up, float)
+                                            for i in indices}
     grids = []
     for _ in range(6):
         grids = [(_arc_nodes(part.face(i), h, True), _arc_nodes(part.face(i), h, False)) for i in indices]
@@ -126,7 +128,7 @@ def build_mesh(part: Any, indices: list[int], h: float, min_normal_z: float = -1
         finite = np.isfinite(P).all(axis=1)
         N = np.where(np.isfinite(N), N, 0.0)
         inside = face.contains(uv) & finite
-        upward = finite & (N @ up >= min_normal_z)
+        upward = finite & (N @ np.asarray(ups[fi], dtype=float) >= min_normal_z)
         active = inside & upward
         # holes (outside the face, not reaching the grid's border) stay in the mesh: distances run
         # across them as on the untrimmed surface, so a hole casts no cut into the passes behind it
@@ -156,7 +158,9 @@ def build_mesh(part: Any, indices: list[int], h: float, min_normal_z: float = -1
     N = np.vstack(nrm_l)
     T = np.vstack(tri_l)
     if not len(T):
-        raise PlanningError(f"faces {indices}: no part of the faces looks up (normal . up >= {min_normal_z})")
+        raise PlanningError(f"faces {indices}: no part of the faces faces the approach direction (outward normal . "
+                            f"approach >= {min_normal_z}); give another with passes.approach_direction "
+                            "(--approach-direction)")
     corner_uv = np.concatenate(uv_l)
     tri_face = np.concatenate(face_l)
     active = np.concatenate(act_l)
