@@ -170,3 +170,29 @@ def test_inside_of_a_bowl_is_planned() -> None:
     np.testing.assert_allclose(gen.approach, [0.0, 0.0, 1.0])
     m = sc.measure(shape, [face], [p.points for p in passes], STEP, MARGIN, n=170)
     assert m.coverage >= 0.98, f"coverage {m.coverage:.4f}"
+
+
+def test_cylinder_wall_plan_and_simulate_reach_the_target_force(tmp_path) -> None:
+    """End to end on the robot: `grinding plan` (force-target optimisation by simulation) and then
+    `grinding simulate --plan` on the wall of an upright cylinder written by OpenCascade (BREP, m):
+    the tool lies horizontal, and the simulated mean force on the pass is the target within 5 %."""
+    import json
+
+    from cli_runner import run
+    from OCP.BRepTools import BRepTools
+
+    BRepTools.Write_s(upright_cylinder(), str(tmp_path / "cyl.brep"))
+    face = _face(cad.CadPart(upright_cylinder()), "cylinder")
+    out = run("plan", "cyl.brep", "--unit", "m", "--face", str(face), "--max-passes", "1", "--pass-length", "0.01",
+              "--target-force", "6", "--out", "plan.json", "--json", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    data = json.loads((tmp_path / "plan.json").read_text())
+    n = np.array([w["normal"] for w in data["passes"][0]["waypoints"]])
+    assert np.abs(n[:, 2]).max() < 1e-9 and n[:, 0].max() < -0.9  # the wall's side towards the robot
+    assert data["collision"]["min_clearance_m"] > 0.0  # no collision (the plan would be refused)
+    assert abs(data["force_target"]["predicted_mean_force_n"][0] - 6.0) <= 0.05 * 6.0
+    sim = run("simulate", "--plan", "plan.json", "--out", "run", "--json", cwd=tmp_path)
+    assert sim.returncode == 0, sim.stderr
+    summary = json.loads(sim.stdout)
+    assert summary["all_within_tolerance"]
+    assert abs(summary["passes"][0]["mean_n"] - 6.0) <= 0.05 * 6.0

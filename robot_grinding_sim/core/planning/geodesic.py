@@ -40,7 +40,7 @@ from numpy.typing import NDArray
 
 from robot_grinding_sim.core.errors import PlanningError
 from robot_grinding_sim.core.planning import fast_marching as fm
-from robot_grinding_sim.core.planning.surface_mesh import SurfaceMesh, build_mesh
+from robot_grinding_sim.core.planning.surface_mesh import SurfaceMesh, build_mesh, build_triangle_mesh
 from robot_grinding_sim.core.planning.waypoints import Pass, Piece, exact_waypoints, flip, length, project_exact
 
 FloatArray = NDArray[np.float64]
@@ -96,15 +96,14 @@ class GeodesicPasses:
     """
 
     def __init__(self, gen: Any, distance: bool = True) -> None:
-        if gen.part.is_mesh:
-            raise PlanningError("the geodesic generator works on CAD faces; use the raster generator on meshes")
         self.gen = gen
         self.p = gen.params
         s = self.p.stepover
         h = min(s / 3.0, max(self.p.spacing, s / 6.0), MAX_EDGE)
         approach_of = getattr(gen, "approach_of", None) or {i: np.array([0.0, 0.0, 1.0]) for i in gen.indices}
         self.approach_of = approach_of
-        self.mesh: SurfaceMesh = build_mesh(gen.part, gen.indices, h, MIN_NORMAL_Z, approach_of)
+        build = build_triangle_mesh if gen.part.is_mesh else build_mesh
+        self.mesh: SurfaceMesh = build(gen.part, gen.indices, h, MIN_NORMAL_Z, approach_of)
         # each vertex's approach direction: its face's (welded and shared vertices: one of them)
         self.vertex_approach = np.zeros((self.mesh.n, 3))
         T = self.mesh.triangles
@@ -372,7 +371,8 @@ class GeodesicPasses:
             sel = face == fi
             f = self.gen.part.face(int(fi))
             inside[sel] = f.contains(uv[sel])
-            nz[sel] = f.derivatives(uv[sel, 0], uv[sel, 1]).normals @ self.approach_of[int(fi)]
+            n = f.closest(pts[sel])[1] if f.is_mesh else f.derivatives(uv[sel, 0], uv[sel, 1]).normals
+            nz[sel] = n @ self.approach_of[int(fi)]
         val = np.minimum(val, (np.nan_to_num(nz, nan=-1.0) - MIN_NORMAL_Z) * self.p.stepover)
         return np.where(inside, val, -np.inf)
 
@@ -510,9 +510,7 @@ def _fmt_dirs(approach_of: dict[int, FloatArray]) -> str:
 
 
 def coverage_model(gen: Any) -> GeodesicPasses | None:
-    """The mesh and region of a generator's faces, to measure any passes' coverage (None on meshes)."""
-    if gen.part.is_mesh:
-        return None
+    """The mesh and region of a generator's faces, to measure any passes' coverage (CAD or mesh faces)."""
     return GeodesicPasses(gen, distance=False)
 
 

@@ -35,9 +35,7 @@ own in the result, with the row index of the cutting plane (or iso value) it bel
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -174,12 +172,6 @@ class PassGenerator:
         self.toward_robot = np.array([-1.0, 0.0, 0.0]) if toward_robot is None else \
             np.asarray(toward_robot, dtype=float) / np.linalg.norm(toward_robot)
         params = validate_pass_parameters(params)
-        if params.generator == "geodesic" and part.is_mesh:
-            # the geodesic generator meshes exact CAD faces; a mesh part has none: plane slicing,
-            # said where it happens (the cell's default is geodesic)
-            warnings.warn(f"{getattr(part, 'source', 'the part')}: a mesh has no CAD faces for the geodesic "
-                          "generator; raster passes (plane slicing) instead", stacklevel=2)
-            params = dataclasses.replace(params, generator="raster")
         self.params = params
         if not indices:
             raise InputError("no face selected")
@@ -212,8 +204,9 @@ class PassGenerator:
         nrm, wts = [], []
         for f in faces:
             if f.is_mesh:
-                nrm.append(f.normals_sample() if hasattr(f, "normals_sample") else f.up()[None])
-                wts.append(np.full(len(nrm[-1]), f.area / len(nrm[-1])))
+                fn, fw = f.normal_samples()
+                nrm.append(fn)
+                wts.append(fw)
                 continue
             u0, u1, v0, v1 = f.uv_bounds
             uu, vv = np.meshgrid(np.linspace(u0, u1, n), np.linspace(v0, v1, n), indexing="ij")

@@ -210,3 +210,96 @@ def build_mesh(part: Any, indices: list[int], h: float, min_normal_z: float = -1
             links = pairs[vf[pairs[:, 0]] != vf[pairs[:, 1]]]
     return SurfaceMesh(points, normals, T.astype(np.int64), corner_uv, tri_face, links.astype(np.int64), area,
                        act, ins, h)
+
+
+def build_triangle_mesh(part: Any, indices: list[int], h: float, min_normal_z: float = -1.0,
+                        up: dict[int, FloatArray] | None = None) -> SurfaceMesh:
+    """The :class:`SurfaceMesh` of faces ``indices`` of a mesh part (a
+    :class:`~robot_grinding_sim.core.geometry.mesh_part.MeshPart`): each face's triangles split
+    until no edge is longer than ``h`` (the points stay on the part's triangles), normals
+    interpolated from the face's own vertex normals (not averaged across the sharp edges around
+    it), vertices that coincide welded, adjacent faces linked across their shared edges like
+    :func:`build_mesh`'s grids. ``corner_uv`` is zero (a mesh has no surface parameters).
+    ``min_normal_z``/``up``: as in :func:`build_mesh` (a triangle with no corner facing ``up``
+    enough is left out)."""
+    import trimesh
+    from scipy.spatial import cKDTree
+
+    ups = up or {i: np.array([0.0, 0.0, 1.0]) for i in indices}
+    for _ in range(6):  # the spacing grows until the vertex count is bounded
+        total = sum(part.face(i).area for i in indices) / (0.43 * h * h)
+        if total <= MAX_VERTICES:
+            break
+        h *= math.sqrt(total / MAX_VERTICES) * 1.05
+    pts_l, nrm_l, tri_l, face_l = [], [], [], []
+    offset = 0
+    for fi in indices:
+        face = part.face(fi)
+        m = face.mesh
+        V, Fc, src = trimesh.remesh.subdivide_to_size(np.asarray(m.vertices), np.asarray(m.faces), h,
+                                                      max_iter=40, return_index=True)
+        V, Fc = np.asarray(V, dtype=float), np.asarray(Fc, dtype=np.int64)
+        # each new vertex's normal: barycentric on the original triangle it came from
+        N = np.zeros_like(V)
+        orig = np.asarray(m.triangles)[src]  # (t, 3, 3)
+        vn = np.asarray(m.vertex_normals)[np.asarray(m.faces)[src]]  # (t, 3, 3)
+        for c in range(3):
+            bary = trimesh.triangles.points_to_barycentric(orig, V[Fc[:, c]])
+            N[Fc[:, c]] = np.einsum("kj,kjc->kc", bary, vn)
+        N /= np.maximum(np.linalg.norm(N, axis=1, keepdims=True), 1e-300)
+        facing = N @ np.asarray(ups[fi], dtype=float) >= min_normal_z
+        keep = facing[Fc].any(axis=1)
+        pts_l.append(V)
+        nrm_l.append(N)
+        tri_l.append(Fc[keep] + offset)
+        face_l.append(np.full(int(keep.sum()), fi, dtype=np.int64))
+        offset += len(V)
+    P, N, T = np.vstack(pts_l), np.vstack(nrm_l), np.vstack(tri_l)
+    tri_face = np.concatenate(face_l)
+    if not len(T):
+        raise PlanningError(f"faces {indices}: no part of the faces faces the approach direction (outward normal . "
+                            f"approach >= {min_normal_z}); give another with passes.approach_direction "
+                            "(--approach-direction)")
+    # weld coincident vertices (one face's subdivision), drop unused ones
+    used = np.zeros(len(P), dtype=bool)
+    used[T.ravel()] = True
+    key = np.round(P / max(1e-9, 1e-6 * h)).astype(np.int64)
+    _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    inv = inv.ravel()
+    # vertices of different faces at the same place stay apart (their normals differ across a sharp
+    # edge): weld only within a face
+    vf = np.full(len(P), -1, dtype=np.int64)
+    vf[T.ravel()] = np.repeat(tri_face, 3)
+    comb = inv * (max(indices) + 2) + (vf + 1)
+    _, inv2 = np.unique(comb, return_inverse=True)
+    inv2 = inv2.ravel()
+    ids = np.flatnonzero(used)
+    label = np.full(len(P), -1, dtype=np.int64)
+    uniq, lab = np.unique(inv2[ids], return_inverse=True)
+    label[ids] = lab.ravel()
+    n_new = len(uniq)
+    points = np.zeros((n_new, 3))
+    points[label[ids]] = P[ids]
+    normals = np.zeros((n_new, 3))
+    np.add.at(normals, label[ids], N[ids])
+    normals /= np.maximum(np.linalg.norm(normals, axis=1, keepdims=True), 1e-300)
+    T = label[T]
+    good = (T[:, 0] != T[:, 1]) & (T[:, 1] != T[:, 2]) & (T[:, 0] != T[:, 2])
+    T, tri_face = T[good], tri_face[good]
+    cross = np.cross(points[T[:, 1]] - points[T[:, 0]], points[T[:, 2]] - points[T[:, 0]])
+    tri_area = 0.5 * np.linalg.norm(cross, axis=1)
+    area = np.zeros(n_new)
+    np.add.at(area, T.ravel(), np.repeat(tri_area / 3.0, 3))
+    active = np.zeros(n_new, dtype=bool)
+    for fi in indices:
+        sel = np.unique(T[tri_face == fi].ravel())
+        active[sel] |= normals[sel] @ np.asarray(ups[fi], dtype=float) >= min_normal_z
+    links = np.zeros((0, 2), dtype=np.int64)
+    if len(indices) > 1:
+        vfn = np.full(n_new, -1, dtype=np.int64)
+        vfn[T.ravel()] = np.repeat(tri_face, 3)
+        pairs = cKDTree(points).query_pairs(1.3 * h, output_type="ndarray")
+        if len(pairs):
+            links = pairs[vfn[pairs[:, 0]] != vfn[pairs[:, 1]]]
+    return SurfaceMesh(points, normals, T.astype(np.int64), np.zeros((len(T), 3, 2)), tri_face,
+                       links.astype(np.int64), area, active, np.ones(n_new, dtype=bool), h)
