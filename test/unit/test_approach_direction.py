@@ -186,6 +186,11 @@ def test_cylinder_wall_plan_and_simulate_reach_the_target_force(tmp_path) -> Non
     out = run("plan", "cyl.brep", "--unit", "m", "--face", str(face), "--max-passes", "1", "--pass-length", "0.01",
               "--target-force", "6", "--out", "plan.json", "--json", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
+    # progress into a log even with --json (stderr is not a terminal here), the JSON alone on stdout
+    assert f"grinding plan: passes on faces [{face}]" in out.stderr and "approach direction (-1, 0, 0)" in out.stderr
+    assert "grinding plan: collision check" in out.stderr
+    summary = json.loads(out.stdout)
+    assert summary["coverage"]["excluded_m2"]["arm_cannot_reach"] == 0.0  # the job reaches every waypoint
     data = json.loads((tmp_path / "plan.json").read_text())
     n = np.array([w["normal"] for w in data["passes"][0]["waypoints"]])
     assert np.abs(n[:, 2]).max() < 1e-9 and n[:, 0].max() < -0.9  # the wall's side towards the robot
@@ -196,3 +201,26 @@ def test_cylinder_wall_plan_and_simulate_reach_the_target_force(tmp_path) -> Non
     summary = json.loads(sim.stdout)
     assert summary["all_within_tolerance"]
     assert abs(summary["passes"][0]["mean_n"] - 6.0) <= 0.05 * 6.0
+
+
+def test_coverage_is_reported_against_the_whole_face_with_what_is_left_out() -> None:
+    """Honest coverage (issue 24 item 5): the upright cylinder's wall, r 50 mm, h 80 mm, approached
+    from -x: half of it faces away (pi r h), a band of 2 x margin along the two rims of the other
+    half lies within the margin (pi r 2 m), the ball touches all the rest; the arm is not checked
+    without a robot. The areas are the analytic ones."""
+    shape = upright_cylinder()
+    part = cad.CadPart(shape)
+    face = _face(part, "cylinder")
+    plan = planner.plan(part, [face], PassParameters(stepover=STEP, spacing=SPACING, margin=MARGIN), robot=None,
+                        workpiece_pose=(0.7, 0.0, 0.0, 0.0, 0.0, 0.0))
+    c = plan.coverage
+    r, h = 0.05, 0.08
+    assert c.face_area == pytest.approx(2 * math.pi * r * h, rel=1e-6)
+    assert c.away_area == pytest.approx(math.pi * r * h, rel=0.03)
+    assert c.margin_area == pytest.approx(math.pi * r * 2 * MARGIN, rel=0.1)
+    assert c.area == pytest.approx(math.pi * r * (h - 2 * MARGIN), rel=0.02)
+    assert c.unreachable_area == 0.0 and c.arm_unreachable_area is None
+    assert c.coverage >= 0.98
+    assert c.coverage_of_face == pytest.approx(c.coverage * c.area / c.face_area, rel=1e-9)
+    d = c.as_dict()
+    assert d["excluded_m2"]["faces_away_from_the_approach"] == c.away_area and d["face_area_m2"] == c.face_area

@@ -79,11 +79,34 @@ class CoverageReport:
     uncovered: FloatArray
     unreachable_area: float = 0.0  # m^2 of the region the ball cannot touch without cutting in (gouge.py)
     tool_reach: dict[str, Any] | None = None  # the waypoints taken out for that (gouge.drop_gouging)
+    # the whole selected faces and what is left out of the region measured above (m^2): ``face_area``
+    # = ``area`` + ``unreachable_area`` (the tool cannot touch without cutting the part) +
+    # ``away_area`` (faces away from the approach) + ``margin_area`` (within the margin of the
+    # boundary); ``arm_unreachable_area``: the arm cannot reach (None: not checked, no robot)
+    face_area: float | None = None
+    away_area: float = 0.0
+    margin_area: float = 0.0
+    arm_unreachable_area: float | None = None
+
+    @property
+    def covered_area(self) -> float:
+        """m^2 of the region within the cover radius of a pass."""
+        return self.area - self.uncovered_area
+
+    @property
+    def coverage_of_face(self) -> float | None:
+        """The covered share of the whole selected faces (0..1), None when their area is not known."""
+        return None if not self.face_area else self.covered_area / self.face_area
 
     def as_dict(self) -> dict[str, Any]:
         out = {"coverage": self.coverage, "area_m2": self.area, "uncovered_area_m2": self.uncovered_area,
                "worst_gap_m": self.worst_gap, "radius_stepovers": COVER_RADIUS,
-               "unreachable_area_m2": self.unreachable_area}
+               "unreachable_area_m2": self.unreachable_area, "face_area_m2": self.face_area,
+               "coverage_of_face": self.coverage_of_face,
+               "excluded_m2": {"faces_away_from_the_approach": self.away_area,
+                               "within_the_margin": self.margin_area,
+                               "tool_cannot_touch_without_cutting_the_part": self.unreachable_area,
+                               "arm_cannot_reach": self.arm_unreachable_area}}
         return out if self.tool_reach is None else {**out, "tool_reach": self.tool_reach}
 
 
@@ -127,9 +150,26 @@ class GeodesicPasses:
         of it the tool reaches when ``reach`` ((n,) bool, gouge.py) is set."""
         reach = getattr(self, "reach", None)
         if reach is None:
-            return mesh_coverage(self.mesh, self.region, polylines, self.p.stepover)[0]
+            return self.account(mesh_coverage(self.mesh, self.region, polylines, self.p.stepover)[0])
         report = mesh_coverage(self.mesh, self.region & reach, polylines, self.p.stepover)[0]
         report.unreachable_area = float(self.mesh.area[self.region & ~reach].sum())
+        return self.account(report)
+
+    def account(self, report: CoverageReport) -> CoverageReport:
+        """``report`` with the whole faces' area and the parts left out of its region (see
+        :class:`CoverageReport`): the faces' own area (exact on CAD faces, the triangles' on a
+        mesh), the mesh's area inside the faces facing the approach, the margin band within it."""
+        m = self.mesh
+        facing = np.einsum("ij,ij->i", np.nan_to_num(m.normals), self.vertex_approach)
+        b = self.gen.boundary.distance_below(m.points, self.p.margin + 3.0 * m.h)
+        inside = np.where(m.inside, b, -b)  # signed distance to the faces' boundary, m (> 0 inside)
+        face_area = float(sum(self.gen.part.face(i).area for i in self.gen.indices))
+        # areas where the linear interpolation of a vertex value is positive: no half-cell bias at
+        # the edges as a sum of vertex areas has
+        toward = area_above(m, np.minimum(inside, facing * self.p.stepover))
+        report.face_area = face_area
+        report.away_area = max(0.0, face_area - toward)
+        report.margin_area = max(0.0, toward - area_above(m, self.value))
         return report
 
     # -- region and distance field ----------------------------------------------------------------
@@ -491,6 +531,34 @@ def mesh_coverage(mesh: SurfaceMesh, region: NDArray[np.bool_], polylines: list[
     area = float(w.sum())
     return CoverageReport(float(w[~bad].sum() / area) if area > 0 else 0.0, area, float(w[bad].sum()),
                           float(d.max()) if len(d) else 0.0, pts[bad]), gap
+
+
+def area_above(mesh: SurfaceMesh, value: FloatArray) -> float:
+    """m^2 of the mesh where the linear interpolation of ``value`` (n,) over each triangle is > 0."""
+    T = mesh.triangles
+    P = mesh.points
+    A = 0.5 * np.linalg.norm(np.cross(P[T[:, 1]] - P[T[:, 0]], P[T[:, 2]] - P[T[:, 0]]), axis=1)
+    v = np.nan_to_num(np.asarray(value, dtype=float)[T], nan=-1.0, posinf=1.0, neginf=-1.0)
+    v = np.clip(v, -1.0, 1.0)
+    pos = v > 0
+    k = pos.sum(axis=1)
+    frac = (k == 3).astype(float)
+    with np.errstate(all="ignore"):
+        one = k == 1  # the positive corner a: the corner triangle a^2 / ((a - b)(a - c))
+        if one.any():
+            vs = v[one]
+            i = np.argmax(vs, axis=1)
+            a = vs[np.arange(len(vs)), i]
+            o = np.sort(np.where(np.arange(3)[None, :] == i[:, None], np.inf, vs), axis=1)[:, :2]
+            frac[one] = a * a / ((a - o[:, 0]) * (a - o[:, 1]))
+        two = k == 2  # all but the negative corner's triangle
+        if two.any():
+            vs = v[two]
+            i = np.argmin(vs, axis=1)
+            c = vs[np.arange(len(vs)), i]
+            o = np.sort(np.where(np.arange(3)[None, :] == i[:, None], -np.inf, vs), axis=1)[:, 1:]
+            frac[two] = 1.0 - c * c / ((c - o[:, 0]) * (c - o[:, 1]))
+    return float(np.sum(A * np.nan_to_num(np.clip(frac, 0.0, 1.0))))
 
 
 def densify(points: FloatArray, step: float) -> FloatArray:

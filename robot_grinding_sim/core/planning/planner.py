@@ -239,6 +239,11 @@ class _Clearance:
         return out
 
 
+def clearance_of(part: Any) -> _Clearance:
+    """The part's distance query for linking moves (its tessellation at 0.2 mm)."""
+    return _Clearance(part)
+
+
 def clear_length(p: FloatArray, n: FloatArray, tool: ToolParameters, clearance: Any,
                  most: float = 10.0) -> float:
     """Length, m, of the approach or retreat from TCP p (3,) along the normal n (3,): ``tool.approach``,
@@ -263,7 +268,7 @@ def clear_length(p: FloatArray, n: FloatArray, tool: ToolParameters, clearance: 
 
 
 def build_moves(passes: list[Pass], tcp_pos: list[FloatArray], tcp_quat: list[FloatArray], tool: ToolParameters,
-                up: FloatArray, clearance: _Clearance | None) -> list[Move]:
+                up: FloatArray, clearance: _Clearance | None, over: dict[int, float] | None = None) -> list[Move]:
     """Approach, pass, retreat and linking moves (part frame) for ``passes`` in order.
 
     Approach and retreat run along the normal at the pass ends over ``tool.approach``, or further
@@ -274,6 +279,10 @@ def build_moves(passes: list[Pass], tcp_pos: list[FloatArray], tcp_quat: list[Fl
     pointing down, then to the next pass's orientation: never through an upward-pointing tool the
     arm cannot reach), and comes down with the next pass's orientation (a tool axis swinging round
     near a wrapped part sweeps the tool's head through it even where the ball stays clear).
+
+    ``over``: {pass index: extra height, m}: the link to that pass goes over the part whatever the
+    rule above says, its top that much above the safe height (:func:`search_links`: where the
+    robot's collision check found the link hitting the part).
     """
     moves: list[Move] = []
     step = max(0.25 * tool.clearance, 1e-3)
@@ -289,7 +298,11 @@ def build_moves(passes: list[Pass], tcp_pos: list[FloatArray], tcp_quat: list[Fl
         if prev_end is not None:
             tilt = _axis_angle(prev_end[1], quat[0])
             out = np.vstack([prev_end[2], p.normals[0]])
-            link, top = _link(prev_end[0], a_start, step, tool, up, clearance, safe_h, tilt, out)
+            extra = (over or {}).get(p.index)
+            if extra is None or safe_h is None:
+                link, top = _link(prev_end[0], a_start, step, tool, up, clearance, safe_h, tilt, out)
+            else:
+                link, top = _link(prev_end[0], a_start, step, tool, up, clearance, safe_h + extra, math.pi, out)
             alt = None
             if top is None and clearance is not None and safe_h is not None:
                 alt = detour(prev_end[0], a_start, prev_end[1], quat[0], out, up, safe_h, clearance.distance,
@@ -479,6 +492,7 @@ def plan(
     process: config.ProcessConfig | None = None,
     q_home: Any = config.RobotConfig.home,
     symmetric_tool: bool = True,
+    on_stage: Any = None,
 ) -> Plan:
     """Plan grinding passes on a part and, with a robot, the job's joint trajectory.
 
@@ -498,6 +512,8 @@ def plan(
         symmetric_tool: the tool is symmetric about its axis (a ball): with no lead or tilt, a
             pass keeps the tool roll of the one before (x along or against the travel), so
             zigzag passes do not turn the wrist by half a turn on every link.
+        on_stage: called with a line on each stage's progress (``grinding plan`` prints them: a
+            large part takes minutes here).
 
     Raises:
         InputError: bad parameters, file, face index.
@@ -522,10 +538,17 @@ def plan(
     t1 = time.perf_counter()
     from robot_grinding_sim.core.planning.passes import PassGenerator
 
+    say = on_stage or (lambda msg: None)
     gen = PassGenerator(part, face_list, pass_params, toward_robot(X_BP))
+    a = np.round(gen.approach, 3)
+    say(f"passes on faces {face_list} ({sum(part.face(f).area for f in face_list) * 1e6:.0f} mm^2), approach "
+        f"direction ({a[0]:g}, {a[1]:g}, {a[2]:g})")
     clearance = _Clearance(part) if link_clearance_check else None
-    passes, model, report = tool_coverage(gen, gen.generate(), clearance.prepared if clearance else None, tool.radius)
+    generated = gen.generate()
+    say(f"{len(generated)} passes; where the tool can touch without cutting the part")
+    passes, model, report = tool_coverage(gen, generated, clearance.prepared if clearance else None, tool.radius)
     t2 = time.perf_counter()
+    say(f"tool poses and the links between {len(passes)} passes")
     result = Plan(str(getattr(part, "source", source)), getattr(part, "unit", "m"), face_list, gen.params, tool,
                   passes, [], [], [], X_BP)
     result.up = gen.up
@@ -536,12 +559,13 @@ def plan(
     result.timings = {"load_s": t1 - t0, "passes_s": t2 - t1, "moves_s": t3 - t2}
     result.mesh = clearance.mesh if clearance is not None else None
     if robot is not None:
+        say("job trajectory and collision check")
         robot_stage(result, part, robot, process, q_home, check_collisions, clearance)
         result.timings["robot_s"] = time.perf_counter() - t3
     return result
 
 
-def _poses_and_moves(result: Plan, clearance: Any) -> None:
+def _poses_and_moves(result: Plan, clearance: Any, over: dict[int, float] | None = None) -> None:
     """TCP poses of every pass (with the roll rule of a symmetric tool) and the moves between them."""
     tool = result.tool
     tcp_pos, tcp_quat = [], []
@@ -556,7 +580,7 @@ def _poses_and_moves(result: Plan, clearance: Any) -> None:
         tcp_pos.append(pos)
         tcp_quat.append(Rotation.from_matrix(R).as_quat())
     result.tcp_positions, result.tcp_quaternions = tcp_pos, tcp_quat
-    result.moves = build_moves(result.passes, tcp_pos, tcp_quat, tool, result.up, clearance)
+    result.moves = build_moves(result.passes, tcp_pos, tcp_quat, tool, result.up, clearance, over)
 
 
 def crop_pass(p: Pass, face_of: Any, length: float) -> Pass:
@@ -609,6 +633,63 @@ def crop_plan(result: Plan, part: Any, max_passes: int | None = None, pass_lengt
     return out
 
 
+#: a link that still hits the part when it goes over it is lifted this much higher each time, m
+LINK_LIFT = 0.05
+#: the most links made again, over the part and higher, before the job is refused
+MAX_LINK_TRIES = 8
+
+
+def search_links(result: Plan, model: Any, mesh: Any, clearance: Any, rebuild: Any,
+                 tries: int = MAX_LINK_TRIES) -> dict[str, Any]:
+    """The job's collision check (:func:`check_trajectory_collisions`), searching a collision-free
+    way for a link between passes that hits the part: the link is made again over the part (lift
+    along "up", go over at the safe height, come down), then higher by :data:`LINK_LIFT` each time,
+    until the trajectory is clear, at most ``tries`` remakes in all; ``rebuild()`` makes the job
+    trajectory again from ``result``'s moves (stored in ``result.trajectory``).
+
+    Returns the collision report of the trajectory kept (``links_over_the_part``: {pass index: extra
+    height m} of the links made again). Raises PlanningError, one line naming the move, the robot
+    link and what would fix it, when a contact move (approach, dwell, pass, retreat) hits the part
+    or no link is found.
+    """
+    over: dict[int, float] = {}
+    for attempt in range(tries + 1):
+        try:
+            report = check_trajectory_collisions(model, result.trajectory, mesh, result.workpiece_pose)
+        except PlanningError as exc:
+            where = getattr(exc, "where", None)
+            if where is None:
+                raise
+            if where["move"] != "link":
+                raise PlanningError(
+                    f"{exc}: the {where['link']} reaches into the part while the tool works on pass "
+                    f"{where['pass_index']}; turn the part (workpiece.pose, --place auto), tilt the tool "
+                    "(--lead, --tilt) or give another approach direction (--approach-direction)") from None
+            k = int(where["pass_index"])
+            if clearance is None or attempt == tries:
+                tried = "" if k not in over else \
+                    f" (tried over the part up to {over[k] * 1e3:.0f} mm above its safe height)"
+                raise PlanningError(
+                    f"{exc}: no collision-free link to pass {k} found{tried}; move the part (workpiece.pose, "
+                    "--place auto), raise process.clearance, or grind the passes on either side as separate "
+                    "jobs (--max-passes, --face)") from None
+            over[k] = over.get(k, -LINK_LIFT) + LINK_LIFT
+            _poses_and_moves(result, clearance, over)
+            result.trajectory = rebuild()
+            continue
+        if over:
+            report["links_over_the_part"] = {str(k): v for k, v in sorted(over.items())}
+        return report
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def arm_reaches_every_waypoint(result: Plan) -> None:
+    """Record in the plan's coverage that the arm reaches all of it: a job trajectory was made
+    through every waypoint (an unreachable one refuses the job), so no area is left out for the arm."""
+    if result.coverage is not None and result.trajectory is not None:
+        result.coverage.arm_unreachable_area = 0.0
+
+
 def robot_stage(result: Plan, part: Any, robot: Any, process: config.ProcessConfig | None = None,
                 q_home: Any = config.RobotConfig.home, check_collisions: bool = True, clearance: Any = None,
                 offsets: Any = None) -> None:
@@ -628,9 +709,15 @@ def robot_stage(result: Plan, part: Any, robot: Any, process: config.ProcessConf
     result.trajectory = traj
     result.offsets = offsets
     result.reachability = tr.reachability(model, traj)
+    arm_reaches_every_waypoint(result)
     if check_collisions:
         mesh = clearance.mesh if clearance is not None else part.tessellate(deflection=2e-4)
-        result.collision = check_trajectory_collisions(model, traj, mesh, result.workpiece_pose)
+
+        def rebuild() -> Any:
+            return tr.build_job_trajectory(model, tr.job_paths(result), process, offsets,
+                                           result.tool.penetration, np.asarray(q_home, dtype=float))
+
+        result.collision = search_links(result, model, mesh, clearance, rebuild)
 
 
 __all__ = [
