@@ -33,14 +33,14 @@ def upright_cylinder(r: float = 0.05, h: float = 0.08):
     return BRepPrimAPI_MakeCylinder(gp_Ax2(gp_Pnt(0.0, 0.0, 0.0), gp_Dir(0.0, 0.0, 1.0)), r, h).Shape()
 
 
-def bowl():
-    """A 140 x 140 x 60 mm block with a spherical cavity (r 55 mm, 50 mm deep) cut into its top."""
+def bowl(radius: float = 0.055, depth: float = 0.05):
+    """A 140 x 140 x 60 mm block with a spherical cavity (``radius``, ``depth`` deep) cut into its top."""
     from OCP.BRepAlgoAPI import BRepAlgoAPI_Cut
     from OCP.BRepPrimAPI import BRepPrimAPI_MakeBox, BRepPrimAPI_MakeSphere
     from OCP.gp import gp_Pnt
 
     box = BRepPrimAPI_MakeBox(gp_Pnt(-0.07, -0.07, 0.0), 0.14, 0.14, 0.06).Shape()
-    sphere = BRepPrimAPI_MakeSphere(gp_Pnt(0.0, 0.0, 0.065), 0.055).Shape()
+    sphere = BRepPrimAPI_MakeSphere(gp_Pnt(0.0, 0.0, 0.06 - depth + radius), radius).Shape()
     return BRepAlgoAPI_Cut(box, sphere).Shape()
 
 
@@ -172,28 +172,35 @@ def test_inside_of_a_bowl_is_planned() -> None:
     assert m.coverage >= 0.98, f"coverage {m.coverage:.4f}"
 
 
-def test_cylinder_wall_plan_and_simulate_reach_the_target_force(tmp_path) -> None:
+@pytest.mark.parametrize("what", ["cylinder wall", "bowl"])
+def test_plan_and_simulate_reach_the_target_force(tmp_path, what: str) -> None:
     """End to end on the robot: `grinding plan` (force-target optimisation by simulation) and then
-    `grinding simulate --plan` on the wall of an upright cylinder written by OpenCascade (BREP, m):
-    the tool lies horizontal, and the simulated mean force on the pass is the target within 5 %."""
+    `grinding simulate --plan` on the wall of an upright cylinder (the tool lies horizontal) and in
+    a bowl (80 mm sphere, 25 mm deep: the first passes near its rim, the tool tilted 40 deg) written
+    by OpenCascade (BREP, m): the simulated mean force on the pass is the target within 5 %."""
     import json
 
     from cli_runner import run
     from OCP.BRepTools import BRepTools
 
-    BRepTools.Write_s(upright_cylinder(), str(tmp_path / "cyl.brep"))
-    face = _face(cad.CadPart(upright_cylinder()), "cylinder")
+    shape = upright_cylinder() if what == "cylinder wall" else bowl(0.08, 0.025)
+    BRepTools.Write_s(shape, str(tmp_path / "cyl.brep"))
+    face = _face(cad.CadPart(shape), "cylinder" if what == "cylinder wall" else "sphere")
     out = run("plan", "cyl.brep", "--unit", "m", "--face", str(face), "--max-passes", "1", "--pass-length", "0.01",
               "--target-force", "6", "--out", "plan.json", "--json", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     # progress into a log even with --json (stderr is not a terminal here), the JSON alone on stdout
-    assert f"grinding plan: passes on faces [{face}]" in out.stderr and "approach direction (-1, 0, 0)" in out.stderr
+    approach = "(-1, 0, 0)" if what == "cylinder wall" else "(0, 0, 1)"
+    assert f"grinding plan: passes on faces [{face}]" in out.stderr and f"approach direction {approach}" in out.stderr
     assert "grinding plan: collision check" in out.stderr
     summary = json.loads(out.stdout)
     assert summary["coverage"]["excluded_m2"]["arm_cannot_reach"] == 0.0  # the job reaches every waypoint
     data = json.loads((tmp_path / "plan.json").read_text())
     n = np.array([w["normal"] for w in data["passes"][0]["waypoints"]])
-    assert np.abs(n[:, 2]).max() < 1e-9 and n[:, 0].max() < -0.9  # the wall's side towards the robot
+    if what == "cylinder wall":
+        assert np.abs(n[:, 2]).max() < 1e-9 and n[:, 0].max() < -0.9  # the wall's side towards the robot
+    else:
+        assert n[:, 2].min() > 0.5  # inside the bowl: the outward normal (out of the material) looks up
     assert data["collision"]["min_clearance_m"] > 0.0  # no collision (the plan would be refused)
     assert abs(data["force_target"]["predicted_mean_force_n"][0] - 6.0) <= 0.05 * 6.0
     sim = run("simulate", "--plan", "plan.json", "--out", "run", "--json", cwd=tmp_path)

@@ -18,7 +18,7 @@ import pytest
 from robot_grinding_sim.core import config
 from robot_grinding_sim.core.errors import PlanningError
 from robot_grinding_sim.core.geometry import parts
-from robot_grinding_sim.core.planning import planner
+from robot_grinding_sim.core.planning import links, planner
 from robot_grinding_sim.core.planning import trajectory as tr
 from robot_grinding_sim.core.planning.passes import PassParameters
 
@@ -46,6 +46,11 @@ def _rebuild(res, model):
     return rebuild
 
 
+def _search(res, model, mesh, part, **kw):
+    return links.search_links(res, model, mesh, planner.remake_links(res, planner.clearance_of(part)),
+                              _rebuild(res, model), **kw)
+
+
 def _with_box(part, centre, size):
     box = trimesh.creation.box(extents=size)
     box.apply_translation(centre)
@@ -62,10 +67,10 @@ def test_a_link_that_hits_is_made_again_over_the_part(job) -> None:
         planner.check_trajectory_collisions(model, res.trajectory, mesh, res.workpiece_pose)
     passes_before = [s for s in res.trajectory.segments if s["kind"] == "pass"]
     q_pass = [res.trajectory.positions[s["start"]:s["stop"]] for s in passes_before]
-    report = planner.search_links(res, model, mesh, planner.clearance_of(part), _rebuild(res, model))
+    report = _search(res, model, mesh, part)
     # over the part at its safe height the ball still meets the box (its centre 45 mm up, the box
     # 36..44 mm): one lift more clears it
-    assert report["links_over_the_part"] == {"1": pytest.approx(planner.LINK_LIFT)}
+    assert report["links_over_the_part"] == {"1": pytest.approx(links.LINK_LIFT)}
     planner.check_trajectory_collisions(model, res.trajectory, mesh, res.workpiece_pose)  # clear: no raise
     link = next(m for m in res.moves if m.kind == "link")
     assert link.positions[:, 2].max() >= mid[2] + 0.004 + res.tool.radius
@@ -82,7 +87,7 @@ def test_no_link_found_is_one_line_naming_the_move_and_the_fix(job) -> None:
     mid = link.positions[len(link.positions) // 2]
     mesh = _with_box(part, mid + [0.0, 0.0, 0.03], (0.006, 0.006, 0.06))  # a post up to 60 mm above the link
     with pytest.raises(PlanningError) as e:
-        planner.search_links(res, model, mesh, planner.clearance_of(part), _rebuild(res, model), tries=2)
+        _search(res, model, mesh, part, tries=2)
     msg = str(e.value)
     assert "\n" not in msg
     assert "link move of pass 1" in msg and "no collision-free link to pass 1 found" in msg
@@ -96,6 +101,6 @@ def test_a_contact_move_that_hits_is_refused_with_the_fix(job) -> None:
     mid = grind.positions[len(grind.positions) // 2]
     mesh = _with_box(part, mid + [0.0, 0.0, 0.06], (0.02, 0.02, 0.02))  # in the spindle's way on pass 0
     with pytest.raises(PlanningError) as e:
-        planner.search_links(res, model, mesh, planner.clearance_of(part), _rebuild(res, model))
+        _search(res, model, mesh, part)
     msg = str(e.value)
     assert "\n" not in msg and "while the tool works on pass" in msg and "--approach-direction" in msg

@@ -57,6 +57,7 @@ def plan_job(cell: CellConfig, optimise: bool | None = None, max_passes: int | N
     planner.arm_reaches_every_waypoint(result)
     if check_collisions:
         # the trajectory written (with the optimised offsets, if any) is the one checked
+        from robot_grinding_sim.core.planning.links import search_links
         from robot_grinding_sim.core.planning.trajectory import job_paths
 
         if mesh is None:
@@ -69,8 +70,8 @@ def plan_job(cell: CellConfig, optimise: bool | None = None, max_passes: int | N
 
         if on_stage:
             on_stage("collision check")
-        result.collision = planner.search_links(result, setup.model, mesh, planner.clearance_of(setup.part),
-                                                rebuild)
+        result.collision = search_links(result, setup.model, mesh,
+                                        planner.remake_links(result, planner.clearance_of(setup.part)), rebuild)
         if "links_over_the_part" in result.collision:
             result.reachability = reachability(setup.model, result.trajectory)
     return result

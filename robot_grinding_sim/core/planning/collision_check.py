@@ -133,7 +133,7 @@ def check_trajectory_collisions(model: Any, traj: Any, mesh: Any, X_BP: FloatArr
                     at = where_text(seg, i - seg["start"])
                     err = PlanningError(f"collision: robot link {n.split('#')[0]} touches the part at {at} "
                                         f"(trajectory sample {i}, t = {traj.times[i]:.3f} s)")
-                    # where, for a caller that can make the move again (planner.search_links)
+                    # where, for a caller that can make the move again (links.search_links)
                     err.where = {"move": seg["kind"], "pass_index": int(seg["pass_index"]),  # type: ignore[attr-defined]
                                  "link": n.split("#")[0], "sample": i}
                     raise err

@@ -40,7 +40,7 @@ from numpy.typing import NDArray
 
 from robot_grinding_sim.core.errors import PlanningError
 from robot_grinding_sim.core.planning import fast_marching as fm
-from robot_grinding_sim.core.planning.surface_mesh import SurfaceMesh, build_mesh, build_triangle_mesh
+from robot_grinding_sim.core.planning.surface_mesh import SurfaceMesh, area_above, build_mesh, build_triangle_mesh
 from robot_grinding_sim.core.planning.waypoints import Pass, Piece, exact_waypoints, flip, length, project_exact
 
 FloatArray = NDArray[np.float64]
@@ -531,34 +531,6 @@ def mesh_coverage(mesh: SurfaceMesh, region: NDArray[np.bool_], polylines: list[
     area = float(w.sum())
     return CoverageReport(float(w[~bad].sum() / area) if area > 0 else 0.0, area, float(w[bad].sum()),
                           float(d.max()) if len(d) else 0.0, pts[bad]), gap
-
-
-def area_above(mesh: SurfaceMesh, value: FloatArray) -> float:
-    """m^2 of the mesh where the linear interpolation of ``value`` (n,) over each triangle is > 0."""
-    T = mesh.triangles
-    P = mesh.points
-    A = 0.5 * np.linalg.norm(np.cross(P[T[:, 1]] - P[T[:, 0]], P[T[:, 2]] - P[T[:, 0]]), axis=1)
-    v = np.nan_to_num(np.asarray(value, dtype=float)[T], nan=-1.0, posinf=1.0, neginf=-1.0)
-    v = np.clip(v, -1.0, 1.0)
-    pos = v > 0
-    k = pos.sum(axis=1)
-    frac = (k == 3).astype(float)
-    with np.errstate(all="ignore"):
-        one = k == 1  # the positive corner a: the corner triangle a^2 / ((a - b)(a - c))
-        if one.any():
-            vs = v[one]
-            i = np.argmax(vs, axis=1)
-            a = vs[np.arange(len(vs)), i]
-            o = np.sort(np.where(np.arange(3)[None, :] == i[:, None], np.inf, vs), axis=1)[:, :2]
-            frac[one] = a * a / ((a - o[:, 0]) * (a - o[:, 1]))
-        two = k == 2  # all but the negative corner's triangle
-        if two.any():
-            vs = v[two]
-            i = np.argmin(vs, axis=1)
-            c = vs[np.arange(len(vs)), i]
-            o = np.sort(np.where(np.arange(3)[None, :] == i[:, None], -np.inf, vs), axis=1)[:, 1:]
-            frac[two] = 1.0 - c * c / ((c - o[:, 0]) * (c - o[:, 1]))
-    return float(np.sum(A * np.nan_to_num(np.clip(frac, 0.0, 1.0))))
 
 
 def densify(points: FloatArray, step: float) -> FloatArray:

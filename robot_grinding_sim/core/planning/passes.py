@@ -156,6 +156,18 @@ def polyline_distance(points: FloatArray, polyline: FloatArray) -> tuple[FloatAr
     return d[np.arange(len(points)), j], interior
 
 
+def toward_robot(X_BP: FloatArray) -> FloatArray:
+    """(3,) unit: the horizontal direction (in base_link, z up) from the part's origin to the robot's
+    base, expressed in the part frame (the approach ``auto`` takes for faces all round a vertical
+    axis); the part frame's -x when the part sits over the base."""
+    d = -np.asarray(X_BP, dtype=float)[:3, 3].copy()
+    d[2] = 0.0
+    if not np.linalg.norm(d) > 1e-9:
+        d = X_BP[:3, :3] @ np.array([-1.0, 0.0, 0.0])
+    d_P = X_BP[:3, :3].T @ d
+    return d_P / np.linalg.norm(d_P)
+
+
 #: the most waypoints a plan may have (estimated from the faces' area before any pass is made: a
 #: square metre at 5 mm stepover and 2 mm spacing is 100,000)
 MAX_WAYPOINTS = 2_000_000

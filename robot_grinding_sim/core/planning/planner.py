@@ -34,8 +34,9 @@ from robot_grinding_sim.core.contact import registry
 from robot_grinding_sim.core.errors import InputError, PlanningError
 from robot_grinding_sim.core.geometry import cad, mesh_part, parts
 from robot_grinding_sim.core.planning.collision_check import CONTACT_LINKS, check_trajectory_collisions
-from robot_grinding_sim.core.planning.links import detour, escape_leg, line_points
-from robot_grinding_sim.core.planning.passes import Pass, PassParameters, validate_pass_parameters
+from robot_grinding_sim.core.planning.links import detour, escape_leg, line_points, search_links
+from robot_grinding_sim.core.planning.part_size import MAX_PART_SIZE, REACH_FACTOR, check_part_size, robot_reach
+from robot_grinding_sim.core.planning.passes import Pass, PassParameters, toward_robot, validate_pass_parameters
 
 FloatArray = NDArray[np.float64]
 
@@ -404,61 +405,6 @@ def _link(a: FloatArray, b: FloatArray, step: float, tool: ToolParameters, up: F
     return np.vstack([legs[0][:-1], legs[1][:-1], legs[2]]), legs
 
 
-#: the largest part any robot cell grinds, m, when the robot is not known (10 x the reach of a
-#: large arm): a part larger than this is a unit mistake (millimetre numbers read as metres)
-MAX_PART_SIZE = 20.0
-#: with a robot: a part larger than this many times its reach is refused
-REACH_FACTOR = 10.0
-
-
-def robot_reach(model: Any) -> float:
-    """An upper bound of the arm's reach, m: the lengths of its chain (joint to joint, then to the tip
-    link) added up (UR10e with the ball tool: 1.86 m)."""
-    tip = np.asarray(model.chain.link_offset[model.tip_link])[:3, 3]
-    return float(np.linalg.norm(model.chain.p0, axis=1).sum() + np.linalg.norm(tip))
-
-
-def check_part_size(part: Any, tool_radius: float, reach: float | None = None) -> float:
-    """Refuse a part whose size does not fit a robot cell, before anything is meshed or planned.
-
-    The size is the longest side of the part's bounding box (m, after its file's unit was applied).
-    Too large: more than ``REACH_FACTOR`` x ``reach`` (the robot's, :func:`robot_reach`), or than
-    ``MAX_PART_SIZE`` without a robot. Too small: smaller than the tool's radius. Both are what a
-    wrong unit gives (a STEP file that declares metres around millimetre numbers is 1000 x too large).
-
-    Returns:
-        The size, m.
-
-    Raises:
-        InputError: naming the part, its size and the unit its file declares (or the caller stated).
-    """
-    lo, hi = (np.asarray(b, dtype=float) for b in part.bounds)
-    size = float(np.max(hi - lo))
-    unit = getattr(part, "unit", "m") or "m"
-    what = f"{getattr(part, 'source', 'the part')}: the part is {size:.4g} m across (its unit: {unit})"
-    limit = MAX_PART_SIZE if reach is None else REACH_FACTOR * reach
-    if not np.isfinite(size) or size > limit:
-        whose = "" if reach is None else f", {REACH_FACTOR:g} x the robot's reach of {reach:.3g} m"
-        raise InputError(f"{what}, larger than a robot cell grinds ({limit:.3g} m{whose}): is the length unit "
-                         "right? (millimetre numbers in a file that declares metres read 1000 x too large)")
-    if size < tool_radius:
-        raise InputError(f"{what}, smaller than the tool (radius {tool_radius:.4g} m): is the length unit right? "
-                         "(metre numbers in a file that declares millimetres read 1000 x too small)")
-    return size
-
-
-def toward_robot(X_BP: FloatArray) -> FloatArray:
-    """(3,) unit: the horizontal direction (in base_link, z up) from the part's origin to the robot's
-    base, expressed in the part frame (the approach ``auto`` takes for faces all round a vertical
-    axis); the part frame's -x when the part sits over the base."""
-    d = -np.asarray(X_BP, dtype=float)[:3, 3].copy()
-    d[2] = 0.0
-    if not np.linalg.norm(d) > 1e-9:
-        d = X_BP[:3, :3] @ np.array([-1.0, 0.0, 0.0])
-    d_P = X_BP[:3, :3].T @ d
-    return d_P / np.linalg.norm(d_P)
-
-
 def default_face(part: Any) -> int:
     """The face to grind when none is named: the largest face looking up (+z of the part frame)."""
     if part.is_mesh:  # the mesh's regions of smooth normal: area x mean normal z of the triangles
@@ -633,54 +579,10 @@ def crop_plan(result: Plan, part: Any, max_passes: int | None = None, pass_lengt
     return out
 
 
-#: a link that still hits the part when it goes over it is lifted this much higher each time, m
-LINK_LIFT = 0.05
-#: the most links made again, over the part and higher, before the job is refused
-MAX_LINK_TRIES = 8
-
-
-def search_links(result: Plan, model: Any, mesh: Any, clearance: Any, rebuild: Any,
-                 tries: int = MAX_LINK_TRIES) -> dict[str, Any]:
-    """The job's collision check (:func:`check_trajectory_collisions`), searching a collision-free
-    way for a link between passes that hits the part: the link is made again over the part (lift
-    along "up", go over at the safe height, come down), then higher by :data:`LINK_LIFT` each time,
-    until the trajectory is clear, at most ``tries`` remakes in all; ``rebuild()`` makes the job
-    trajectory again from ``result``'s moves (stored in ``result.trajectory``).
-
-    Returns the collision report of the trajectory kept (``links_over_the_part``: {pass index: extra
-    height m} of the links made again). Raises PlanningError, one line naming the move, the robot
-    link and what would fix it, when a contact move (approach, dwell, pass, retreat) hits the part
-    or no link is found.
-    """
-    over: dict[int, float] = {}
-    for attempt in range(tries + 1):
-        try:
-            report = check_trajectory_collisions(model, result.trajectory, mesh, result.workpiece_pose)
-        except PlanningError as exc:
-            where = getattr(exc, "where", None)
-            if where is None:
-                raise
-            if where["move"] != "link":
-                raise PlanningError(
-                    f"{exc}: the {where['link']} reaches into the part while the tool works on pass "
-                    f"{where['pass_index']}; turn the part (workpiece.pose, --place auto), tilt the tool "
-                    "(--lead, --tilt) or give another approach direction (--approach-direction)") from None
-            k = int(where["pass_index"])
-            if clearance is None or attempt == tries:
-                tried = "" if k not in over else \
-                    f" (tried over the part up to {over[k] * 1e3:.0f} mm above its safe height)"
-                raise PlanningError(
-                    f"{exc}: no collision-free link to pass {k} found{tried}; move the part (workpiece.pose, "
-                    "--place auto), raise process.clearance, or grind the passes on either side as separate "
-                    "jobs (--max-passes, --face)") from None
-            over[k] = over.get(k, -LINK_LIFT) + LINK_LIFT
-            _poses_and_moves(result, clearance, over)
-            result.trajectory = rebuild()
-            continue
-        if over:
-            report["links_over_the_part"] = {str(k): v for k, v in sorted(over.items())}
-        return report
-    raise AssertionError("unreachable")  # pragma: no cover
+def remake_links(result: Plan, clearance: Any) -> Any:
+    """``remake(over)`` for :func:`~robot_grinding_sim.core.planning.links.search_links`: the plan's
+    moves made again with those links over the part (None without the part's clearance)."""
+    return None if clearance is None else (lambda over: _poses_and_moves(result, clearance, over))
 
 
 def arm_reaches_every_waypoint(result: Plan) -> None:
@@ -717,20 +619,24 @@ def robot_stage(result: Plan, part: Any, robot: Any, process: config.ProcessConf
             return tr.build_job_trajectory(model, tr.job_paths(result), process, offsets,
                                            result.tool.penetration, np.asarray(q_home, dtype=float))
 
-        result.collision = search_links(result, model, mesh, clearance, rebuild)
+        result.collision = search_links(result, model, mesh, remake_links(result, clearance), rebuild)
 
 
 __all__ = [
     "CONTACT_LINKS",
+    "MAX_PART_SIZE",
+    "REACH_FACTOR",
     "Move",
     "Plan",
     "PassParameters",
     "PlanningError",
     "ToolParameters",
     "build_moves",
+    "check_part_size",
     "check_trajectory_collisions",
     "default_face",
     "plan",
     "pose_matrix",
+    "robot_reach",
     "tcp_frames",
 ]
