@@ -67,7 +67,11 @@ def test_a_link_that_hits_is_made_again_over_the_part(job) -> None:
         planner.check_trajectory_collisions(model, res.trajectory, mesh, res.workpiece_pose)
     passes_before = [s for s in res.trajectory.segments if s["kind"] == "pass"]
     q_pass = [res.trajectory.positions[s["start"]:s["stop"]] for s in passes_before]
-    report = _search(res, model, mesh, part)
+    lines: list[str] = []
+    report = _search(res, model, mesh, part, on_stage=lines.append)
+    assert lines == ["the link to pass 1 hits the part (abrasive_head): made again over the part, 0 mm above its "
+                     "safe height", "the link to pass 1 hits the part (abrasive_head): made again over the part, "
+                     "50 mm above its safe height"]
     # over the part at its safe height the ball still meets the box (its centre 45 mm up, the box
     # 36..44 mm): one lift more clears it
     assert report["links_over_the_part"] == {"1": pytest.approx(links.LINK_LIFT)}

@@ -71,7 +71,8 @@ def plan_job(cell: CellConfig, optimise: bool | None = None, max_passes: int | N
         if on_stage:
             on_stage("collision check")
         result.collision = search_links(result, setup.model, mesh,
-                                        planner.remake_links(result, planner.clearance_of(setup.part)), rebuild)
+                                        planner.remake_links(result, planner.clearance_of(setup.part)), rebuild,
+                                        on_stage=on_stage)
         if "links_over_the_part" in result.collision:
             result.reachability = reachability(setup.model, result.trajectory)
     return result

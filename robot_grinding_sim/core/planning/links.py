@@ -145,20 +145,20 @@ def detour(a: FloatArray, b: FloatArray, q_a: FloatArray, q_b: FloatArray, out: 
 
 #: a link that still hits the part when it goes over it is lifted this much higher each time, m
 LINK_LIFT = 0.05
-#: the most links made again, over the part and higher, before the job is refused
+#: the most times one link is made again, over the part and higher, before the job is refused
 MAX_LINK_TRIES = 8
 
 
 def search_links(result: Any, model: Any, mesh: Any, remake: Any, rebuild: Any,
-                 tries: int = MAX_LINK_TRIES) -> dict[str, Any]:
+                 tries: int = MAX_LINK_TRIES, on_stage: Any = None) -> dict[str, Any]:
     """The job's collision check (:func:`~robot_grinding_sim.core.planning.collision_check.
     check_trajectory_collisions`) of a plan (``result``: a planner.Plan), searching a collision-free
-    way for a link between passes that hits the part: the link is made again over the part (lift
-    along "up", go over at the safe height, come down), then higher by :data:`LINK_LIFT` each time,
-    until the trajectory is clear, at most ``tries`` remakes in all. ``remake(over)`` makes the
-    plan's moves again with the links to the passes in ``over`` ({pass index: extra height, m}) over
-    the part (None: the links cannot be made again), ``rebuild()`` the job trajectory from them
-    (stored in ``result.trajectory``).
+    way for each link between passes that hits the part: the link is made again over the part (lift
+    along "up", go over at the safe height, come down), then higher by :data:`LINK_LIFT` each time
+    it still hits, until the trajectory is clear, at most ``tries`` remakes of each link.
+    ``remake(over)`` makes the plan's moves again with the links to the passes in ``over`` ({pass
+    index: extra height, m}) over the part (None: the links cannot be made again), ``rebuild()`` the
+    job trajectory from them (stored in ``result.trajectory``); ``on_stage(line)`` hears of each remake.
 
     Returns the collision report of the trajectory kept (``links_over_the_part``: {pass index: extra
     height m} of the links made again). Raises PlanningError, one line naming the move, the robot
@@ -169,7 +169,8 @@ def search_links(result: Any, model: Any, mesh: Any, remake: Any, rebuild: Any,
     from robot_grinding_sim.core.planning.collision_check import check_trajectory_collisions
 
     over: dict[int, float] = {}
-    for attempt in range(tries + 1):
+    hits: dict[int, int] = {}
+    while True:  # each round remakes a link at most `tries` times: it ends
         try:
             report = check_trajectory_collisions(model, result.trajectory, mesh, result.workpiece_pose)
         except PlanningError as exc:
@@ -182,21 +183,24 @@ def search_links(result: Any, model: Any, mesh: Any, remake: Any, rebuild: Any,
                     f"{where['pass_index']}; turn the part (workpiece.pose, --place auto), tilt the tool "
                     "(--lead, --tilt) or give another approach direction (--approach-direction)") from None
             k = int(where["pass_index"])
-            if remake is None or attempt == tries:
+            hits[k] = hits.get(k, 0) + 1
+            if remake is None or hits[k] > tries:
                 tried = "" if k not in over else \
                     f" (tried over the part up to {over[k] * 1e3:.0f} mm above its safe height)"
                 raise PlanningError(
                     f"{exc}: no collision-free link to pass {k} found{tried}; move the part (workpiece.pose, "
                     "--place auto), raise process.clearance, or grind the passes on either side as separate "
                     "jobs (--max-passes, --face)") from None
-            over[k] = over.get(k, -LINK_LIFT) + LINK_LIFT
+            over[k] = (hits[k] - 1) * LINK_LIFT
+            if on_stage:
+                on_stage(f"the link to pass {k} hits the part ({where['link']}): made again over the part, "
+                         f"{over[k] * 1e3:.0f} mm above its safe height")
             remake(over)
             result.trajectory = rebuild()
             continue
         if over:
             report["links_over_the_part"] = {str(k): v for k, v in sorted(over.items())}
         return report
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 __all__ = ["LINK_LIFT", "MAX_LINK_TRIES", "bridged_path", "detour", "escape_leg", "ik_branches", "line_points",
