@@ -92,6 +92,13 @@ def _holes(outside: NDArray[np.bool_]) -> NDArray[np.bool_]:
     return outside & ~np.isin(label, border)
 
 
+def _directions(ups: dict[int, Any]) -> str:
+    """The approach directions for messages: '(0, 0, 1)', or one per face when they differ."""
+    text = {i: "(" + ", ".join(f"{x:g}" for x in np.round(np.asarray(v, dtype=float), 3)) + ")" for i, v in ups.items()}
+    return next(iter(text.values())) if len(set(text.values())) == 1 else \
+        ", ".join(f"face {i} {t}" for i, t in text.items())
+
+
 def build_mesh(part: Any, indices: list[int], h: float, min_normal_z: float = -1.0,
                up: FloatArray | dict[int, FloatArray] | None = None) -> SurfaceMesh:
     """The mesh of faces ``indices`` of ``part`` (a CadPart) with edges about ``h`` m long.
@@ -158,9 +165,9 @@ def build_mesh(part: Any, indices: list[int], h: float, min_normal_z: float = -1
     N = np.vstack(nrm_l)
     T = np.vstack(tri_l)
     if not len(T):
-        raise PlanningError(f"faces {indices}: no part of the faces faces the approach direction (outward normal . "
-                            f"approach >= {min_normal_z}); give another with passes.approach_direction "
-                            "(--approach-direction)")
+        raise PlanningError(f"faces {indices}: no part of the faces faces the approach direction "
+                            f"{_directions(ups)} (outward normal . approach >= {min_normal_z}); give another "
+                            "with passes.approach_direction (--approach-direction)")
     corner_uv = np.concatenate(uv_l)
     tri_face = np.concatenate(face_l)
     active = np.concatenate(act_l)
@@ -257,9 +264,9 @@ def build_triangle_mesh(part: Any, indices: list[int], h: float, min_normal_z: f
     P, N, T = np.vstack(pts_l), np.vstack(nrm_l), np.vstack(tri_l)
     tri_face = np.concatenate(face_l)
     if not len(T):
-        raise PlanningError(f"faces {indices}: no part of the faces faces the approach direction (outward normal . "
-                            f"approach >= {min_normal_z}); give another with passes.approach_direction "
-                            "(--approach-direction)")
+        raise PlanningError(f"faces {indices}: no part of the faces faces the approach direction "
+                            f"{_directions(ups)} (outward normal . approach >= {min_normal_z}); give another "
+                            "with passes.approach_direction (--approach-direction)")
     # weld coincident vertices (one face's subdivision), drop unused ones
     used = np.zeros(len(P), dtype=bool)
     used[T.ravel()] = True
