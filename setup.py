@@ -113,6 +113,7 @@ setup(
             "pybullet>=3.2",
             "coal>=3",
             "mr-sim>=1.0",
+            "numpy-stl>=3",  # writes the STL parts of the mesh tests (not the library that reads them)
         ],
         # the peers of bench/bench_peers.py (MuJoCo and Drake on the grinding scene)
         "bench": ["mujoco>=3", "drake>=1.30"],

@@ -176,11 +176,54 @@ class PassParameters:
     iso_direction: str = param("u", "iso passes run along u or v", choices=("u", "v"))
     order: str = param("zigzag", "pass order: zigzag (every other pass reversed) or oneway", choices=ORDERS)
     reverse: bool = param(False, "travel the first pass in the opposite direction")
+    approach_direction: str = param(
+        "auto", "the way the tool comes to the faces, part frame: passes are made where the outward normal n "
+        "has n . a >= -0.05. auto: up (+z) where the faces look up, else their mean normal, else the "
+        "horizontal from the part to the robot (a wall all round); up; or three numbers 'x y z'; per face "
+        "'FACE:DIRECTION' entries separated by ';' (e.g. '3:1 0 0;4:up')")
 
     def validate(self) -> PassParameters:
         """Check the values (also when built in Python rather than from a parameter file)."""
         _check(self, "passes")
+        parse_approach(self.approach_direction)
         return self
+
+
+def _direction(text: str, name: str) -> tuple[float, float, float] | None:
+    """A unit direction from ``auto`` (None), ``up`` or three numbers; InputError naming ``name``."""
+    t = text.strip().lower()
+    if t == "auto":
+        return None
+    if t in ("up", "+z", "z"):
+        return (0.0, 0.0, 1.0)
+    try:
+        v = [float(x) for x in t.replace(",", " ").split()]
+    except ValueError:
+        v = []
+    n = math.sqrt(sum(x * x for x in v)) if len(v) == 3 and all(math.isfinite(x) for x in v) else 0.0
+    if not n > 0:
+        raise InputError(f"parameter '{name}': {text!r} is not a direction (auto, up, or three numbers 'x y z' "
+                         "not all zero)")
+    return (v[0] / n, v[1] / n, v[2] / n)
+
+
+def parse_approach(text: str) -> dict[int | None, tuple[float, float, float] | None]:
+    """``passes.approach_direction`` as {face index or None (the job's): unit direction (part frame)
+    or None (auto)}. Raises InputError naming the parameter."""
+    name = "passes.approach_direction"
+    out: dict[int | None, tuple[float, float, float] | None] = {None: None}
+    for entry in (e for e in str(text).split(";") if e.strip()):
+        face, sep, what = entry.partition(":")
+        if not sep:
+            out[None] = _direction(entry, name)
+            continue
+        try:
+            key = int(face)
+        except ValueError:
+            raise InputError(f"parameter '{name}': {face.strip()!r} in {entry.strip()!r} is not a face index") \
+                from None
+        out[key] = _direction(what, name)
+    return out
 
 
 @dataclass(frozen=True)

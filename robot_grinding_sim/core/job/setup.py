@@ -326,7 +326,7 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
             on_stage("planning passes")
         plan = planner.plan(part, faces, cell.passes.validate(), planner.tool_parameters(cell, radius),
                             robot=None, workpiece_pose=np.asarray(wp.pose, dtype=float),
-                            link_clearance_check=True)
+                            link_clearance_check=True, on_stage=on_stage)
         if cfg.max_passes is not None or cfg.pass_length is not None:
             plan = planner.crop_plan(plan, part, cfg.max_passes, cfg.pass_length)
         source = str(getattr(part, "source", wp.part))

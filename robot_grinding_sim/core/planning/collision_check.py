@@ -139,8 +139,12 @@ def check_trajectory_collisions(model: Any, traj: Any, mesh: Any, X_BP: FloatArr
                     note("violation", d, n, seg, i, thr, d - thr)
                 if d <= 0.0:
                     at = where_text(seg, i - seg["start"])
-                    raise PlanningError(f"collision: robot link {n.split('#')[0]} touches the part at {at} "
+                    err = PlanningError(f"collision: robot link {n.split('#')[0]} touches the part at {at} "
                                         f"(trajectory sample {i}, t = {traj.times[i]:.3f} s)")
+                    # where, for a caller that can make the move again (links.search_links)
+                    err.where = {"move": seg["kind"], "pass_index": int(seg["pass_index"]),  # type: ignore[attr-defined]
+                                 "link": n.split("#")[0], "sample": i}
+                    raise err
                 moved[n], allowance[n] = 0.0, safety * max(d - thr, 0.0)
     for v in nearest.values():
         if v is not None:

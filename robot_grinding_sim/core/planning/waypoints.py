@@ -59,7 +59,10 @@ def periods(face: Any) -> tuple[float, float]:
 def project_exact(face: Any, points: FloatArray, uv: FloatArray, iterations: int = 12
                   ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Closest points of the face's surface to ``points`` (K, 3) m from (u, v) guesses (K, 2)
-    (Gauss-Newton on the exact evaluation). Returns uv (K, 2), points (K, 3) m, outward normals (K, 3)."""
+    (Gauss-Newton on the exact evaluation). Returns uv (K, 2), points (K, 3) m, outward normals (K, 3).
+    A mesh face (no exact surface): its closest points and interpolated normals, uv NaN."""
+    if getattr(face, "is_mesh", False):
+        return face.project_exact(points, uv)
     uv = np.array(uv, dtype=float)
     u0, u1, v0, v1 = face.uv_bounds
     span = np.array([u1 - u0, v1 - v0])
