@@ -30,7 +30,7 @@ GRID_MARGIN = 0.004
 def job_grid(setup: Any) -> RemovalGrid:
     """The removal grid of a job: over the passes' region of their face, in ``base_link``."""
     cfg = setup.cell.removal
-    kw = {"preston_coefficient": cfg.preston_coefficient, "pressure": cfg.pressure}
+    kw = {"preston_coefficient": cfg.kp, "pressure": cfg.pressure}
     passes = setup.plan.passes
     uv = np.vstack([p.uv for p in passes])
     faces = np.concatenate([p.face for p in passes])
@@ -143,12 +143,98 @@ def accumulate_state(grid: RemovalGrid, model: Any, tcp: str, spindle_speed: flo
     return grid.accumulate(point, normal, force, radius, X_tcp[:3, 3], spindle_speed * X_tcp[:3, 2], v_centre, dt)
 
 
-def removal_summary(grid: RemovalGrid, per_pass: list[dict[str, Any]], cfg: Any) -> dict[str, Any]:
-    """summary.json's ``removal``."""
+def removal_summary(grid: RemovalGrid, per_pass: list[dict[str, Any]], cfg: Any,
+                    figures: dict[str, Any] | None = None) -> dict[str, Any]:
+    """summary.json's ``removal`` (with ``uniformity``: :func:`depth_figures`' when a depth was planned)."""
+    from robot_grinding_sim.core.planning.depth import public
+
     inside = grid.inside
-    return {"model": "preston", "preston_coefficient_m2_per_n": cfg.preston_coefficient, "pressure": cfg.pressure,
-            "grid_spacing_m": cfg.grid_spacing, "nodes": int(inside.sum()), "volume_m3": grid.volume(),
-            "work_n_m": grid.work, "max_depth_m": float(grid.depth[inside].max(initial=0.0)), "passes": per_pass}
+    out = {"model": "preston", "preston_coefficient_m2_per_n": cfg.kp, "material": cfg.material,
+           "pressure": cfg.pressure, "grid_spacing_m": cfg.grid_spacing, "nodes": int(inside.sum()),
+           "volume_m3": grid.volume(), "work_n_m": grid.work, "max_depth_m": float(grid.depth[inside].max(initial=0.0)),
+           "passes": per_pass}
+    if figures is not None:
+        out["uniformity"] = public(figures)
+    return out
+
+
+def pass_lines(plan: Any, X: FloatArray) -> list[Any]:
+    """The plan's passes as :class:`~robot_grinding_sim.core.planning.depth.PassLine` in the frame
+    ``X`` (4, 4) applied to the part frame (the job grid's ``base_link``)."""
+    from robot_grinding_sim.core.planning.depth import PassLine
+
+    R, t = np.asarray(X)[:3, :3], np.asarray(X)[:3, 3]
+    return [PassLine(p.index, p.row, p.points @ R.T + t, np.asarray(p.arc, dtype=float)) for p in plan.passes]
+
+
+def depth_figures(setup: Any, grid: RemovalGrid) -> dict[str, Any] | None:
+    """The uniformity figures (:func:`~robot_grinding_sim.core.planning.depth.uniformity`) of a map of
+    the job against ``removal.target_depth``; None when no depth was planned. The stepover and the
+    groove's half-width are the plan's (plan.json ``removal_plan``, else the cell's stepover and the
+    patch radius at the target force)."""
+    from robot_grinding_sim.core.planning.depth import uniformity
+
+    cell = setup.cell
+    D = cell.removal.target_depth
+    if not D > 0:
+        return None
+    rp = getattr(setup.plan, "removal_plan", None) or {}
+    stepover = float(rp.get("stepover_m", cell.passes.stepover))
+    half_width = float(rp.get("half_width_m", patch_radius(setup.tool_radius, setup.penetration)))
+    return uniformity(grid.points, grid.depth, grid.inside, pass_lines(setup.plan, setup.X_BP), D,
+                      cell.removal.depth_band, stepover, half_width, cell.process.lead_in)
+
+
+def predicted_map(setup: Any) -> dict[str, Any]:
+    """plan.json's ``removal_plan.predicted``: the predicted map's uniformity figures and the map
+    itself (grid shape (rows, cols), depth per node in um rounded to 1 nm, NaN-free: 0 off the face,
+    and three corners (base_link, m) of the grid: first node, end of the first row, start of the last)."""
+    from robot_grinding_sim.core.planning.depth import public
+
+    grid = predict_removal(setup)
+    figures = depth_figures(setup, grid)
+    out: dict[str, Any] = {"uniformity": public(figures) if figures is not None else None,
+                           "max_depth_m": float(grid.depth[grid.inside].max(initial=0.0)), "volume_m3": grid.volume()}
+    if grid.shape is not None:
+        rows, cols = grid.shape
+        P = grid.points.reshape(rows, cols, 3)
+        out["map"] = {"shape": [rows, cols], "corners_m": [P[0, 0].tolist(), P[0, -1].tolist(), P[-1, 0].tolist()],
+                      "depth_um": np.round(np.where(grid.inside, grid.depth, 0.0) * 1e6, 3).tolist()}
+    return out
+
+
+def predict_removal(setup: Any, step: float | None = None) -> RemovalGrid:
+    """The removal the plan predicts, on the job's grid: each pass at the cell's feed on the surface
+    and target force (the lead-in and lead-out ramping the penetration as the trajectory does,
+    :func:`~robot_grinding_sim.core.planning.trajectory.lead_lift`), the spindle about -n; Preston's
+    law step by step (``step`` m along the pass, default half the grid spacing) on the same
+    :class:`RemovalGrid` the simulated job's map uses."""
+    from robot_grinding_sim.core.planning.trajectory import lead_lift
+
+    cell = setup.cell
+    grid = job_grid(setup)
+    pr = cell.process
+    ds = step or 0.5 * cell.removal.grid_spacing
+    law = setup.law
+    R, t = setup.X_BP[:3, :3], setup.X_BP[:3, 3]
+    pen = setup.penetration
+    for p in setup.plan.passes:
+        L = float(p.arc[-1] - p.arc[0])
+        s = np.linspace(float(p.arc[0]), float(p.arc[-1]), max(2, int(math.ceil(L / ds)) + 1))
+        pts = np.column_stack([np.interp(s, p.arc, p.points[:, j]) for j in range(3)]) @ R.T + t
+        nrm = np.column_stack([np.interp(s, p.arc, p.normals[:, j]) for j in range(3)]) @ R.T
+        nrm /= np.linalg.norm(nrm, axis=1, keepdims=True)
+        tan = np.gradient(pts, s, axis=0)
+        tan /= np.maximum(np.linalg.norm(tan, axis=1, keepdims=True), 1e-12)
+        d = np.full(len(s), pen)
+        if pr.lead_in > 0:
+            d = np.maximum(pen - lead_lift(s, pr.lead_in, pen, pr.engage_gap), 0.0)
+        force = np.array([law.static_force(float(x)) if x > 0 else 0.0 for x in d])
+        radii = np.array([patch_radius(setup.tool_radius, float(x)) for x in d])
+        dt = np.full(len(s), (s[1] - s[0]) / pr.feed)
+        centres = pts + (setup.tool_radius - d)[:, None] * nrm
+        grid.accumulate_many(pts, nrm, force, radii, centres, -cell.tool.spindle_speed * nrm, pr.feed * tan, dt)
+    return grid
 
 
 def cross_section(grid: RemovalGrid, point: FloatArray, tangent: FloatArray, normal: FloatArray
