@@ -38,6 +38,10 @@ FloatArray = NDArray[np.float64]
 
 #: Gauss-Legendre nodes of the integrals along the travel
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(96)
+#: the same on [-1, 0] and [0, 1] (the spindle's speed w |r| has a kink at x = 0 on the centre line)
+_GL_H, _GL_HW = np.polynomial.legendre.leggauss(64)
+_GL_X2 = np.r_[0.5 * (_GL_H - 1.0), 0.5 * (_GL_H + 1.0)]
+_GL_W2 = np.r_[0.5 * _GL_HW, 0.5 * _GL_HW]
 #: samples of a groove across its width (stepover search, volume per length)
 GROOVE_SAMPLES = 801
 #: the stepover's ripple tolerance: (max - min) / (max + min) of the sum of grooves
@@ -91,7 +95,7 @@ class BallFootprint:
         if a <= 0.0 or feed <= 0.0:
             return np.zeros_like(y)
         s = np.sqrt(np.clip(a * a - y * y, 0.0, None))[..., None]
-        t = 0.5 * math.pi * _GL_X
+        t = 0.5 * math.pi * _GL_X2
         x = s * np.sin(t)
         c = np.cos(t)
         speed = np.hypot(feed - self.spindle_speed * y[..., None], self.spindle_speed * x)
@@ -100,7 +104,7 @@ class BallFootprint:
             integrand = p0 * (s * c / a) * speed * s * c  # p = p0 sqrt(s^2 - x^2) / a, dx = s cos t dt
         else:
             integrand = force / (math.pi * a * a) * speed * s * c
-        return self.preston_coefficient / feed * (integrand @ _GL_W) * 0.5 * math.pi
+        return self.preston_coefficient / feed * (integrand @ _GL_W2) * 0.5 * math.pi
 
 
 def groove_of_rate(rate: Any, half_length: float, y: FloatArray, feed: float) -> FloatArray:
