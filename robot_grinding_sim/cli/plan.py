@@ -253,6 +253,10 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
             summary[key] = getattr(result, key)
     if result.coverage is not None:
         summary["coverage"] = result.coverage.as_dict()
+    if result.removal_plan is not None:  # the predicted map stays in plan.json
+        rp = dict(result.removal_plan)
+        rp["predicted"] = {k: v for k, v in (rp.get("predicted") or {}).items() if k != "map"}
+        summary["removal_plan"] = rp
     # the report too is made before anything is written: a failure in it leaves no file behind
     lines = None if as_json else _report_lines(result, summary)
     write_files(files)  # all of them or none
@@ -285,6 +289,10 @@ def _report_lines(result: Any, summary: dict[str, Any]) -> list[str]:
         if tool is not None:
             out.append(f"  the tool on approach, pass and retreat (no margin): {tool['link']} "
                        f"{tool['clearance_m'] * 1e3:.2f} mm at {tool['where']}")
+    if result.removal_plan is not None:
+        from robot_grinding_sim.core.planning.depth import depth_plan_text
+
+        out += depth_plan_text(result.removal_plan)
     if result.trajectory is not None:
         out.append(f"job trajectory: {len(result.trajectory.times)} knots, {result.trajectory.duration:.1f} s")
     if result.force_target is not None:

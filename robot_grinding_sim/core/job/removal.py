@@ -251,8 +251,11 @@ def cross_section(grid: RemovalGrid, point: FloatArray, tangent: FloatArray, nor
     return s[order], grid.depth[near][order]
 
 
-def plot_removal(path: Path, grid: RemovalGrid, setup: Any) -> None:
-    """removal.png: the depth map on the face (um) and the depth profile across the middle pass."""
+def plot_removal(path: Path, grid: RemovalGrid, setup: Any, figures: dict[str, Any] | None = None) -> None:
+    """removal.png: the depth map on the face (um) and the depth profile across the middle pass.
+    With a target depth (``figures``: :func:`depth_figures`) the map is coloured against it (blue
+    shallower, red deeper, white at D; the colour range D +- 2 x the band), the region's outline drawn
+    and the nodes of the region out of the band marked; the profile shows D and its band."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -261,21 +264,37 @@ def plot_removal(path: Path, grid: RemovalGrid, setup: Any) -> None:
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
     depth_um = grid.depth * 1e6
     shown = np.where(grid.inside, depth_um, np.nan)
+    D = figures["target_depth_m"] * 1e6 if figures else None
+    band = figures["band"] if figures else 0.0
+    style = ({"cmap": "inferno"} if D is None else
+             {"cmap": "RdBu_r", "vmin": D * (1 - 2 * band), "vmax": D * (1 + 2 * band)})
     if grid.shape is not None:
         rows, cols = grid.shape
         P = grid.points.reshape(rows, cols, 3)
         su = float(np.linalg.norm(P[0, -1] - P[0, 0])) * 1e3
         sv = float(np.linalg.norm(P[-1, 0] - P[0, 0])) * 1e3
-        im = ax1.imshow(shown.reshape(rows, cols), origin="lower", extent=(0, su, 0, sv), cmap="inferno",
-                        aspect="equal")
+        im = ax1.imshow(shown.reshape(rows, cols), origin="lower", extent=(0, su, 0, sv), aspect="equal", **style)
+        if figures and figures.get("region_nodes"):
+            uu, vv = np.meshgrid(np.linspace(0, su, cols), np.linspace(0, sv, rows))
+            ax1.contour(uu, vv, figures["in_region"].reshape(rows, cols).astype(float), levels=[0.5], colors="k",
+                        linewidths=0.8)
+            bad = figures["out_of_band"].reshape(rows, cols)
+            if bad.any():
+                ax1.scatter(uu[bad], vv[bad], s=1, c="lime", marker=".", label=f"out of +-{band:.0%}")
+                ax1.legend(loc="upper right", fontsize=7)
         ax1.set_xlabel("along u, mm")
         ax1.set_ylabel("along v, mm")
     else:
-        im = ax1.scatter(grid.points[:, 0] * 1e3, grid.points[:, 1] * 1e3, c=shown, s=2, cmap="inferno")
+        im = ax1.scatter(grid.points[:, 0] * 1e3, grid.points[:, 1] * 1e3, c=shown, s=2, **style)
         ax1.set_xlabel("x (base_link), mm")
         ax1.set_ylabel("y (base_link), mm")
     fig.colorbar(im, ax=ax1, label="depth removed, um")
-    ax1.set_title("removal map (Preston)")
+    if figures and figures.get("region_nodes"):
+        ax1.set_title(f"removal map: {figures['within_band']:.1%} of the region (outlined) within +-{band:.0%} of "
+                      f"{D:g} um\nend of pass {figures.get('end_of_pass_ratio') or 0:.2f} x the pass depth",
+                      fontsize=9)
+    else:
+        ax1.set_title("removal map (Preston)")
     passes = setup.paths.passes
     g = passes[len(passes) // 2]
     m = len(g.positions) // 2
@@ -283,6 +302,10 @@ def plot_removal(path: Path, grid: RemovalGrid, setup: Any) -> None:
     point = g.positions[m] - setup.tool_radius * g.normals[m]
     s, d = cross_section(grid, point, tangent, g.normals[m])
     ax2.plot(s * 1e3, d * 1e6, ".-", ms=3)
+    if D is not None:
+        ax2.axhline(D, color="k", lw=0.8, label=f"target {D:g} um")
+        ax2.axhspan(D * (1 - band), D * (1 + band), color="tab:green", alpha=0.15, label=f"+-{band:.0%}")
+        ax2.legend(loc="lower center", fontsize=8)
     ax2.set_xlabel(f"across pass {g.index} at its middle, mm")
     ax2.set_ylabel("depth removed, um")
     ax2.set_title("cross-section")

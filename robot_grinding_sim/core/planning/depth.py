@@ -400,3 +400,38 @@ def uniformity(points: FloatArray, depth: FloatArray, inside: NDArray[np.bool_],
 def public(figures: dict[str, Any]) -> dict[str, Any]:
     """:func:`uniformity`'s figures without the masks (for JSON)."""
     return {k: v for k, v in figures.items() if k not in ("in_region", "out_of_band")}
+
+
+def uniformity_text(fig: dict[str, Any] | None, what: str = "removal") -> list[str]:
+    """The lines a command prints of :func:`uniformity`'s figures (None: none)."""
+    if not fig:
+        return []
+    D, band = fig["target_depth_m"], fig["band"]
+    if not fig.get("region_nodes"):
+        return [f"{what}: {fig.get('note', 'no region')}"]
+    out = [f"{what}: {fig['within_band']:.1%} of the region ({fig['region_nodes']} nodes, {fig['rows_in_region']} of "
+           f"{fig['rows']} rows) within +-{band:.0%} of {D * 1e6:g} um; mean {fig['mean_depth_m'] * 1e6:.3f} um, "
+           f"std {fig['std_depth_m'] * 1e6:.3f} um"]
+    for key in ("deepest", "shallowest"):
+        w = fig[key]
+        out.append(f"  {key} {w['depth_m'] * 1e6:.3f} um at pass {w['pass']}, {w['arc_m'] * 1e3:.1f} mm along it "
+                   f"({', '.join(f'{c:.4f}' for c in w['point_m'])} m)")
+    if fig.get("end_of_pass_ratio") is not None:
+        w = fig["end_of_pass"]
+        out.append(f"  end of pass: deepest {fig['end_of_pass_depth_m'] * 1e6:.3f} um = "
+                   f"{fig['end_of_pass_ratio']:.3f} x the pass depth (pass {w['pass']}, "
+                   f"{w['arc_m'] * 1e3:.1f} mm along it)")
+    return out
+
+
+def depth_plan_text(rp: dict[str, Any]) -> list[str]:
+    """The lines ``grinding plan`` prints of plan.json's ``removal_plan``."""
+    out = [f"depth plan {rp['target_depth'] * 1e6:g} um: force {rp['force']:.3g} N, feed {rp['feed'] * 1e3:.2f} mm/s "
+           f"on the surface, stepover {rp['stepover'] * 1e3:.3f} mm x {rp['layers']} layer(s), lead-in and lead-out "
+           f"{rp['lead_in'] * 1e3:.1f} mm; summed grooves +-{rp['ripple']:.1%}; "
+           f"about {rp.get('cycle_time_s', 0):.0f} s"]
+    out += [f"  {n}" for n in rp.get("notes", [])]
+    if rp.get("limiting"):
+        out.append(f"  D is not reached: {rp['limiting']}")
+    pred = (rp.get("predicted") or {}).get("uniformity")
+    return out + uniformity_text(pred, "predicted removal")
