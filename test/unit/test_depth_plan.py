@@ -202,3 +202,46 @@ def test_too_few_passes_leave_no_region() -> None:
     P, d, passes = flat_map(3, 1e-3, 0.03)
     fig = uniformity(P, d, np.ones(len(d), bool), passes, 5e-6, 0.1, 1e-3, A, 4 * A)
     assert fig["within_band"] == 0.0 and fig["region_nodes"] == 0 and "note" in fig
+
+
+def parabola_groove(y: np.ndarray, kp: float) -> np.ndarray:
+    """The closed-form groove of a ball without spindle (written here, not by the package)."""
+    return kp * P0 * (math.pi / 2) * np.clip(A * A - y * y, 0, None) / A
+
+
+def test_preston_fit_recovers_the_coefficient_of_a_closed_form_groove() -> None:
+    from robot_grinding_sim.core.planning.depth import fit_preston
+
+    rng = np.random.default_rng(4)
+    kp_true, y0 = 7.3e-12, 0.21e-3
+    y = np.linspace(-3e-3, 3e-3, 121)
+    h = parabola_groove(y - y0, kp_true)
+    noisy = h + rng.normal(0.0, 0.01 * h.max(), len(y))
+    fit = fit_preston(y, noisy, BallFootprint(R, K, 1.0, 0.0, 1.0), F, 0.01)
+    assert fit.preston_coefficient == pytest.approx(kp_true, rel=0.01)
+    assert fit.offset == pytest.approx(y0, abs=0.02e-3)
+    assert fit.rms_residual == pytest.approx(0.01 * h.max(), rel=0.2)
+    # the error bar covers the truth (at 3 sigma) and is about 1 % noise / sqrt(points on the groove)
+    assert abs(fit.preston_coefficient - kp_true) <= 3 * fit.standard_error
+    assert 1e-4 < fit.standard_error / kp_true < 1e-2
+    with pytest.raises(InputError, match="no depth above 0"):
+        fit_preston(y, -h, BallFootprint(R, K, 1.0, 0.0, 1.0), F, 0.01)
+
+
+def test_calibrate_removal_command_reads_a_profile_in_um_and_writes_the_parameter(tmp_path) -> None:
+    from cli_runner import run
+
+    from robot_grinding_sim.core.parameters import load_params_file
+
+    y = np.linspace(-3e-3, 3e-3, 61)
+    h = parabola_groove(y, 6.1e-12)
+    (tmp_path / "groove.csv").write_text("offset_mm,depth_um\n" + "\n".join(f"{a * 1e3:.6f},{b * 1e6:.6f}"
+                                                                            for a, b in zip(y, h, strict=True)))
+    out = run("calibrate-removal", "groove.csv", "--offset-unit", "mm", "--depth-unit", "um", "--tool-radius",
+              str(R), "--set", "tool.spindle_speed=0", "--force", str(F), "--feed", "0.01", "--out", "kp.yaml",
+              cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "k_p = 6.1e-12" in out.stdout
+    assert load_params_file(tmp_path / "kp.yaml")["removal.preston_coefficient"] == pytest.approx(6.1e-12, rel=1e-4)
+    bad = run("calibrate-removal", "nothere.csv", "--tool-radius", "0.02", cwd=tmp_path)
+    assert bad.returncode != 0 and "nothere.csv" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

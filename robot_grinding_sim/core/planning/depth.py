@@ -435,3 +435,62 @@ def depth_plan_text(rp: dict[str, Any]) -> list[str]:
         out.append(f"  D is not reached: {rp['limiting']}")
     pred = (rp.get("predicted") or {}).get("uniformity")
     return out + uniformity_text(pred, "predicted removal")
+
+
+@dataclass
+class PrestonFit:
+    """The Preston coefficient fitted to one measured groove (:func:`fit_preston`)."""
+
+    preston_coefficient: float  # k_p, m^2/N
+    standard_error: float  # of k_p, m^2/N (least squares, from the residuals)
+    offset: float  # the groove's centre in the measurement's y, m
+    rms_residual: float  # m
+    peak_depth: float  # the measured groove's deepest point, m
+    samples: int
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["relative_error"] = self.standard_error / self.preston_coefficient if self.preston_coefficient else None
+        out["rms_residual_of_peak"] = self.rms_residual / self.peak_depth if self.peak_depth > 0 else None
+        return out
+
+
+def fit_preston(y: FloatArray, depth: FloatArray, footprint: Footprint, force: float, feed: float) -> PrestonFit:
+    """k_p from one measured groove: depths ``depth`` (K,) m at offsets ``y`` (K,) m across a straight
+    pass made at ``force`` N and ``feed`` m/s. The model is ``k_p g(y - y0)``, g the footprint's groove
+    per unit k_p (``footprint.groove`` at k_p = 1: its ``preston_coefficient`` must be 1); k_p by
+    linear least squares at each centre y0, y0 by a scan then golden-section refinement over the
+    measured span. The standard error is ``sqrt(sum r^2 / (K - 2) / sum g^2)``."""
+    y = np.asarray(y, dtype=float).reshape(-1)
+    h = np.asarray(depth, dtype=float).reshape(-1)
+    if y.shape != h.shape or len(y) < 5:
+        raise InputError(f"groove: needs at least 5 (offset, depth) pairs, got {len(y)}")
+    if not (np.isfinite(y).all() and np.isfinite(h).all()):
+        raise InputError("groove: NaN or inf in the measurement")
+    if not h.max() > 0:
+        raise InputError("groove: no depth above 0 m in the measurement (depths are metres, positive into the part)")
+    if not (force > 0 and feed > 0):
+        raise InputError(f"groove: the pass's force {force} N and feed {feed} m/s must be > 0")
+    hw = footprint.half_width(force)
+
+    def solve(y0: float) -> tuple[float, float]:
+        g = footprint.groove(y - y0, force, feed)
+        gg = float(g @ g)
+        if gg <= 0:
+            return 0.0, math.inf
+        k = float(g @ h) / gg
+        return k, float(np.sum((h - k * g) ** 2))
+
+    centre = float(y[int(np.argmax(h))])
+    grid = np.linspace(centre - hw, centre + hw, 81)
+    y0 = float(grid[int(np.argmin([solve(c)[1] for c in grid]))])
+    lo, hi = y0 - 2 * hw / 80, y0 + 2 * hw / 80
+    phi = (math.sqrt(5) - 1) / 2
+    for _ in range(40):
+        a, b = hi - phi * (hi - lo), lo + phi * (hi - lo)
+        lo, hi = (lo, b) if solve(a)[1] < solve(b)[1] else (a, hi)
+    y0 = 0.5 * (lo + hi)
+    k, ss = solve(y0)
+    g = footprint.groove(y - y0, force, feed)
+    se = math.sqrt(ss / max(len(y) - 2, 1) / float(g @ g))
+    return PrestonFit(k, se, y0, math.sqrt(ss / len(y)), float(h.max()), len(y))
