@@ -85,6 +85,10 @@ def _robot_plan(cell: Any, part: Any, faces: list[int] | None, optimise: bool | 
         on_stage("planning passes")
     model = cell_robot_model(cell)
     radius = tool_sphere_radius(model, cell.tool.tcp_link, cell.tool.link)
+    if cell.removal.target_depth > 0:  # the passes at the depth plan's stepover (the job then plans it again)
+        from robot_grinding_sim.core.job.setup import depth_cell
+
+        cell = depth_cell(cell, radius)[0]
     passes = planner.plan(part, faces, cell.passes.validate(), planner.tool_parameters(cell, radius), robot=None,
                           workpiece_pose=np.asarray(cell.workpiece.pose, dtype=float))
     if max_passes is not None or pass_length is not None:

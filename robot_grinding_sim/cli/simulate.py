@@ -52,6 +52,11 @@ def print_table(s: dict) -> None:
     click.echo(f"final run: {s['simulated_s']:.2f} s simulated in {s['steps']} steps of {s['step_s'] * 1e3:g} ms, "
                f"{s['wall_time_s']:.2f} s wall ({rtf:.2f}x real time); total {s['total_wall_time_s']:.1f} s")
     r = s.get("removal")
+    if s.get("removal_plan"):
+        from robot_grinding_sim.core.planning.depth import depth_plan_text
+
+        for line in depth_plan_text(s["removal_plan"]):
+            click.echo(line)
     if r:
         from robot_grinding_sim.core.planning.depth import uniformity_text
 

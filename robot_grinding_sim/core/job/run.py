@@ -121,7 +121,15 @@ class JobResult:
             "total_wall_time_s": self.total_wall_time_s,
             "timings": self.setup.timings,
             "removal": self.removal_summary(),
+            "removal_plan": self.removal_plan_summary(),
         }
+
+    def removal_plan_summary(self) -> dict[str, Any] | None:
+        """The plan's depth plan (plan.json ``removal_plan``) without its predicted map, or None."""
+        rp = getattr(self.setup.plan, "removal_plan", None)
+        if not rp:
+            return None
+        return {**rp, "predicted": {k: v for k, v in (rp.get("predicted") or {}).items() if k != "map"}}
 
     def removal_summary(self) -> dict[str, Any] | None:
         """summary.json's ``removal`` (Preston), or None when it is off."""

@@ -189,9 +189,13 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
         given = check_plan(plan_data, model, cfg.plan_file)
     radius = tool_sphere_radius(model, cell.tool.tcp_link, cell.tool.link)
     depth_plan = None
-    if given is None and cell.removal.target_depth > 0:  # plan for the depth: the cell's force, feed, stepover
+    if plan_data is None and cell.removal.target_depth > 0:  # plan for the depth: the cell's force, feed, stepover
         cell, depth_plan = depth_cell(cell, radius)
         cfg = dataclasses.replace(cfg, cell=cell)
+        if given is not None and not math.isclose(given.pass_params.stepover, cell.passes.stepover, rel_tol=1e-9):
+            raise InputError(f"the passes given were planned {given.pass_params.stepover:g} m apart; the depth plan "
+                             f"for removal.target_depth {cell.removal.target_depth:g} m needs "
+                             f"{cell.passes.stepover:g} m (plan them with depth_cell's cell)")
     law = make_contact_law(cell.contact)
     penetration = law.static_penetration(cell.process.target_force)
     if penetration >= radius:
