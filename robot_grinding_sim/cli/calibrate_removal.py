@@ -71,7 +71,7 @@ def calibrate_removal(groove: str, force: float | None, feed: float | None, offs
     """Fit the Preston coefficient k_p to GROOVE (CSV: offset across the pass, depth; one straight
     pass at the cell's force and feed, the spindle turning) and report it with its error."""
     from robot_grinding_sim.core.contact import registry
-    from robot_grinding_sim.core.planning.depth import BallFootprint, fit_preston
+    from robot_grinding_sim.core.planning.depth import BallFootprint, fit_preston, tool_axis
 
     if out is not None:
         check_output(out, "--out")
@@ -87,8 +87,8 @@ def calibrate_removal(groove: str, force: float | None, feed: float | None, offs
     if not tool_radius > 0:
         raise InputError(f"--tool-radius must be > 0 m, got {tool_radius}")
     c = cell.contact
-    unit = BallFootprint(tool_radius, c.stiffness, registry.get(c.model).static_exponent(c), -cell.tool.spindle_speed,
-                         1.0, cell.removal.pressure)
+    unit = BallFootprint(tool_radius, c.stiffness, registry.get(c.model).static_exponent(c), cell.tool.spindle_speed,
+                         1.0, cell.removal.pressure, tool_axis(cell.process.lead, cell.process.tilt))
     fit = fit_preston(y, h, unit, F, v)
     result = {**fit.as_dict(), "groove": groove, "force_n": F, "feed_m_s": v, "tool_radius_m": tool_radius,
               "spindle_speed_rad_s": cell.tool.spindle_speed, "previous_m2_per_n": cell.removal.kp}

@@ -245,3 +245,34 @@ def test_calibrate_removal_command_reads_a_profile_in_um_and_writes_the_paramete
     assert load_params_file(tmp_path / "kp.yaml")["removal.preston_coefficient"] == pytest.approx(6.1e-12, rel=1e-4)
     bad = run("calibrate-removal", "nothere.csv", "--tool-radius", "0.02", cwd=tmp_path)
     assert bad.returncode != 0 and "nothere.csv" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_a_tilted_spindle_axis_removes_by_its_sliding_speed() -> None:
+    """A tool axis turned off the normal: the volume per length is k_p F v_bar / v_f with v_bar the
+    Hertz-weighted mean of |tangential part of v_f e_x + w x (p - c)| over the patch (scipy's dblquad
+    here), and the groove's centre fills in (the abrasive there slides at w R sin(angle))."""
+    from scipy.integrate import dblquad
+
+    from robot_grinding_sim.core.planning.depth import tool_axis
+
+    tilt, lead, v = math.radians(10.0), math.radians(5.0), 0.01
+    axis = np.array(tool_axis(lead, tilt))
+    assert np.linalg.norm(axis) == pytest.approx(1.0) and axis[2] < -0.9  # into the part
+    assert tool_axis(0.0, 0.0) == pytest.approx((0.0, 0.0, -1.0))
+    fp = BallFootprint(R, K, 1.0, W, KP, "hertz", tuple(axis))
+    w = W * axis
+    c = np.array([0.0, 0.0, R - F / K])
+
+    def integrand(r: float, phi: float) -> float:
+        p = np.array([r * math.cos(phi), r * math.sin(phi), 0.0])
+        vel = np.array([v, 0.0, 0.0]) + np.cross(w, p - c)
+        return P0 * math.sqrt(max(1 - r * r / (A * A), 0.0)) * math.hypot(vel[0], vel[1]) * r
+
+    v_bar = dblquad(integrand, 0.0, 2 * math.pi, 0.0, A, epsabs=0, epsrel=1e-7)[0] / F
+    assert groove_volume(fp, F, v) == pytest.approx(KP * F * v_bar / v, rel=5e-4)
+    upright = BallFootprint(R, K, 1.0, W, KP, "hertz", (0.0, 0.0, -1.0))
+    centre = np.array([0.0])
+    assert fp.groove(centre, F, v)[0] > 3 * upright.groove(centre, F, v)[0]
+    # the upright tool about -n is the one about +n turning the other way
+    y = np.linspace(-A, A, 21)
+    np.testing.assert_allclose(upright.groove(y, F, v), BallFootprint(R, K, 1.0, -W, KP).groove(y, F, v), rtol=1e-12)

@@ -263,11 +263,11 @@ def depth_cell(cell: CellConfig, radius: float) -> tuple[CellConfig, Any]:
     stepover (the layers' passes interleaved: n layers s apart shifted by s/n are the passes s/n
     apart), the feed (on the surface), the force and the lead-in; (new cell, the DepthPlan)."""
     from robot_grinding_sim.core.contact import registry
-    from robot_grinding_sim.core.planning.depth import BallFootprint, DepthLimits, plan_depth
+    from robot_grinding_sim.core.planning.depth import BallFootprint, DepthLimits, plan_depth, tool_axis
 
-    rc, c = cell.removal, cell.contact
+    rc, c, pr = cell.removal, cell.contact, cell.process
     footprint = BallFootprint(radius, c.stiffness, registry.get(c.model).static_exponent(c),
-                              -cell.tool.spindle_speed, rc.kp, rc.pressure)
+                              cell.tool.spindle_speed, rc.kp, rc.pressure, tool_axis(pr.lead, pr.tilt))
     limits = DepthLimits(rc.force_min, rc.force_max, rc.feed_min, rc.feed_max)
     dp = plan_depth(footprint, rc.target_depth, cell.process.target_force, limits, rc.hold_force)
     new = cell.replace(**{"passes.stepover": dp.stepover / dp.layers, "process.feed": dp.feed,

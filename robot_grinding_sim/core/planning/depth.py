@@ -62,13 +62,19 @@ class Footprint(Protocol):
 
 @dataclass(frozen=True)
 class BallFootprint:
-    """The ball tool ground about its own axis held along the surface normal.
+    """The ball tool ground about its own axis.
+
+    Frame: the pass's local frame at the contact point, x along the travel, y = n x x (to the left),
+    z = n the outward normal; the ball's centre at (0, 0, R - d).
 
     Attributes:
         radius: ball radius R, m. stiffness, exponent: the contact law at rest, F = K d^exponent.
-        spindle_speed: w about the outward normal, rad/s (the tool's z axis points into the part, so
-            the cell's spindle speed is ``-w`` here; the sign only mirrors the groove).
+        spindle_speed: w about ``axis``, rad/s.
         preston_coefficient: k_p, m^2/N. pressure: ``hertz`` or ``uniform`` over the patch.
+        axis: (3,) the spindle's unit axis in the local frame: (0, 0, 1) along the normal (the
+            cell's tool points into the part: (0, 0, -1) with its spindle speed, the same groove
+            mirrored); a lead or tilt turns it (:func:`tool_axis`), and the abrasive at the contact
+            point then slides at w R sin(angle): the groove fills in at its centre.
     """
 
     radius: float
@@ -77,6 +83,7 @@ class BallFootprint:
     spindle_speed: float = 0.0
     preston_coefficient: float = 9.5e-12
     pressure: str = "hertz"
+    axis: tuple[float, float, float] = (0.0, 0.0, 1.0)
 
     def penetration(self, force: float) -> float:
         """d with K d^exponent = F, m."""
@@ -88,8 +95,9 @@ class BallFootprint:
 
     def groove(self, y: FloatArray, force: float, feed: float) -> FloatArray:
         """h(y) = (k_p / v_f) integral p(x, y) |v(x, y)| dx over the chord |x| < s, s^2 = a^2 - y^2,
-        with x = s sin(t) (the Hertz pressure's square root then integrates smoothly);
-        v = (v_f - w y, w x) the abrasive's speed over the part."""
+        with x = s sin(t) (the Hertz pressure's square root then integrates smoothly); v the
+        tangential part of v_f e_x + w x (p - c), p = (x, y, 0), c = (0, 0, R - d): along the
+        normal axis (v_f - w y, w x)."""
         y = np.asarray(y, dtype=float)
         a = self.half_width(force)
         if a <= 0.0 or feed <= 0.0:
@@ -98,13 +106,26 @@ class BallFootprint:
         t = 0.5 * math.pi * _GL_X2
         x = s * np.sin(t)
         c = np.cos(t)
-        speed = np.hypot(feed - self.spindle_speed * y[..., None], self.spindle_speed * x)
+        wx, wy, wz = (self.spindle_speed * float(k) for k in self.axis)
+        h = self.radius - self.penetration(force)
+        yy = y[..., None]
+        speed = np.hypot(feed - wy * h - wz * yy, wz * x + wx * h)
         if self.pressure == "hertz":
             p0 = 3.0 * force / (2.0 * math.pi * a * a)
             integrand = p0 * (s * c / a) * speed * s * c  # p = p0 sqrt(s^2 - x^2) / a, dx = s cos t dt
         else:
             integrand = force / (math.pi * a * a) * speed * s * c
         return self.preston_coefficient / feed * (integrand @ _GL_W2) * 0.5 * math.pi
+
+
+def tool_axis(lead: float, tilt: float) -> tuple[float, float, float]:
+    """The cell's tool z axis (into the part, turned by ``lead`` about the tool y axis and ``tilt``
+    about the travel, rad: :func:`~robot_grinding_sim.core.planning.planner.tcp_frames`) in the pass's
+    local frame (x travel, y = n x travel, z = n): the tool frame is (x, -y, -z) of it."""
+    from scipy.spatial.transform import Rotation
+
+    z = np.diag([1.0, -1.0, -1.0]) @ Rotation.from_euler("YX", [lead, tilt]).as_matrix() @ np.array([0.0, 0.0, 1.0])
+    return (float(z[0]), float(z[1]), float(z[2]))
 
 
 def groove_of_rate(rate: Any, half_length: float, y: FloatArray, feed: float) -> FloatArray:
