@@ -229,10 +229,19 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
     assert out_path is not None
     faces = None if list(wp.faces) == [-1] else [int(f) for f in wp.faces]
     if robot.lower() == "none":
-        tool = planner.tool_parameters(cell, tool_radius or planner.ToolParameters.radius)
+        radius = tool_radius or planner.ToolParameters.radius
+        depth_plan = None
+        if cell.removal.target_depth > 0:  # stepover, feed and force for the depth (no robot: no prediction)
+            from robot_grinding_sim.core.job.setup import depth_cell
+
+            cell, depth_plan = depth_cell(cell, radius)
+        tool = planner.tool_parameters(cell, radius)
         result = planner.plan(part, faces, cell.passes.validate(), tool, robot=None, workpiece_pose=wp.pose)
         if max_passes is not None or pass_length is not None:
             result = planner.crop_plan(result, part, max_passes, pass_length)
+        if depth_plan is not None:
+            result.removal_plan = depth_plan.as_dict()
+            result.cell = cell.values()
     else:
         from robot_grinding_sim.cli.common import stage_progress
 

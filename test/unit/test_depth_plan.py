@@ -276,3 +276,30 @@ def test_a_tilted_spindle_axis_removes_by_its_sliding_speed() -> None:
     # the upright tool about -n is the one about +n turning the other way
     y = np.linspace(-A, A, 21)
     np.testing.assert_allclose(upright.groove(y, F, v), BallFootprint(R, K, 1.0, -W, KP).groove(y, F, v), rtol=1e-12)
+
+
+def test_the_cycle_time_limit_is_named_when_it_is_over() -> None:
+    from robot_grinding_sim.core.planning.depth import check_cycle_time
+
+    fp = BallFootprint(R, K, 1.0, -W, KP)
+    dp = plan_depth(fp, 5e-6, F)
+    t = check_cycle_time(dp, 1.0, 30, 2.5, math.inf)
+    assert t == pytest.approx(1.0 / dp.feed + 75.0) and dp.limiting is None
+    check_cycle_time(dp, 1.0, 30, 2.5, 60.0)
+    assert dp.limiting is not None and "cycle time" in dp.limiting and "60 s" in dp.limiting
+
+
+def test_plan_without_a_robot_takes_the_depth_plans_stepover_and_feed(tmp_path) -> None:
+    import json
+
+    from cli_runner import run
+
+    out = run("plan", "flat_plate", "--robot", "none", "--target-depth", "5e-6", "--max-passes", "3",
+              "--pass-length", "0.02", "--out", "plan.json", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    data = json.loads((tmp_path / "plan.json").read_text())
+    rp = data["removal_plan"]
+    assert rp["target_depth"] == 5e-6 and rp["limiting"] is None
+    assert data["parameters"]["passes"]["stepover"] == pytest.approx(rp["stepover"] / rp["layers"])
+    assert data["parameters"]["tool"]["feed"] == pytest.approx(rp["feed"])
+    assert "depth plan 5 um" in out.stdout
