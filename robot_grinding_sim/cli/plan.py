@@ -240,7 +240,9 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
         if max_passes is not None or pass_length is not None:
             result = planner.crop_plan(result, part, max_passes, pass_length)
         if depth_plan is not None:
-            result.removal_plan = depth_plan.as_dict()
+            from robot_grinding_sim.core.job.setup import removal_plan_entry
+
+            result.removal_plan = removal_plan_entry(depth_plan, result, cell)
             result.cell = cell.values()
     else:
         from robot_grinding_sim.cli.common import stage_progress

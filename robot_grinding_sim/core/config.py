@@ -255,6 +255,9 @@ class RemovalConfig:
                                 range=(0.0, 1e-2))
     hold_force: bool = param(False, "the depth plan keeps process.target_force (the feed is what is left to "
                              "choose); false: it may move the force within [force_min, force_max]")
+    stepover_ripple: float = param(0.02, "the depth plan's stepover is the largest at which the summed grooves of "
+                                   "the passes vary by at most this fraction about their middle (smaller: more "
+                                   "passes, a more even depth)", range=(1e-4, 0.5))
     depth_band: float = param(0.1, "the depth is even when within this fraction of the target depth (the "
                               "uniformity figures count the region inside it)", range=(1e-3, 1.0))
     force_min: float = param(1.0, "the depth plan keeps the force at or above this", unit="N", range=(1e-3, 1e4))

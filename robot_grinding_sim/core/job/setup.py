@@ -233,14 +233,7 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
     scene, exact = workpiece_scene(part, plan.faces, plan.workpiece_pose, radius, wp.deflection, closed)
     tm["scene_s"] = time.perf_counter() - t0 - tm["load_and_plan_s"]
     if depth_plan is not None:
-        from robot_grinding_sim.core.planning.depth import check_cycle_time
-
-        lengths = float(sum(p.arc[-1] - p.arc[0] for p in plan.passes))
-        rc = cell.removal
-        t_cycle = check_cycle_time(depth_plan, lengths, len(plan.passes), PASS_OVERHEAD,
-                                   rc.cycle_time_max if rc.cycle_time_max > 0 else math.inf)
-        plan.removal_plan = {**depth_plan.as_dict(), "cycle_time_s": t_cycle, "pass_length_m": lengths,
-                             "passes": len(plan.passes)}
+        plan.removal_plan = removal_plan_entry(depth_plan, plan, cell)
     setup = JobSetup(cfg, model, part, plan, list(plan.faces), plan.workpiece_pose, scene, exact,
                      ToolContactQuery(scene), law, paths, penetration, radius, source, plan_data, tm,
                      plan.trajectory if plan_data is not None else None)
@@ -257,6 +250,18 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
 PASS_OVERHEAD = 2.5
 
 
+def removal_plan_entry(depth_plan: Any, plan: Any, cell: CellConfig) -> dict[str, Any]:
+    """plan.json's ``removal_plan`` (without the prediction) of a depth plan and the passes planned
+    for it: the plan's figures, the cycle time estimate (named as the limit when over
+    ``removal.cycle_time_max``), the passes' length and number."""
+    from robot_grinding_sim.core.planning.depth import check_cycle_time
+
+    lengths = float(sum(p.arc[-1] - p.arc[0] for p in plan.passes))
+    limit = cell.removal.cycle_time_max if cell.removal.cycle_time_max > 0 else math.inf
+    t_cycle = check_cycle_time(depth_plan, lengths, len(plan.passes), PASS_OVERHEAD, limit)
+    return {**depth_plan.as_dict(), "cycle_time_s": t_cycle, "pass_length_m": lengths, "passes": len(plan.passes)}
+
+
 def depth_cell(cell: CellConfig, radius: float) -> tuple[CellConfig, Any]:
     """The cell for a removal depth (``removal.target_depth``): the depth plan
     (:func:`~robot_grinding_sim.core.planning.depth.plan_depth`, the ball of ``radius`` m) sets the
@@ -269,7 +274,7 @@ def depth_cell(cell: CellConfig, radius: float) -> tuple[CellConfig, Any]:
     footprint = BallFootprint(radius, c.stiffness, registry.get(c.model).static_exponent(c),
                               cell.tool.spindle_speed, rc.kp, rc.pressure, tool_axis(pr.lead, pr.tilt))
     limits = DepthLimits(rc.force_min, rc.force_max, rc.feed_min, rc.feed_max)
-    dp = plan_depth(footprint, rc.target_depth, cell.process.target_force, limits, rc.hold_force)
+    dp = plan_depth(footprint, rc.target_depth, cell.process.target_force, limits, rc.hold_force, rc.stepover_ripple)
     new = cell.replace(**{"passes.stepover": dp.stepover / dp.layers, "process.feed": dp.feed,
                           "process.target_force": dp.force, "process.lead_in": dp.lead_in,
                           "process.feed_on_surface": True})
