@@ -44,6 +44,8 @@ _GL_X2 = np.r_[0.5 * (_GL_H - 1.0), 0.5 * (_GL_H + 1.0)]
 _GL_W2 = np.r_[0.5 * _GL_HW, 0.5 * _GL_HW]
 #: samples of a groove across its width (stepover search, volume per length)
 GROOVE_SAMPLES = 801
+#: feeds above this (m/s) are taken as "no feed removes as little"
+MAX_FEED = 1e3
 #: the stepover's ripple tolerance: (max - min) / (max + min) of the sum of grooves
 DEFAULT_RIPPLE = 0.02
 
@@ -235,9 +237,11 @@ class DepthPlan:
 def feed_for_depth(footprint: Footprint, force: float, stepover: float, depth: float, feed0: float = 0.01) -> float:
     """The feed (m/s) at which grooves ``stepover`` apart average ``depth`` (fixed point of
     v = v A(v) / (s D): A is nearly proportional to 1 / v)."""
-    v = feed0
-    for _ in range(20):
+    v = feed0 if math.isfinite(feed0) and feed0 > 0 else 0.01
+    for _ in range(40):
         v_new = v * groove_volume(footprint, force, v) / (stepover * depth)
+        if not v_new < MAX_FEED:  # the feed's own sliding removes more than D however fast: no feed does
+            return math.inf
         if abs(v_new - v) <= 1e-9 * v:
             return v_new
         v = v_new
@@ -306,7 +310,9 @@ def plan_depth(footprint: Footprint, depth: float, force: float, limits: DepthLi
         notes.append(f"{layers} layers of D/{layers}: one layer would need {v:.3g} m/s, under {lim.feed_min:g} m/s")
     v = feed_for_depth(footprint, F, s, depth / layers, v * layers)
     if v > lim.feed_max * (1.0 + 1e-9):
-        limiting = limiting or (f"feed range: D = {depth:g} m needs {v:.3g} m/s at {F:.3g} N, over the feed limit "
+        need = (f"needs {v:.3g} m/s" if math.isfinite(v) else
+                "cannot be removed at any feed (the feed's own sliding removes more)")
+        limiting = limiting or (f"feed range: D = {depth:g} m {need} at {F:.3g} N, over the feed limit "
                                 f"{lim.feed_max:g} m/s (lower the force limit or allow a faster feed)")
         v = lim.feed_max
     per_layer = groove_volume(footprint, F, v) / s
