@@ -104,6 +104,24 @@ def test_curved_panel_is_ground_to_an_even_depth(tmp_path: Path) -> None:
     touching = np.flatnonzero(rec["fn_mean"] > 0.05)[::5]
     speed = np.array([np.linalg.norm(model.jacobian(rec["q"][i], "tcp")[:3] @ rec["qd"][i]) for i in touching])
     assert len(touching) > 1000 and speed.min() >= 0.5 * data["cell"]["process.feed"], speed.min()
+    # the map replayed from the states alone (what a graph run's bag holds: q, qd, the force in tcp axes;
+    # the contact found anew by the query) is the job's map
+    from robot_grinding_sim.core.job.removal import depth_figures, replay_removal
+
+    X = model.fk(rec["q"], "tcp")
+    f_tcp = np.einsum("kji,kj->ki", X[:, :3, :3], rec["normal"]) * rec["fn_mean"][:, None]
+    grid = replay_removal(result.setup, rec["ts"], rec["q"], rec["qd"], f_tcp)
+    job_map = result.removal[0].depth
+    assert np.linalg.norm(grid.depth - job_map) <= 0.03 * np.linalg.norm(job_map)
+    replayed = depth_figures(result.setup, grid)
+    assert replayed["within_band"] >= 0.95 and abs(replayed["end_of_pass_ratio"] - 1.0) <= 0.1
+    # and from the bag the simulation wrote (/joint_states, /contact/wrench: what graph_run reads of the graph's)
+    from robot_grinding_sim.cli.graph_run import graph_removal
+
+    from_bag = graph_removal(tmp_path / "plan.json", tmp_path / "sim" / "bag", cfg.cell)
+    assert from_bag["uniformity"]["mean_depth_m"] == pytest.approx(sim["removal"]["uniformity"]["mean_depth_m"],
+                                                                  rel=0.01)
+    assert from_bag["max_depth_m"] == pytest.approx(sim["removal"]["max_depth_m"], rel=0.02)
 
 
 def test_blade_like_face_is_ground_to_an_even_depth(tmp_path: Path) -> None:

@@ -185,6 +185,32 @@ def depth_figures(setup: Any, grid: RemovalGrid) -> dict[str, Any] | None:
                       cell.removal.depth_band, stepover, half_width, cell.process.lead_in)
 
 
+def replay_removal(setup: Any, t: FloatArray, q: FloatArray, qd: FloatArray, force_tcp: FloatArray) -> RemovalGrid:
+    """The removal map of recorded states (a graph run's bag, a cell's log) on the job's grid: at each
+    state (times ``t`` (M,) s, joint positions ``q`` and velocities ``qd`` (M, n) rad, rad/s, the
+    contact force on the tool ``force_tcp`` (M, 3) N in tcp axes, as /contact/wrench carries it) the
+    ball's contact is found anew (``setup.query`` at the tcp), its normal force is the force along
+    the part's outward normal, and Preston's law removes over the interval since the state before
+    (:func:`accumulate_state`, the code contact_solver_node runs)."""
+    grid = job_grid(setup)
+    model, tcp = setup.model, setup.cell.tool.tcp_link
+    t = np.asarray(t, dtype=float)
+    q, qd, force_tcp = (np.asarray(a, dtype=float) for a in (q, qd, force_tcp))
+    if len(t) < 2:
+        return grid
+    X = model.fk(q, tcp)
+    dts = np.diff(t, prepend=t[0])
+    for i in np.flatnonzero((dts > 0) & (np.linalg.norm(force_tcp, axis=1) > 0)).tolist():
+        geom = setup.query.query(X[i, :3, 3])
+        if geom.gap >= 0.0:
+            continue
+        fn = float(force_tcp[i] @ (X[i, :3, :3].T @ geom.normal))
+        if fn > 0.0:
+            accumulate_state(grid, model, tcp, setup.cell.tool.spindle_speed, X[i], q[i], qd[i], geom.point,
+                             geom.normal, fn, patch_radius(setup.tool_radius, -geom.gap), float(dts[i]))
+    return grid
+
+
 def predicted_map(setup: Any) -> dict[str, Any]:
     """plan.json's ``removal_plan.predicted``: the predicted map's uniformity figures and the map
     itself (grid shape (rows, cols), depth per node in um rounded to 1 nm, NaN-free: 0 off the face,
