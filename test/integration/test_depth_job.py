@@ -115,6 +115,12 @@ def test_curved_panel_is_ground_to_an_even_depth(tmp_path: Path) -> None:
     assert np.linalg.norm(grid.depth - job_map) <= 0.03 * np.linalg.norm(job_map)
     replayed = depth_figures(result.setup, grid)
     assert replayed["within_band"] >= 0.95 and abs(replayed["end_of_pass_ratio"] - 1.0) <= 0.1
+    # 200 states lost in the middle of a pass (a recorder under load loses blocks like it): spread, no spot
+    mid = int(np.flatnonzero(rec["fn_mean"] > 0.05)[len(touching) * 5 // 2])
+    keep = np.r_[0:mid, mid + 200:len(rec["ts"])]
+    gappy = replay_removal(result.setup, rec["ts"][keep], rec["q"][keep], rec["qd"][keep], f_tcp[keep])
+    assert np.linalg.norm(gappy.depth - job_map) <= 0.03 * np.linalg.norm(job_map)
+    assert gappy.depth.max() <= 1.02 * job_map.max()
     # and from the bag the simulation wrote (/joint_states, /contact/wrench: what graph_run reads of the graph's)
     from robot_grinding_sim.cli.graph_run import graph_removal
 

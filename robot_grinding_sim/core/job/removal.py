@@ -191,13 +191,27 @@ def replay_removal(setup: Any, t: FloatArray, q: FloatArray, qd: FloatArray, for
     contact force on the tool ``force_tcp`` (M, 3) N in tcp axes, as /contact/wrench carries it) the
     ball's contact is found anew (``setup.query`` at the tcp), its normal force is the force along
     the part's outward normal, and Preston's law removes over the interval since the state before
-    (:func:`accumulate_state`, the code contact_solver_node runs)."""
+    (:func:`accumulate_state`, the code contact_solver_node runs). Where samples are missing (a
+    recorder that lost some under load: more than 1.5 x the usual interval between two states) the
+    states between are interpolated (q, qd and the force linear in time), so the lost interval's
+    removal spreads along the motion instead of piling up at the state after the gap."""
     grid = job_grid(setup)
     model, tcp = setup.model, setup.cell.tool.tcp_link
     t = np.asarray(t, dtype=float)
     q, qd, force_tcp = (np.asarray(a, dtype=float) for a in (q, qd, force_tcp))
     if len(t) < 2:
         return grid
+    step = np.diff(t)
+    h = float(np.median(step[step > 0])) if np.any(step > 0) else 0.0
+    gaps = np.flatnonzero(step > 1.5 * h) if h > 0 else np.zeros(0, dtype=int)
+    if len(gaps):
+        fill = [np.linspace(t[i], t[i + 1], int(round(step[i] / h)) + 1)[1:-1] for i in gaps.tolist()]
+        t_all = np.sort(np.concatenate([t, *fill]))
+
+        def at(a: FloatArray) -> FloatArray:
+            return np.column_stack([np.interp(t_all, t, a[:, j]) for j in range(a.shape[1])])
+
+        t, q, qd, force_tcp = t_all, at(q), at(qd), at(force_tcp)
     X = model.fk(q, tcp)
     dts = np.diff(t, prepend=t[0])
     for i in np.flatnonzero((dts > 0) & (np.linalg.norm(force_tcp, axis=1) > 0)).tolist():

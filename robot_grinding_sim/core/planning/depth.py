@@ -313,7 +313,7 @@ def plan_depth(footprint: Footprint, depth: float, force: float, limits: DepthLi
         need = (f"needs {v:.3g} m/s" if math.isfinite(v) else
                 "cannot be removed at any feed (the feed's own sliding removes more)")
         limiting = limiting or (f"feed range: D = {depth:g} m {need} at {F:.3g} N, over the feed limit "
-                                f"{lim.feed_max:g} m/s (lower the force limit or allow a faster feed)")
+                                f"{lim.feed_max:g} m/s (less force or a faster feed would reach it)")
         v = lim.feed_max
     per_layer = groove_volume(footprint, F, v) / s
     hg = footprint.groove(y, F, v)
