@@ -54,6 +54,10 @@ ROS_PACKAGES = [
 ]
 
 
+#: what ``grinding study`` needs beyond the core (the extra ``study``; the tests need it too)
+STUDY = ["ray>=2.40", "pyarrow>=14", "pandas>=2.1", "threadpoolctl>=3.1"]
+
+
 def ros_wheels(distro: str) -> list[str]:
     """The pip path's ROS 2 wheels of one distribution (one distribution per venv)."""
     return [f"ros-{distro}-{name}" for name in ROS_PACKAGES]
@@ -95,7 +99,10 @@ setup(
         # the pip path's ROS 2: Kilted (``ros``, the README's commands) or Jazzy (``ros-jazzy``)
         "ros": ros_wheels("kilted"),
         "ros-jazzy": ros_wheels("jazzy"),
+        # grinding study (docs/study.md): Ray runs the jobs; the results table is Parquet (pyarrow) via pandas
+        "study": STUDY,
         "test": [
+            *STUDY,
             "pytest>=8",
             "ruff>=0.6",
             "setuptools>=68",

@@ -105,6 +105,18 @@ def parse_sets(sets: Sequence[str]) -> dict[str, Any]:
     return out
 
 
+def explicit_pose(options: Mapping[str, Any]) -> list[float] | None:
+    """The workpiece pose given on the command line (``--workpiece-pose``, or ``--set workpiece.pose``,
+    the later winning as in :func:`build_cell`), None without one. With a plan this moves its part;
+    a ``--params`` file's ``workpiece.pose`` does not (the plan says where its part is)."""
+    pose = options.get("workpiece__pose")
+    pose = parse_pose(pose) if pose else None
+    sets = parse_sets(options.get("sets") or ())
+    if "workpiece.pose" in sets:
+        pose = [float(v) for v in sets["workpiece.pose"]]
+    return pose
+
+
 def build_cell(options: Mapping[str, Any], base: CellConfig | None = None,
                extra: Mapping[str, Any] | None = None) -> CellConfig:
     """The cell of a command line: ``base`` (default: the package's cell), the ``--params`` files in

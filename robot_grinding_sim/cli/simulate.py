@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from robot_grinding_sim.cli.cell_options import build_cell, common_cell_options
+from robot_grinding_sim.cli.cell_options import build_cell, common_cell_options, explicit_pose
 from robot_grinding_sim.cli.common import FINITE, emit_json, json_option, stage_progress
 from robot_grinding_sim.cli.graph_run import graph_dynamics, graph_options, then_through_graph
 from robot_grinding_sim.core.errors import InputError
@@ -112,8 +112,9 @@ def simulate(part_or_cad: str | None, plan_file: str | None, max_passes: int | N
             raise InputError("--max-passes / --pass-length select passes when planning; a plan.json runs as it is")
     extra = {"workpiece.part": part_or_cad} if part_or_cad else {}
     cell = build_cell(options, base, extra)
+    moved = explicit_pose(options) if plan_file is not None else None
     cfg = JobConfig(cell=cell, plan_file=plan_file, optimise=optimise, max_passes=max_passes,
-                    pass_length=pass_length)
+                    pass_length=pass_length, workpiece_pose=None if moved is None else tuple(moved))
     dynamics = graph_dynamics(cell, graph, exchange_interval)
     out_dir = out or "simulate_out"
     summary = run_and_write(cfg, out_dir, as_json, show=not (as_json and graph))

@@ -89,7 +89,7 @@ class ContactSolverNode(Node):
             except InputError as exc:
                 raise ParameterError("ft_sensor.tool_mass", str(exc), NODE_NAME) from None
             self.ft_frame = cell.ft_sensor.frame
-            self.pub_ft = self.create_publisher(WrenchStamped, "ft_sensor/wrench", 50)
+            self.pub_ft = self.create_publisher(WrenchStamped, "ft_sensor/wrench", wire.STREAM_DEPTH)
             self.ft_writer = wire.wrench_stamped_bytes(self.ft_frame)
             self.create_service(Trigger, "~/tare", self._on_tare)
             par = self.ft.params
@@ -97,8 +97,8 @@ class ContactSolverNode(Node):
                                    f"{np.round(par.tool_com, 4).tolist()} m")
         self._states: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._pending: OrderedDict[int, tuple[Any, np.ndarray]] = OrderedDict()
-        self.pub_model = self.create_publisher(Float64MultiArray, "contact/model", 50)
-        self.pub_wrench = self.create_publisher(WrenchStamped, "contact/wrench", 50)
+        self.pub_model = self.create_publisher(Float64MultiArray, "contact/model", wire.STREAM_DEPTH)
+        self.pub_wrench = self.create_publisher(WrenchStamped, "contact/wrench", wire.STREAM_DEPTH)
         # the 1 kHz topics as bytes (ros/wire.py): rclpy's message objects were most of the work
         self.js_reader = wire.JointStateReader(m.joint_names, "joint_state")
         self.points_reader = wire.PointCloudReader(self.base_frame)

@@ -163,9 +163,9 @@ class HardwareDriver(LifecycleNode):
         self.pub_out = self.create_publisher(JointTrajectory, p["output_topic"], 10)
         # the F/T outputs (up to ft_rate each) and the joint states (500 Hz on a UR) as CDR bytes
         # (ros/wire.py): the reader thread and the executor share one interpreter lock
-        self.pub_wrench = self.create_publisher(WrenchStamped, "ft_sensor/wrench", 100)
-        self.pub_raw = self.create_publisher(WrenchStamped, "~/wrench_raw", 100)
-        self.pub_tcp = self.create_publisher(WrenchStamped, "~/wrench_tcp", 100)
+        self.pub_wrench = self.create_publisher(WrenchStamped, "ft_sensor/wrench", wire.STREAM_DEPTH)
+        self.pub_raw = self.create_publisher(WrenchStamped, "~/wrench_raw", wire.STREAM_DEPTH)
+        self.pub_tcp = self.create_publisher(WrenchStamped, "~/wrench_tcp", wire.STREAM_DEPTH)
         self._w_sensor = wire.wrench_stamped_bytes(self.ft_frame)
         self._w_tcp = wire.wrench_stamped_bytes(self.tcp_frame)
         self.js_reader: wire.JointStateReader | None = None
@@ -185,7 +185,7 @@ class HardwareDriver(LifecycleNode):
             self.create_subscription(String, "grinding/plan", guarded(self, "grinding/plan")(self._on_plan), latched)
             self.create_subscription(Float64MultiArray, "grinding/progress",
                                      guarded(self, "grinding/progress")(self._on_progress), 50)
-            self.pub_adm = self.create_publisher(Float64MultiArray, "~/admittance", 100)
+            self.pub_adm = self.create_publisher(Float64MultiArray, "~/admittance", wire.STREAM_DEPTH)
             self.create_timer(self.period, guarded(self, "force control")(self._stream), clock=steady)
         self._activate_error: InputError | None = None
         if p["autostart"]:

@@ -45,6 +45,11 @@ class JobConfig:
             False for a plan.json (its offsets were optimised when it was made).
         max_passes: plan only the first N passes (None: all).
         pass_length: keep the middle ``pass_length`` m of each pass (None: whole passes).
+        workpiece_pose: with a plan.json, the part is here ('x y z roll pitch yaw' m, rad, base_link)
+            rather than where the plan put it (its passes move with it, its joint trajectory does
+            not: the part's placement error under a fixed path). None: the plan's pose. Given
+            explicitly (``--workpiece-pose``, ``--set workpiece.pose``), never from a parameter file:
+            a cell.yaml's ``workpiece.pose`` does not move the part of a plan.
     """
 
     cell: CellConfig = field(default_factory=CellConfig)
@@ -52,6 +57,7 @@ class JobConfig:
     optimise: bool | None = None
     max_passes: int | None = None
     pass_length: float | None = None
+    workpiece_pose: tuple[float, ...] | None = None
 
     def validate(self) -> JobConfig:
         self.cell.validate()
@@ -206,6 +212,11 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
     if given is not None:
         plan = given
         what = cfg.plan_file or "the passes"
+        if cfg.workpiece_pose is not None:
+            plan.workpiece_pose = planner.pose_matrix(cfg.workpiece_pose)
+        # one answer to where the part is: the cell says what the plan (moved or not) says
+        cell = cell.replace(**{"workpiece.pose": planner.pose_vector(plan.workpiece_pose)})
+        cfg = dataclasses.replace(cfg, cell=cell)
         if plan.tool.radius != radius:
             raise InputError(f"{what}: planned for a tool of radius {plan.tool.radius} m, the robot's "
                              f"({model.source}) has {radius} m")

@@ -197,6 +197,12 @@ def pose_matrix(pose: Any) -> FloatArray:
     return T
 
 
+def pose_vector(X: Any) -> list[float]:
+    """Inverse of :func:`pose_matrix`: (4, 4) -> [x, y, z, roll, pitch, yaw] (m, rad; fixed-axis XYZ)."""
+    a = np.asarray(X, dtype=float)
+    return [*a[:3, 3].tolist(), *Rotation.from_matrix(a[:3, :3]).as_euler("xyz").tolist()]
+
+
 def tcp_frames(points: FloatArray, normals: FloatArray, tangents: FloatArray, tool: ToolParameters
                ) -> tuple[FloatArray, FloatArray]:
     """TCP positions (N, 3) m and rotation matrices (N, 3, 3) (columns: tool x, y, z in the part frame).
