@@ -37,14 +37,20 @@ DEMO_PASS_LENGTH = 0.03
 DEMO_DEPTH = 5e-6
 
 
-def demo_config(**cell_values: Any) -> Any:
-    """The demo's JobConfig (curved_panel, 5 um deep over 24 passes of 30 mm), with cell values by name."""
+#: the demo before the depth plan (issue 26): 3 passes 10 mm apart at the cell's force and feed, what
+#: the benches' figures (docs/performance.md) were measured on: ``demo_config(3, **FORCE_ONLY)``
+FORCE_ONLY = {"removal.target_depth": 0.0, "passes.stepover": 0.01}
+
+
+def demo_config(passes: int = DEMO_PASSES, **cell_values: Any) -> Any:
+    """The demo's JobConfig (curved_panel, 5 um deep over 24 passes of 30 mm; ``passes``: the first
+    that many), with cell values by name."""
     from robot_grinding_sim.core.config import CellConfig
     from robot_grinding_sim.core.job.setup import JobConfig
 
     cell = CellConfig().replace(**{"workpiece.part": "curved_panel", "removal.target_depth": DEMO_DEPTH,
                                    **cell_values})
-    return JobConfig(cell=cell, max_passes=DEMO_PASSES, pass_length=DEMO_PASS_LENGTH)
+    return JobConfig(cell=cell, max_passes=passes, pass_length=DEMO_PASS_LENGTH)
 
 
 @click.command("demo")
