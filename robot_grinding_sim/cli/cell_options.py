@@ -67,6 +67,10 @@ def common_cell_options(f: Any) -> Any:
         cell_option("--servo-bandwidth", "servo.bandwidth", type=FINITE),
         cell_option("--feed", "process.feed", type=FINITE),
         cell_option("--stepover", "passes.stepover", type=FINITE),
+        cell_option("--target-depth", "removal.target_depth", type=FINITE,
+                    help="Plan for this removal depth, m: stepover, feed, force and layers chosen so the predicted "
+                         "removal over the region is even at it (with --target-force the force is held and the "
+                         "feed chosen)"),
         cell_option("--unit", "workpiece.unit"),
         cell_option("--workpiece-pose", "workpiece.pose", convert=parse_pose),
         cell_option("--face", "workpiece.faces", multiple=True, type=int, default=(),
@@ -138,6 +142,8 @@ def build_cell(options: Mapping[str, Any], base: CellConfig | None = None,
         v = convert(v) if convert else v
         if v is not None:
             values[name] = v
+    if options.get("process__target_force") is not None and options.get("removal__target_depth") is not None:
+        values["removal.hold_force"] = True  # force and depth given together: the feed is what is left
     values.update(extra or {})
     values.update(parse_sets(options.get("sets") or ()))
     return config_from_mapping(values)

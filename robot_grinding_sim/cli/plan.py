@@ -86,6 +86,10 @@ def _robot_plan(cell: Any, part: Any, faces: list[int] | None, optimise: bool | 
         on_stage("planning passes")
     model = cell_robot_model(cell)
     radius = tool_sphere_radius(model, cell.tool.tcp_link, cell.tool.link)
+    if cell.removal.target_depth > 0:  # the passes at the depth plan's stepover (the job then plans it again)
+        from robot_grinding_sim.core.job.setup import depth_cell
+
+        cell = depth_cell(cell, radius)[0]
     passes = planner.plan(part, faces, cell.passes.validate(), planner.tool_parameters(cell, radius), robot=None,
                           workpiece_pose=np.asarray(cell.workpiece.pose, dtype=float), on_stage=on_stage)
     if max_passes is not None or pass_length is not None:
@@ -250,12 +254,23 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
     # that minutes of work on a large part are not silent; stdout keeps only the report (or JSON)
     show = not as_json or not sys.stderr.isatty()
     if robot.lower() == "none":
-        tool = planner.tool_parameters(cell, tool_radius or planner.ToolParameters.radius)
+        radius = tool_radius or planner.ToolParameters.radius
+        depth_plan = None
+        if cell.removal.target_depth > 0:  # stepover, feed and force for the depth (no robot: no prediction)
+            from robot_grinding_sim.core.job.setup import depth_cell
+
+            cell, depth_plan = depth_cell(cell, radius)
+        tool = planner.tool_parameters(cell, radius)
         with stage_progress("planning", enabled=show) as (on_stage, _):
             result = planner.plan(part, faces, cell.passes.validate(), tool, robot=None, workpiece_pose=wp.pose,
                                   on_stage=on_stage)
         if max_passes is not None or pass_length is not None:
             result = planner.crop_plan(result, part, max_passes, pass_length)
+        if depth_plan is not None:
+            from robot_grinding_sim.core.job.setup import removal_plan_entry
+
+            result.removal_plan = removal_plan_entry(depth_plan, result, cell)
+            result.cell = cell.values()
     else:
         # a total where the stage knows one (the optimisation: passes; the final run: simulated
         # seconds): the bar shows a percentage and an ETA, and a new stage starts afresh
@@ -278,6 +293,10 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
             summary[key] = getattr(result, key)
     if result.coverage is not None:
         summary["coverage"] = result.coverage.as_dict()
+    if result.removal_plan is not None:  # the predicted map stays in plan.json
+        rp = dict(result.removal_plan)
+        rp["predicted"] = {k: v for k, v in (rp.get("predicted") or {}).items() if k != "map"}
+        summary["removal_plan"] = rp
     # the report too is made before anything is written: a failure in it leaves no file behind
     lines = None if as_json else _report_lines(result, summary)
     write_files(files)  # all of them or none
@@ -310,6 +329,10 @@ def _report_lines(result: Any, summary: dict[str, Any]) -> list[str]:
         if tool is not None:
             out.append(f"  the tool on approach, pass and retreat (no margin): {tool['link']} "
                        f"{tool['clearance_m'] * 1e3:.2f} mm at {tool['where']}")
+    if result.removal_plan is not None:
+        from robot_grinding_sim.core.planning.depth import depth_plan_text
+
+        out += depth_plan_text(result.removal_plan)
     if result.trajectory is not None:
         out.append(f"job trajectory: {len(result.trajectory.times)} knots, {result.trajectory.duration:.1f} s")
     if result.force_target is not None:

@@ -51,6 +51,19 @@ def print_table(s: dict) -> None:
     rtf = s["real_time_factor"]
     click.echo(f"final run: {s['simulated_s']:.2f} s simulated in {s['steps']} steps of {s['step_s'] * 1e3:g} ms, "
                f"{s['wall_time_s']:.2f} s wall ({rtf:.2f}x real time); total {s['total_wall_time_s']:.1f} s")
+    r = s.get("removal")
+    if s.get("removal_plan"):
+        from robot_grinding_sim.core.planning.depth import depth_plan_text
+
+        for line in depth_plan_text(s["removal_plan"]):
+            click.echo(line)
+    if r:
+        from robot_grinding_sim.core.planning.depth import uniformity_text
+
+        click.echo(f"removal (Preston, k_p {r['preston_coefficient_m2_per_n']:g} m^2/N): largest depth "
+                   f"{r['max_depth_m'] * 1e6:.3f} um, volume {r['volume_m3'] * 1e9:.4f} mm^3")
+        for line in uniformity_text(r.get("uniformity")):
+            click.echo(line)
     o = s["outputs"]
     click.echo(f"bag:   {o['bag']}\nplot:  {o['plot']}\nsummary: {o['summary']}\nplan:  {o['plan']}")
 

@@ -248,6 +248,12 @@ class ProcessConfig:
     max_tcp_speed: float = param(0.25, "largest TCP speed of any move: the planner times links (and checks the "
                                  "feed) within it, the executive's move to the start keeps to it, and "
                                  "hardware_driver refuses a command that exceeds it", unit="m/s", range=(1e-3, 10.0))
+    lead_in: float = param(0.0, "> 0: the tool is never at rest in contact: the approach ends engage_gap above "
+                           "the surface, no dwell, and each pass engages over its first lead_in (force ramped "
+                           "while moving at the feed) and releases over its last; 0: approach, engagement and "
+                           "dwell at the pass start", unit="m", range=(0.0, 1.0))
+    feed_on_surface: bool = param(False, "the feed is the contact point's speed along the surface (the TCP "
+                                  "goes faster over convex parts, slower over concave ones) rather than the TCP's")
 
 
 @dataclass(frozen=True)
@@ -261,22 +267,62 @@ class OptimiseConfig:
     max_iterations: int = param(6, "simulations per pass at most", range=(1, 100))
 
 
+#: Preston coefficients k_p (m^2/N) of the materials removal.material names, with their source:
+#: Archard's law per unit area k_p = K / H, abrasive wear coefficient K = 1e-2 (the low end of
+#: 1e-2..1e-1, Rabinowicz, Friction and Wear of Materials, 2nd ed., 1995) over the Vickers hardness
+#: (MatWeb's data sheets) times 9.807 MPa; docs/contact.md "The Preston coefficient".
+PRESTON_MATERIALS: dict[str, tuple[float, str]] = {
+    "aluminium": (9.5e-12, "aluminium 6061-T6, HV 107 (MatWeb): K/H = 1e-2 / 1.05 GPa"),
+    "steel": (5.4e-12, "AISI 1045 steel, cold drawn, HV 188 (MatWeb): K/H = 1e-2 / 1.84 GPa"),
+    "stainless": (7.9e-12, "AISI 304 stainless, annealed, HV 129 (MatWeb): K/H = 1e-2 / 1.27 GPa "
+                  "(it work-hardens under the abrasive: calibrate)"),
+}
+
+
 @dataclass(frozen=True)
 class RemovalConfig:
-    """Material removal by Preston's law (dh/dt = k_p p v) over the ground face."""
+    """Material removal by Preston's law (dh/dt = k_p p v) over the ground face, and the depth plan."""
 
     enabled: bool = param(True, "compute the removal map of the job (in-process job and contact_solver_node)")
-    preston_coefficient: float = param(9.5e-12, "Preston coefficient k_p of the part's material with the tool's "
-                                       "abrasive (default: aluminium 6061-T6 under a bonded abrasive, Archard's "
-                                       "law per unit area k_p = K/H: abrasive wear coefficient K = 1e-2, the low "
-                                       "end of 1e-2..1e-1 (Rabinowicz), over the hardness HV 107 = 1.05 GPa "
-                                       "(MatWeb); docs/contact.md. Calibrate it from a measured groove depth)",
-                                       unit="m^2/N", range=(0.0, 1e-6))
+    material: str = param("aluminium", "the part's material: its Preston coefficient when preston_coefficient is "
+                          "< 0 (aluminium 6061-T6 9.5e-12, AISI 1045 steel 5.4e-12, AISI 304 stainless 7.9e-12 "
+                          "m^2/N: K/H with K = 1e-2 over the MatWeb hardness; docs/contact.md)",
+                          choices=tuple(PRESTON_MATERIALS))
+    preston_coefficient: float = param(-1.0, "Preston coefficient k_p of the part's material with the tool's "
+                                       "abrasive; < 0: the material's (aluminium 6061-T6 under a bonded "
+                                       "abrasive: Archard's law per unit area k_p = K/H, abrasive wear "
+                                       "coefficient K = 1e-2, the low end of 1e-2..1e-1 (Rabinowicz), over the "
+                                       "hardness HV 107 = 1.05 GPa (MatWeb), 9.5e-12; docs/contact.md). "
+                                       "Calibrate it from a measured groove: grinding calibrate-removal",
+                                       unit="m^2/N", range=(-1.0, 1e-6))
     grid_spacing: float = param(2e-4, "spacing of the removal grid on the face (resolve the contact patch: "
                                 "about 1.4 mm in radius at 50 um penetration of the 20 mm ball)", unit="m",
                                 range=(1e-5, 0.05))
     pressure: str = param("hertz", "pressure over the ball's contact patch: hertz, p0 sqrt(1 - r^2/a^2), or "
                           "uniform", choices=("hertz", "uniform"))
+    target_depth: float = param(0.0, "> 0: plan for this removal depth (grinding plan --target-depth): the "
+                                "stepover, feed, force and layers are chosen so the predicted removal over the "
+                                "region is even at this depth; 0: plan for the force only", unit="m",
+                                range=(0.0, 1e-2))
+    hold_force: bool = param(False, "the depth plan keeps process.target_force (the feed is what is left to "
+                             "choose); false: it may move the force within [force_min, force_max]")
+    stepover_ripple: float = param(0.02, "the depth plan's stepover is the largest at which the summed grooves of "
+                                   "the passes vary by at most this fraction about their middle (smaller: more "
+                                   "passes, a more even depth)", range=(1e-4, 0.5))
+    depth_band: float = param(0.1, "the depth is even when within this fraction of the target depth (the "
+                              "uniformity figures count the region inside it)", range=(1e-3, 1.0))
+    force_min: float = param(1.0, "the depth plan keeps the force at or above this", unit="N", range=(1e-3, 1e4))
+    force_max: float = param(20.0, "the depth plan keeps the force at or below this", unit="N", range=(1e-3, 1e4))
+    feed_min: float = param(0.002, "the depth plan keeps the feed at or above this (slower: more layers)",
+                            unit="m/s", range=(1e-5, 10.0))
+    feed_max: float = param(0.05, "the depth plan keeps the feed at or below this", unit="m/s", range=(1e-5, 10.0))
+    cycle_time_max: float = param(0.0, "> 0: the depth plan says so when the job would take longer", unit="s",
+                                  range=(0.0, 1e6))
+
+    @property
+    def kp(self) -> float:
+        """The Preston coefficient in use, m^2/N: preston_coefficient, or the material's when it is < 0."""
+        return self.preston_coefficient if self.preston_coefficient >= 0 else PRESTON_MATERIALS[self.material][0]
 
 @dataclass(frozen=True)
 class ExecutionConfig:

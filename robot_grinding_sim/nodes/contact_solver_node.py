@@ -129,7 +129,7 @@ class ContactSolverNode(Node):
         try:
             self.tool_radius = tool_sphere_radius(self.model, self.tcp)
             self.removal = face_grid(part.face(faces[0]), cell.removal.grid_spacing, X_BP,
-                                     preston_coefficient=cell.removal.preston_coefficient,
+                                     preston_coefficient=cell.removal.kp,
                                      pressure=cell.removal.pressure)
         except InputError as exc:
             raise ParameterError("removal.grid_spacing", str(exc), NODE_NAME) from None
@@ -138,7 +138,7 @@ class ContactSolverNode(Node):
         self.create_timer(1.0 / p["removal_marker_rate"], guarded(self, "removal map")(self._publish_removal))
         rc = cell.removal
         self.get_logger().info(f"removal map: {source}, {int(self.removal.inside.sum())} nodes every "
-                               f"{rc.grid_spacing * 1e3:g} mm, k_p {rc.preston_coefficient:g} m^2/N")
+                               f"{rc.grid_spacing * 1e3:g} mm, k_p {rc.kp:g} m^2/N")
 
     def _remove(self, t: float, q: np.ndarray, qd: np.ndarray, rom: Any) -> None:
         from robot_grinding_sim.core.contact.preston import patch_radius

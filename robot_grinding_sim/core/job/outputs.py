@@ -193,7 +193,7 @@ def write_outputs(out: Path, result: Any, summary: dict[str, Any], bag: bool = T
         if result.removal is not None:
             from robot_grinding_sim.core.job.removal import plot_removal
 
-            plot_removal(tmp / "removal.png", result.removal[0], result.setup)
+            plot_removal(tmp / "removal.png", result.removal[0], result.setup, result.removal_figures)
             outputs["removal_plot"] = str(out / "removal.png")
         summary["outputs"] = outputs
         if counts is not None:

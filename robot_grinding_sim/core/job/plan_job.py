@@ -51,9 +51,9 @@ def plan_job(cell: CellConfig, optimise: bool | None = None, max_passes: int | N
     else:
         result = setup.plan
         offsets = [0.0] * len(setup.paths.passes)
-        result.trajectory = build_job_trajectory(setup.model, setup.paths, cell.process, offsets,
+        result.trajectory = build_job_trajectory(setup.model, setup.paths, setup.cell.process, offsets,
                                                  setup.penetration, setup.q_home)
-        result.offsets, result.cell = offsets, cell.values()
+        result.offsets, result.cell = offsets, setup.cell.values()  # the depth plan's, if any
         result.reachability = reachability(setup.model, result.trajectory)
     planner.arm_reaches_every_waypoint(result)
     if check_collisions:

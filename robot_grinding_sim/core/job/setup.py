@@ -296,6 +296,14 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
     if plan_data is not None:  # the whole plan against this robot, before anything runs (its one parse)
         given = check_plan(plan_data, model, cfg.plan_file)
     radius = tool_sphere_radius(model, cell.tool.tcp_link, cell.tool.link)
+    depth_plan = None
+    if plan_data is None and cell.removal.target_depth > 0:  # plan for the depth: the cell's force, feed, stepover
+        cell, depth_plan = depth_cell(cell, radius)
+        cfg = dataclasses.replace(cfg, cell=cell)
+        if given is not None and not math.isclose(given.pass_params.stepover, cell.passes.stepover, rel_tol=1e-9):
+            raise InputError(f"the passes given were planned {given.pass_params.stepover:g} m apart; the depth plan "
+                             f"for removal.target_depth {cell.removal.target_depth:g} m needs "
+                             f"{cell.passes.stepover:g} m (plan them with depth_cell's cell)")
     law = make_contact_law(cell.contact)
     penetration = law.static_penetration(cell.process.target_force)
     if penetration >= radius:
@@ -337,6 +345,50 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
     closed = {"auto": None, "true": True, "false": False}[wp.closed]
     scene, exact = workpiece_scene(part, plan.faces, plan.workpiece_pose, radius, wp.deflection, closed)
     tm["scene_s"] = time.perf_counter() - t0 - tm["load_and_plan_s"]
-    return JobSetup(cfg, model, part, plan, list(plan.faces), plan.workpiece_pose, scene, exact,
-                    ToolContactQuery(scene), law, paths, penetration, radius, source, plan_data, tm,
-                    plan.trajectory if plan_data is not None else None)
+    if depth_plan is not None:
+        plan.removal_plan = removal_plan_entry(depth_plan, plan, cell)
+    setup = JobSetup(cfg, model, part, plan, list(plan.faces), plan.workpiece_pose, scene, exact,
+                     ToolContactQuery(scene), law, paths, penetration, radius, source, plan_data, tm,
+                     plan.trajectory if plan_data is not None else None)
+    if depth_plan is not None and cell.removal.enabled:
+        from robot_grinding_sim.core.job.removal import predicted_map
+
+        if on_stage:
+            on_stage("predicting the removal")
+        plan.removal_plan["predicted"] = predicted_map(setup)
+    return setup
+
+
+#: time a pass takes besides its length at the feed (approach, retreat, link), s: the cycle time estimate
+PASS_OVERHEAD = 2.5
+
+
+def removal_plan_entry(depth_plan: Any, plan: Any, cell: CellConfig) -> dict[str, Any]:
+    """plan.json's ``removal_plan`` (without the prediction) of a depth plan and the passes planned
+    for it: the plan's figures, the cycle time estimate (named as the limit when over
+    ``removal.cycle_time_max``), the passes' length and number."""
+    from robot_grinding_sim.core.planning.depth import check_cycle_time
+
+    lengths = float(sum(p.arc[-1] - p.arc[0] for p in plan.passes))
+    limit = cell.removal.cycle_time_max if cell.removal.cycle_time_max > 0 else math.inf
+    t_cycle = check_cycle_time(depth_plan, lengths, len(plan.passes), PASS_OVERHEAD, limit)
+    return {**depth_plan.as_dict(), "cycle_time_s": t_cycle, "pass_length_m": lengths, "passes": len(plan.passes)}
+
+
+def depth_cell(cell: CellConfig, radius: float) -> tuple[CellConfig, Any]:
+    """The cell for a removal depth (``removal.target_depth``): the depth plan
+    (:func:`~robot_grinding_sim.core.planning.depth.plan_depth`, the ball of ``radius`` m) sets the
+    stepover (the layers' passes interleaved: n layers s apart shifted by s/n are the passes s/n
+    apart), the feed (on the surface), the force and the lead-in; (new cell, the DepthPlan)."""
+    from robot_grinding_sim.core.contact import registry
+    from robot_grinding_sim.core.planning.depth import BallFootprint, DepthLimits, plan_depth, tool_axis
+
+    rc, c, pr = cell.removal, cell.contact, cell.process
+    footprint = BallFootprint(radius, c.stiffness, registry.get(c.model).static_exponent(c),
+                              cell.tool.spindle_speed, rc.kp, rc.pressure, tool_axis(pr.lead, pr.tilt))
+    limits = DepthLimits(rc.force_min, rc.force_max, rc.feed_min, rc.feed_max)
+    dp = plan_depth(footprint, rc.target_depth, cell.process.target_force, limits, rc.hold_force, rc.stepover_ripple)
+    new = cell.replace(**{"passes.stepover": dp.stepover / dp.layers, "process.feed": dp.feed,
+                          "process.target_force": dp.force, "process.lead_in": dp.lead_in,
+                          "process.feed_on_surface": True})
+    return new, dp

@@ -21,8 +21,9 @@ from robot_grinding_sim.core.errors import InputError
 SCHEMA = "robot_grinding_sim/plan"
 VERSION = 2
 #: additions within version 2 (optional keys a version-2 reader may ignore): 1 = coverage, placement;
-#: 2 = a straight link's "detour" over the part (taken where the arm changes configuration there)
-MINOR = 2
+#: 2 = a straight link's "detour" over the part (taken where the arm changes configuration there);
+#: 3 = "removal_plan" (the depth plan and its predicted removal map, docs/planner.md)
+MINOR = 3
 #: at most this many uncovered region points are written (for plots of the gaps)
 MAX_UNCOVERED_POINTS = 2000
 #: the longest job a plan.json may hold, s: a day (a last knot at 1e12 s is a broken file, and the
@@ -119,6 +120,7 @@ def plan_to_dict(plan: Any) -> dict[str, Any]:
         "collision": _finite(plan.collision),
         "coverage": coverage_to_dict(getattr(plan, "coverage", None)),
         "placement": getattr(plan, "placement", None),
+        "removal_plan": getattr(plan, "removal_plan", None),
     }
 
 
@@ -338,6 +340,10 @@ def plan_from_dict(data: dict[str, Any], path: str | os.PathLike[str] = "plan.js
     plan.reachability = data.get("reachability")
     plan.collision = data.get("collision")
     plan.placement = data.get("placement")
+    rp = data.get("removal_plan")
+    if rp is not None and not isinstance(rp, dict):
+        raise InputError(f"{path}: removal_plan malformed (expected an object, got {type(rp).__name__})")
+    plan.removal_plan = rp
     if model is not None and plan.trajectory is not None:
         try:
             check_trajectory(plan.trajectory, model)

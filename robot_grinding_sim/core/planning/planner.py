@@ -157,6 +157,7 @@ class Plan:
     coverage: Any = None  # geodesic.CoverageReport of the passes (None on mesh parts)
     coverage_model: Any = None  # what measures it (the faces' mesh and region), for cropped plans
     placement: dict[str, Any] | None = None  # the workpiece pose search's result (--place auto)
+    removal_plan: dict[str, Any] | None = None  # the depth plan and its predicted map (core.planning.depth)
 
     @property
     def n_waypoints(self) -> int:
