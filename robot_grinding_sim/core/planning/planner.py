@@ -41,6 +41,7 @@ from robot_grinding_sim.core.planning.collision_check import (
 from robot_grinding_sim.core.planning.links import detour, escape_leg, line_points, search_links
 from robot_grinding_sim.core.planning.part_size import MAX_PART_SIZE, REACH_FACTOR, check_part_size, robot_reach
 from robot_grinding_sim.core.planning.passes import Pass, PassParameters, toward_robot, validate_pass_parameters
+from robot_grinding_sim.core.planning.waypoints import crop_pass
 
 FloatArray = NDArray[np.float64]
 
@@ -538,34 +539,6 @@ def _poses_and_moves(result: Plan, clearance: Any, over: dict[int, float] | None
         tcp_quat.append(Rotation.from_matrix(R).as_quat())
     result.tcp_positions, result.tcp_quaternions = tcp_pos, tcp_quat
     result.moves = build_moves(result.passes, tcp_pos, tcp_quat, tool, result.up, clearance, over)
-
-
-def crop_pass(p: Pass, face_of: Any, length: float) -> Pass:
-    """The middle ``length`` m of a pass (the whole pass if shorter): waypoints inside kept, new end
-    points on the exact surface (``face_of(index)`` -> the face, for its ``evaluate``)."""
-    total = float(p.arc[-1])
-    if length >= total:
-        return p
-    a0, a1 = 0.5 * (total - length), 0.5 * (total + length)
-    inner = np.flatnonzero((p.arc > a0) & (p.arc < a1))
-    arc = np.r_[a0, p.arc[inner], a1]
-
-    def at(values: FloatArray) -> FloatArray:
-        return np.column_stack([np.interp(arc, p.arc, values[:, j]) for j in range(values.shape[1])])
-
-    uv = at(p.uv)
-    points, normals = at(p.points), at(p.normals)
-    face = np.r_[p.face[max(inner[0] - 1, 0) if len(inner) else 0], p.face[inner],
-                 p.face[min(inner[-1] + 1, len(p) - 1) if len(inner) else -1]]
-    for k in (0, len(arc) - 1):
-        if np.all(np.isfinite(uv[k])):  # an exact end point (CAD faces have uv)
-            pt, nr = face_of(int(face[k])).evaluate(uv[k:k + 1, 0], uv[k:k + 1, 1])
-            points[k], normals[k] = pt[0], nr[0]
-    normals /= np.linalg.norm(normals, axis=1, keepdims=True)
-    tangents = at(p.tangents)
-    tangents -= np.sum(tangents * normals, axis=1, keepdims=True) * normals
-    tangents /= np.linalg.norm(tangents, axis=1, keepdims=True)
-    return Pass(p.index, p.row, p.segment, points, normals, tangents, arc - a0, uv, face)
 
 
 def crop_plan(result: Plan, part: Any, max_passes: int | None = None, pass_length: float | None = None) -> Plan:
