@@ -8,9 +8,11 @@ defaults (geodesic passes, stepover 5 mm: 20 passes), the job trajectory and the
 in this process, one core, no workers.
 
 Printed: the load average, the face's area, the pass count, the wall time of the command and
-(``--profile``) the cProfile table of its largest cumulative costs.
+(``--profile``) the cProfile table of its largest cumulative costs. ``--workers 1,2`` runs the
+command with each ``--workers`` in turn (alternating over ``--repeat``; the optimisation's passes
+on local processes, issue 27 item 3) and prints the ratio, with a check that the plans are equal.
 
-Run: ``.venv/bin/python bench/bench_plan_freeform.py [--profile] [--repeat N]``
+Run: ``.venv/bin/python bench/bench_plan_freeform.py [--profile] [--repeat N] [--workers 1,2]``
 """
 
 from __future__ import annotations
@@ -64,37 +66,50 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="runs (the best is printed)")
     ap.add_argument("--top", type=int, default=40, help="rows of the profile")
     ap.add_argument("--set", action="append", default=[], help="extra --set NAME=VALUE for grinding plan")
+    ap.add_argument("--workers", default="1", help="comma-separated --workers values to compare, e.g. 1,2")
     args = ap.parse_args()
     from robot_grinding_sim.cli import main as grinding
 
     load0 = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         step, area = write_blade(Path(tmp) / "blade.step")
-        argv = ["plan", str(step), "--face", "0", "--out", str(Path(tmp) / "plan.json"), "--json"]
+        # 20 passes: stepover 4.5 mm over the face less its 5 mm margins
+        base = ["plan", str(step), "--face", "0", "--stepover", "0.0045", "--json"]
         for s in args.set:
-            argv += ["--set", s]
-        # once untimed: numba's kernels from the cache, OpenCascade's and the modules' imports
-        walls = []
+            base += ["--set", s]
+        counts = [int(w) for w in args.workers.split(",")]
+        walls: dict[int, list[float]] = {w: [] for w in counts}
+        plans: dict[int, dict] = {}
+        prof = None
         for _ in range(args.repeat):
-            prof = cProfile.Profile() if args.profile else None
-            out = io.StringIO()
-            t0 = time.perf_counter()
-            with contextlib.redirect_stdout(out):
-                if prof:
-                    prof.enable()
-                rc = grinding(argv)
-                if prof:
-                    prof.disable()
-            walls.append(time.perf_counter() - t0)
-            if rc:
-                raise SystemExit(f"grinding plan failed ({rc})")
-        plan = json.loads(Path(tmp, "plan.json").read_text())
-    passes = plan.get("passes", [])
-    opt = plan.get("optimisation") or {}
+            for w in counts:
+                out_file = Path(tmp, f"plan_{w}.json")
+                argv = [*base, "--out", str(out_file), "--workers", str(w)]
+                prof = cProfile.Profile() if args.profile else None
+                t0 = time.perf_counter()
+                with contextlib.redirect_stdout(io.StringIO()):
+                    if prof:
+                        prof.enable()
+                    rc = grinding(argv)
+                    if prof:
+                        prof.disable()
+                walls[w].append(time.perf_counter() - t0)
+                if rc:
+                    raise SystemExit(f"grinding plan failed ({rc})")
+                plans[w] = json.loads(out_file.read_text())
+    plan = plans[counts[0]]
+    ft = plan.get("force_target") or {}
     print(f"load average {load0:.1f} -> {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print(f"freeform blade face {area * 1e6:.0f} mm^2, {len(passes)} passes; grinding plan with the optimisation: "
-          f"best {min(walls):.1f} s wall of {len(walls)} ({', '.join(f'{w:.1f}' for w in walls)}); "
-          f"optimisation {opt.get('wall_time_s', float('nan')):.1f} s")
+    print(f"freeform blade face {area * 1e6:.0f} mm^2, {len(plan.get('passes', []))} passes, "
+          f"{sum(ft.get('iterations') or [])} pass simulations in the optimisation")
+    for w in counts:
+        runs = ", ".join(f"{x:.1f}" for x in walls[w])
+        print(f"grinding plan --workers {w}: best {min(walls[w]):.1f} s wall ({runs})")
+    if len(counts) > 1:
+        a, b = counts[0], counts[-1]
+        same = plans[a].get("force_target") == plans[b].get("force_target")
+        print(f"ratio --workers {a} / --workers {b}: {min(walls[a]) / min(walls[b]):.2f}x; "
+              f"offsets and predicted forces identical: {same}")
     if prof:
         s = io.StringIO()
         pstats.Stats(prof, stream=s).sort_stats("cumulative").print_stats(args.top)
