@@ -28,34 +28,13 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
-
-def blade_points(n: int = 21, size: float = 0.1) -> np.ndarray:
-    """(n, n, 3) m: a cambered (8 mm), twisted (+-6 deg over the span) sheet of size x size m."""
-    s = np.linspace(-0.5 * size, 0.5 * size, n)
-    X, Y = np.meshgrid(s, s, indexing="ij")
-    camber = 0.008 * (1.0 - (2.0 * X / size) ** 2)
-    twist = np.radians(6.0) * (2.0 * Y / size)
-    Z = camber + X * np.tan(twist) * 0.5 + 0.002 * np.sin(3.0 * np.pi * Y / size)
-    return np.stack([X, Y, Z], axis=-1)
-
 
 def write_blade(path: Path) -> tuple[Path, float]:
-    """The fitted face as STEP (mm) at ``path``; returns (path, area m^2)."""
-    from robot_grinding_sim.core.geometry.cad import CadPart
-    from robot_grinding_sim.core.geometry.occ_adapter import occ, occ_class, occ_collection
+    """The fitted face (:func:`~robot_grinding_sim.core.geometry.parts.fitted_blade_face`) as STEP (mm)
+    at ``path``; returns (path, area m^2)."""
+    from robot_grinding_sim.core.geometry.parts import fitted_blade_face
 
-    P = blade_points()
-    n = P.shape[0]
-    arr = occ_collection("Array2_gp_Pnt")(1, n, 1, n)
-    gp = occ("gp")
-    for i in range(n):
-        for j in range(n):
-            arr.SetValue(i + 1, j + 1, gp.gp_Pnt(*map(float, P[i, j])))
-    fit = occ_class("GeomAPI", "GeomAPI_PointsToBSplineSurface")(arr, 3, 8, occ("GeomAbs").GeomAbs_C2, 1e-6)
-    face = occ_class("BRepBuilderAPI", "BRepBuilderAPI_MakeFace")(fit.Surface(), 1e-9).Face()
-    part = CadPart(face, source="blade")
+    part = fitted_blade_face()
     part.write(path, unit="mm")
     return path, float(part.faces[0].area)
 
@@ -84,7 +63,7 @@ def main() -> None:
         for _ in range(args.repeat):
             for w in counts:
                 out_file = Path(tmp, f"plan_{w}.json")
-                argv = [*base, "--out", str(out_file), "--workers", str(w)]
+                argv = [*base, "--out", str(out_file)] + (["--workers", str(w)] if counts != [1] else [])
                 prof = cProfile.Profile() if args.profile else None
                 t0 = time.perf_counter()
                 with contextlib.redirect_stdout(io.StringIO()):

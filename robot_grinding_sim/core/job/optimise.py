@@ -13,6 +13,12 @@ Each pass's simulation starts from the arm's configuration at that pass's approa
 trajectory (:func:`episode_seeds`), not from the first pass's: where the job changes the arm's
 configuration between passes (:mod:`~robot_grinding_sim.core.planning.links`), the pass is
 simulated in the configuration that will grind it.
+
+The passes are independent (each its own episode from its own seed), so a worker pool runs them at
+once (:func:`optimise_offsets` with ``pool``; ``grinding plan/simulate --workers N``, ``--address``):
+each worker rebuilds the job's robot, part and contact scene once (:class:`EpisodeSource`) and runs
+:func:`optimise_pass`, the same function the serial loop calls, so the result is the serial one
+bit for bit (test/unit/test_optimise_parallel.py).
 """
 
 from __future__ import annotations

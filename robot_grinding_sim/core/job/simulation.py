@@ -138,6 +138,7 @@ def simulate(setup: JobSetup, reference: Any, q0: FloatArray, t_end: float, proj
     On one CAD face with a compiled surface (B-spline, plane, cylinder, cone, sphere, torus) the
     steps run compiled a batch at a time (:func:`simulate_compiled`);
     otherwise (mesh parts: the scene's geometry) step by step through the same kernels' wrappers."""
+    setup.query.reset_warm_start()  # the run depends on its inputs alone, not on the runs before it
     step = coupled_step(setup, q0, project)
     step.arm.arm.set_trajectory(reference, 0.0)
     rec = Record(setup.cell.sim.output_dt, len(q0), int(math.ceil(t_end / step.dt + 1e-9)) + 1, t_end)
