@@ -238,6 +238,6 @@ def test_a_kelvin_voigt_job_never_compiles_the_integrator(tmp_path):
         got[name] = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["kv"]["code"] == ek.E.ok and got["kv"]["whole"]  # a contact phase ran
     assert got["hc"]["code"] == ek.E.ok and got["hc"]["whole"]
-    assert "hc_phase" in got["hc"]["compiled"]
-    assert "hc_phase" not in got["kv"]["compiled"] and "dense_point" not in got["kv"]["compiled"]
+    assert "hc_phase" in got["hc"]["compiled"] and "hc_rhs" in got["hc"]["compiled"]
+    assert "hc_phase" not in got["kv"]["compiled"] and "hc_rhs" not in got["kv"]["compiled"]
     assert "normal_step" in got["kv"]["compiled"]
