@@ -41,6 +41,18 @@ class FiniteRange(click.FloatRange):
 #: the type of every float option of the ``grinding`` commands
 FINITE = FiniteFloat()
 
+def workers_options(fn: Any) -> Any:
+    """``--workers`` and ``--address``: the force-target optimisation's passes at once, for ``plan``,
+    ``simulate`` and ``demo`` (:func:`~robot_grinding_sim.core.study.pool_choice.job_pool`)."""
+    fn = click.option("--address", default=None,
+                      help="Optimise the passes on this running Ray cluster (auto, HOST:6379, ray://HOST:10001); "
+                           "--workers caps the passes in flight.")(fn)
+    return click.option("--workers", type=click.IntRange(min=1), default=None,
+                        help="Optimise this many passes at once on local processes (the same result as one; each "
+                             "worker loads the robot and part first, a few seconds) [default: 1, in this "
+                             "process].")(fn)
+
+
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print the result as JSON on stdout (nothing else)."
 )

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from robot_grinding_sim.cli.cell_options import build_cell, common_cell_options
-from robot_grinding_sim.cli.common import FINITE, emit_json, json_option
+from robot_grinding_sim.cli.common import FINITE, emit_json, json_option, workers_options
 from robot_grinding_sim.core.config import GENERATORS
 from robot_grinding_sim.core.outfiles import check_output, write_files
 
@@ -66,7 +66,7 @@ def _render_plot(plan: Any, out: io.BytesIO) -> None:
 
 def _robot_plan(cell: Any, part: Any, faces: list[int] | None, optimise: bool | None,
                 max_passes: int | None, pass_length: float | None, place: str | None, on_stage: Any,
-                progress: Any) -> Any:
+                progress: Any, pool: Any = None) -> Any:
     """The plan with its job trajectory (``plan_job``). When the workpiece pose is searched
     (``--place auto``) the passes are planned first, the pose chosen, and the job then made on that
     plan (``plan_job`` on it)."""
@@ -81,7 +81,7 @@ def _robot_plan(cell: Any, part: Any, faces: list[int] | None, optimise: bool | 
 
     if place is None:
         return _suggest_on_failure(lambda: plan_job(cell, optimise, max_passes, pass_length, on_stage=on_stage,
-                                                    progress=progress), cell, part, faces)
+                                                    progress=progress, pool=pool), cell, part, faces)
     if on_stage:
         on_stage("planning passes")
     model = cell_robot_model(cell)
@@ -105,7 +105,7 @@ def _robot_plan(cell: Any, part: Any, faces: list[int] | None, optimise: bool | 
     # part they were planned on; the collision check reuses the mesh they were planned on
     job = dataclasses.replace(passes)
     result = _suggest_on_failure(lambda: plan_job(cell, optimise, on_stage=on_stage, progress=progress,
-                                                  passes=job, part=part, mesh=passes.mesh),
+                                                  passes=job, part=part, mesh=passes.mesh, pool=pool),
                                  cell, part, faces, passes)
     if found is not None:
         result.placement = found.as_dict()
@@ -183,6 +183,7 @@ def _coverage_line(report: Any) -> str:
                    "to the configured one first) where every waypoint is reachable and the job collision-free "
                    "with margin; the pose chosen is printed and written to plan.json (placement).")
 @click.option("--list-faces", is_flag=True, help="List the faces (index, type, area) and exit.")
+@workers_options
 @common_cell_options
 @json_option
 def plan(source: str | None, spacing: float | None, angle: float | None, margin: float | None,
@@ -190,7 +191,8 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
          reverse: bool | None, approach_direction: str | None, lead: float | None, tilt: float | None, robot: str,
          optimise: bool | None,
          max_passes: int | None, pass_length: float | None, out_path: str | None, csv_path: str | None,
-         plot_path: str | None, place: str | None, list_faces: bool, as_json: bool, **options: Any) -> None:
+         plot_path: str | None, place: str | None, list_faces: bool, workers: int | None, address: str | None,
+         as_json: bool, **options: Any) -> None:
     """Plan grinding passes on SOURCE: a STEP/IGES/BREP/STL/PLY/OBJ file or a built-in part
     (see `grinding parts`; default: the cell's part, curved_panel). Positions are metres in the part
     frame. With a robot (the default UR10e), plan.json also holds the job trajectory (approach,
@@ -274,8 +276,12 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
     else:
         # a total where the stage knows one (the optimisation: passes; the final run: simulated
         # seconds): the bar shows a percentage and an ETA, and a new stage starts afresh
-        with stage_progress("planning", enabled=show) as (on_stage, on_progress):
-            result = _robot_plan(cell, part, faces, optimise, max_passes, pass_length, place, on_stage, on_progress)
+        from robot_grinding_sim.core.study.pool_choice import job_pool
+
+        with stage_progress("planning", enabled=show) as (on_stage, on_progress), \
+                job_pool(workers, address) as pool:
+            result = _robot_plan(cell, part, faces, optimise, max_passes, pass_length, place, on_stage, on_progress,
+                                 pool)
     # render everything first: a failure leaves no file behind
     text = json.dumps(plan_io.plan_to_dict(result), separators=(",", ":"), allow_nan=False)
     csv_text = plan_io.plan_csv(result) if csv_path else None

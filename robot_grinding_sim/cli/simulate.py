@@ -12,14 +12,16 @@ from typing import Any
 import click
 
 from robot_grinding_sim.cli.cell_options import build_cell, common_cell_options, explicit_pose
-from robot_grinding_sim.cli.common import FINITE, emit_json, json_option, stage_progress
+from robot_grinding_sim.cli.common import FINITE, emit_json, json_option, stage_progress, workers_options
 from robot_grinding_sim.cli.graph_run import graph_dynamics, graph_options, then_through_graph
 from robot_grinding_sim.core.errors import InputError
 
 
-def run_and_write(cfg: Any, out: str, as_json: bool, show: bool = True) -> dict:
+def run_and_write(cfg: Any, out: str, as_json: bool, show: bool = True, workers: int | None = None,
+                  address: str | None = None) -> dict:
     """Run the job for ``cfg`` (a JobConfig), write the outputs into ``out``, print the table (or JSON;
-    nothing when not ``show``); returns the summary."""
+    nothing when not ``show``); returns the summary. ``workers``, ``address``: the optimisation's
+    passes at once (:func:`~robot_grinding_sim.core.study.pool_choice.job_pool`)."""
     from robot_grinding_sim.core.job.outputs import check_out_dir, write_outputs
     from robot_grinding_sim.core.job.run import run_job
 
@@ -27,8 +29,11 @@ def run_and_write(cfg: Any, out: str, as_json: bool, show: bool = True) -> dict:
     check_out_dir(out_dir)  # fail before minutes of simulation
     cfg.validate()
     # the final run knows its simulated duration (an ETA); the optimisation its passes
-    with stage_progress("grinding job", enabled=not as_json) as (on_stage, on_progress):
-        result = run_job(cfg, on_stage=on_stage, progress=on_progress)
+    from robot_grinding_sim.core.study.pool_choice import job_pool
+
+    with stage_progress("grinding job", enabled=not as_json) as (on_stage, on_progress), \
+            job_pool(workers, address) as pool:
+        result = run_job(cfg, on_stage=on_stage, progress=on_progress, pool=pool)
     summary = result.summary()
     write_outputs(out_dir, result, summary)
     if show and as_json:
@@ -82,11 +87,12 @@ def print_table(s: dict) -> None:
               help="Output directory (bag/, force.png, summary.json, plan.json); its bag/ must not exist. "
                    "[default: simulate_out]")
 @graph_options
+@workers_options
 @common_cell_options
 @json_option
 def simulate(part_or_cad: str | None, plan_file: str | None, max_passes: int | None, pass_length: float | None,
-             optimise: bool | None, out: str | None, graph: bool, exchange_interval: float | None, as_json: bool,
-             **options: Any) -> None:
+             optimise: bool | None, out: str | None, graph: bool, exchange_interval: float | None,
+             workers: int | None, address: str | None, as_json: bool, **options: Any) -> None:
     """Simulate grinding PART_OR_CAD (built-in part or CAD/mesh file; default: the cell's part):
     passes, arm, contact force.
 
@@ -117,5 +123,5 @@ def simulate(part_or_cad: str | None, plan_file: str | None, max_passes: int | N
                     pass_length=pass_length, workpiece_pose=None if moved is None else tuple(moved))
     dynamics = graph_dynamics(cell, graph, exchange_interval)
     out_dir = out or "simulate_out"
-    summary = run_and_write(cfg, out_dir, as_json, show=not (as_json and graph))
+    summary = run_and_write(cfg, out_dir, as_json, show=not (as_json and graph), workers=workers, address=address)
     then_through_graph(summary, Path(out_dir), cell, dynamics, as_json)

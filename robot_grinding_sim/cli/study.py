@@ -17,6 +17,7 @@ import click
 
 from robot_grinding_sim.cli.common import emit_json, json_option
 from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.study.pool_choice import make_pool
 
 
 def _clock(seconds: float | None) -> str:
@@ -70,19 +71,6 @@ def _term_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, old)
-
-
-def make_pool(kind: str, workers: int | None, address: str | None) -> Any:
-    """The pool of ``--pool`` (ray: local or ``--address``; process; serial)."""
-    from robot_grinding_sim.core.study import pools
-
-    if kind == "ray":
-        from robot_grinding_sim.core.study.ray_pool import RayPool
-
-        return RayPool(address, workers)
-    if kind == "process":
-        return pools.ProcessPool(workers)
-    return pools.SerialPool()
 
 
 @click.command("study")

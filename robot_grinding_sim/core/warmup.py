@@ -1,8 +1,12 @@
 """Compile the package's numba kernels into the on-disk cache: ``python -m robot_grinding_sim.core.warmup``.
 
-The kernels are compiled with ``cache=True`` the first time a process uses them (15-60 s on a
-busy 2-core machine). Running this once after installing keeps that cost out of node start-up,
-where it would otherwise delay the first ``joint_states`` or contact message.
+The kernels are compiled with ``cache=True`` the first time a process uses them (a minute or more
+on a 2-core machine; docs/performance.md, "The first run"), each only when a job uses it (a
+Kelvin-Voigt job never compiles the integrated laws' DOP853). Running this once after installing
+compiles every kernel ahead (the nodes' coupled step with both law families, the in-process job's)
+and keeps that cost out of node start-up, where it would otherwise delay the first
+``joint_states`` or contact message, and out of a user's first job. The cache folder:
+:mod:`~robot_grinding_sim.core.numba_cache`.
 """
 
 from __future__ import annotations
@@ -79,7 +83,22 @@ def warm_up() -> dict[str, float]:
     t0 = time.perf_counter()
     coupled_step()
     timings["coupled_step_s"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    job()
+    timings["job_s"] = time.perf_counter() - t0
     return timings
+
+
+def job() -> None:
+    """The in-process job's kernels (``grinding demo``, ``simulate``, ``plan``): the default cell's job
+    cut to one short pass, planned (geodesic passes) and simulated in batches (the compiled step's
+    ``run_batch``) with the removal map."""
+    from robot_grinding_sim.core.config import CellConfig
+    from robot_grinding_sim.core.job.run import run_job
+    from robot_grinding_sim.core.job.setup import JobConfig
+
+    run_job(JobConfig(cell=CellConfig(), optimise=False, max_passes=1, pass_length=0.01))
 
 
 def _one_law_per_family() -> list[str]:
@@ -134,7 +153,11 @@ def coupled_step_on(model: Any, cell: Any, query: Any, q: FloatArray) -> None:
 
 def main() -> int:
     timings = warm_up()
-    print("numba kernels cached: " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()), file=sys.stderr)
+    from numba.core import config
+
+    where = config.CACHE_DIR or "beside the package's sources (__pycache__)"
+    print("numba kernels cached: " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()) + f"; in {where}",
+          file=sys.stderr)
     return 0
 
 

@@ -29,7 +29,7 @@ from robot_grinding_sim.core.contact import engine_kernels as ek
 from robot_grinding_sim.core.contact.engine import NormalContactEngine
 from robot_grinding_sim.core.contact.hunt_crossley import HuntCrossley
 from robot_grinding_sim.core.contact.kelvin_voigt import KelvinVoigt, kv_zeta_clamped
-from robot_grinding_sim.core.contact.registry import kernels
+from robot_grinding_sim.core.contact.registry import integrator, kernels
 from robot_grinding_sim.core.job.setup import JobConfig, setup_job
 from robot_grinding_sim.core.planning.trajectory import episode_trajectory
 from robot_grinding_sim.core.sim import compiled_step as cstep
@@ -108,7 +108,8 @@ def test_onset_and_release_step_compiled_as_the_python_engine(name, kind):
     law = _law(name)
     x0, v0, f = STEPS[kind][name]
     h = 0.25e-3  # samples inside the step too
-    smp, ns, x1, v1, whole, code = ek.normal_step(kernels(), _lp(law), MASS, f, x0, v0, DT, h, np.empty((4, 2)))
+    smp, ns, x1, v1, whole, code = ek.normal_step(kernels(), integrator(law.law.name), _lp(law), MASS, f, x0, v0, DT, h,
+                                                  np.empty((4, 2)))
     assert code == ek.E.ok and not whole
     ref = OracleEngine(law, MASS, f, x0=x0, v0=v0, t0=0.0)
     ref.output_dt = h
@@ -191,3 +192,52 @@ def test_coupled_event_steps_as_the_python_engine_path(panel, values):
                 releases += 1
                 assert c.t_impact + c.contact_duration in et
     assert onsets >= 1 and releases >= 1, (onsets, releases)
+
+
+# a fresh process with an empty numba cache steps the engine once through a contact phase of the
+# law given, and lists the kernels numba compiled
+_COMPILED = """
+import json, sys
+import numpy as np
+from numba.core import event
+
+names = []
+class Seen(event.Listener):
+    def on_start(self, ev):
+        names.append(ev.data["dispatcher"].py_func.__name__)
+    def on_end(self, ev):
+        pass
+
+event.register("numba:compile", Seen())
+from robot_grinding_sim.core.contact import engine_kernels as ek
+from robot_grinding_sim.core.contact.hunt_crossley import HuntCrossley
+from robot_grinding_sim.core.contact.kelvin_voigt import KelvinVoigt
+from robot_grinding_sim.core.contact.registry import integrator, kernels
+
+law = KelvinVoigt(1e5, damping=100.0) if sys.argv[1] == "kv" else HuntCrossley(2e7, 0.5, 1.5)
+smp, ns, x1, v1, whole, code = ek.normal_step(kernels(), integrator(law.law.name), law.kernel_parameters(8.8), 8.8,
+                                              -5.0, -1e-5, 0.0, 1e-3, 0.0, np.empty((4, 8)))
+print(json.dumps({"code": int(code), "whole": bool(whole), "compiled": sorted(set(names))}))
+"""
+
+
+@pytest.mark.slow
+def test_a_kelvin_voigt_job_never_compiles_the_integrator(tmp_path):
+    """A first run compiles only what its law uses: the Kelvin-Voigt family's steps never compile
+    the integrated laws' DOP853 (hc_phase; issue 27 item 6), which Hunt-Crossley's do."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    got = {}
+    for name in ("kv", "hc"):
+        env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / name))
+        out = subprocess.run([sys.executable, "-c", _COMPILED, name], env=env, capture_output=True, text=True,
+                             check=True)
+        got[name] = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["kv"]["code"] == ek.E.ok and got["kv"]["whole"]  # a contact phase ran
+    assert got["hc"]["code"] == ek.E.ok and got["hc"]["whole"]
+    assert "hc_phase" in got["hc"]["compiled"] and "hc_rhs" in got["hc"]["compiled"]
+    assert "hc_phase" not in got["kv"]["compiled"] and "hc_rhs" not in got["kv"]["compiled"]
+    assert "normal_step" in got["kv"]["compiled"]

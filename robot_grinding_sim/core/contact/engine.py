@@ -38,7 +38,7 @@ import numpy as np
 
 from robot_grinding_sim.core.contact import engine_kernels as ek
 from robot_grinding_sim.core.contact.law import ContactModel
-from robot_grinding_sim.core.contact.registry import kernels
+from robot_grinding_sim.core.contact.registry import integrator, kernels
 from robot_grinding_sim.core.errors import GrindingSimError, InputError
 from robot_grinding_sim.core.layout import STATUS
 
@@ -233,7 +233,8 @@ class NormalContactEngine:
             raise InputError(f"time step dt must be finite and > 0, got {dt!r}")
         self._set_parameters(self.t, self.x, self.v)
         self._cnt[ek.C_PHASES] = 0
-        code, self._smp, self._ev = ek.engine_step(self._laws, self._lp, self._m, self._f, self._st, float(dt),
+        phases = integrator(int(self._lp[ek.P.law]))
+        code, self._smp, self._ev = ek.engine_step(self._laws, phases, self._lp, self._m, self._f, self._st, float(dt),
                                                    float(self.output_dt or 0.0), float(self.contact_output_dt or 0.0),
                                                    int(self.contact_output_max), self._smp, self._ev, self._cnt)
         self.phases += int(self._cnt[ek.C_PHASES])

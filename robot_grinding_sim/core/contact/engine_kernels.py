@@ -49,7 +49,6 @@ from robot_grinding_sim.core.contact.hc_kernels import (
     RES_V,
     TIME,
     dense_eval,
-    hc_phase,
 )
 from robot_grinding_sim.core.contact.kelvin_voigt import (
     exp_basis,
@@ -247,8 +246,8 @@ def free_phase(law, lp, st, m, f, tau, out_dt, smp, ev, cnt):
     dt = tau if te == math.inf else te
     if out_dt > 0.0:
         e2 = np.empty((0, 3))
-        smp = record_dense(law, lp, st, m, st[T.t], st[T.t] + dt, False, out_dt, 0.0, 0, TR_FREE,
-                           np.array([x0, v0, a]), e2, np.empty((0, 7, 2)), np.empty((0, 2)), 0, smp, cnt)
+        smp = record_dense(law, lp, st, m, st[T.t], st[T.t] + dt, bool(False), out_dt, 0.0, int(0), int(TR_FREE),
+                           np.array([x0, v0, a]), e2, np.empty((0, 7, 2)), np.empty((0, 2)), int(0), smp, cnt)
     st[T.t] += dt
     st[T.v] = v0 + a * dt
     if te == math.inf:
@@ -262,9 +261,10 @@ def free_phase(law, lp, st, m, f, tau, out_dt, smp, ev, cnt):
 
 
 @njit(cache=True)
-def contact_phase(law, lp, st, m, f, tau, out_dt, fine_dt, fine_max, smp, ev, cnt):
+def contact_phase(law, phases, lp, st, m, f, tau, out_dt, fine_dt, fine_max, smp, ev, cnt):
     """Contact until the force (unclamped: d) returns to zero or for tau s: the LINEAR family in
-    closed form, the others integrated; returns (time advanced, code, smp, ev)."""
+    closed form, the others integrated by ``phases[0]`` (the registry's
+    :func:`~robot_grinding_sim.core.contact.registry.integrator`); returns (time advanced, code, smp, ev)."""
     d0, dd0, f_in = -st[T.x], -st[T.v], -f
     K = lp[P.stiffness]
     clamped = lp[P.clamped] != 0.0
@@ -283,9 +283,9 @@ def contact_phase(law, lp, st, m, f, tau, out_dt, fine_dt, fine_max, smp, ev, cn
         dmax = form_maximum(r, disc, w, s1, f_in / K, pd, qd, dt)[0]
         fmax = form_maximum(r, disc, w, s1, c0f, pf, qf, dt)[0]
         ev = add_event(ev, cnt, EV_TRACK, dmax, fmax, 0.0)
-        smp = record_dense(law, lp, st, m, t0, t0 + dt, True, out_dt, fine_dt, fine_max, TR_KV,
+        smp = record_dense(law, lp, st, m, t0, t0 + dt, bool(True), out_dt, fine_dt, fine_max, int(TR_KV),
                            np.array([r, disc, w, s1, f_in / K, pd, qd, pv, qv]), np.empty((0, 3)),
-                           np.empty((0, 7, 2)), np.empty((0, 2)), 0, smp, cnt)
+                           np.empty((0, 7, 2)), np.empty((0, 2)), int(0), smp, cnt)
         ec, es = exp_basis(r, disc, w, s1, dt)
         d1, dd1 = f_in / K + pd * ec + qd * es, 0.0 + pv * ec + qv * es
     else:
@@ -296,14 +296,14 @@ def contact_phase(law, lp, st, m, f, tau, out_dt, fine_dt, fine_max, smp, ev, cn
             ev = add_event(ev, cnt, EV_TRACK, dp, max(law(FORCE, lp, alpha, dp, dd0, 0.0, 0.0), 0.0), 0.0)
         else:
             res = np.empty(RES_LEN)
-            seg, F, yo = hc_phase(law, lp, alpha, m, f_in, d0, dd0, tau, HC_RTOL, res)
+            seg, F, yo = phases[0](law, lp, alpha, m, f_in, d0, dd0, tau, HC_RTOL, res)
             if res[RES_REASON] == FAILED:
                 return 0.0, E.integration_failed, smp, ev
             dt, d1, dd1 = res[RES_T], res[RES_D], res[RES_V]
             ended = res[RES_REASON] != TIME
             ev = add_event(ev, cnt, EV_TRACK, res[RES_DMAX], res[RES_FPEAK], 0.0)
-            smp = record_dense(law, lp, st, m, t0, t0 + dt, True, out_dt, fine_dt, fine_max, TR_HC, res, seg, F, yo,
-                               int(res[RES_NSEG]), smp, cnt)
+            smp = record_dense(law, lp, st, m, t0, t0 + dt, bool(True), out_dt, fine_dt, fine_max, int(TR_HC), res, seg,
+                               F, yo, int(res[RES_NSEG]), smp, cnt)
     st[T.t] += dt
     st[T.x], st[T.v] = -d1, -dd1
     if not ended:
@@ -342,8 +342,9 @@ def loose_phase(law, lp, st, m, f, tau, out_dt, fine_dt, fine_max, smp, ev, cnt)
         s = -dd0 / a
         deepest = max(deepest, d0 + dd0 * s + 0.5 * a * s * s)
     ev = add_event(ev, cnt, EV_TRACK, deepest, 0.0, 0.0)
-    smp = record_dense(law, lp, st, m, st[T.t], st[T.t] + t_ev, True, out_dt, fine_dt, fine_max, TR_LOOSE,
-                       np.array([d0, dd0, a]), np.empty((0, 3)), np.empty((0, 7, 2)), np.empty((0, 2)), 0, smp, cnt)
+    smp = record_dense(law, lp, st, m, st[T.t], st[T.t] + t_ev, bool(True), out_dt, fine_dt, fine_max, int(TR_LOOSE),
+                       np.array([d0, dd0, a]), np.empty((0, 3)), np.empty((0, 7, 2)), np.empty((0, 2)), int(0), smp,
+                       cnt)
     st[T.t] += t_ev
     st[T.v] = -(dd0 + a * t_ev)
     st[T.x] = -(d0 + dd0 * t_ev + 0.5 * a * t_ev * t_ev)
@@ -358,15 +359,16 @@ def loose_phase(law, lp, st, m, f, tau, out_dt, fine_dt, fine_max, smp, ev, cnt)
 
 
 @njit(cache=True)
-def engine_step(laws, lp, m, f, st, dt, out_dt, fine_dt, fine_max, smp, ev, cnt):
+def engine_step(laws, phases, lp, m, f, st, dt, out_dt, fine_dt, fine_max, smp, ev, cnt):
     """One outer step of dt s from st under mass m and force f, stopping inside it only at events
-    (module docstring); the step's end sampled (laws: the registry's kernels, lp[P.law] the law).
-    Returns (code: STATUS ok, engine_stalled or integration_failed, smp, ev)."""
-    return law_step(laws[int(lp[P.law])], lp, m, f, st, dt, out_dt, fine_dt, fine_max, smp, ev, cnt)
+    (module docstring); the step's end sampled (laws: the registry's kernels, lp[P.law] the law;
+    phases: the registry's integrator for that law). Returns (code: STATUS ok, engine_stalled or
+    integration_failed, smp, ev)."""
+    return law_step(laws[int(lp[P.law])], phases, lp, m, f, st, dt, out_dt, fine_dt, fine_max, smp, ev, cnt)
 
 
 @njit(cache=True)
-def law_step(law, lp, m, f, st, dt, out_dt, fine_dt, fine_max, smp, ev, cnt):
+def law_step(law, phases, lp, m, f, st, dt, out_dt, fine_dt, fine_max, smp, ev, cnt):
     """:func:`engine_step` with the law's kernel."""
     t_end = st[T.t] + dt
     stalled = 0
@@ -376,7 +378,7 @@ def law_step(law, lp, m, f, st, dt, out_dt, fine_dt, fine_max, smp, ev, cnt):
         if mode == FREE:
             adv, smp, ev = free_phase(law, lp, st, m, f, tau, out_dt, smp, ev, cnt)
         elif mode == CONTACT:
-            adv, code, smp, ev = contact_phase(law, lp, st, m, f, tau, out_dt, fine_dt, fine_max, smp, ev, cnt)
+            adv, code, smp, ev = contact_phase(law, phases, lp, st, m, f, tau, out_dt, fine_dt, fine_max, smp, ev, cnt)
             if code != E.ok:
                 return code, smp, ev
         else:
@@ -393,7 +395,7 @@ def law_step(law, lp, m, f, st, dt, out_dt, fine_dt, fine_max, smp, ev, cnt):
 
 
 @njit(cache=True)
-def normal_step(laws, lp, m, f, x0, v0, dt, out_dt, smp):
+def normal_step(laws, phases, lp, m, f, x0, v0, dt, out_dt, smp):
     """A fresh engine at (x0, v0) at t = 0 stepped once by dt (the coupled step's onset and release
     steps): the samples (smp, possibly a larger copy; rows S_*), their count, the end state
     (x1, v1), whether the step was one contact phase throughout, and the code."""
@@ -402,7 +404,7 @@ def normal_step(laws, lp, m, f, x0, v0, dt, out_dt, smp):
     cnt = np.zeros(3, dtype=np.int64)
     smp, ev = engine_init(laws, lp, m, f, x0, v0, 0.0, st, smp, ev, cnt)
     start_contact = st[T.mode] == CONTACT
-    code, smp, ev = engine_step(laws, lp, m, f, st, dt, out_dt, 0.0, 0, smp, ev, cnt)
+    code, smp, ev = engine_step(laws, phases, lp, m, f, st, dt, out_dt, 0.0, int(0), smp, ev, cnt)
     whole = start_contact and cnt[C_PHASES] == 1 and st[T.mode] == CONTACT
     ns = cnt[C_NS]
     for i in range(1, ns):

@@ -25,10 +25,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import float64, njit, types
+from numba.typed import List
 from scipy.integrate import DOP853
 
-from robot_grinding_sim.core.contact.law import FORCE, FORCE_RATE, LP
+from robot_grinding_sim.core.contact.law import FORCE, FORCE_RATE, LAW_TYPE, LP
 from robot_grinding_sim.core.contact.law import RELEASE as OP_RELEASE
 from robot_grinding_sim.core.contact.roots import B_LEN, BF_CUR, brent_next, brent_start
 
@@ -178,6 +179,33 @@ def push(a, na, x):
         a = b
     a[na] = x
     return a
+
+
+#: the signature of an integrated contact phase, :func:`hc_phase`'s: (law, lp, alpha, m, f, d0, v0,
+#: t_max, rtol, res) -> (seg, F, yo). The kernels reach it as a first-class function
+#: (``phases[0]`` of :func:`~robot_grinding_sim.core.contact.registry.integrator`'s typed list), so
+#: a job whose law needs no integration never compiles DOP853 (the largest kernel: about half the
+#: compile time of a first run)
+PHASE_SIG = types.Tuple((float64[:, ::1], float64[:, :, ::1], float64[:, ::1]))(
+    LAW_TYPE, float64[::1], float64, float64, float64, float64, float64, float64, float64, float64[::1])
+PHASE_TYPE = types.FunctionType(PHASE_SIG)
+PHASE_LIST = types.ListType(PHASE_TYPE)
+
+
+@njit(PHASE_SIG, cache=True)
+def no_phase(law, lp, alpha, m, f, d0, v0, t_max, rtol, res):
+    """The integrator of the LINEAR family (closed form: never called); if called, the phase fails."""
+    res[:] = 0.0
+    res[RES_REASON] = FAILED
+    return np.empty((0, 3)), np.empty((0, 7, 2)), np.empty((0, 2))
+
+
+@njit(PHASE_LIST(PHASE_TYPE), cache=True)
+def new_phase_list(phase):
+    """A typed list holding the integrator ``phase`` (built compiled: see law.new_law_list)."""
+    lst = List.empty_list(PHASE_TYPE)
+    lst.append(phase)
+    return lst
 
 
 @njit(cache=True)

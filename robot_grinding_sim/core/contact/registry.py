@@ -28,6 +28,7 @@ _names: list[str] = [n for n, _ in BUILTIN]
 _where: dict[str, str] = dict(BUILTIN)
 _laws: dict[str, Any] = {}
 _kernels: Any = None
+_integrators: dict[bool, Any] = {}
 
 
 def names() -> tuple[str, ...]:
@@ -93,6 +94,25 @@ def kernels() -> Any:
             append_law(lst, get(n).kernel)
         _kernels = lst
     return _kernels
+
+
+def integrator(law: str | int) -> Any:
+    """The contact phase the kernels integrate law ``law`` with (name or id), as they take it: a numba
+    typed List of one first-class function (``phases[0]``). The INTEGRATED family's: the compiled
+    DOP853 (:func:`~robot_grinding_sim.core.contact.hc_kernels.hc_phase`, compiled here on first
+    use); the LINEAR family's: a stub never called (closed form), so a Kelvin-Voigt job never
+    compiles the integrator."""
+    from robot_grinding_sim.core.contact.law import INTEGRATED
+
+    need = get(law).family == INTEGRATED
+    found = _integrators.get(need)
+    if found is None:
+        from robot_grinding_sim.core.contact import hc_kernels as hk
+
+        if need:
+            hk.hc_phase.compile(hk.PHASE_SIG)  # its first-class version (loaded from the cache after the first run)
+        found = _integrators[need] = hk.new_phase_list(hk.hc_phase if need else hk.no_phase)
+    return found
 
 
 def model_from_config(cfg: Any) -> Any:

@@ -63,6 +63,28 @@ def freeform_face(size: float = 0.2) -> cad.CadPart:
     return cad.CadPart(shapes.make_bspline_face(np.stack([X, Y, Z], axis=-1)), source=f"freeform_{size:g}m")
 
 
+def fitted_blade_face(size: float = 0.1, n: int = 21) -> cad.CadPart:
+    """A face like a third party's freeform (a blade's side): an OpenCascade B-spline fitted through
+    n x n points (``GeomAPI_PointsToBSplineSurface``, degree up to 8: its knots and degrees are the
+    fit's, not the built-in parts' uniform cubic ones) of a cambered (8 mm), twisted (+-6 deg over
+    the span) sheet of size x size m; the benchmark face of ``bench/bench_plan_freeform.py``."""
+    from robot_grinding_sim.core.geometry.occ_adapter import occ, occ_class, occ_collection
+
+    s = np.linspace(-0.5 * size, 0.5 * size, n)
+    X, Y = np.meshgrid(s, s, indexing="ij")
+    camber = 0.008 * (1.0 - (2.0 * X / size) ** 2)
+    twist = np.radians(6.0) * (2.0 * Y / size)
+    Z = camber + X * np.tan(twist) * 0.5 + 0.002 * np.sin(3.0 * np.pi * Y / size)
+    arr = occ_collection("Array2_gp_Pnt")(1, n, 1, n)
+    gp = occ("gp")
+    for i in range(n):
+        for j in range(n):
+            arr.SetValue(i + 1, j + 1, gp.gp_Pnt(float(X[i, j]), float(Y[i, j]), float(Z[i, j])))
+    fit = occ_class("GeomAPI", "GeomAPI_PointsToBSplineSurface")(arr, 3, 8, occ("GeomAbs").GeomAbs_C2, 1e-6)
+    face = occ_class("BRepBuilderAPI", "BRepBuilderAPI_MakeFace")(fit.Surface(), 1e-9).Face()
+    return cad.CadPart(face, source=f"fitted_blade_{size:g}m")
+
+
 def _curved_panel() -> Any:
     face = shapes.make_bspline_face(curved_panel_poles(), (3, 3))
     return shapes.make_prism(face, (0.0, 0.0, -0.003))

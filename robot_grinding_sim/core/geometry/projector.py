@@ -398,6 +398,7 @@ class FaceProjector:
         self.box[2], self.box[3] = self.box[0] - pad, self.box[1] + pad
         mid = 0.5 * (self.box[0] + self.box[1])
         self.st = np.array([mid[0], mid[1], mid[0], mid[1]])  # warm start: (u, v), the previous (u, v)
+        self._st0 = self.st.copy()
         g = 25  # seeds every 1/24 of the range: the sheets of a face that wraps round stay apart
         uu, vv = np.meshgrid(np.linspace(u0, u1, g), np.linspace(v0, v1, g), indexing="ij")
         self.grid_uv = np.column_stack([uu.ravel(), vv.ravel()])
@@ -464,6 +465,11 @@ class FaceProjector:
     def uv(self) -> FloatArray:
         """The last answer's parameters (2,)."""
         return self.st[:2].copy()
+
+    def reset_warm_start(self) -> None:
+        """Forget the last answer: the next projection starts where the first did (the answer then
+        depends on the point alone, not on the projections before, to the last bit)."""
+        self.st[:] = self._st0
 
     def arrays(self) -> tuple | None:
         """The compiled projection's arguments after the point (:func:`face_project`: st, box,

@@ -200,6 +200,16 @@ class ToolContactQuery:
         self.compiled = self._compiled_arrays()
         self._out = np.empty(6)
 
+    def reset_warm_start(self) -> None:
+        """Forget the warm starts of the compiled query (the last closest triangle, the surface
+        projection's last (u, v)): a simulation that starts with this gives the same answers to the
+        last bit whatever ran before it (the optimisation's passes, in any order, on any worker)."""
+        if self.compiled is not None:
+            self.compiled[2][0] = -1
+        proj = _PROJECTORS.get(self.scene)
+        if proj is not None:
+            proj.reset_warm_start()
+
     def _compiled_arrays(self) -> tuple | None:
         """The arguments of :func:`ball_contact` after c (pose, mesh, warm, tiny, radius, closed,
         projector), or None when the part is not one CAD face with a compiled surface (B-spline,

@@ -13,18 +13,31 @@ Each pass's simulation starts from the arm's configuration at that pass's approa
 trajectory (:func:`episode_seeds`), not from the first pass's: where the job changes the arm's
 configuration between passes (:mod:`~robot_grinding_sim.core.planning.links`), the pass is
 simulated in the configuration that will grind it.
+
+The passes are independent (each its own episode from its own seed), so a worker pool runs them at
+once (:func:`optimise_offsets` with ``pool``; ``grinding plan/simulate --workers N``, ``--address``):
+each worker rebuilds the job's robot, part and contact scene once (:class:`EpisodeSource`) and runs
+:func:`optimise_pass`, the same function the serial loop calls, so the result is the serial one
+bit for bit (test/unit/test_optimise_parallel.py).
 """
 
 from __future__ import annotations
 
+import hashlib
+import pickle
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from robot_grinding_sim.core.contact import registry
 from robot_grinding_sim.core.contact.law import LINEAR
+from robot_grinding_sim.core.errors import GrindingSimError
+from robot_grinding_sim.core.geometry.tool_contact import tool_sphere_radius
 from robot_grinding_sim.core.job.setup import JobSetup
 from robot_grinding_sim.core.job.simulation import pass_statistics, simulate_trajectory
 from robot_grinding_sim.core.planning.trajectory import (
@@ -47,6 +60,10 @@ class Optimisation:
     simulated_s: float = 0.0
 
 
+class OptimisationError(GrindingSimError):
+    """A pass of the optimisation could not run on its worker (the worker died)."""
+
+
 def series_stiffness(setup: JobSetup, q: np.ndarray, n: np.ndarray) -> tuple[float, float]:
     """(k_arm = Kp m, series stiffness K k_arm / (K + k_arm)) along n at q, N/m (linear contact)."""
     model, cell = setup.model, setup.cell
@@ -67,42 +84,172 @@ def episode_seeds(setup: JobSetup) -> list[np.ndarray]:
     return [starts[g.index] for g in setup.paths.passes]
 
 
-def optimise_offsets(setup: JobSetup, on_step: Callable[[float], None] | None = None,
-                     on_iteration: Callable[[int, int, float, float], None] | None = None) -> Optimisation:
-    """Optimise every pass's offset (see the module docstring)."""
+@dataclass
+class PassOptimisation:
+    """One pass's optimisation: the offsets tried (m) and their mean forces (N), simulated time (s)."""
+
+    offsets: list[float]
+    means: list[float]
+    simulated_s: float
+
+
+def optimise_pass(setup: JobSetup | EpisodeSetup, g: Any, q_seed: np.ndarray,
+                  on_step: Callable[[float], None] | None = None,
+                  on_iteration: Callable[[int, int, float, float], None] | None = None) -> PassOptimisation:
+    """Optimise the offset of pass ``g`` (one of ``setup.paths.passes``) from the configuration
+    ``q_seed`` (n,) rad (see the module docstring)."""
     cell = setup.cell
     F, opt = cell.process.target_force, cell.optimise
     model = setup.model
+    tried, got = [0.0], []
+    sim_time = 0.0
+    while True:
+        traj = episode_trajectory(model, g, cell.process, tried[-1], setup.penetration, q_seed)
+        run = simulate_trajectory(setup, traj, on_step)  # type: ignore[arg-type]
+        sim_time += run.simulated_s
+        (res,) = pass_statistics(run.record, traj.pass_windows(cell.process.lead_in))
+        got.append(res.mean)
+        if on_iteration:
+            on_iteration(g.index, len(got), tried[-1], res.mean)
+        if abs(res.mean - F) <= opt.goal * F or len(got) >= opt.max_iterations:
+            break
+        if len(got) >= 2 and abs(tried[-1] - tried[-2]) > 0 and abs(got[-1] - got[-2]) > 1e-9:
+            slope = (got[-1] - got[-2]) / (tried[-1] - tried[-2])
+        elif registry.get(cell.contact.model).family == LINEAR:  # the series stiffness of arm and contact
+            end = next(s for s in traj.segments if s["kind"] == "pass")["stop"] - 1  # the pass's last knot
+            _, slope = series_stiffness(setup, traj.positions[end], g.normals[0])  # type: ignore[arg-type]
+        else:  # K d^n at rest: the contact's local stiffness dF/dd = n F / d at the target
+            slope = F * cell.contact.exponent / setup.penetration
+        if not slope > 0:
+            break
+        tried.append(tried[-1] + (F - res.mean) / slope)
+    return PassOptimisation(tried[: len(got)], got, sim_time)
+
+
+def optimise_offsets(setup: JobSetup, on_step: Callable[[float], None] | None = None,
+                     on_iteration: Callable[[int, int, float, float], None] | None = None,
+                     pool: Any = None) -> Optimisation:
+    """Optimise every pass's offset (see the module docstring).
+
+    ``pool``: a worker pool (:mod:`~robot_grinding_sim.core.study.pools`: local processes or Ray)
+    that runs the passes at once, each on a worker that builds the job's robot, part and contact
+    scene once (:class:`EpisodeSource`); the result is the serial one, bit for bit. None (or one
+    worker, or one pass): in this process. ``on_step`` is called in this process only; with a
+    pool ``on_iteration`` replays each pass's iterations as the pass ends.
+    """
+    cell = setup.cell
+    F, opt = cell.process.target_force, cell.optimise
     wall = time.perf_counter()
     seeds = episode_seeds(setup)
+    passes = setup.paths.passes
+    if pool is None or getattr(pool, "workers", 1) < 2 or len(passes) < 2:
+        results = [optimise_pass(setup, g, q, on_step, on_iteration) for g, q in zip(passes, seeds, strict=True)]
+    else:
+        results = _optimise_on(pool, setup, seeds, on_iteration)
     offsets, means, iters, conv, final = [], [], [], [], []
-    sim_time = 0.0
-    for g, q_seed in zip(setup.paths.passes, seeds, strict=True):
-        tried, got = [0.0], []
-        while True:
-            traj = episode_trajectory(model, g, cell.process, tried[-1], setup.penetration, q_seed)
-            run = simulate_trajectory(setup, traj, on_step)
-            sim_time += run.simulated_s
-            (res,) = pass_statistics(run.record, traj.pass_windows(cell.process.lead_in))
-            got.append(res.mean)
-            if on_iteration:
-                on_iteration(g.index, len(got), tried[-1], res.mean)
-            if abs(res.mean - F) <= opt.goal * F or len(got) >= opt.max_iterations:
-                break
-            if len(got) >= 2 and abs(tried[-1] - tried[-2]) > 0 and abs(got[-1] - got[-2]) > 1e-9:
-                slope = (got[-1] - got[-2]) / (tried[-1] - tried[-2])
-            elif registry.get(cell.contact.model).family == LINEAR:  # the series stiffness of arm and contact
-                end = next(s for s in traj.segments if s["kind"] == "pass")["stop"] - 1  # the pass's last knot
-                _, slope = series_stiffness(setup, traj.positions[end], g.normals[0])
-            else:  # K d^n at rest: the contact's local stiffness dF/dd = n F / d at the target
-                slope = F * cell.contact.exponent / setup.penetration
-            if not slope > 0:
-                break
-            tried.append(tried[-1] + (F - res.mean) / slope)
-        best = int(np.argmin(np.abs(np.array(got) - F)))
-        offsets.append(tried[: len(got)])
-        means.append(got)
-        iters.append(len(got))
-        conv.append(abs(got[best] - F) <= opt.tolerance * F)
-        final.append(tried[best])
-    return Optimisation(offsets, means, iters, conv, final, time.perf_counter() - wall, sim_time)
+    for r in results:
+        best = int(np.argmin(np.abs(np.array(r.means) - F)))
+        offsets.append(r.offsets)
+        means.append(r.means)
+        iters.append(len(r.means))
+        conv.append(abs(r.means[best] - F) <= opt.tolerance * F)
+        final.append(r.offsets[best])
+    return Optimisation(offsets, means, iters, conv, final, time.perf_counter() - wall,
+                        float(sum(r.simulated_s for r in results)))
+
+
+# --------------------------------------------------------------------------------------------------
+# the passes on workers
+
+
+@dataclass
+class EpisodeSetup:
+    """What a pass's simulation needs of a job (the part of :class:`JobSetup` a worker rebuilds)."""
+
+    cell: Any
+    model: Any
+    query: Any
+    penetration: float
+
+
+@dataclass
+class EpisodeSource:
+    """How a worker rebuilds a job's :class:`EpisodeSetup`: the cell, the part (a built-in's name, or
+    a file's name and bytes: the worker need not share the file system), its faces and pose.
+
+    Built by :meth:`of` from a JobSetup; the same inputs give the same scene, so a pass simulated on
+    a worker gives the same forces as in the job's own process.
+    """
+
+    cell: Any
+    part: str
+    part_bytes: bytes | None
+    unit: str | None
+    faces: list[int]
+    X_BP: np.ndarray
+    penetration: float
+
+    @classmethod
+    def of(cls, setup: JobSetup) -> EpisodeSource:
+        source = str(getattr(setup.part, "source", setup.plan.source))
+        path = Path(source)
+        data = path.read_bytes() if path.is_file() else None
+        unit = setup.plan.unit if setup.plan.unit != "m" else (setup.cell.workpiece.unit or None)
+        return cls(setup.cell, source, data, unit, list(setup.faces), np.asarray(setup.X_BP, dtype=float),
+                   float(setup.penetration))
+
+    def key(self) -> str:
+        h = hashlib.sha256(pickle.dumps((self.cell.values(), self.part, self.unit, self.faces, self.X_BP.tolist(),
+                                         self.penetration)))
+        if self.part_bytes is not None:
+            h.update(self.part_bytes)
+        return h.hexdigest()
+
+    def build(self) -> EpisodeSetup:
+        from robot_grinding_sim.core.geometry import parts
+        from robot_grinding_sim.core.geometry.tool_contact import ToolContactQuery, workpiece_scene
+        from robot_grinding_sim.core.job.setup import cell_robot_model
+
+        cell = self.cell
+        model = cell_robot_model(cell)
+        if self.part_bytes is None:
+            part = parts.load_part(self.part, self.unit)
+        else:  # the file's own name and suffix (the reader goes by the suffix)
+            with tempfile.TemporaryDirectory(prefix="grinding_pass_part_") as tmp:
+                path = Path(tmp) / Path(self.part).name
+                path.write_bytes(self.part_bytes)
+                part = parts.load_part(str(path), self.unit)
+        wp = cell.workpiece
+        closed = {"auto": None, "true": True, "false": False}[wp.closed]
+        radius = tool_sphere_radius(model, cell.tool.tcp_link, cell.tool.link)
+        scene, _ = workpiece_scene(part, self.faces, self.X_BP, radius, wp.deflection, closed)
+        return EpisodeSetup(cell, model, ToolContactQuery(scene), self.penetration)
+
+
+#: a worker's EpisodeSetups by EpisodeSource.key (built once per worker and job)
+_WORKER_SETUPS: dict[str, EpisodeSetup] = {}
+
+
+def optimise_pass_on_worker(source: EpisodeSource, g: Any, q_seed: np.ndarray) -> PassOptimisation:
+    """:func:`optimise_pass` in a worker (a pool's function: module level, pickled by reference)."""
+    key = source.key()
+    setup = _WORKER_SETUPS.get(key)
+    if setup is None:
+        _WORKER_SETUPS.clear()  # one job's scene at a time
+        setup = _WORKER_SETUPS[key] = source.build()
+    return optimise_pass(setup, g, q_seed)
+
+
+def _optimise_on(pool: Any, setup: JobSetup, seeds: list[np.ndarray],
+                 on_iteration: Callable[[int, int, float, float], None] | None) -> list[PassOptimisation]:
+    src = pool.share(EpisodeSource.of(setup))
+    passes = setup.paths.passes
+    results: list[PassOptimisation | None] = [None] * len(passes)
+    for i, r in pool.map_unordered(optimise_pass_on_worker, [(src, g, q) for g, q in zip(passes, seeds, strict=True)]):
+        if isinstance(r, Exception):  # the pool's WorkerLost: the worker died
+            raise OptimisationError(f"pass {passes[i].index}: {r}")
+        results[i] = r
+        if on_iteration:
+            for k, (off, mean) in enumerate(zip(r.offsets, r.means, strict=True)):
+                on_iteration(passes[i].index, k + 1, off, mean)
+    return [r for r in results if r is not None]

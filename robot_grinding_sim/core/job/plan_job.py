@@ -21,7 +21,7 @@ def plan_job(cell: CellConfig, optimise: bool | None = None, max_passes: int | N
              pass_length: float | None = None, check_collisions: bool = True,
              on_stage: Callable[[str], None] | None = None,
              progress: Callable[[str, float, float], None] | None = None,
-             passes: Any = None, part: Any = None, mesh: Any = None) -> Any:
+             passes: Any = None, part: Any = None, mesh: Any = None, pool: Any = None) -> Any:
     """The plan of ``cell`` with its job trajectory (see the module docstring).
 
     Args:
@@ -33,6 +33,7 @@ def plan_job(cell: CellConfig, optimise: bool | None = None, max_passes: int | N
             (:func:`~robot_grinding_sim.core.job.setup.setup_job`); the result is that Plan, completed.
         mesh: the part's tessellation (part frame) to check the trajectory against, when the caller
             has one (default: the plan's, else the part tessellated at 0.2 mm).
+        pool: the optimisation's passes at once on this pool's workers (None: in this process).
 
     Raises:
         InputError: bad parameters or files. PlanningError: unreachable, colliding or untimeable.
@@ -47,7 +48,7 @@ def plan_job(cell: CellConfig, optimise: bool | None = None, max_passes: int | N
     cfg = JobConfig(cell=cell, optimise=opt, max_passes=max_passes, pass_length=pass_length)
     setup = setup_job(cfg, on_stage, passes=passes, part=part)
     if cfg.optimising:
-        result = run_job(cfg, setup, on_stage, progress).plan()
+        result = run_job(cfg, setup, on_stage, progress, pool, removal=False).plan()  # a plan holds no removal
     else:
         result = setup.plan
         offsets = [0.0] * len(setup.paths.passes)

@@ -141,12 +141,16 @@ class JobResult:
 
 
 def run_job(cfg: JobConfig, setup: JobSetup | None = None, on_stage: Callable[[str], None] | None = None,
-            progress: Callable[[str, float, float], None] | None = None) -> JobResult:
+            progress: Callable[[str, float, float], None] | None = None, pool: Any = None,
+            removal: bool = True) -> JobResult:
     """Set up, optimise (if configured), build the job trajectory and run it; returns the final run.
 
     A plan.json with a trajectory runs that trajectory as it is (unless ``cfg.optimise``).
     ``progress(stage, done, total)`` is called: ``optimising`` in passes (done: the passes finished plus
     the current one's share of ``optimise.max_iterations``), ``simulating`` in simulated seconds.
+    ``pool``: the optimisation's passes at once on its workers (:func:`optimise_offsets`).
+    ``removal``: False skips the removal map even where ``removal.enabled`` (``grinding plan``: a plan
+    holds no removal).
     """
 
 
@@ -178,7 +182,7 @@ def run_job(cfg: JobConfig, setup: JobSetup | None = None, on_stage: Callable[[s
                 if progress and int(t * 1000) % 100 == 0:
                     progress("optimising", done[0], n_passes)
 
-            opt = optimise_offsets(setup, opt_step, opt_iter)
+            opt = optimise_offsets(setup, opt_step, opt_iter, pool)
             offsets = opt.final_offsets
         if on_stage:
             on_stage("job trajectory")
@@ -196,8 +200,9 @@ def run_job(cfg: JobConfig, setup: JobSetup | None = None, on_stage: Callable[[s
         progress("simulating", 0.0, t_end)
     run = simulate_trajectory(setup, traj, on_step)
     stats = pass_statistics(run.record, traj.pass_windows(cell.process.lead_in))
-    removal = figures = None
-    if cell.removal.enabled:
+    # the removal map unless the caller does without (``removal`` False: grinding plan holds none)
+    want_removal, removal, figures = removal, None, None
+    if cell.removal.enabled and want_removal:
         from robot_grinding_sim.core.job.removal import depth_figures, job_removal
 
         if on_stage:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from robot_grinding_sim.core.contact.registry import kernels
+from robot_grinding_sim.core.contact.registry import integrator, kernels
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.job.setup import JobSetup
 from robot_grinding_sim.core.layout import STATUS
@@ -138,6 +138,7 @@ def simulate(setup: JobSetup, reference: Any, q0: FloatArray, t_end: float, proj
     On one CAD face with a compiled surface (B-spline, plane, cylinder, cone, sphere, torus) the
     steps run compiled a batch at a time (:func:`simulate_compiled`);
     otherwise (mesh parts: the scene's geometry) step by step through the same kernels' wrappers."""
+    setup.query.reset_warm_start()  # the run depends on its inputs alone, not on the runs before it
     step = coupled_step(setup, q0, project)
     step.arm.arm.set_trajectory(reference, 0.0)
     rec = Record(setup.cell.sim.output_dt, len(q0), int(math.ceil(t_end / step.dt + 1e-9)) + 1, t_end)
@@ -175,12 +176,14 @@ def simulate_compiled(step: CoupledStep, rec: Record, t_end: float, on_step: Cal
     out, rom, b, sv = np.empty((ak.ST_ROWS, n)), np.empty(cstep.ROM.size), np.empty(n), np.empty(cstep.SV.size)
     t, dt, h = float(sim.state.t), step.dt, rec.output_dt
     laws = kernels()
+    phases = integrator(int(side.cp[cstep.C.model]))
     steps0 = int(rec.ix[cstep.I.steps])
     batch = 200
     while True:
         wall = time.perf_counter()
         count = batch - int(round(t / dt)) % 100  # to the next multiple of 100 steps from t = 0
-        code, t = cstep.run_batch(laws, t, dt, t_end, count, st, cs_state, fp, side.cp, geo, knots, coeffs, last,
+        code, t = cstep.run_batch(laws, phases, t, dt, t_end, count, st, cs_state, fp, side.cp, geo, knots, coeffs,
+                                  last,
                                   ctrl.arm, ctrl.gravity, sim.gravity, jt, jd, bd, ws, body, X, arm_side.wrench_body,
                                   arm_side.wrench_X, arm_side.project, h, rec.ix, *rec.step_rows, *rec.out_rows,
                                   out, rom, b, sv)

@@ -153,7 +153,7 @@ def arm_advance(t, dt, st, knots, coeffs, last, t_traj, control, arm, g_ctrl, g,
         nz = nz or w[k] != 0.0
     if nz and wbody >= 0:
         J = np.empty((6, n))
-        jacobian_kernel(q, wbody, wX, np.zeros(3), False, jt, jd, ws, J)
+        jacobian_kernel(q, wbody, wX, np.zeros(3), bool(False), jt, jd, ws, J)
         for j in range(n):
             s = 0.0
             for r in range(6):

@@ -17,11 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numba import njit
 from numpy.typing import NDArray
 from scipy.spatial.transform import Rotation
 
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.resources import default_urdf
+from robot_grinding_sim.core.robot.kernels import cholesky_solve, jacobian_pose, link_pose
 
 FloatArray = NDArray[np.float64]
 
@@ -52,16 +54,112 @@ def load_robot(robot: Any, tip_link: str | None = "tcp", package_dirs: Any = ())
         raise InputError(f"{path}: cannot load the robot ({exc})") from exc
 
 
-def log_so3(R: FloatArray) -> FloatArray:
-    """Rotation vector (3,) of a rotation matrix (3, 3) (the SO(3) logarithm), rad."""
+@njit(cache=True)
+def rotvec_kernel(R, out):
+    """The rotation vector (3,) of a rotation matrix R (3, 3) (the SO(3) logarithm), rad, into out:
+    the closed form away from a half turn, the unit quaternion's (Shepperd's branch) near it."""
     c = max(-1.0, min(1.0, 0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0)))
-    w = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
+    wx, wy, wz = R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]
     angle = math.acos(c)
     if angle < 1e-6:
-        return 0.5 * w  # sin(angle) ~ angle
-    if angle < math.pi - 1e-4:
-        return w * (angle / (2.0 * math.sin(angle)))
-    return Rotation.from_matrix(R).as_rotvec()  # near a half turn: the robust (slow) way
+        f = 0.5  # sin(angle) ~ angle
+    elif angle < math.pi - 1e-4:
+        f = angle / (2.0 * math.sin(angle))
+    else:  # near a half turn: the axis from the quaternion's largest component
+        d0, d1, d2 = R[0, 0], R[1, 1], R[2, 2]
+        if d0 >= d1 and d0 >= d2:
+            x = 0.5 * math.sqrt(max(1.0 + d0 - d1 - d2, 0.0))
+            y, z, w = (R[0, 1] + R[1, 0]) / (4.0 * x), (R[0, 2] + R[2, 0]) / (4.0 * x), wx / (4.0 * x)
+        elif d1 >= d2:
+            y = 0.5 * math.sqrt(max(1.0 - d0 + d1 - d2, 0.0))
+            x, z, w = (R[0, 1] + R[1, 0]) / (4.0 * y), (R[1, 2] + R[2, 1]) / (4.0 * y), wy / (4.0 * y)
+        else:
+            z = 0.5 * math.sqrt(max(1.0 - d0 - d1 + d2, 0.0))
+            x, y, w = (R[0, 2] + R[2, 0]) / (4.0 * z), (R[1, 2] + R[2, 1]) / (4.0 * z), wz / (4.0 * z)
+        if w < 0.0:
+            x, y, z, w = -x, -y, -z, -w
+        v = math.sqrt(x * x + y * y + z * z)
+        a = 2.0 * math.atan2(v, w)
+        out[0], out[1], out[2] = a * x / v, a * y / v, a * z / v
+        return
+    out[0], out[1], out[2] = f * wx, f * wy, f * wz
+
+
+def log_so3(R: FloatArray) -> FloatArray:
+    """Rotation vector (3,) of a rotation matrix (3, 3) (the SO(3) logarithm), rad."""
+    out = np.empty(3)
+    rotvec_kernel(np.ascontiguousarray(R, dtype=float), out)
+    return out
+
+
+@njit(cache=True)
+def pose_error(target, X, w, e):
+    """e (6,) = [p_target - p; w log(R_target R^T)] of pose X (4, 4) against target (4, 4); returns
+    (|position error| m, |rotation error| rad)."""
+    Rd = np.empty((3, 3))
+    for i in range(3):
+        for j in range(3):
+            Rd[i, j] = target[i, 0] * X[j, 0] + target[i, 1] * X[j, 1] + target[i, 2] * X[j, 2]
+    r = np.empty(3)
+    rotvec_kernel(Rd, r)
+    ep2, er2 = 0.0, 0.0
+    for i in range(3):
+        d = target[i, 3] - X[i, 3]
+        e[i], e[i + 3] = d, w * r[i]
+        ep2 += d * d
+        er2 += r[i] * r[i]
+    return math.sqrt(ep2), math.sqrt(er2)
+
+
+@njit(cache=True)
+def dls_solve(target, seed, lower, upper, w, tol_p, tol_r, max_iter, lam0, body, Xb, jt, jd, ws, q_out):
+    """The damped-least-squares iteration of :meth:`IKSolver.solve` compiled: q (n,) into q_out;
+    returns (converged, position error m, rotation error rad). body, Xb, jt, jd, ws: the model's
+    kernel arrays of the tip link (:meth:`~robot_grinding_sim.core.robot.dynamics.RobotModel.kernel_arrays`)."""
+    n = seed.shape[0]
+    q, q_new = np.empty(n), np.empty(n)
+    for j in range(n):
+        q[j] = min(max(seed[j], lower[j]), upper[j])
+    T, J = np.empty((4, 4)), np.empty((6, n))
+    zero = np.zeros(3)
+    e, e_new, x = np.empty(6), np.empty(6), np.empty(6)
+    A, L = np.empty((6, 6)), np.zeros((6, 6))
+    jacobian_pose(q, body, Xb, zero, bool(False), jt, jd, ws, T, J)
+    ep, er = pose_error(target, T, w, e)
+    lam = lam0
+    for _ in range(max_iter):
+        if ep < tol_p and er < tol_r:
+            break
+        jacobian_pose(q, body, Xb, zero, bool(False), jt, jd, ws, T, J)
+        for r in range(3, 6):
+            for j in range(n):
+                J[r, j] *= w
+        for a in range(6):
+            for b in range(6):
+                s = 0.0
+                for j in range(n):
+                    s += J[a, j] * J[b, j]
+                A[a, b] = s + (lam * lam if a == b else 0.0)
+        if not cholesky_solve(A, e, L, x):
+            break
+        for j in range(n):
+            s = 0.0
+            for a in range(6):
+                s += J[a, j] * x[a]
+            q_new[j] = min(max(q[j] + s, lower[j]), upper[j])
+        link_pose(q_new, body, Xb, jt, jd, ws, T)
+        ep_new, er_new = pose_error(target, T, w, e_new)
+        if np.sqrt(np.dot(e_new, e_new)) < np.sqrt(np.dot(e, e)):
+            q[:] = q_new
+            e[:] = e_new
+            ep, er = ep_new, er_new
+            lam = max(lam * 0.3, 1e-9)
+        else:
+            lam = min(lam * 10.0, 1e3)
+            if lam >= 1e3:
+                break
+    q_out[:] = q
+    return ep < tol_p and er < tol_r, ep, er
 
 
 @dataclass
@@ -77,7 +175,7 @@ class IKResult:
 
 
 class IKSolver:
-    """Damped-least-squares IK for the tip link of a RobotModel.
+    """Damped-least-squares IK for the tip link of a RobotModel (the iteration compiled: :func:`dls_solve`).
 
     Args:
         model: the robot (``fk``, ``jacobian``, ``lower``, ``upper``, ``nq``).
@@ -97,35 +195,16 @@ class IKSolver:
         lo, hi = np.asarray(model.lower, float), np.asarray(model.upper, float)
         self.lower = np.where(np.isfinite(lo), lo, -4 * math.pi)
         self.upper = np.where(np.isfinite(hi), hi, 4 * math.pi)
-
-    def error(self, q: FloatArray, T: FloatArray) -> tuple[FloatArray, float, float]:
-        X = self.model.fk(q)
-        ep = T[:3, 3] - X[:3, 3]
-        er = log_so3(T[:3, :3] @ X[:3, :3].T)
-        return np.r_[ep, self.w * er], float(np.linalg.norm(ep)), float(np.linalg.norm(er))
+        jt, jd, _, ws, body, X = model.kernel_arrays(model.tip_link)
+        self._kernel = (body, X, jt, jd, ws)
 
     def solve(self, T: FloatArray, seed: FloatArray) -> tuple[FloatArray, bool, float, float]:
         """IK for one target pose T (4, 4) from ``seed`` (nq,): (q, converged, position err, rotation err)."""
-        q = np.clip(np.asarray(seed, dtype=float), self.lower, self.upper)
-        e, ep, er = self.error(q, T)
-        lam = self.lam0
-        W = np.diag([1.0, 1.0, 1.0, self.w, self.w, self.w])
-        for _ in range(self.max_iter):
-            if ep < self.tol_p and er < self.tol_r:
-                return q, True, ep, er
-            J = W @ self.model.jacobian(q)
-            JJt = J @ J.T
-            dq = J.T @ np.linalg.solve(JJt + lam * lam * np.eye(6), e)
-            q_new = np.clip(q + dq, self.lower, self.upper)
-            e_new, ep_new, er_new = self.error(q_new, T)
-            if np.linalg.norm(e_new) < np.linalg.norm(e):
-                q, e, ep, er = q_new, e_new, ep_new, er_new
-                lam = max(lam * 0.3, 1e-9)
-            else:
-                lam = min(lam * 10.0, 1e3)
-                if lam >= 1e3:
-                    break
-        return q, bool(ep < self.tol_p and er < self.tol_r), ep, er
+        q = np.empty(self.model.nq)
+        ok, ep, er = dls_solve(np.ascontiguousarray(T, dtype=float), np.asarray(seed, dtype=float), self.lower,
+                               self.upper, float(self.w), float(self.tol_p), float(self.tol_r), int(self.max_iter),
+                               float(self.lam0), *self._kernel, q)
+        return q, bool(ok), float(ep), float(er)
 
     def solve_first(self, T: FloatArray, seeds: Any = None) -> tuple[FloatArray, bool, float, float]:
         """The first waypoint: try every seed, keep the converged solution farthest from the limits."""

@@ -509,7 +509,7 @@ def effective_mass_kernel(q, body, X, point, nvec, jt, jd, bd, ws):
     -1.0 for a non-finite q or point, -2.0 if M is not positive definite, inf if J^T n = 0."""
     n = q.shape[0]
     J = np.empty((6, n))
-    if jacobian_kernel(q, body, X, point, True, jt, jd, ws, J) >= 0:
+    if jacobian_kernel(q, body, X, point, bool(True), jt, jd, ws, J) >= 0:
         return -1.0
     x = np.empty(n)
     big = 0.0

@@ -118,7 +118,7 @@ E = STATUS.code
 @njit(cache=True)
 def tcp_kinematics(q, jt, jd, ws, body, X, T, J):
     """Pose T (4, 4) and Jacobian J (6, n) [linear; angular] of the tool centre at q."""
-    if jacobian_pose(q, body, X, np.zeros(3), False, jt, jd, ws, T, J) != -1 or body < 0:
+    if jacobian_pose(q, body, X, np.zeros(3), bool(False), jt, jd, ws, T, J) != -1 or body < 0:
         link_pose(q, body, X, jt, jd, ws, T)
 
 
@@ -205,14 +205,15 @@ def reach_check(t, dt, gap, vn, speed, cs):
 
 
 @njit(cache=True)
-def arm_side(laws, t, dt, st, have_rom, rom, f_prev, knots, coeffs, last, t_traj, arm, g_ctrl, g, jt, jd, bd, ws,
-             body, X, wbody, wX, project, T, J, M, L, have_kin, hc_u, h_out, es, out, b, sv):
+def arm_side(laws, phases, t, dt, st, have_rom, rom, f_prev, knots, coeffs, last, t_traj, arm, g_ctrl, g, jt, jd,
+             bd, ws, body, X, wbody, wX, project, T, J, M, L, have_kin, hc_u, h_out, es, out, b, sv):
     """The arm side of one step (coupled_step module docstring) from state st (ST_ROWS, n) at t
     into out: trial step under f_prev, free acceleration along n, free flight, the LINEAR family's
     closed form or the variable-step engine's step (onset, release, the integrated laws in contact:
     :func:`~robot_grinding_sim.core.contact.engine_kernels.normal_step`; laws: the registry's
-    kernels, rom[R.model] the law; hc_u: the law's impact coefficient u, h_out the engine's output
-    spacing (0: none), es (4, k) its samples (engine_kernels.S_* rows), sv[V.ns] of them),
+    kernels, rom[R.model] the law, phases the registry's integrator for it; hc_u: the law's
+    impact coefficient u, h_out the engine's output spacing (0: none), es (4, k) its samples
+    (engine_kernels.S_* rows), sv[V.ns] of them),
     projection along b = m M^-1 J^T n (b (n,) written). T, J, M, L: the step's kinematics at st's
     q (module docstring), given (``have_kin``) or computed here. Returns (code, es): a STATUS code
     (the arm's, or the engine's) and the samples' array (es, or a larger one)."""
@@ -222,8 +223,8 @@ def arm_side(laws, t, dt, st, have_rom, rom, f_prev, knots, coeffs, last, t_traj
         sv[k] = 0.0
     sv[V.f_trial] = f_prev if have_rom else 0.0
     if not have_rom:
-        code = arm_advance(t, dt, st, knots, coeffs, last, t_traj, True, arm, g_ctrl, g, jt, jd, bd, ws,
-                           wbody, wX, w, M, L, have_kin, out)
+        code = arm_advance(t, dt, st, knots, coeffs, last, t_traj, bool(True), arm, g_ctrl, g, jt, jd, bd, ws,
+                           wbody, wX, w, M, L, bool(have_kin), out)
         sv[V.kind], sv[V.x0], sv[V.x1], sv[V.end_x] = NONE, np.inf, np.inf, np.inf
         return code, es
     q0, qd0 = st[0], st[QD]
@@ -248,12 +249,12 @@ def arm_side(laws, t, dt, st, have_rom, rom, f_prev, knots, coeffs, last, t_traj
         ip = R.point
         lx, ly, lz = rom[ip] - rom[ic], rom[ip + 1] - rom[ic + 1], rom[ip + 2] - rom[ic + 2]
         w[3], w[4], w[5] = ly * w[2] - lz * w[1], lz * w[0] - lx * w[2], lx * w[1] - ly * w[0]
-    code = arm_advance(t, dt, st, knots, coeffs, last, t_traj, True, arm, g_ctrl, g, jt, jd, bd, ws, wbody, wX,
-                       w, M, L, True, out)
+    code = arm_advance(t, dt, st, knots, coeffs, last, t_traj, bool(True), arm, g_ctrl, g, jt, jd, bd, ws, wbody,
+                       wX, w, M, L, bool(True), out)
     if code != 0:
         return code, es
     J1 = np.empty((6, n))
-    jacobian_kernel(out[0], body, X, np.zeros(3), False, jt, jd, ws, J1)
+    jacobian_kernel(out[0], body, X, np.zeros(3), bool(False), jt, jd, ws, J1)
     Jn1 = normal_row(J1, nx, ny, nz)
     vn1_arm = np.dot(Jn1, out[QD])
     dx_arm = 0.5 * np.dot(Jn + Jn1, out[0] - q0)
@@ -283,7 +284,7 @@ def arm_side(laws, t, dt, st, have_rom, rom, f_prev, knots, coeffs, last, t_traj
         # contact throughout: kind HC), its samples into es
         lp = np.empty(LP_LEN)
         rom_law_parameters(rom, family, hc_u, lp)
-        es, ns, x1, v1, whole, code = normal_step(laws, lp, m, f_ext, x0, vn0, dt, h_out, es)
+        es, ns, x1, v1, whole, code = normal_step(laws, phases, lp, m, f_ext, x0, vn0, dt, h_out, es)
         if code != E.ok:
             return code, es
         if whole and family == INTEGRATED and x0 < 0.0:
@@ -408,12 +409,13 @@ def contact_side(t, dt, st, cs, cp, geo, jt, jd, bd, ws, body, X, T, J, M, L, ro
 
 
 @njit(cache=True)
-def run_batch(laws, t, dt, t_end, max_steps, st, cs, fp, cp, geo, knots, coeffs, last, arm, g_ctrl, g, jt, jd, bd, ws,
-              body, X, wbody, wX, project, h, ix, rts, rq, rqd, rtau, rfn, rnrm, rtan, rlev, ot, ofn, odepth, oidx,
-              out, rom, b, sv):
+def run_batch(laws, phases, t, dt, t_end, max_steps, st, cs, fp, cp, geo, knots, coeffs, last, arm, g_ctrl, g, jt,
+              jd, bd, ws, body, X, wbody, wX, project, h, ix, rts, rq, rqd, rtau, rfn, rnrm, rtan, rlev, ot, ofn,
+              odepth, oidx, out, rom, b, sv):
     """Steps of ``dt`` from state st at t until t_end or ``max_steps`` steps.
 
-    laws: the registry's kernels (cp[C.model] the law). fp (1,): the previous step's mean force
+    laws: the registry's kernels (cp[C.model] the law), phases its integrator for that law
+    (:func:`~robot_grinding_sim.core.contact.registry.integrator`). fp (1,): the previous step's mean force
     (the trial force), updated. Each completed step is recorded (:func:`record_step`) and becomes
     st. Returns (code, t): a STATUS code (ok at t_end or after max_steps; otherwise what failed,
     st the failed step's start)."""
@@ -429,15 +431,16 @@ def run_batch(laws, t, dt, t_end, max_steps, st, cs, fp, cp, geo, knots, coeffs,
         if have < 0:
             return E.normal_mass_singular, t
         # with a model the contact side left the step's kinematics at st's q in T, J, M, L
-        code, es = arm_side(laws, t, dt, st, have == 1, rom, fp[0], knots, coeffs, last, 0.0, arm, g_ctrl, g, jt, jd,
-                            bd, ws, body, X, wbody, wX, project, T, J, M, L, have == 1, cp[C.u], h, es, out, b, sv)
+        code, es = arm_side(laws, phases, t, dt, st, have == 1, rom, fp[0], knots, coeffs, last, 0.0, arm, g_ctrl, g,
+                            jt, jd, bd, ws, body, X, wbody, wX, project, T, J, M, L, have == 1, cp[C.u], h, es, out,
+                            b, sv)
         if code != E.ok:
             return code, t
         sv[V.gap0] = cs[1]
         fp[0] = sv[V.force]
         if sv[V.kind] == HC or sv[V.kind] == EVENT:
             ns = int(sv[V.ns])
-            record_step(t, dt, out, sv, rom, True, h, ix, rts, rq, rqd, rtau, rfn, rnrm, rtan, rlev, ot, ofn,
+            record_step(t, dt, out, sv, rom, bool(True), h, ix, rts, rq, rqd, rtau, rfn, rnrm, rtan, rlev, ot, ofn,
                         odepth, oidx, es[S_T, :ns], es[S_F, :ns], es[S_X, :ns])
         else:
             record_step(t, dt, out, sv, rom, have == 1, h, ix, rts, rq, rqd, rtau, rfn, rnrm, rtan, rlev, ot, ofn,

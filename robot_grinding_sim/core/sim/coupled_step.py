@@ -421,8 +421,10 @@ class ArmContactStepper:
         ctrl = arm.controller
         # the model may be older than this state (the node graph): the arm side computes the
         # kinematics at its own q
-        code, es = cs.arm_side(self._kernels, st.t, float(dt), cur, rom is not None, a, self.f_prev, knots, coeffs,
-                               last, t_traj, ctrl.arm, ctrl.gravity, arm.gravity, jt, jd, bd, ws, body, X,
+        # the law's integrator (the stub unless the model's law is integrated: compiled on first use)
+        phases = registry.integrator(rom.law_id if rom is not None else 0)
+        code, es = cs.arm_side(self._kernels, phases, st.t, float(dt), cur, rom is not None, a, self.f_prev, knots,
+                               coeffs, last, t_traj, ctrl.arm, ctrl.gravity, arm.gravity, jt, jd, bd, ws, body, X,
                                self.wrench_body, self.wrench_X, self.project, np.empty((4, 4)), np.empty((6, n)),
                                np.empty((n, n)), np.zeros((n, n)), False, hc_u, h_out, es, out, b, sv)
         et = ef = ex = np.empty(0)

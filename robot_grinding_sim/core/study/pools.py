@@ -1,7 +1,8 @@
 """Worker pools: run calls of one function on workers and hand back each result as it arrives.
 
-Every pool has the same three methods, so the study's driver (and later the passes of one job run
-in parallel) does not know where the work runs:
+Every pool has the same three methods, so the study's driver and the force-target optimisation
+(the passes of one job at once, :func:`~robot_grinding_sim.core.job.optimise.optimise_offsets`)
+do not know where the work runs:
 
 - ``share(obj)``: a handle to pass as an argument to many calls (Ray puts it in its object store
   once; the local pools pass the object itself);
@@ -89,3 +90,4 @@ class ProcessPool:
         for fut in self._pending:
             fut.cancel()
         self._ex.shutdown(wait=True, cancel_futures=True)
+
