@@ -73,9 +73,8 @@ def _robot_plan(cell: Any, part: Any, faces: list[int] | None, optimise: bool | 
 
     import numpy as np
 
-    from robot_grinding_sim.core.geometry.tool_contact import tool_sphere_radius
     from robot_grinding_sim.core.job.plan_job import plan_job
-    from robot_grinding_sim.core.job.setup import cell_robot_model
+    from robot_grinding_sim.core.job.setup import cell_robot_model, job_tool
     from robot_grinding_sim.core.planning import placement, planner
 
     if place is None:
@@ -84,8 +83,8 @@ def _robot_plan(cell: Any, part: Any, faces: list[int] | None, optimise: bool | 
     if on_stage:
         on_stage("planning passes")
     model = cell_robot_model(cell)
-    radius = tool_sphere_radius(model, cell.tool.tcp_link, cell.tool.link)
-    passes = planner.plan(part, faces, cell.passes.validate(), planner.tool_parameters(cell, radius), robot=None,
+    passes = planner.plan(part, faces, cell.passes.validate(), planner.tool_parameters(cell, job_tool(model, cell)),
+                          robot=None,
                           workpiece_pose=np.asarray(cell.workpiece.pose, dtype=float))
     if max_passes is not None or pass_length is not None:
         passes = planner.crop_plan(passes, part, max_passes, pass_length)

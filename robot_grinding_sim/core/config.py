@@ -76,8 +76,13 @@ class ToolConfig:
     """The grinding tool at the end of the arm (its shape comes from the URDF)."""
 
     tcp_link: str = param("tcp", "tool centre point link: the ball's centre; frame of the contact wrench")
-    link: str = param("abrasive_head", "link whose collision geometry is the tool (a sphere gives exact "
-                      "depth and normal)")
+    link: str = param("abrasive_head", "link whose collision geometry (sphere, cylinder or box) is the tool")
+    shape: str = param("auto", "the tool's shape (docs/contact.md, tool shapes): ball (a sphere), wheel (a "
+                       "cylinder worked on its periphery, axis across the feed), pad (a box worked flat on a "
+                       "face); auto: by the URDF primitive (sphere ball, cylinder wheel, box pad)",
+                       choices=("auto", "ball", "wheel", "pad"))
+    patch_spacing: float = param(0.002, "spacing of the elements over a wheel's width or a pad's face (the "
+                                 "Winkler pressure is summed over them)", unit="m", range=(1e-5, 0.1))
     spindle_speed: float = param(10000.0 * 2.0 * math.pi / 60.0, "spindle speed about the tool's z axis "
                                  "(10,000 rpm)", unit="rad/s", range=(0.0, 1e5))
 

@@ -241,7 +241,7 @@ class ContactSide:
             self.cs[1] = math.inf
             return None
         kin = self.kinematics(q, need_minv=False)
-        geom = self.query.query(kin.X[:3, 3])
+        geom = self.query.query(kin.X)
         v_tcp = kin.J[:3] @ qd
         self.cs[1] = geom.gap
         if not cs.reach_check(float(t), float(dt), geom.gap, float(geom.normal @ v_tcp),
@@ -258,8 +258,8 @@ class ContactSide:
         q_, qd_ = np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(qd, dtype=float)
         n = q_.shape[0]
         m = cs.rom_from_geometry(float(t), q_, qd_, float(geom.gap), np.ascontiguousarray(geom.normal, dtype=float),
-                                 np.ascontiguousarray(geom.point, dtype=float), kin.X, kin.J, self.cp, jt, jd, bd,
-                                 ws, np.empty((n, n)), np.zeros((n, n)), rom)
+                                 np.ascontiguousarray(geom.point, dtype=float), float(geom.stiffness), kin.X, kin.J,
+                                 self.cp, jt, jd, bd, ws, np.empty((n, n)), np.zeros((n, n)), rom)
         if not (m > 0.0 and math.isfinite(m)):
             raise InputError(f"effective mass along the normal {geom.normal.tolist()} is {m} kg at q = "
                              f"{np.round(q, 4).tolist()} (the arm cannot move the tool along the normal: singular)")
