@@ -165,5 +165,109 @@ def test_refusals_name_the_parameter() -> None:
     with pytest.raises(InputError, match="no box collision geometry of link 'abrasive_head' .*tool.link"):
         cell_tool(model, "tcp", "abrasive_head", "pad")
     with pytest.raises(InputError, match="tool.shape"):
-        cell_tool(model, "tcp", "abrasive_head", "disc")
+        cell_tool(model, "tcp", "abrasive_head", "cone")
     assert ToolConfig().shape == "auto"
+
+
+@pytest.mark.parametrize("which", ["pad", "wheel"])
+def test_removal_footprint_of_a_straight_pass(which: str, pad, wheel) -> None:
+    """Preston over the tool's own patch: a tool fed straight along x over a plane with force F and
+    no spindle leaves a groove of depth k_p F / W across its width W (the time integral of the
+    pressure under a node is the force per width over the feed: sum over the pass of p v dt),
+    flat-bottomed, nothing beyond the width."""
+    from robot_grinding_sim.core.contact.preston import RemovalGrid
+
+    tool = pad if which == "pad" else wheel
+    width = 0.05 if which == "pad" else 0.025
+    depth = 1e-4
+    h = 0.001
+    xs, ys = np.arange(-0.07, 0.07 + h / 2, h), np.arange(-0.04, 0.04 + h / 2, h)
+    Y, Xg = np.meshgrid(ys, xs, indexing="ij")
+    P = np.column_stack([Xg.ravel(), Y.ravel(), np.zeros(Xg.size)])
+    kp, F, v, dt = 1e-12, 5.0, 0.01, 0.005
+    grid = RemovalGrid(P, np.full(len(P), h * h), None, Xg.shape, preston_coefficient=kp)
+    z = np.array([0.0, 0.0, -1.0])
+    x = np.array([1.0, 0.0, 0.0])
+    X = np.eye(4)
+    X[:3, :3] = np.column_stack([x, np.cross(z, x), z]) @ tool.rule
+    for cx in np.arange(-0.045, 0.045, v * dt):
+        X[:3, 3] = [cx, 0.0, tool.standoff() - depth]
+        point = np.array([cx, 0.0, 0.0])
+        nodes = grid.nodes_near(point, tool.footprint_radius(depth) + h)
+        grid.accumulate_footprint(nodes, tool.penetration_at(grid.points[nodes], X), point, -z, F, X[:3, 3],
+                                  np.zeros(3), v * x, dt)
+    mid = np.abs(P[:, 0]) < 0.5 * h
+    inner = mid & (np.abs(P[:, 1]) < 0.5 * width - 1.5 * h)
+    outer = mid & (np.abs(P[:, 1]) > 0.5 * width + 1.5 * h)
+    assert grid.depth[inner] == pytest.approx(kp * F / width, rel=0.03)
+    assert np.all(grid.depth[outer] == 0.0)
+    assert grid.volume() == pytest.approx(kp * F * 0.09, rel=0.01)  # k_p * integral of F v dt
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tool_file, part", [("flap_wheel", "curved_panel"), ("sanding_pad", "flat_plate"),
+                                             ("sanding_pad", "curved_panel"), ("disc_grinder", "curved_panel")])
+def test_plan_then_simulate_reaches_the_target_force(tool_file: str, part: str, tmp_path) -> None:
+    """`grinding plan` + `grinding simulate` with the shipped tool's URDF and parameters: the plan's
+    offsets optimised by simulation, written, read back and run: each pass within 5 % of the target;
+    the removal map under the tool's footprint holds k_p times the work."""
+    import json
+
+    from robot_grinding_sim.core.config import load_cell_config
+    from robot_grinding_sim.core.job.plan_job import plan_job
+    from robot_grinding_sim.core.job.run import run_job
+    from robot_grinding_sim.core.job.setup import JobConfig
+    from robot_grinding_sim.core.planning import plan_io
+
+    cfg_dir = Path(__file__).resolve().parents[2] / "config"
+    cell = load_cell_config([str(cfg_dir / "cell.yaml"), str(cfg_dir / "tools" / f"{tool_file}.yaml")],
+                            {"workpiece.part": part, "process.dwell": 0.1})
+    plan = plan_job(cell, max_passes=1, pass_length=0.02)
+    assert plan.tool.shape == {"flap_wheel": "wheel", "sanding_pad": "pad", "disc_grinder": "disc"}[tool_file]
+    path = plan_io.write_plan(plan, tmp_path / "plan.json")
+    data = json.loads(path.read_text())
+    result = run_job(JobConfig(cell=plan_io.cell_of(data), plan_file=str(path)))
+    for p in result.passes:
+        assert abs(p.mean - 5.0) <= 0.05 * 5.0
+    removal = result.removal_summary()
+    assert removal["volume_m3"] > 0.0
+    assert removal["volume_m3"] == pytest.approx(cell.removal.preston_coefficient * removal["work_n_m"], rel=1e-9)
+
+
+DISC_URDF = URDF / "ur10e_disc_grinder.urdf"
+
+
+@pytest.mark.parametrize("depth, angle", [(5e-5, 0.2), (1.5e-4, 0.2), (4e-4, 0.5)])
+def test_tilted_disc_on_a_plane_is_the_chord_and_its_segment(depth: float, angle: float) -> None:
+    """A disc's face at ``angle`` to a plane, its low rim ``depth`` under it: the face under the plane
+    is the circular segment h = depth / sin(angle) high (the chord), each point of it s beyond the
+    chord s sin(angle) deep; the Winkler force is k_w times that depth over the segment's area
+    projected on the plane (dblquad over the segment in the face's plane, cos(angle) dA)."""
+    from scipy.integrate import dblquad
+
+    tool = cell_tool(load_robot_model(str(DISC_URDF), "tcp"), "tcp", "abrasive_head", "disc", 0.0002, angle)
+    attrs, _ = collision_primitive(DISC_URDF, "abrasive_head", "cylinder", "disc")
+    R = float(attrs["radius"])
+    face, q = query_on("flat_plate", tool)
+    p, n = face.evaluate(np.array([np.mean(face.uv_bounds[:2])]), np.array([np.mean(face.uv_bounds[2:])]))
+    X = pose_on(p[0], n[0], np.array([1.0, 0.0, 0.0]), tool, depth)
+    ox, oy = tool.contact_offset()
+    X[:3, 3] -= ox * np.array([1.0, 0.0, 0.0]) + oy * np.array([0.0, -1.0, 0.0])  # F0 x = +x, y = -y here
+    g = q.query(X)
+    h = depth / math.sin(angle)
+    u = R - h
+
+    def half(x: float) -> float:
+        return math.sqrt(max(R * R - x * x, 0.0))
+
+    moment, _ = dblquad(lambda y, x: (x - u), u, R, lambda x: -half(x), half, epsabs=1e-18, epsrel=1e-10)
+    area, _ = dblquad(lambda y, x: 1.0, u, R, lambda x: -half(x), half, epsabs=1e-18, epsrel=1e-10)
+    F_ref = K_W * math.sin(angle) * math.cos(angle) * moment
+    assert -g.gap * g.stiffness == pytest.approx(F_ref, rel=2e-3)  # strips 0.2 mm wide across the chord
+    assert g.stiffness == pytest.approx(K_W * math.cos(angle) * area, rel=2e-3)
+    assert np.allclose(g.normal, n[0], atol=1e-9)
+    # the contact is where the planner put it: the low rim's middle on the waypoint
+    assert np.linalg.norm((g.point - p[0])[:2]) < 0.5 * h + 1e-4
+    assert tool.plane_force(depth, K_W) == pytest.approx(F_ref, rel=1e-8)
+    assert tool.static_penetration(None, F_ref, K_W) == pytest.approx(depth, rel=1e-7)
+    assert tool.standoff() == pytest.approx(R * math.sin(angle), rel=1e-12)

@@ -110,7 +110,8 @@ def tool_sphere_radius(model: Any, tcp_link: str, tool_link: str | None = None) 
             return float(g.params["radius"])
     which = f"of link {tool_link!r} " if tool_link else ""
     raise InputError(f"{model.source}: no sphere collision geometry {which}centred on the tool centre point "
-                     f"{tcp_link!r} (the grinding tool must be a ball)")
+                     f"{tcp_link!r} (the node graph takes the ball only; wheel, pad and disc run in process: "
+                     "grinding simulate)")
 
 
 def workpiece_scene(part: Any, faces: Sequence[int], X_BP: FloatArray, tool_radius: float,
@@ -195,9 +196,10 @@ def ball_contact(c, T, mesh, warm, tiny, radius, closed, tol, proj, out):
 
 
 #: kernel codes of the shapes (:func:`tool_contact`)
-BALL, WHEEL, PAD = 0, 1, 2
-#: the tool kernel's parameters tp: [radius (m), k_w (N/m^3), back (m), floor area (m^2)]
-TP_LEN = 4
+BALL, WHEEL, PAD, DISC = 0, 1, 2, 3
+#: the tool kernel's parameters tp: [radius (m), k_w (N/m^3), back (m), floor area (m^2), a disc's
+#: working face normal (3, tcp frame)]
+TP_LEN = 7
 
 
 @njit(cache=True)
@@ -234,6 +236,11 @@ def tool_contact(Tt, geo, kind, elems, wts, warms, tp, out):
     pad: elems (k, 6) points of the working face and its outward normal (tcp frame), wts (k,) their
     areas (m^2); each presses k_w a_i |n_i . n| d_i, d_i its depth under the surface (tp[2]: deeper
     than this is the back side of an open surface).
+    disc: elems (k, 6) points of the working face's rim (both ends of each strip) and the face's inward
+    direction there (perpendicular to the chord, tcp frame), wts (k,) the strips' widths (m), tp[4:7]
+    the face's normal: each strip of the face from its rim inward, its rim d deep and the face
+    leaving the surface's tangent plane at slope s = e . n, presses k_w w |n_f . n| d^2 / (2 s)
+    over w |n_f . n| d / s (the triangle of depth under a tilted face).
 
     Returns (gap, K): in contact, gap = -F / K (the equivalent penetration, m) and K = k_w A_c
     (N/m, A_c the area in contact, at least tp[3]); out of contact the smallest gap of the elements
@@ -268,6 +275,15 @@ def tool_contact(Tt, geo, kind, elems, wts, warms, tp, out):
         if kind == WHEEL:
             f = wts[i] * segment_area(R, d)
             a = wts[i] * chord(R, d)
+        elif kind == DISC:
+            slope = 0.0
+            nf = 0.0
+            for r in range(3):
+                slope += (Tt[r, 0] * elems[i, 3] + Tt[r, 1] * elems[i, 4] + Tt[r, 2] * elems[i, 5]) * o[r]
+                nf += (Tt[r, 0] * tp[4] + Tt[r, 1] * tp[5] + Tt[r, 2] * tp[6]) * o[r]
+            slope = max(slope, 1e-3)  # a face (nearly) flat on the surface: its strip, at most 1000 d long
+            a = wts[i] * abs(nf) * d / slope
+            f = 0.5 * a * d
         else:
             en = 0.0
             for r in range(3):

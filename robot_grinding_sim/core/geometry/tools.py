@@ -29,9 +29,14 @@ wheel     cylinder     periphery (straight grinder, flap wheel): line contact ac
 pad       box          the face whose outward normal is nearest the tcp z axis, flat on the surface
                        (sanding, polishing): the Winkler law over a grid of the face; that face's
                        normal along F0 z
+disc      cylinder     its face (the one along the tcp z) at ``tool.face_angle`` to the surface,
+                       leaning toward the feed (an angle grinder, a cup wheel): strips of the face
+                       from its low rim inward, each a triangle of depth under the tilted face; the
+                       face normal Ry(-angle) F0 z, the low rim ahead of the tcp
 ========  ===========  ==============================================================================
 
-``tool.shape: auto`` takes ball for a sphere, pad for a box and wheel for a cylinder. Lead and
+``tool.shape: auto`` takes ball for a sphere, pad for a box and wheel for a cylinder (a disc is
+asked for by name). Lead and
 tilt (``process.lead``, ``process.tilt``) turn every tool about F0's y and x axes after its rule.
 """
 
@@ -47,7 +52,16 @@ from numpy.typing import NDArray
 from scipy.optimize import brentq
 
 from robot_grinding_sim.core.errors import InputError
-from robot_grinding_sim.core.geometry.tool_contact import BALL, PAD, WHEEL, chord, segment_area, tool_contact
+from robot_grinding_sim.core.geometry.tool_contact import (
+    BALL,
+    DISC,
+    PAD,
+    TP_LEN,
+    WHEEL,
+    chord,
+    segment_area,
+    tool_contact,
+)
 
 FloatArray = NDArray[np.float64]
 
@@ -76,7 +90,7 @@ class Tool:
 
     Attributes:
         shape: the registry's name (:data:`SHAPES`).
-        kind: kernel code (:data:`BALL`, :data:`WHEEL`, :data:`PAD`).
+        kind: kernel code (:data:`BALL`, :data:`WHEEL`, :data:`PAD`, :data:`DISC`).
         geometry: the URDF primitive ("sphere", "cylinder", "box") and dims its parameters.
         X_TG: (4, 4) the primitive's frame in the tcp frame.
         radius: the ball's, the wheel's; the pad's half width (the smaller): the ball of the planner's
@@ -98,6 +112,9 @@ class Tool:
     elements: FloatArray = field(default_factory=lambda: np.zeros((0, 6)))
     weights: FloatArray = field(default_factory=lambda: np.zeros(0))
     spindle_axis: FloatArray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))
+    #: a disc: its working face's normal (tcp frame) and its angle to the surface (rad)
+    face_normal: FloatArray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))
+    face_angle: float = 0.0
 
     @property
     def distributed(self) -> bool:
@@ -117,6 +134,32 @@ class Tool:
                          + 0.5 * self.dims["length"] * az)
         return float(c @ u + 0.5 * np.abs(ul) @ np.asarray(self.dims["size"], dtype=float))
 
+    def support_point(self, u: FloatArray) -> FloatArray:
+        """A point (3,) of the tool where :meth:`support` is reached (tcp frame): the point that
+        touches a plane normal to u first (the middle of a face or an edge in a tie)."""
+        u = np.asarray(u, dtype=float)
+        Rg, c = self.X_TG[:3, :3], self.X_TG[:3, 3]
+        ul = Rg.T @ u
+        if self.geometry == "sphere":
+            return c + self.dims["radius"] * u
+        if self.geometry == "cylinder":
+            radial = ul.copy()
+            radial[2] = 0.0
+            nr = float(np.linalg.norm(radial))
+            loc = (self.dims["radius"] * radial / nr if nr > 1e-9 else np.zeros(3))
+            loc[2] = 0.5 * self.dims["length"] * (np.sign(ul[2]) if abs(ul[2]) > 1e-9 else 0.0)
+            return c + Rg @ loc
+        half = 0.5 * np.asarray(self.dims["size"], dtype=float)
+        return c + Rg @ np.where(np.abs(ul) > 1e-9, np.sign(ul) * half, 0.0)
+
+    def contact_offset(self, R_F0_tcp: FloatArray | None = None) -> tuple[float, float]:
+        """(x, y) in F0 (m) of the point the tool touches a plane first, from the tcp: the planner
+        moves the tcp by minus this so that point lands on the waypoint (a disc's low rim; 0 for the
+        ball, the wheel and the pad)."""
+        Rm = self.rule if R_F0_tcp is None else np.asarray(R_F0_tcp, dtype=float)
+        p = Rm @ self.support_point(Rm.T @ np.array([0.0, 0.0, 1.0]))
+        return float(p[0]), float(p[1])
+
     def standoff(self, R_F0_tcp: FloatArray | None = None) -> float:
         """Height (m) of the tcp above the surface, along the normal, when the tool touches it (zero
         penetration) with the tcp's axes R_F0_tcp (3, 3) in F0 (default :attr:`rule`): the support
@@ -124,13 +167,16 @@ class Tool:
         Rm = self.rule if R_F0_tcp is None else np.asarray(R_F0_tcp, dtype=float)
         return self.support(Rm.T @ np.array([0.0, 0.0, 1.0]))
 
-    def edge_margin(self, R_F0_tcp: FloatArray | None = None) -> float:
+    def edge_margin(self, R_F0_tcp: FloatArray | None = None, depth: float | None = None) -> float:
         """How far (m) the tool's patch reaches along the surface from the contact centre (along the
         travel or across it, the tcp's axes R_F0_tcp (3, 3) in F0, default :attr:`rule`): the
         planner keeps passes at least this far inside the face's boundary, so the whole patch
-        presses on the face (a wheel's half width, a pad's half side; 0 for the ball)."""
+        presses on the face (a wheel's half width, a pad's half side, a disc's patch at ``depth``
+        (m); 0 for the ball)."""
         if not self.distributed or len(self.elements) == 0:
             return 0.0
+        if self.kind == DISC:  # the patch at the rim: its half chord at twice the planned depth
+            return self.footprint_radius(depth if depth is not None else 0.0)
         Rm = self.rule if R_F0_tcp is None else np.asarray(R_F0_tcp, dtype=float)
         p = self.elements[:, :3] @ Rm.T  # the elements in F0
         half = 0.5 * float(self.dims.get("spacing", 0.0))
@@ -143,9 +189,24 @@ class Tool:
         from scipy.spatial.transform import Rotation
 
         Rm = Rotation.from_euler("YX", [lead, tilt]).as_matrix() @ self.rule
-        return {"shape": self.shape, "standoff": self.standoff(Rm),
+        pen = self.static_penetration(None, force, k_w)
+        return {"shape": self.shape, "standoff": self.standoff(Rm), "offset": self.contact_offset(Rm),
                 "rule": tuple(float(v) for v in Rotation.from_matrix(self.rule).as_quat()),
-                "static_penetration": self.static_penetration(None, force, k_w), "edge_margin": self.edge_margin(Rm)}
+                "static_penetration": pen, "edge_margin": self.edge_margin(Rm, pen)}
+
+    def footprint_radius(self, depth: float) -> float:
+        """A radius (m) about the contact point holding the tool's patch at the (equivalent)
+        penetration ``depth`` (m): the ball's sqrt(2 R d); a wheel's half width and chord (at twice
+        the depth: the deepest point is deeper than the mean); a pad's half diagonal."""
+        d = max(float(depth), 0.0)
+        if self.kind == WHEEL:
+            return float(math.hypot(0.5 * self.dims["length"], 0.5 * chord(self.radius, 2.0 * d)))
+        if self.kind == PAD:
+            return float(math.sqrt(2.0) * self.edge_margin())
+        if self.kind == DISC:
+            h = 2.0 * d / math.sin(self.face_angle)  # the segment's height in the face at twice the depth
+            return float(math.hypot(0.5 * chord(self.radius, h), h))
+        return float(math.sqrt(2.0 * self.radius * d))
 
     def plane_area(self, d: float) -> float:
         """Area in contact (m^2) at penetration d (m) on a plane, the tool at its rule."""
@@ -155,6 +216,8 @@ class Tool:
             return float(self.dims["length"] * chord(self.radius, d))
         if self.kind == PAD:
             return float(self.pad_area)
+        if self.kind == DISC:
+            return float(math.cos(self.face_angle) * segment_area(self.radius, d / math.sin(self.face_angle)))
         return float(math.pi * (2.0 * self.radius * d - d * d))
 
     def plane_force(self, d: float, k_w: float) -> float:
@@ -166,6 +229,12 @@ class Tool:
             return float(k_w * self.dims["length"] * segment_area(self.radius, d))
         if self.kind == PAD:
             return float(k_w * self.pad_area * d)
+        if self.kind == DISC:  # the segment h = d / sin(a) high, its depth s sin(a) at s beyond the chord
+            a, R = self.face_angle, self.radius
+            h = min(d / math.sin(a), 2.0 * R)
+            u = R - h
+            first_moment = 2.0 / 3.0 * max(R * R - u * u, 0.0) ** 1.5 - u * segment_area(R, h)
+            return float(k_w * math.sin(a) * math.cos(a) * first_moment)
         return float(k_w * math.pi * d * d * (self.radius - d / 3.0))
 
     @property
@@ -182,7 +251,8 @@ class Tool:
             raise InputError(f"the {self.shape} needs the pressure stiffness k_w (contact.model winkler)")
         if force <= 0.0:
             return 0.0
-        top = self.radius if self.kind == WHEEL else 0.5 * self.bounding_radius
+        top = {WHEEL: self.radius, DISC: 2.0 * self.radius * math.sin(self.face_angle)}.get(
+            self.kind, 0.5 * self.bounding_radius)
         if self.plane_force(top, k_w) < force:
             raise InputError(f"process.target_force {force} N needs more than {top * 1e3:.3g} mm of penetration of "
                              f"the {self.shape} with contact.stiffness {k_w} N/m^3 (k_w): raise the stiffness")
@@ -191,7 +261,9 @@ class Tool:
     def kernel_arrays(self, k_w: float, floor_area: float) -> tuple:
         """(kind, elements, weights, warms, tp) of :func:`tool_contact`."""
         back = self.radius if self.kind == WHEEL else max(0.5 * self.bounding_radius, 1e-3)
-        tp = np.array([self.radius, float(k_w), back, float(floor_area)])
+        tp = np.zeros(TP_LEN)
+        tp[:4] = self.radius, float(k_w), back, float(floor_area)
+        tp[4:7] = self.face_normal
         return (self.kind, np.ascontiguousarray(self.elements, dtype=np.float64),
                 np.ascontiguousarray(self.weights, dtype=np.float64),
                 np.full(len(self.elements), -1, dtype=np.int64), tp)
@@ -205,6 +277,10 @@ class Tool:
         local = (np.asarray(points, dtype=float) - X[:3, 3]) @ X[:3, :3]
         if self.geometry == "sphere":
             return np.maximum(self.radius - np.linalg.norm(local, axis=1), 0.0)
+        if self.kind == DISC:  # under the working face (local z = +- L/2), within the radius
+            face = 0.5 * self.dims["length"] * float(self.dims["face_sign"])
+            depth = np.where(face > 0, face - local[:, 2], local[:, 2] - face)
+            return np.where(np.hypot(local[:, 0], local[:, 1]) <= self.radius, np.maximum(depth, 0.0), 0.0)
         if self.geometry == "cylinder":
             inside = np.abs(local[:, 2]) <= 0.5 * self.dims["length"]
             return np.where(inside, np.maximum(self.radius - np.hypot(local[:, 0], local[:, 1]), 0.0), 0.0)
@@ -264,6 +340,35 @@ def _pad(X_TG: FloatArray, dims: dict[str, Any], spacing: float) -> Tool:
                 normal.copy())
 
 
+def _disc(X_TG: FloatArray, dims: dict[str, Any], spacing: float, angle: float = 0.2) -> Tool:
+    R, L = float(dims["radius"]), float(dims["length"])
+    if not 0.02 <= angle <= 1.2:
+        raise InputError(f"tool.face_angle {angle} rad: a disc is worked at 0.02 to 1.2 rad to the surface")
+    a, c = X_TG[:3, 2].copy(), X_TG[:3, 3]
+    sign = 1.0 if a[2] >= 0 else -1.0  # the face looking along the tcp z (into the part)
+    nf = sign * a
+    centre = c + 0.5 * L * nf
+    e1 = np.array([1.0, 0.0, 0.0]) - nf[0] * nf  # toward the tcp x: the low rim ahead along the travel
+    if np.linalg.norm(e1) < 1e-6:
+        e1 = np.array([0.0, 1.0, 0.0]) - nf[1] * nf
+    e1 /= np.linalg.norm(e1)
+    e2 = np.cross(nf, e1)
+    n = max(8, int(math.ceil(2.0 * R / spacing)))
+    y = (np.arange(n) + 0.5) / n * 2.0 * R - R
+    # both ends of each strip (the disc works at any roll about its axis: the planner may turn it)
+    x = np.sqrt(R * R - y * y)[:, None]
+    rim = np.vstack([centre + x * e1 + y[:, None] * e2, centre - x * e1 + y[:, None] * e2])
+    elems = np.hstack([rim, np.vstack([np.tile(-e1, (n, 1)), np.tile(e1, (n, 1))])])
+    # the face leaning forward by the angle: its normal Ry(-angle) z0, the low rim ahead (+x0)
+    n0 = np.array([-math.sin(angle), 0.0, math.cos(angle)])
+    e0 = np.array([math.cos(angle), 0.0, math.sin(angle)])
+    rule = _frame(n0, e0) @ _frame(nf, e1).T
+    bound = float(np.linalg.norm(c) + math.hypot(R, 0.5 * L))
+    d = dict(dims, face_sign=sign)
+    return Tool("disc", DISC, "cylinder", d, X_TG, R, bound, rule, elems, np.full(2 * n, 2.0 * R / n), nf.copy(),
+                nf.copy(), float(angle))
+
+
 @dataclass(frozen=True)
 class ToolShape:
     """One entry of the shape registry: the URDF primitive it is made of and how."""
@@ -281,6 +386,8 @@ SHAPES: dict[str, ToolShape] = {
         ToolShape("wheel", "cylinder", _wheel, "a wheel on its periphery: line contact across its width, "
                   "axis across the feed (Winkler law)"),
         ToolShape("pad", "box", _pad, "a compliant flat pad on its face, flat on the surface (Winkler law)"),
+        ToolShape("disc", "cylinder", _disc, "a disc or cup wheel worked on its face at tool.face_angle to the "
+                  "surface, leaning toward the feed (an angle grinder; Winkler law)"),
     )
 }
 #: ``tool.shape: auto`` by URDF primitive
@@ -288,10 +395,11 @@ AUTO = {"sphere": "ball", "cylinder": "wheel", "box": "pad"}
 
 
 def cell_tool(model: Any, tcp_link: str, tool_link: str | None = None, shape: str = "auto",
-              spacing: float = 0.002) -> Tool:
+              spacing: float = 0.002, face_angle: float = 0.2) -> Tool:
     """The tool of a robot: the sphere, cylinder or box collision geometry of ``tool_link`` (None:
     any link's primitive centred nearest the tcp), placed in the tcp frame, as ``shape`` (auto: by
-    primitive, :data:`AUTO`); ``spacing`` (m) the element spacing of a patch.
+    primitive, :data:`AUTO`); ``spacing`` (m) the element spacing of a patch; ``face_angle`` (rad)
+    a disc's angle to the surface.
 
     Raises:
         InputError: naming the URDF, the links and the parameters when there is no such geometry.
@@ -320,8 +428,10 @@ def cell_tool(model: Any, tcp_link: str, tool_link: str | None = None, shape: st
     name = AUTO[g.kind] if shape == "auto" else shape
     if not (spacing > 0 and math.isfinite(spacing)):
         raise InputError(f"tool.patch_spacing must be > 0 m, got {spacing}")
+    if name == "disc":
+        return _disc(X_TG, dict(g.params), float(spacing), float(face_angle))
     return SHAPES[name].build(X_TG, dict(g.params), float(spacing))
 
 
-__all__ = ["AUTO", "BALL", "PAD", "SHAPES", "WHEEL", "Tool", "ToolShape", "cell_tool", "chord", "segment_area",
+__all__ = ["AUTO", "BALL", "DISC", "PAD", "SHAPES", "WHEEL", "Tool", "ToolShape", "cell_tool", "chord", "segment_area",
            "tool_contact"]

@@ -158,7 +158,8 @@ def job_tool(model: Any, cell: CellConfig) -> Tool:
     Raises:
         InputError: naming the URDF, ``tool.*`` or ``contact.model``.
     """
-    tool = cell_tool(model, cell.tool.tcp_link, cell.tool.link, cell.tool.shape, cell.tool.patch_spacing)
+    t = cell.tool
+    tool = cell_tool(model, t.tcp_link, t.link, t.shape, t.patch_spacing, t.face_angle)
     if tool.distributed and cell.contact.model != "winkler":
         raise InputError(f"the {tool.shape} tool ({model.source}, link {cell.tool.link!r}) presses over a patch: it "
                          f"takes contact.model winkler (contact.stiffness then the pressure per metre of "
@@ -229,6 +230,9 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
     if given is not None:
         plan = given
         what = cfg.plan_file or "the passes"
+        if plan.tool.shape != tool.shape:
+            raise InputError(f"{what}: planned for a {plan.tool.shape} tool, the robot's ({model.source}, "
+                             f"tool.link {cell.tool.link!r}) is a {tool.shape}")
         if plan.tool.radius != radius:
             raise InputError(f"{what}: planned for a tool of radius {plan.tool.radius} m, the robot's "
                              f"({model.source}) has {radius} m")

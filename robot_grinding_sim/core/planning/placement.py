@@ -259,7 +259,8 @@ def suggestion(exc: Exception, plan: Any, part: Any, faces: list[int] | None, ce
     try:
         model = load_robot(cell.robot.description_file or "default", cell.tool.tcp_link)
         if plan is None:
-            tool = cell_tool(model, cell.tool.tcp_link, cell.tool.link, cell.tool.shape, cell.tool.patch_spacing)
+            t = cell.tool
+            tool = cell_tool(model, t.tcp_link, t.link, t.shape, t.patch_spacing, t.face_angle)
             plan = planner.plan(part, faces, cell.passes, planner.tool_parameters(cell, tool), robot=None,
                                 workpiece_pose=np.asarray(cell.workpiece.pose, dtype=float))
         found = search_pose(plan, model, cell, max_ik=150, max_jobs=2)

@@ -12,10 +12,10 @@ checks, which use ``workpiece_pose`` (X_BP, the part in the robot's ``base_link`
 
 TCP rule (pass frame F0: x along the travel, z the inward normal -n, y = z x x): the tcp's axes
     are R0 Ry(lead) Rx(tilt) R_rule, R_rule the tool shape's rule (:mod:`~robot_grinding_sim.core.geometry.tools`:
-    ball and pad as F0, the ``tcp`` z axis into the part; the wheel's axis across the feed). The
-    TCP sits at p + (h - d) n: h the tool's standoff (the ball's radius; the support of the tool
-    along -n) and d the penetration for the target force F on a plane (Kelvin-Voigt F / K; Winkler:
-    the tool's patch, a pad's F / (k_w A)).
+    ball and pad as F0; the wheel's axis across the feed; the disc leaning toward the feed). The
+    TCP sits at p + (h - d) n - o: h the tool's standoff (the support of the tool along -n), o the
+    F0 offset of the point that touches first (a disc's rim), d the penetration for the target
+    force F on a plane (Kelvin-Voigt F / K; Winkler: the tool's patch, a pad's F / (k_w A)).
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ class ToolParameters:
         feed: TCP speed along the passes, m/s (> 0).
         approach: approach and retreat distance along the normal, m (> 0).
         clearance: minimum gap between tool and part on linking moves, m (> 0).
-        shape, standoff, rule, static_penetration, edge_margin: the tool's (``Tool.plan_parameters``;
-            None: ``radius``, (F / K)^(1/exponent)).
+        shape, standoff, offset, rule, static_penetration, edge_margin: the tool's
+            (``Tool.plan_parameters``; None: ``radius``, (F / K)^(1/exponent)).
     """
 
     radius: float = 0.02
@@ -74,6 +74,7 @@ class ToolParameters:
     clearance: float = _PROCESS.clearance
     shape: str = "ball"
     standoff: float | None = None
+    offset: tuple[float, ...] = (0.0, 0.0)
     rule: tuple[float, ...] = (0.0, 0.0, 0.0, 1.0)
     static_penetration: float | None = None
     edge_margin: float = 0.0
@@ -110,12 +111,10 @@ def tool_parameters(cell: config.CellConfig, tool: Any) -> ToolParameters:
     """The planner's tool parameters for a cell configuration and its tool (a
     :class:`~robot_grinding_sim.core.geometry.tools.Tool`, or a ball's radius, m)."""
     p, c = cell.process, cell.contact
-    base = ToolParameters(radius=float(getattr(tool, "radius", tool)), target_force=p.target_force,
+    patch = tool.plan_parameters(p.lead, p.tilt, p.target_force, c.stiffness) if getattr(tool, "distributed", 0) else {}
+    return ToolParameters(radius=float(getattr(tool, "radius", tool)), target_force=p.target_force,
                           stiffness=c.stiffness, exponent=registry.get(c.model).static_exponent(c), lead=p.lead,
-                          tilt=p.tilt, feed=p.feed, approach=p.approach, clearance=p.clearance)
-    if not getattr(tool, "distributed", False):
-        return base
-    return dataclasses.replace(base, **tool.plan_parameters(p.lead, p.tilt, p.target_force, c.stiffness))
+                          tilt=p.tilt, feed=p.feed, approach=p.approach, clearance=p.clearance, **patch)
 
 
 @dataclass
@@ -222,7 +221,8 @@ def tcp_frames(points: FloatArray, normals: FloatArray, tangents: FloatArray, to
     y = np.cross(z, x)
     R0 = np.stack([x, y, z], axis=2)
     R = R0 @ Rotation.from_euler("YX", [tool.lead, tool.tilt]).as_matrix() @ Rotation.from_quat(tool.rule).as_matrix()
-    positions = points + ((tool.radius if tool.standoff is None else tool.standoff) - tool.penetration) * n
+    positions = (points + ((tool.radius if tool.standoff is None else tool.standoff) - tool.penetration) * n
+                 - tool.offset[0] * x - tool.offset[1] * y)
     return positions, R
 
 
