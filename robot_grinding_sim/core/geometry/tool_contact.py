@@ -198,8 +198,14 @@ def ball_contact(c, T, mesh, warm, tiny, radius, closed, tol, proj, out):
 #: kernel codes of the shapes (:func:`tool_contact`)
 BALL, WHEEL, PAD, DISC = 0, 1, 2, 3
 #: the tool kernel's parameters tp: [radius (m), k_w (N/m^3), back (m), floor area (m^2), a disc's
-#: working face normal (3, tcp frame)]
-TP_LEN = 7
+#: working face normal (3, tcp frame), the elements' largest distance from the tcp (m)], then its
+#: state: the tcp pose (3, 4) of the last query of every element and their gaps then (k,)
+TP_LEN = 20
+#: elements whose gap at the last full query, less how far they can have moved since, is above this
+#: (m) are not queried again (the far rim of a disc, a pad's edge over a curved part)
+SKIP_GAP = 0.002
+#: every element is queried again once the tool may have moved this far (m) since the last time
+REFRESH_MOVE = 0.001
 
 
 @njit(cache=True)
@@ -245,12 +251,34 @@ def tool_contact(Tt, geo, kind, elems, wts, warms, tp, out):
     Returns (gap, K): in contact, gap = -F / K (the equivalent penetration, m) and K = k_w A_c
     (N/m, A_c the area in contact, at least tp[3]); out of contact the smallest gap of the elements
     and K = k_w tp[3]; normal and point are the pressure-weighted mean (in contact) or the nearest
-    element's. warms (k,) int64: each element's last closest triangle (updated)."""
+    element's. warms (k,) int64: each element's last closest triangle (updated); tp's state
+    (:data:`TP_LEN`): elements far from the part at the last full query are skipped until the tool
+    may have come near (:data:`SKIP_GAP`, :data:`REFRESH_MOVE`)."""
     T, mesh, warm, tiny, radius, closed, tol, proj = geo
     if kind == BALL:
         c = Tt[:3, 3].copy()
         return ball_contact(c, T, mesh, warm, tiny, radius, closed, tol, proj, out), -1.0
     R, kw, back, floor = tp[0], tp[1], tp[2], tp[3]
+    k = elems.shape[0]
+    # how far any element can have moved since every element was last queried: the tcp's move plus
+    # the rotation's (Frobenius norm) times the elements' reach
+    dp, dr = 0.0, 0.0
+    for r in range(3):
+        dp += (Tt[r, 3] - tp[8 + 4 * r + 3]) ** 2
+        for c in range(3):
+            dr += (Tt[r, c] - tp[8 + 4 * r + c]) ** 2
+    move = math.sqrt(dp) + math.sqrt(dr) * tp[7]
+    refresh = not move <= REFRESH_MOVE
+    if not refresh:
+        refresh = True
+        for i in range(k):
+            if tp[TP_LEN + i] - move <= SKIP_GAP:
+                refresh = False  # some element near enough to query
+                break
+    if refresh:
+        for r in range(3):
+            for c in range(4):
+                tp[8 + 4 * r + c] = Tt[r, c]
     o = np.empty(6)
     ci = np.empty(3)
     force = 0.0
@@ -258,13 +286,17 @@ def tool_contact(Tt, geo, kind, elems, wts, warms, tp, out):
     nrm = np.zeros(3)
     pnt = np.zeros(3)
     gmin = np.inf
-    for i in range(elems.shape[0]):
+    for i in range(k):
+        if not refresh and tp[TP_LEN + i] - move > SKIP_GAP:
+            continue  # cannot be near the part: its gap is at least that
         for r in range(3):
             ci[r] = Tt[r, 0] * elems[i, 0] + Tt[r, 1] * elems[i, 1] + Tt[r, 2] * elems[i, 2] + Tt[r, 3]
         if kind == WHEEL:
             g = ball_contact(ci, T, mesh, warms[i:i + 1], tiny, R, closed, tol, proj, o)
         else:
             g = surface_gap(ci, T, mesh, warms[i:i + 1], tiny, back, closed, tol, proj, o)
+        if refresh:
+            tp[TP_LEN + i] = g
         if g < gmin:
             gmin = g
             for r in range(6):

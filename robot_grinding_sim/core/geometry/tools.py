@@ -261,9 +261,11 @@ class Tool:
     def kernel_arrays(self, k_w: float, floor_area: float) -> tuple:
         """(kind, elements, weights, warms, tp) of :func:`tool_contact`."""
         back = self.radius if self.kind == WHEEL else max(0.5 * self.bounding_radius, 1e-3)
-        tp = np.zeros(TP_LEN)
+        tp = np.zeros(TP_LEN + len(self.elements))
         tp[:4] = self.radius, float(k_w), back, float(floor_area)
         tp[4:7] = self.face_normal
+        tp[7] = float(np.linalg.norm(self.elements[:, :3], axis=1).max(initial=0.0))
+        tp[8:TP_LEN] = 1e9  # no query yet: the first queries every element
         return (self.kind, np.ascontiguousarray(self.elements, dtype=np.float64),
                 np.ascontiguousarray(self.weights, dtype=np.float64),
                 np.full(len(self.elements), -1, dtype=np.int64), tp)

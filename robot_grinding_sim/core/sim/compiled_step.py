@@ -130,9 +130,12 @@ def mass_factor(q, jt, jd, bd, ws, M, L):
 
 
 @njit(cache=True)
-def normal_row(J, nx, ny, nz):
-    """n^T J[:3] (n,)."""
-    return nx * J[0] + ny * J[1] + nz * J[2]
+def normal_row(J, nx, ny, nz, lx=0.0, ly=0.0, lz=0.0):
+    """The normal row (n,) of the contact point's Jacobian, the point at lever l = (lx, ly, lz) from
+    the tool centre: n^T (J[:3] - [l]x J[3:]) = n^T J[:3] + (l x n)^T J[3:] (a ball's contact point
+    lies along n from its centre: l x n = 0; a wheel's, pad's or disc's patch centre need not)."""
+    cx, cy, cz = ly * nz - lz * ny, lz * nx - lx * nz, lx * ny - ly * nx
+    return nx * J[0] + ny * J[1] + nz * J[2] + cx * J[3] + cy * J[4] + cz * J[5]
 
 
 @njit(cache=True)
@@ -144,7 +147,7 @@ def rom_from_geometry(t, q, qd, gap, nrm, pt, kp, T, J, cp, jt, jd, bd, ws, M, L
     L at q; returns the effective mass (<= 0 or not finite: singular along n; -1 with M not
     positive definite)."""
     n = q.shape[0]
-    Jn = normal_row(J, nrm[0], nrm[1], nrm[2])
+    Jn = normal_row(J, nrm[0], nrm[1], nrm[2], pt[0] - T[0, 3], pt[1] - T[1, 3], pt[2] - T[2, 3])
     y = np.empty(n)
     if not mass_factor(q, jt, jd, bd, ws, M, L):
         return -1.0
@@ -154,6 +157,7 @@ def rom_from_geometry(t, q, qd, gap, nrm, pt, kp, T, J, cp, jt, jd, bd, ws, M, L
         return m
     v = J[:3] @ qd
     om = J[3:] @ qd
+    vn_c = np.dot(Jn, qd)  # the contact point's normal rate (the tool centre's, plus the arm's rotation)
     for i in range(3):
         om[i] += cp[C.spindle] * T[i, 2]
     # the abrasive's velocity at the contact point: the tool centre's, plus the arm's and the
@@ -176,7 +180,7 @@ def rom_from_geometry(t, q, qd, gap, nrm, pt, kp, T, J, cp, jt, jd, bd, ws, M, L
     rom[R.t], rom[R.model], rom[R.stiffness], rom[R.damping] = t, cp[C.model], stiffness, damping
     rom[R.cr], rom[R.exponent], rom[R.v_floor], rom[R.mass] = cp[C.cr], cp[C.exponent], cp[C.v_floor], m
     rom[R.gap] = gap
-    rom[R.rate] = nrm[0] * v[0] + nrm[1] * v[1] + nrm[2] * v[2]
+    rom[R.rate] = vn_c
     for i in range(3):
         rom[R.normal + i], rom[R.point + i], rom[R.centre + i] = nrm[i], pt[i], T[i, 3]
         rom[R.tangential + i] = k * sl[i]
@@ -234,7 +238,9 @@ def arm_side(laws, t, dt, st, have_rom, rom, f_prev, knots, coeffs, last, t_traj
         if not mass_factor(q0, jt, jd, bd, ws, M, L):
             return E.mass_not_pd, es
     nx, ny, nz = rom[R.normal], rom[R.normal + 1], rom[R.normal + 2]
-    Jn = normal_row(J, nx, ny, nz)
+    ip, ic = R.point, R.centre  # the contact point's lever from the tool centre
+    lx, ly, lz = rom[ip] - rom[ic], rom[ip + 1] - rom[ic + 1], rom[ip + 2] - rom[ic + 2]
+    Jn = normal_row(J, nx, ny, nz, lx, ly, lz)
     vn0 = np.dot(Jn, qd0)
     ic = R.centre
     x0 = rom[R.gap] + nx * (T[0, 3] - rom[ic]) + ny * (T[1, 3] - rom[ic + 1]) + nz * (T[2, 3] - rom[ic + 2])
@@ -256,7 +262,7 @@ def arm_side(laws, t, dt, st, have_rom, rom, f_prev, knots, coeffs, last, t_traj
         return code, es
     J1 = np.empty((6, n))
     jacobian_kernel(out[0], body, X, np.zeros(3), False, jt, jd, ws, J1)
-    Jn1 = normal_row(J1, nx, ny, nz)
+    Jn1 = normal_row(J1, nx, ny, nz, lx, ly, lz)
     vn1_arm = np.dot(Jn1, out[QD])
     dx_arm = 0.5 * np.dot(Jn + Jn1, out[0] - q0)
     f_ext = m * ((vn1_arm - vn0) / dt - f_trial / m)  # the arm's own force along +n, N

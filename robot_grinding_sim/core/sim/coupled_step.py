@@ -4,10 +4,13 @@ A step of ``dt`` has two sides, which the in-process job (:class:`CoupledStep`) 
 the other and the node graph runs in separate processes:
 
 1. The contact side (:class:`ContactSide`; ``collision_node`` + ``contact_solver_node``): at the
-   arm's state (t, q, qd) the ball tool's contact geometry on the exact surface
+   arm's state (t, q, qd) the tool's contact geometry on the exact surface
    (:class:`~robot_grinding_sim.core.geometry.tool_contact.ToolContactQuery`: gap x, outward
-   normal n, closest point p), the effective mass along n, m = 1 / (n^T J M^-1 J^T n) (J the
-   translational Jacobian of the tool centre: its normal row equals the contact point's), the
+   normal n, contact point p; a tool with a patch also its patch stiffness,
+   :mod:`~robot_grinding_sim.core.geometry.tools`),
+   the effective mass along n, m = 1 / (n^T J M^-1 J^T n) (J the translational Jacobian of the
+   contact point, J_v - [p - c]x J_w: a ball's contact point lies along n from its centre c, so
+   its normal row is the centre's; a disc's rim is not), the
    law's parameters for that mass (Kelvin-Voigt damping from the restitution) and the tangential
    grinding force per newton of normal force, against the abrasive's sliding velocity (the tool
    centre's velocity + (arm + spindle angular velocity) x contact offset, tangential part;
