@@ -271,3 +271,34 @@ def test_tilted_disc_on_a_plane_is_the_chord_and_its_segment(depth: float, angle
     assert tool.plane_force(depth, K_W) == pytest.approx(F_ref, rel=1e-8)
     assert tool.static_penetration(None, F_ref, K_W) == pytest.approx(depth, rel=1e-7)
     assert tool.standoff() == pytest.approx(R * math.sin(angle), rel=1e-12)
+
+
+@pytest.mark.parametrize("urdf, shape, k_w, rel", [(WHEEL_URDF, "wheel", 2e8, 1e-6), (PAD_URDF, "pad", 2e7, 1e-6),
+                                                   (DISC_URDF, "disc", 1e10, 1e-3)])
+def test_the_planned_tcp_presses_the_target_force_on_a_plane(urdf: Path, shape: str, k_w: float, rel: float) -> None:
+    """The planner's rule for each tool (orientation, standoff, the first-touching point's offset,
+    the penetration for the force, the edge margin): at every planned waypoint on the flat plate the
+    tool's contact gives the target force, its patch wholly on the face (the disc: to its 1 mm strips
+    across the chord; the planner's closed form is the exact segment)."""
+    from robot_grinding_sim.core.config import CellConfig
+    from robot_grinding_sim.core.planning import planner
+
+    tool = cell_tool(load_robot_model(str(urdf), "tcp"), "tcp", "abrasive_head", shape, 0.001)
+    cell = CellConfig().replace(**{"contact.model": "winkler", "contact.stiffness": k_w,
+                                   "passes.stepover": 0.04})
+    params = planner.tool_parameters(cell, tool)
+    plan = planner.plan("flat_plate", None, cell.passes, params, robot=None, link_clearance_check=False)
+    part = parts.load_part("flat_plate")
+    scene, _ = workpiece_scene(part, plan.faces, np.eye(4), tool.radius)
+    q = ToolContactQuery(scene, shape=tool, pressure_stiffness=k_w, floor_area=1e-9)
+    from scipy.spatial.transform import Rotation
+
+    forces = []
+    for pos, quat in zip(plan.tcp_positions, plan.tcp_quaternions, strict=True):
+        for i in (0, len(pos) // 2, len(pos) - 1):
+            X = np.eye(4)
+            X[:3, :3] = Rotation.from_quat(quat[i]).as_matrix()
+            X[:3, 3] = pos[i]
+            g = q.query(X)
+            forces.append(-g.gap * g.stiffness)
+    assert forces == pytest.approx([5.0] * len(forces), rel=rel)
