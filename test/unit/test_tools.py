@@ -302,3 +302,20 @@ def test_the_planned_tcp_presses_the_target_force_on_a_plane(urdf: Path, shape: 
             g = q.query(X)
             forces.append(-g.gap * g.stiffness)
     assert forces == pytest.approx([5.0] * len(forces), rel=rel)
+
+
+@pytest.mark.parametrize("name, shape", [("flap_wheel", "wheel"), ("sanding_pad", "pad"), ("disc_grinder", "disc")])
+def test_the_shipped_tool_files_describe_their_tool(name: str, shape: str) -> None:
+    """config/tools/NAME.yaml over config/cell.yaml: a valid cell whose URDF (a package:// URI) holds
+    the tool it names, with the Winkler law; the planner's penetration for the target force is well
+    inside the tool."""
+    from robot_grinding_sim.core.config import load_cell_config
+    from robot_grinding_sim.core.job.setup import cell_robot_model, job_tool
+
+    cfg = Path(__file__).resolve().parents[2] / "config"
+    cell = load_cell_config([str(cfg / "cell.yaml"), str(cfg / "tools" / f"{name}.yaml")])
+    assert cell.robot.description_file.startswith("package://robot_grinding_sim/urdf/")
+    tool = job_tool(cell_robot_model(cell), cell)
+    assert tool.shape == shape
+    d = tool.static_penetration(None, cell.process.target_force, cell.contact.stiffness)
+    assert 1e-5 < d < 0.01 * tool.radius
