@@ -54,6 +54,10 @@ ROS_PACKAGES = [
 ]
 
 
+#: what ``grinding study`` needs beyond the core (the extra ``study``; the tests need it too)
+STUDY = ["ray>=2.40", "pyarrow>=14", "pandas>=2.1", "threadpoolctl>=3.1"]
+
+
 def ros_wheels(distro: str) -> list[str]:
     """The pip path's ROS 2 wheels of one distribution (one distribution per venv)."""
     return [f"ros-{distro}-{name}" for name in ROS_PACKAGES]
@@ -96,7 +100,10 @@ setup(
         # the pip path's ROS 2: Kilted (``ros``, the README's commands) or Jazzy (``ros-jazzy``)
         "ros": ros_wheels("kilted"),
         "ros-jazzy": ros_wheels("jazzy"),
+        # grinding study (docs/study.md): Ray runs the jobs; the results table is Parquet (pyarrow) via pandas
+        "study": STUDY,
         "test": [
+            *STUDY,
             "pytest>=8",
             "ruff>=0.6",
             "setuptools>=68",
@@ -107,6 +114,7 @@ setup(
             "pybullet>=3.2",
             "coal>=3",
             "mr-sim>=1.0",
+            "numpy-stl>=3",  # writes the STL parts of the mesh tests (not the library that reads them)
         ],
         # the peers of bench/bench_peers.py (MuJoCo and Drake on the grinding scene)
         "bench": ["mujoco>=3", "drake>=1.30"],

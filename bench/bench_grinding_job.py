@@ -1,16 +1,16 @@
 """Benchmark: the demo grinding job in one process, force output at 1 kHz, real-time factor.
 
-The job is ``grinding demo``'s (curved panel, 3 passes of 30 mm, UR10e with the ball tool,
-Kelvin-Voigt K = 1e5 N/m, c_r = 0.5). For each step length the final run (approach, dwell, pass,
-retreat, links; every step: collision on the exact CAD surface, effective mass, closed-form
-normal contact, tangential force, computed-torque arm, forward dynamics) is timed; the force is
-output every 1 ms whatever the step (samples inside a step come from the closed form). Printed:
-simulated time / wall time (real-time factor, DESIGN target >= 10x), microseconds per step, and the
-mean force per pass against the 1 ms run (the larger steps must give the same answer). The
-whole demo (with its force-target optimisation) is timed once at the default step.
-
-Run: ``.venv/bin/python bench/bench_grinding_job.py [--dts 0.001,0.002] [--profile] [--set KEY=VALUE ...]``
-(``--set contact.model=hunt_crossley --set contact.stiffness=2e7``: the same job with another cell value).
+The job is ``grinding demo``'s as it was before the depth plan (``demo_config(3, **FORCE_ONLY)``:
+curved panel, 3 passes of 30 mm, UR10e with the ball tool, Kelvin-Voigt K = 1e5 N/m, c_r = 0.5). For
+each step length the final run (approach, dwell, pass, retreat, links; every step: collision on the
+exact CAD surface, effective mass, closed-form normal contact, tangential force, computed-torque
+arm, forward dynamics) is timed; the force is output every 1 ms whatever the step (samples inside a
+step come from the closed form). Printed: simulated time / wall time (real-time factor, DESIGN
+target >= 10x), microseconds per step, and the mean force per pass against the 1 ms run (the larger
+steps must give the same answer). The whole demo (with its force-target optimisation) is timed once
+at the default step. Run: ``.venv/bin/python bench/bench_grinding_job.py [--dts 0.001,0.002]
+[--profile] [--set KEY=VALUE ...]`` (``--set contact.model=hunt_crossley --set
+contact.stiffness=2e7``: the same job with another cell value).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from robot_grinding_sim.cli.demo import demo_config
+from robot_grinding_sim.cli.demo import FORCE_ONLY, demo_config
 from robot_grinding_sim.core.job.run import run_job
 from robot_grinding_sim.core.job.setup import setup_job
 
@@ -40,7 +40,7 @@ def main() -> None:
     args = ap.parse_args()
     dts = [float(x) for x in args.dts.split(",")]
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    cfg = dataclasses.replace(demo_config(), optimise=False)
+    cfg = dataclasses.replace(demo_config(3, **FORCE_ONLY), optimise=False)  # the figures' job (3 passes)
     if args.set:
         values = {}
         for item in args.set:

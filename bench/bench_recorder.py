@@ -1,9 +1,9 @@
 """Recorder benchmark: a 1 kHz WrenchStamped stream for N minutes, published against recorded.
 
 This process publishes ``/bench/wrench`` (geometry_msgs/WrenchStamped, reliable, history depth
-``--depth``: 50 by default, what the package's own 1 kHz publishers keep, contact_solver_node's
-and dynamics_node's) at ``--rate`` Hz, paced on the monotonic clock, with ``force.z`` = the
-message's sequence number. A publish that DDS refuses is retried with the same number and counted.
+``--depth``: by default what the package's own 1 kHz publishers keep, ``wire.STREAM_DEPTH``) at
+``--rate`` Hz, paced on the monotonic clock, with ``force.z`` = the message's sequence number. A
+publish that DDS refuses is retried with the same number and counted.
 The ``recorder`` node runs as a separate process (as in use) and writes an MCAP (or sqlite3) bag.
 At the end the recorder is stopped with SIGINT and the bag is read back with ``rosbags``: every
 sequence number must be there exactly once (0 lost, 0 duplicated, in order), and what the recorder
@@ -11,8 +11,8 @@ reports lost (its metadata.yaml, core/record/loss.py) must be what the bag lacks
 
 A reliable publisher of depth N keeps only its last N samples: a subscriber that has not taken a
 sample before N more are written loses it (Fast DDS's shared-memory transport hands readers the
-writer's own buffers, which the writer reuses). At 1 kHz and depth 50 the recorder's process has
-50 ms of slack.
+writer's own buffers, which the writer reuses). At 1 kHz and depth 1000 the recorder's process
+has a second of slack (at the former 50: 50 ms).
 
 ``ros2 bag record`` (the natural peer) is not installable on the pip path, so there is no peer
 column; the figure is the loss count against the target of 0.
@@ -81,8 +81,9 @@ def main() -> int:
     ap.add_argument("--minutes", type=float, default=10.0, help="stream duration (default 10)")
     ap.add_argument("--rate", type=float, default=1000.0, help="messages per second (default 1000)")
     ap.add_argument("--storage", choices=("mcap", "sqlite3"), default="mcap")
-    ap.add_argument("--depth", type=int, default=50,
-                    help="the publisher's history depth (default 50: the package's own 1 kHz publishers)")
+    ap.add_argument("--depth", type=int, default=None,
+                    help="the publisher's history depth (default: wire.STREAM_DEPTH, the package's own 1 kHz "
+                         "publishers')")
     ap.add_argument("--out", default=None, help="bag directory (default: a temporary one, deleted)")
     ap.add_argument("--stall", type=float, default=0.0,
                     help="halfway, the publisher stalls this long (s) and then sends what fell due at once, as a "
@@ -99,6 +100,10 @@ def main() -> int:
 
     import rclpy
 
+    from robot_grinding_sim.ros.wire import STREAM_DEPTH
+
+    if args.depth is None:
+        args.depth = STREAM_DEPTH
     tmp = None
     if args.out:
         bag = Path(args.out)

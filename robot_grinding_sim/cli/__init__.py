@@ -39,6 +39,11 @@ COMMANDS: dict[str, str] = {
     "check-config": "robot_grinding_sim.cli.check_config:check_config",
     "calibrate": "robot_grinding_sim.cli.calibrate:calibrate",
     "calibration-plan": "robot_grinding_sim.cli.calibrate:calibration_plan_cmd",
+    "calibrate-removal": "robot_grinding_sim.cli.calibrate_removal:calibrate_removal",
+    "import-log": "robot_grinding_sim.cli.import_log:import_log",
+    "replay": "robot_grinding_sim.cli.replay:replay",
+    "register": "robot_grinding_sim.cli.register:register",
+    "study": "robot_grinding_sim.cli.study:study",
 }
 
 

@@ -242,7 +242,7 @@ def _run(to_start: list[dict[str, Any]], env: dict[str, str], children: list[Chi
             if duration is not None and time.monotonic() - t0 >= duration:
                 break
             report_exits(children, failed, "bringup")
-            if failed and stop_on_exit:
+            if failed and (stop_on_exit or until_done):  # with a node gone the job cannot end
                 break
             if until_done:
                 job_end = next((c.job_end for c in children if c.job_end), None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -109,10 +110,38 @@ def calibration_plan_cmd(plan: str | None, out: str, params_files: tuple[str, ..
               help="Out of contact: the re-simulated tool at least this far from the part, m.")
 @click.option("--topic", default=None,
               help="The raw F/T reading (weight and bias in) [default: /hardware_driver/wrench_raw if the bag has "
-                   "it (real mode: its /ft_sensor/wrench is compensated already), else /ft_sensor/wrench].")
+                   "it (real mode: its /ft_sensor/wrench is compensated already), else /ft_sensor/wrench; an "
+                   "imported log: the topic it declared].")
+@click.option("--replay", "along_path", is_flag=True,
+              help="Fit along BAG's own joint states (a log of another cell: `grinding import-log`): the contact "
+                   "stiffness and the surface's normal offset; with --force-control the arm's lag under the driver's "
+                   "controller.")
+@click.option("--part", default=None, help="--replay: the part (CAD or built-in; default the plan's).")
+@click.option("--pose", default=None, help="--replay: the part's pose in base_link 'x y z roll pitch yaw' (m, rad).")
+@click.option("--face", "faces", multiple=True, type=int, help="--replay: the part's face(s) in contact.")
+@click.option("--validate", "validate_bag", default=None, type=click.Path(exists=True),
+              help="--replay: a second run, not fitted on, predicted before and after.")
+@click.option("--validate-plan", default=None, type=click.Path(dir_okay=False),
+              help="--replay: the plan.json the --validate run ran (default --plan).")
+@click.option("--force-control", is_flag=True, help="--replay: the runs were force controlled (fits the arm's "
+              "servo.bandwidth; the controller is the cell's admittance.*).")
+@click.option("--fit-controller", is_flag=True, help="--replay --force-control: the run's controller is not this "
+              "package's driver with the cell's admittance.*: fit admittance.damping too (the replay's equivalent of "
+              "that controller, not a gain to give the driver).")
+@click.option("--raw/--compensated", "raw", default=None, help="--replay: the wrench is raw or compensated "
+              "(default: as imported).")
+@click.option("--tare", is_flag=True, help="--replay: a raw reading from one orientation: keep the tool's mass and "
+              "centre of mass, fit the bias alone.")
+@click.option("--tool-from-cell", is_flag=True, help="--replay: compensate a raw reading with the cell's "
+              "ft_sensor.* (identified before, e.g. --params cell.yaml); fit nothing of the tool.")
+@click.option("--surface-offset", type=FINITE, default=0.0, show_default=True,
+              help="--replay: the surface's offset to start from (kept with --force-control), m.")
 @json_option
 def calibrate(bag: str, out: str, plan_file: str | None, params_files: tuple[str, ...], sets: tuple[str, ...],
-              fit_damping: bool, gap: float, topic: str | None, as_json: bool) -> None:
+              fit_damping: bool, gap: float, topic: str | None, along_path: bool, part: str | None, pose: str | None,
+              faces: tuple[int, ...], validate_bag: str | None, validate_plan: str | None, force_control: bool,
+              raw: bool | None, tare: bool, tool_from_cell: bool, surface_offset: float, fit_controller: bool,
+              as_json: bool) -> None:
     """Identify contact stiffness (and c_r), F/T bias, tool mass and centre of mass from BAG.
 
     BAG holds a short calibration pass: the raw F/T reading (sensor frame, tool weight and bias in:
@@ -130,6 +159,16 @@ def calibrate(bag: str, out: str, plan_file: str | None, params_files: tuple[str
     from robot_grinding_sim.core.planning.plan_io import cell_of, read_plan
 
     out_path = check_output(out, "--out")  # before minutes of fitting
+    if along_path:
+        _calibrate_along_path(bag, out_path, plan_file, params_files, sets, topic, part, pose, faces, validate_bag,
+                              validate_plan, force_control, raw, tare, tool_from_cell, surface_offset, as_json,
+                              fit_controller)
+        return
+    if fit_controller:
+        raise InputError("--fit-controller goes with --replay --force-control (a fit along a force-controlled run)")
+    if force_control or validate_bag or validate_plan or part or pose or faces or tare or tool_from_cell:
+        raise InputError("--force-control, --validate, --part, --pose, --face and --tare go with --replay (a fit along "
+                         "the run's joint states)")
     plan = Path(plan_file) if plan_file else _find_plan(bag)
     if not plan.is_file():
         raise InputError(f"--plan {plan}: no such file")
@@ -167,3 +206,67 @@ def calibrate(bag: str, out: str, plan_file: str | None, params_files: tuple[str
     for note in result.notes:
         click.echo(f"note: {note}")
     click.echo(f"wrote {out_path}")
+
+
+def _fmt_fig(f: Any) -> str:
+    return (f"MRE {f.mre:.2%}, r {f.correlation:.4f}, lag {f.lag_s * 1e3:+.1f} ms, mean {f.mean_predicted:.3f} / "
+            f"{f.mean_measured:.3f} N ({f.samples} samples)")
+
+
+def _calibrate_along_path(bag: str, out_path: Path, plan_file: str | None, params_files: tuple[str, ...],
+                          sets: tuple[str, ...], topic: str | None, part: str | None, pose: str | None,
+                          faces: tuple[int, ...], validate_bag: str | None, validate_plan: str | None,
+                          force_control: bool, raw: bool | None, tare: bool, tool_from_cell: bool,
+                          surface_offset: float, as_json: bool, fit_controller: bool = False) -> None:
+    """``grinding calibrate BAG --replay`` (:mod:`robot_grinding_sim.core.calibration.measured`)."""
+    if fit_controller and not force_control:
+        raise InputError("--fit-controller goes with --force-control (it fits the controller of a force-controlled "
+                         "run)")
+    from robot_grinding_sim.cli.cell_options import parse_pose
+    from robot_grinding_sim.cli.replay import cell_for
+    from robot_grinding_sim.core.calibration.measured import measured, read_run
+    from robot_grinding_sim.core.config import cell_yaml
+    from robot_grinding_sim.core.job.replay import replay_scene
+
+    cell = cell_for(plan_file, params_files, sets)
+    scene = replay_scene(cell, part, parse_pose(pose, "--pose") if pose else None, list(faces) or None, plan_file)
+    run = read_run(bag, scene.model, topic, raw)
+    other = read_run(validate_bag, scene.model, topic, raw) if validate_bag else None
+    other_scene = None
+    if validate_plan is not None:
+        other_scene = replay_scene(cell, part, parse_pose(pose, "--pose") if pose else None, list(faces) or None,
+                                   validate_plan)
+    with stage_progress("calibrating along the measured path", enabled=not as_json) as (on_stage, _):
+        on_stage("fitting")
+        res = measured(scene, run, other, force_control=force_control, tare=tare,
+                                 surface_offset=surface_offset, validate_scene=other_scene,
+                                 tool_from_cell=tool_from_cell, fit_controller=fit_controller)
+    header = (f"written by grinding calibrate --replay from {bag}\n"
+              f"identified: {', '.join(res.fitted)}"
+              + ("" if res.tool is None else ", ft_sensor.bias, ft_sensor.tool_mass, ft_sensor.tool_com")
+              + f"\nsurface offset {res.surface_offset:.6g} m (not a cell parameter: grinding replay --surface-offset)"
+              + ("" if res.bandwidth is None else f"; servo.bandwidth {res.bandwidth:.4g} rad/s")
+              + ("" if res.damping is None else f"; admittance.damping {res.damping:.4g} N s/m"))
+    atomic_write(out_path, cell_yaml(res.cell, header))
+    summary = {**res.summary(), "out": str(out_path), "bag": bag, "validate": validate_bag,
+               "mode": "force control" if force_control else "position"}
+    if as_json:
+        emit_json(summary)
+        return
+    lines = [f"contact.stiffness {cell.contact.stiffness:.6g} -> {res.stiffness:.6g} N/m; surface offset "
+             f"{res.surface_offset * 1e6:+.2f} um"
+             + ("" if res.bandwidth is None
+                else f"; servo.bandwidth {cell.servo.bandwidth:g} -> {res.bandwidth:.4g} rad/s")
+             + ("" if res.damping is None
+                else f"; admittance.damping {cell.admittance.damping:g} -> {res.damping:.4g} N s/m")]
+    if res.tool is not None:
+        bias = ", ".join(f"{b:.4f}" for b in res.tool.bias)
+        lines.append(f"ft_sensor.tool_mass {res.tool.mass:.4f} kg, bias [{bias}]")
+    lines.append(f"fit run   before: {_fmt_fig(res.before)}")
+    lines.append(f"fit run   after : {_fmt_fig(res.after)}")
+    if res.validation_before is not None:
+        lines.append(f"validation before: {_fmt_fig(res.validation_before)}")
+        lines.append(f"validation after : {_fmt_fig(res.validation_after)}")
+    lines += [f"note: {n}" for n in res.notes]
+    lines.append(f"wrote {out_path}")
+    click.echo("\n".join(lines))

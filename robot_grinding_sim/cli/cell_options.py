@@ -67,10 +67,18 @@ def common_cell_options(f: Any) -> Any:
         cell_option("--servo-bandwidth", "servo.bandwidth", type=FINITE),
         cell_option("--feed", "process.feed", type=FINITE),
         cell_option("--stepover", "passes.stepover", type=FINITE),
+        cell_option("--target-depth", "removal.target_depth", type=FINITE,
+                    help="Plan for this removal depth, m: stepover, feed, force and layers chosen so the predicted "
+                         "removal over the region is even at it (with --target-force the force is held and the "
+                         "feed chosen)"),
         cell_option("--unit", "workpiece.unit"),
         cell_option("--workpiece-pose", "workpiece.pose", convert=parse_pose),
         cell_option("--face", "workpiece.faces", multiple=True, type=int, default=(),
                     convert=lambda v: list(v) or None),
+        cell_option("--package-dir", "robot.package_dirs", multiple=True, default=(), metavar="NAME=PATH",
+                    convert=lambda v: list(v) or None,
+                    help="Where the URDF's package://NAME/ URIs resolve: NAME=PATH, or a directory holding "
+                         "packages; repeatable"),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -101,6 +109,18 @@ def parse_sets(sets: Sequence[str]) -> dict[str, Any]:
     return out
 
 
+def explicit_pose(options: Mapping[str, Any]) -> list[float] | None:
+    """The workpiece pose given on the command line (``--workpiece-pose``, or ``--set workpiece.pose``,
+    the later winning as in :func:`build_cell`), None without one. With a plan this moves its part;
+    a ``--params`` file's ``workpiece.pose`` does not (the plan says where its part is)."""
+    pose = options.get("workpiece__pose")
+    pose = parse_pose(pose) if pose else None
+    sets = parse_sets(options.get("sets") or ())
+    if "workpiece.pose" in sets:
+        pose = [float(v) for v in sets["workpiece.pose"]]
+    return pose
+
+
 def build_cell(options: Mapping[str, Any], base: CellConfig | None = None,
                extra: Mapping[str, Any] | None = None) -> CellConfig:
     """The cell of a command line: ``base`` (default: the package's cell), the ``--params`` files in
@@ -122,6 +142,8 @@ def build_cell(options: Mapping[str, Any], base: CellConfig | None = None,
         v = convert(v) if convert else v
         if v is not None:
             values[name] = v
+    if options.get("process__target_force") is not None and options.get("removal__target_depth") is not None:
+        values["removal.hold_force"] = True  # force and depth given together: the feed is what is left
     values.update(extra or {})
     values.update(parse_sets(options.get("sets") or ()))
     return config_from_mapping(values)

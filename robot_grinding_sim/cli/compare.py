@@ -52,7 +52,19 @@ def _common_options(fn: Any) -> Any:
                       help="Write PNG plots and index.html into this directory.")(fn)
     fn = click.option("--embed", is_flag=True,
                       help="Embed the plots in index.html (base64) instead of links.")(fn)
+    fn = click.option("--lowpass", type=FINITE, default=None,
+                      help="Low-pass both runs at this cut-off, Hz (Butterworth, 2nd order, zero phase).")(fn)
+    fn = click.option("--notch", type=FINITE, multiple=True,
+                      help="Remove this frequency, Hz (a belt's, a spindle's vibration; repeatable; zero phase).")(fn)
+    fn = click.option("--decimate", type=click.IntRange(min=1), default=1, show_default=True,
+                      help="Keep one sample in N after filtering.")(fn)
     return fn
+
+
+def _filter(lowpass: float | None, notch: tuple[float, ...], decimate: int) -> Any:
+    from robot_grinding_sim.core.record.compare import ForceFilter
+
+    return ForceFilter(lowpass, tuple(notch), int(decimate)).check()
 
 
 @click.command("compare")
@@ -68,11 +80,14 @@ def _common_options(fn: Any) -> Any:
               "auto: progress if both bags have it, else time if the stamps overlap, else xcorr.")
 @click.option("--max-lag", type=FINITE, default=1.0, show_default=True,
               help="Lag search half-width for --align time, s.")
+@click.option("--in-contact", "in_contact", is_flag=True,
+              help="Metrics over the samples where both runs are in contact (default: where the measured is).")
 @_common_options
 @json_option
 def compare(sim_bag: str, real_bag: str, topic_sim: str, topic_real: str, align: str, max_lag: float,
-            component: str, threshold: float, progress_topic: str, stamp: str, report_dir: str | None,
-            embed: bool, as_json: bool) -> None:
+            in_contact: bool, component: str, threshold: float, progress_topic: str, stamp: str,
+            report_dir: str | None, embed: bool, lowpass: float | None, notch: tuple[float, ...], decimate: int,
+            as_json: bool) -> None:
     """Compare the simulated force in SIM_BAG with the measured force in REAL_BAG.
 
     Metrics over the in-contact samples, overall and per pass: mean relative error
@@ -86,15 +101,18 @@ def compare(sim_bag: str, real_bag: str, topic_sim: str, topic_real: str, align:
     from robot_grinding_sim.core.record.compare import compare_runs
     from robot_grinding_sim.core.record.reports import write_compare_report
 
+    flt = _filter(lowpass, notch, decimate)
     if report_dir:
         check_output(report_dir, "--report", kind="dir")
     sim = read_wrench(sim_bag, topic_sim, stamp=stamp)
     real = read_wrench(real_bag, topic_real, stamp=stamp)
+    _refuse_raw(real_bag, real.topic)
     need = align == "progress"
     prog_sim = _progress_or_none(sim_bag, progress_topic, need) if align in ("auto", "progress") else None
     prog_real = _progress_or_none(real_bag, progress_topic, need)
     cmp = compare_runs(sim, real, align=align, component=component, threshold=threshold,
-                       prog_sim=prog_sim, prog_meas=prog_real, max_lag=max_lag)
+                       prog_sim=prog_sim, prog_meas=prog_real, max_lag=max_lag, force_filter=flt,
+                       both_in_contact=in_contact)
     index = write_compare_report(cmp, report_dir, embed=embed) if report_dir else None
     if as_json:
         doc = cmp.to_json()
@@ -107,7 +125,9 @@ def compare(sim_bag: str, real_bag: str, topic_sim: str, topic_real: str, align:
         f"simulated : {sim.topic} in {sim_bag} ({len(sim)} samples, frame {sim.frame or '-'})",
         f"measured  : {real.topic} in {real_bag} ({len(real)} samples, frame {real.frame or '-'})",
         f"alignment : {a.method}{' (auto)' if align == 'auto' else ''}, lag {a.lag_s:.6g} s (t_meas = t_sim + lag)",
-        f"component : {component}, in contact above {threshold:g} N: {o.samples} aligned samples",
+        f"component : {component}, in contact above {threshold:g} N ({cmp.samples_in_contact}): {o.samples} "
+        "aligned samples",
+        f"filter    : {cmp.filter}",
         f"mean relative error : {_pct(o.mean_relative_error)}",
         f"RMSE                : {_num(o.rmse, ' N')}",
         f"MAE                 : {_num(o.mae, ' N')}",
@@ -126,6 +146,17 @@ def compare(sim_bag: str, real_bag: str, topic_sim: str, topic_real: str, align:
     click.echo("\n".join(lines))
 
 
+def _refuse_raw(bag: str, topic: str) -> None:
+    """A raw imported reading (tool weight and bias in) is not a contact force: refuse it by name."""
+    from robot_grinding_sim.core.errors import InputError
+    from robot_grinding_sim.core.record.importlog import declared
+
+    decl = declared(bag)
+    if decl is not None and decl.get("topic") == topic and not decl.get("compensated", True):
+        raise InputError(f"bag {bag}: {topic} is a raw reading (tool weight and bias in, imported --raw): compare "
+                         "the /measured/wrench that `grinding replay` writes (compensated, at the tcp)")
+
+
 @click.command("report")
 @click.argument("bag", type=click.Path())
 @click.option("--topic", default="/ft_sensor/wrench", show_default=True,
@@ -136,7 +167,8 @@ def compare(sim_bag: str, real_bag: str, topic_sim: str, topic_real: str, align:
 @_common_options
 @json_option
 def report(bag: str, topic: str, target: float | None, band: str, component: str, threshold: float,
-           progress_topic: str, stamp: str, report_dir: str | None, embed: bool, as_json: bool) -> None:
+           progress_topic: str, stamp: str, report_dir: str | None, embed: bool, lowpass: float | None,
+           notch: tuple[float, ...], decimate: int, as_json: bool) -> None:
     """Force statistics of one run in BAG, overall and per pass, against a target band."""
     from robot_grinding_sim.core.outfiles import check_output
     from robot_grinding_sim.core.record.bag import read_wrench
@@ -145,12 +177,13 @@ def report(bag: str, topic: str, target: float | None, band: str, component: str
 
     # the values first (no bag read for a bad one), then the bag
     band_n = parse_band(band, target) if target is not None else None
+    flt = _filter(lowpass, notch, decimate)
     if report_dir:
         check_output(report_dir, "--report", kind="dir")
     series = read_wrench(bag, topic, stamp=stamp)
     prog = _progress_or_none(bag, progress_topic, False)
     rep = analyse_run(series, component=component, threshold=threshold, target=target, band=band_n,
-                      progress=prog)
+                      progress=prog, force_filter=flt)
     index = write_run_report(rep, report_dir, embed=embed) if report_dir else None
     if as_json:
         doc = rep.to_json()
@@ -164,6 +197,7 @@ def report(bag: str, topic: str, target: float | None, band: str, component: str
         f"component : {component}, in contact above {threshold:g} N: {o.samples} samples, "
         f"{len(rep.passes)} passes ({'progress topic' if prog is not None else 'from contact'})",
         f"force     : mean {_num(o.mean)} N, std {_num(o.std)} N, min {_num(o.min)} N, max {_num(o.max)} N",
+        f"filter    : {rep.filter}",
     ]
     if target is not None:
         lines.append(f"target    : {target:g} N +- {band_n:g} N: {_pct(o.in_band)} of samples in band, "

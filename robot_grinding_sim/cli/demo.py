@@ -1,11 +1,14 @@
 """``grinding demo``: the main job, a quick configuration of the simulated grinding job.
 
 The default UR10e with its ball-headed tool (``urdf/ur10e_grinding.urdf``) grinds the built-in
-``curved_panel`` (freeform B-spline top, 0.7 m in front of the robot): three 30 mm passes planned
-on the exact CAD surface, followed under computed-torque position control at 1 ms steps with the
-Kelvin-Voigt contact advanced in closed form per step (:mod:`robot_grinding_sim.core.job`); the
-commanded penetration of each pass is optimised until its mean normal force is within 5 % of the
-5 N target. Writes under ``--out``: ``bag/`` (rosbag2 MCAP: /joint_states, /contact/wrench,
+``curved_panel`` (freeform B-spline top, 0.7 m in front of the robot) to an even 5 um: the depth
+planner (:mod:`robot_grinding_sim.core.planning.depth`) chooses the stepover, feed and force for
+it, 24 passes of 30 mm are planned on the exact CAD surface (engaging and releasing while moving),
+followed under computed-torque position control at 1 ms steps with the Kelvin-Voigt contact
+advanced in closed form per step (:mod:`robot_grinding_sim.core.job`); the commanded penetration
+of each pass is optimised until its mean normal force is within 5 % of the 5 N target, and the
+removal map is checked against the 5 um (``removal.png``, summary.json ``removal.uniformity``).
+Writes under ``--out``: ``bag/`` (rosbag2 MCAP: /joint_states, /contact/wrench,
 /ft_sensor/wrench, /grinding/progress, /dynamics_node/tool_pose), ``force.png``, ``summary.json``
 (``--json`` prints it alone) and ``plan.json`` (the plan with its job trajectory: ``grinding
 simulate --plan`` runs it again). ``grinding simulate`` runs the same job with every option.
@@ -27,20 +30,27 @@ from robot_grinding_sim.cli.common import json_option
 from robot_grinding_sim.cli.graph_run import graph_dynamics, graph_options, then_through_graph
 from robot_grinding_sim.cli.simulate import run_and_write
 
-#: the quick configuration: passes, their length and spacing (the rest: the cell's defaults)
-DEMO_PASSES = 3
+#: the quick configuration: passes, their length and the depth (the rest: the cell's defaults; the
+#: depth plan sets stepover, feed and force)
+DEMO_PASSES = 24
 DEMO_PASS_LENGTH = 0.03
-DEMO_STEPOVER = 0.01
+DEMO_DEPTH = 5e-6
 
 
-def demo_config(**cell_values: Any) -> Any:
-    """The demo's JobConfig (curved_panel, 3 passes of 30 mm, stepover 10 mm), with cell values by name."""
+#: the demo before the depth plan (issue 26): 3 passes 10 mm apart at the cell's force and feed, what
+#: the benches' figures (docs/performance.md) were measured on: ``demo_config(3, **FORCE_ONLY)``
+FORCE_ONLY = {"removal.target_depth": 0.0, "passes.stepover": 0.01}
+
+
+def demo_config(passes: int = DEMO_PASSES, **cell_values: Any) -> Any:
+    """The demo's JobConfig (curved_panel, 5 um deep over 24 passes of 30 mm; ``passes``: the first
+    that many), with cell values by name."""
     from robot_grinding_sim.core.config import CellConfig
     from robot_grinding_sim.core.job.setup import JobConfig
 
-    cell = CellConfig().replace(**{"workpiece.part": "curved_panel", "passes.stepover": DEMO_STEPOVER,
+    cell = CellConfig().replace(**{"workpiece.part": "curved_panel", "removal.target_depth": DEMO_DEPTH,
                                    **cell_values})
-    return JobConfig(cell=cell, max_passes=DEMO_PASSES, pass_length=DEMO_PASS_LENGTH)
+    return JobConfig(cell=cell, max_passes=passes, pass_length=DEMO_PASS_LENGTH)
 
 
 @click.command("demo")

@@ -180,6 +180,8 @@ def run_through_graph(out: Path, cell: Any, as_json: bool = False,
              "force": "mean of -F_z of /contact/wrench (tool axis, tcp frame) over each pass's progress window"}
     summary_path = out / "summary.json"
     summary = json.loads(summary_path.read_text())
+    if ((summary.get("removal") or {}).get("uniformity")) is not None:  # a depth was planned: the graph's map
+        entry["removal"] = graph_removal(plan, bag, cell)
     summary["graph_vs_inprocess"] = entry
     summary.setdefault("outputs", {})["graph_bag"] = str(bag)
     atomic_write(summary_path, json.dumps(summary, indent=2))
@@ -189,4 +191,37 @@ def run_through_graph(out: Path, cell: Any, as_json: bool = False,
         for r in rows:
             click.echo(f"{r['pass']:>4} {r['inprocess_mean_n']:>13.4f} {r['graph_mean_n']:>9.4f} "
                        f"{r['relative_difference']:>+8.3%}")
+        if "removal" in entry:
+            from robot_grinding_sim.core.planning.depth import uniformity_text
+
+            for line in uniformity_text(entry["removal"]["uniformity"], "graph removal"):
+                click.echo(line)
     return entry
+
+
+def graph_removal(plan: Path, bag: Path, cell: Any) -> dict[str, Any]:
+    """The removal map of the graph's run (``graph_bag``: /joint_states and /contact/wrench, the
+    joint velocities by differences) replayed on the job's grid
+    (:func:`~robot_grinding_sim.core.job.removal.replay_removal`) and its uniformity against the
+    plan's target depth: graph_vs_inprocess ``removal``."""
+    import numpy as np
+
+    from robot_grinding_sim.core.job.removal import depth_figures, replay_removal
+    from robot_grinding_sim.core.job.setup import JobConfig, setup_job
+    from robot_grinding_sim.core.planning.depth import public
+    from robot_grinding_sim.core.record.bag import read_joint_states, read_wrench
+
+    setup = setup_job(JobConfig(cell=cell, plan_file=str(plan)))
+    t, names, q = read_joint_states(bag)
+    order = [names.index(n) for n in setup.model.joint_names]
+    q = q[:, order]
+    keep = np.r_[True, np.diff(t) > 0]
+    t, q = t[keep], q[keep]
+    qd = np.gradient(q, t, axis=0) if len(t) > 2 else np.zeros_like(q)
+    w = read_wrench(bag, "/contact/wrench")
+    force = np.column_stack([np.interp(t, w.t, w.force[:, k], left=0.0, right=0.0) for k in range(3)])
+    grid = replay_removal(setup, t, q, qd, force)
+    figures = depth_figures(setup, grid)
+    return {"uniformity": public(figures) if figures is not None else None, "volume_m3": grid.volume(),
+            "max_depth_m": float(grid.depth[grid.inside].max(initial=0.0)),
+            "how": "replayed from graph_bag's /joint_states and /contact/wrench on the job's grid"}

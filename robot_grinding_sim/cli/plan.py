@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import sys
 from typing import Any
 
 import click
@@ -83,9 +84,13 @@ def _robot_plan(cell: Any, part: Any, faces: list[int] | None, optimise: bool | 
     if on_stage:
         on_stage("planning passes")
     model = cell_robot_model(cell)
-    passes = planner.plan(part, faces, cell.passes.validate(), planner.tool_parameters(cell, job_tool(model, cell)),
-                          robot=None,
-                          workpiece_pose=np.asarray(cell.workpiece.pose, dtype=float))
+    tool = job_tool(model, cell)
+    if cell.removal.target_depth > 0:  # the passes at the depth plan's stepover (the job then plans it again)
+        from robot_grinding_sim.core.job.setup import depth_cell
+
+        cell = depth_cell(cell, tool.radius)[0]
+    passes = planner.plan(part, faces, cell.passes.validate(), planner.tool_parameters(cell, tool), robot=None,
+                          workpiece_pose=np.asarray(cell.workpiece.pose, dtype=float), on_stage=on_stage)
     if max_passes is not None or pass_length is not None:
         passes = planner.crop_plan(passes, part, max_passes, pass_length)
     found = None
@@ -121,13 +126,22 @@ def _suggest_on_failure(job: Any, cell: Any, part: Any, faces: list[int] | None,
 
 
 def _coverage_line(report: Any) -> str:
+    """The coverage of what the tool can reach, then (second line) of the whole selected faces with
+    the area left out, by reason."""
     dropped = (report.tool_reach or {}).get("dropped_waypoints")
-    return (f"coverage {report.coverage * 100:.2f} % of {report.area * 1e6:.0f} mm^2 (upward, inside the margin; "
-            f"within {report.as_dict()['radius_stepovers']:g} stepover of a pass), uncovered "
-            f"{report.uncovered_area * 1e6:.1f} mm^2, worst gap {report.worst_gap * 1e3:.2f} mm"
-            + (f"; {report.unreachable_area * 1e6:.0f} mm^2 the ball cannot touch without cutting into the part"
-               + (f" ({dropped} waypoints left out)" if dropped is not None else "") if report.unreachable_area > 0
-               else ""))
+    line = (f"coverage {report.coverage * 100:.2f} % of the {report.area * 1e6:.0f} mm^2 the tool can reach (facing "
+            f"the approach, inside the margin; within {report.as_dict()['radius_stepovers']:g} stepover of a pass), "
+            f"uncovered {report.uncovered_area * 1e6:.1f} mm^2, worst gap {report.worst_gap * 1e3:.2f} mm")
+    if report.face_area is None:
+        return line
+    arm = report.arm_unreachable_area
+    arm_text = "not checked (no robot)" if arm is None else f"{arm * 1e6:.0f} mm^2"
+    return (line + f"\n  {report.coverage_of_face * 100:.2f} % of the selected faces "
+            f"({report.face_area * 1e6:.0f} mm^2); left out: {report.away_area * 1e6:.0f} mm^2 faces away from "
+            f"the approach, {report.margin_area * 1e6:.0f} mm^2 within the margin, "
+            f"{report.unreachable_area * 1e6:.0f} mm^2 the ball cannot touch without cutting into the part"
+            + (f" ({dropped} waypoints left out)" if dropped else "")
+            + f", the arm cannot reach: {arm_text}")
 
 
 @click.command("plan")
@@ -146,6 +160,10 @@ def _coverage_line(report: Any) -> str:
 @click.option("--iso-direction", type=click.Choice(["u", "v"]), default=None, help="Iso passes run along u or v.")
 @click.option("--order", type=click.Choice(["zigzag", "oneway"]), default=None, help="Pass order. [zigzag]")
 @click.option("--reverse", is_flag=True, default=None, help="Travel the first pass in the opposite direction.")
+@click.option("--approach-direction", default=None,
+              help="The way the tool comes to the faces (part frame): auto, up, 'x y z', or per face "
+                   "'FACE:DIRECTION;...'; passes are made where the outward normal faces it. "
+                   "[passes.approach_direction; cell default: auto]")
 @click.option("--lead", type=FINITE, default=None, help="Tool lead angle, deg. [process.lead]")
 @click.option("--tilt", type=FINITE, default=None, help="Tool tilt angle, deg. [process.tilt]")
 @click.option("--robot", default="default", show_default=True,
@@ -168,7 +186,8 @@ def _coverage_line(report: Any) -> str:
 @json_option
 def plan(source: str | None, spacing: float | None, angle: float | None, margin: float | None,
          tool_radius: float | None, generator: str | None, iso_direction: str | None, order: str | None,
-         reverse: bool | None, lead: float | None, tilt: float | None, robot: str, optimise: bool | None,
+         reverse: bool | None, approach_direction: str | None, lead: float | None, tilt: float | None, robot: str,
+         optimise: bool | None,
          max_passes: int | None, pass_length: float | None, out_path: str | None, csv_path: str | None,
          plot_path: str | None, place: str | None, list_faces: bool, as_json: bool, **options: Any) -> None:
     """Plan grinding passes on SOURCE: a STEP/IGES/BREP/STL/PLY/OBJ file or a built-in part
@@ -185,7 +204,8 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
     extra: dict[str, Any] = {}
     for name, value in (("passes.spacing", spacing), ("passes.iso_direction", iso_direction),
                         ("passes.generator", generator),
-                        ("passes.order", order), ("passes.reverse", reverse)):
+                        ("passes.order", order), ("passes.reverse", reverse),
+                        ("passes.approach_direction", approach_direction)):
         if value is not None:
             extra[name] = value
     if angle is not None:
@@ -203,6 +223,10 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
         extra["robot.description_file"] = robot
     cell = build_cell(options, None, extra)
     JobConfig(cell=cell, max_passes=max_passes, pass_length=pass_length).validate()  # before any work
+    if robot.lower() != "none":
+        from robot_grinding_sim.core.job.setup import cell_robot_model
+
+        cell_robot_model(cell)  # what the job needs of the robot (tool, frames, meshes, home), before any work
     if not list_faces:
         if out_path is None:
             raise click.UsageError("--out plan.json is required (or --list-faces)")
@@ -223,17 +247,33 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
         return
     assert out_path is not None
     faces = None if list(wp.faces) == [-1] else [int(f) for f in wp.faces]
+    from robot_grinding_sim.cli.common import stage_progress
+
+    # progress on stderr: on a terminal unless --json; always into a log (stderr not a terminal), so
+    # that minutes of work on a large part are not silent; stdout keeps only the report (or JSON)
+    show = not as_json or not sys.stderr.isatty()
     if robot.lower() == "none":
-        tool = planner.tool_parameters(cell, tool_radius or planner.ToolParameters.radius)
-        result = planner.plan(part, faces, cell.passes.validate(), tool, robot=None, workpiece_pose=wp.pose)
+        radius = tool_radius or planner.ToolParameters.radius
+        depth_plan = None
+        if cell.removal.target_depth > 0:  # stepover, feed and force for the depth (no robot: no prediction)
+            from robot_grinding_sim.core.job.setup import depth_cell
+
+            cell, depth_plan = depth_cell(cell, radius)
+        tool = planner.tool_parameters(cell, radius)
+        with stage_progress("planning", enabled=show) as (on_stage, _):
+            result = planner.plan(part, faces, cell.passes.validate(), tool, robot=None, workpiece_pose=wp.pose,
+                                  on_stage=on_stage)
         if max_passes is not None or pass_length is not None:
             result = planner.crop_plan(result, part, max_passes, pass_length)
-    else:
-        from robot_grinding_sim.cli.common import stage_progress
+        if depth_plan is not None:
+            from robot_grinding_sim.core.job.setup import removal_plan_entry
 
+            result.removal_plan = removal_plan_entry(depth_plan, result, cell)
+            result.cell = cell.values()
+    else:
         # a total where the stage knows one (the optimisation: passes; the final run: simulated
         # seconds): the bar shows a percentage and an ETA, and a new stage starts afresh
-        with stage_progress("planning", enabled=not as_json) as (on_stage, on_progress):
+        with stage_progress("planning", enabled=show) as (on_stage, on_progress):
             result = _robot_plan(cell, part, faces, optimise, max_passes, pass_length, place, on_stage, on_progress)
     # render everything first: a failure leaves no file behind
     text = json.dumps(plan_io.plan_to_dict(result), separators=(",", ":"), allow_nan=False)
@@ -252,6 +292,10 @@ def plan(source: str | None, spacing: float | None, angle: float | None, margin:
             summary[key] = getattr(result, key)
     if result.coverage is not None:
         summary["coverage"] = result.coverage.as_dict()
+    if result.removal_plan is not None:  # the predicted map stays in plan.json
+        rp = dict(result.removal_plan)
+        rp["predicted"] = {k: v for k, v in (rp.get("predicted") or {}).items() if k != "map"}
+        summary["removal_plan"] = rp
     # the report too is made before anything is written: a failure in it leaves no file behind
     lines = None if as_json else _report_lines(result, summary)
     write_files(files)  # all of them or none
@@ -284,6 +328,10 @@ def _report_lines(result: Any, summary: dict[str, Any]) -> list[str]:
         if tool is not None:
             out.append(f"  the tool on approach, pass and retreat (no margin): {tool['link']} "
                        f"{tool['clearance_m'] * 1e3:.2f} mm at {tool['where']}")
+    if result.removal_plan is not None:
+        from robot_grinding_sim.core.planning.depth import depth_plan_text
+
+        out += depth_plan_text(result.removal_plan)
     if result.trajectory is not None:
         out.append(f"job trajectory: {len(result.trajectory.times)} knots, {result.trajectory.duration:.1f} s")
     if result.force_target is not None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from robot_grinding_sim.cli.cell_options import build_cell, common_cell_options
+from robot_grinding_sim.cli.cell_options import build_cell, common_cell_options, explicit_pose
 from robot_grinding_sim.cli.common import FINITE, emit_json, json_option, stage_progress
 from robot_grinding_sim.cli.graph_run import graph_dynamics, graph_options, then_through_graph
 from robot_grinding_sim.core.errors import InputError
@@ -51,6 +51,19 @@ def print_table(s: dict) -> None:
     rtf = s["real_time_factor"]
     click.echo(f"final run: {s['simulated_s']:.2f} s simulated in {s['steps']} steps of {s['step_s'] * 1e3:g} ms, "
                f"{s['wall_time_s']:.2f} s wall ({rtf:.2f}x real time); total {s['total_wall_time_s']:.1f} s")
+    r = s.get("removal")
+    if s.get("removal_plan"):
+        from robot_grinding_sim.core.planning.depth import depth_plan_text
+
+        for line in depth_plan_text(s["removal_plan"]):
+            click.echo(line)
+    if r:
+        from robot_grinding_sim.core.planning.depth import uniformity_text
+
+        click.echo(f"removal (Preston, k_p {r['preston_coefficient_m2_per_n']:g} m^2/N): largest depth "
+                   f"{r['max_depth_m'] * 1e6:.3f} um, volume {r['volume_m3'] * 1e9:.4f} mm^3")
+        for line in uniformity_text(r.get("uniformity")):
+            click.echo(line)
     o = s["outputs"]
     click.echo(f"bag:   {o['bag']}\nplot:  {o['plot']}\nsummary: {o['summary']}\nplan:  {o['plan']}")
 
@@ -99,8 +112,9 @@ def simulate(part_or_cad: str | None, plan_file: str | None, max_passes: int | N
             raise InputError("--max-passes / --pass-length select passes when planning; a plan.json runs as it is")
     extra = {"workpiece.part": part_or_cad} if part_or_cad else {}
     cell = build_cell(options, base, extra)
+    moved = explicit_pose(options) if plan_file is not None else None
     cfg = JobConfig(cell=cell, plan_file=plan_file, optimise=optimise, max_passes=max_passes,
-                    pass_length=pass_length)
+                    pass_length=pass_length, workpiece_pose=None if moved is None else tuple(moved))
     dynamics = graph_dynamics(cell, graph, exchange_interval)
     out_dir = out or "simulate_out"
     summary = run_and_write(cfg, out_dir, as_json, show=not (as_json and graph))

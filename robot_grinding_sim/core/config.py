@@ -50,6 +50,9 @@ class RobotConfig:
     home: tuple[float, ...] = param((0.0, -1.2, 1.9, -2.27, -1.57, 0.0), "start configuration of the arm in "
                                     "the URDF's joint order (the simulated arm starts here; IK seeds from it)",
                                     unit="rad", min_length=1, range=(-100.0, 100.0))
+    package_dirs: tuple[str, ...] = param((), "where the URDF's package:// URIs resolve: NAME=PATH (package NAME "
+                                          "is the directory PATH) or a directory holding packages; searched "
+                                          "before AMENT_PREFIX_PATH and ROS_PACKAGE_PATH", type="string_array")
 
 
 @dataclass(frozen=True)
@@ -75,8 +78,13 @@ class WorkpieceConfig:
 class ToolConfig:
     """The grinding tool at the end of the arm (its shape comes from the URDF)."""
 
-    tcp_link: str = param("tcp", "tool centre point link: the ball's centre; frame of the contact wrench")
-    link: str = param("abrasive_head", "link whose collision geometry (sphere, cylinder or box) is the tool")
+    tcp_link: str = param("tcp", "tool centre point link of the URDF: the ball's centre, z out of the tool; tip "
+                          "of the arm's chain and frame of the contact wrench")
+    link: str = param("abrasive_head", "link of the URDF whose collision geometry (sphere, cylinder or box) is the "
+                      "tool; it touches the part by design on contact moves")
+    links: tuple[str, ...] = param(("spindle", "abrasive_head"), "links of the tool (tool.link added if missing): "
+                                   "on contact moves they may work next to the part (not touch it); every other "
+                                   "link keeps the clearance", min_length=1)
     shape: str = param("auto", "the tool's shape (docs/contact.md, tool shapes): ball (a sphere), wheel (a "
                        "cylinder worked on its periphery, axis across the feed), pad (a box worked flat on a "
                        "face), disc (a cylinder worked on its face at tool.face_angle); auto: by the URDF "
@@ -146,7 +154,8 @@ class SimConfig:
 class FTSensorConfig:
     """The simulated force-torque sensor between flange and tool."""
 
-    frame: str = param("ft_sensor", "link of the sensor's measuring face (frame of its readings)")
+    frame: str = param("ft_sensor", "link of the URDF at the sensor's measuring face (frame of its readings), "
+                       "between the flange and tool.tcp_link")
     tool_mass: float = param(-1.0, "mass below the measuring face; < 0: the URDF inertials of the links "
                              "below frame", unit="kg", range=(-1.0, 1000.0))
     tool_com: tuple[float, ...] = param((0.0, 0.0, 0.0), "centre of mass below the measuring face, in frame "
@@ -176,11 +185,54 @@ class PassParameters:
     iso_direction: str = param("u", "iso passes run along u or v", choices=("u", "v"))
     order: str = param("zigzag", "pass order: zigzag (every other pass reversed) or oneway", choices=ORDERS)
     reverse: bool = param(False, "travel the first pass in the opposite direction")
+    approach_direction: str = param(
+        "auto", "the way the tool comes to the faces, part frame: passes are made where the outward normal n "
+        "has n . a >= -0.05. auto: up (+z) where the faces look up, else their mean normal, else the "
+        "horizontal from the part to the robot (a wall all round); up; or three numbers 'x y z'; per face "
+        "'FACE:DIRECTION' entries separated by ';' (e.g. '3:1 0 0;4:up')")
 
     def validate(self) -> PassParameters:
         """Check the values (also when built in Python rather than from a parameter file)."""
         _check(self, "passes")
+        parse_approach(self.approach_direction)
         return self
+
+
+def _direction(text: str, name: str) -> tuple[float, float, float] | None:
+    """A unit direction from ``auto`` (None), ``up`` or three numbers; InputError naming ``name``."""
+    t = text.strip().lower()
+    if t == "auto":
+        return None
+    if t in ("up", "+z", "z"):
+        return (0.0, 0.0, 1.0)
+    try:
+        v = [float(x) for x in t.replace(",", " ").split()]
+    except ValueError:
+        v = []
+    n = math.sqrt(sum(x * x for x in v)) if len(v) == 3 and all(math.isfinite(x) for x in v) else 0.0
+    if not n > 0:
+        raise InputError(f"parameter '{name}': {text!r} is not a direction (auto, up, or three numbers 'x y z' "
+                         "not all zero)")
+    return (v[0] / n, v[1] / n, v[2] / n)
+
+
+def parse_approach(text: str) -> dict[int | None, tuple[float, float, float] | None]:
+    """``passes.approach_direction`` as {face index or None (the job's): unit direction (part frame)
+    or None (auto)}. Raises InputError naming the parameter."""
+    name = "passes.approach_direction"
+    out: dict[int | None, tuple[float, float, float] | None] = {None: None}
+    for entry in (e for e in str(text).split(";") if e.strip()):
+        face, sep, what = entry.partition(":")
+        if not sep:
+            out[None] = _direction(entry, name)
+            continue
+        try:
+            key = int(face)
+        except ValueError:
+            raise InputError(f"parameter '{name}': {face.strip()!r} in {entry.strip()!r} is not a face index") \
+                from None
+        out[key] = _direction(what, name)
+    return out
 
 
 @dataclass(frozen=True)
@@ -205,6 +257,12 @@ class ProcessConfig:
     max_tcp_speed: float = param(0.25, "largest TCP speed of any move: the planner times links (and checks the "
                                  "feed) within it, the executive's move to the start keeps to it, and "
                                  "hardware_driver refuses a command that exceeds it", unit="m/s", range=(1e-3, 10.0))
+    lead_in: float = param(0.0, "> 0: the tool is never at rest in contact: the approach ends engage_gap above "
+                           "the surface, no dwell, and each pass engages over its first lead_in (force ramped "
+                           "while moving at the feed) and releases over its last; 0: approach, engagement and "
+                           "dwell at the pass start", unit="m", range=(0.0, 1.0))
+    feed_on_surface: bool = param(False, "the feed is the contact point's speed along the surface (the TCP "
+                                  "goes faster over convex parts, slower over concave ones) rather than the TCP's")
 
 
 @dataclass(frozen=True)
@@ -218,22 +276,62 @@ class OptimiseConfig:
     max_iterations: int = param(6, "simulations per pass at most", range=(1, 100))
 
 
+#: Preston coefficients k_p (m^2/N) of the materials removal.material names, with their source:
+#: Archard's law per unit area k_p = K / H, abrasive wear coefficient K = 1e-2 (the low end of
+#: 1e-2..1e-1, Rabinowicz, Friction and Wear of Materials, 2nd ed., 1995) over the Vickers hardness
+#: (MatWeb's data sheets) times 9.807 MPa; docs/contact.md "The Preston coefficient".
+PRESTON_MATERIALS: dict[str, tuple[float, str]] = {
+    "aluminium": (9.5e-12, "aluminium 6061-T6, HV 107 (MatWeb): K/H = 1e-2 / 1.05 GPa"),
+    "steel": (5.4e-12, "AISI 1045 steel, cold drawn, HV 188 (MatWeb): K/H = 1e-2 / 1.84 GPa"),
+    "stainless": (7.9e-12, "AISI 304 stainless, annealed, HV 129 (MatWeb): K/H = 1e-2 / 1.27 GPa "
+                  "(it work-hardens under the abrasive: calibrate)"),
+}
+
+
 @dataclass(frozen=True)
 class RemovalConfig:
-    """Material removal by Preston's law (dh/dt = k_p p v) over the ground face."""
+    """Material removal by Preston's law (dh/dt = k_p p v) over the ground face, and the depth plan."""
 
     enabled: bool = param(True, "compute the removal map of the job (in-process job and contact_solver_node)")
-    preston_coefficient: float = param(9.5e-12, "Preston coefficient k_p of the part's material with the tool's "
-                                       "abrasive (default: aluminium 6061-T6 under a bonded abrasive, Archard's "
-                                       "law per unit area k_p = K/H: abrasive wear coefficient K = 1e-2, the low "
-                                       "end of 1e-2..1e-1 (Rabinowicz), over the hardness HV 107 = 1.05 GPa "
-                                       "(MatWeb); docs/contact.md. Calibrate it from a measured groove depth)",
-                                       unit="m^2/N", range=(0.0, 1e-6))
+    material: str = param("aluminium", "the part's material: its Preston coefficient when preston_coefficient is "
+                          "< 0 (aluminium 6061-T6 9.5e-12, AISI 1045 steel 5.4e-12, AISI 304 stainless 7.9e-12 "
+                          "m^2/N: K/H with K = 1e-2 over the MatWeb hardness; docs/contact.md)",
+                          choices=tuple(PRESTON_MATERIALS))
+    preston_coefficient: float = param(-1.0, "Preston coefficient k_p of the part's material with the tool's "
+                                       "abrasive; < 0: the material's (aluminium 6061-T6 under a bonded "
+                                       "abrasive: Archard's law per unit area k_p = K/H, abrasive wear "
+                                       "coefficient K = 1e-2, the low end of 1e-2..1e-1 (Rabinowicz), over the "
+                                       "hardness HV 107 = 1.05 GPa (MatWeb), 9.5e-12; docs/contact.md). "
+                                       "Calibrate it from a measured groove: grinding calibrate-removal",
+                                       unit="m^2/N", range=(-1.0, 1e-6))
     grid_spacing: float = param(2e-4, "spacing of the removal grid on the face (resolve the contact patch: "
                                 "about 1.4 mm in radius at 50 um penetration of the 20 mm ball)", unit="m",
                                 range=(1e-5, 0.05))
     pressure: str = param("hertz", "pressure over the ball's contact patch: hertz, p0 sqrt(1 - r^2/a^2), or "
                           "uniform", choices=("hertz", "uniform"))
+    target_depth: float = param(0.0, "> 0: plan for this removal depth (grinding plan --target-depth): the "
+                                "stepover, feed, force and layers are chosen so the predicted removal over the "
+                                "region is even at this depth; 0: plan for the force only", unit="m",
+                                range=(0.0, 1e-2))
+    hold_force: bool = param(False, "the depth plan keeps process.target_force (the feed is what is left to "
+                             "choose); false: it may move the force within [force_min, force_max]")
+    stepover_ripple: float = param(0.02, "the depth plan's stepover is the largest at which the summed grooves of "
+                                   "the passes vary by at most this fraction about their middle (smaller: more "
+                                   "passes, a more even depth)", range=(1e-4, 0.5))
+    depth_band: float = param(0.1, "the depth is even when within this fraction of the target depth (the "
+                              "uniformity figures count the region inside it)", range=(1e-3, 1.0))
+    force_min: float = param(1.0, "the depth plan keeps the force at or above this", unit="N", range=(1e-3, 1e4))
+    force_max: float = param(20.0, "the depth plan keeps the force at or below this", unit="N", range=(1e-3, 1e4))
+    feed_min: float = param(0.002, "the depth plan keeps the feed at or above this (slower: more layers)",
+                            unit="m/s", range=(1e-5, 10.0))
+    feed_max: float = param(0.05, "the depth plan keeps the feed at or below this", unit="m/s", range=(1e-5, 10.0))
+    cycle_time_max: float = param(0.0, "> 0: the depth plan says so when the job would take longer", unit="s",
+                                  range=(0.0, 1e6))
+
+    @property
+    def kp(self) -> float:
+        """The Preston coefficient in use, m^2/N: preston_coefficient, or the material's when it is < 0."""
+        return self.preston_coefficient if self.preston_coefficient >= 0 else PRESTON_MATERIALS[self.material][0]
 
 @dataclass(frozen=True)
 class ExecutionConfig:

@@ -42,6 +42,8 @@ __all__ = ["FT_BACKENDS", "FTBackend", "FTContext", "ThreadedFTBackend", "ft_bac
 FT_BACKENDS: dict[str, str | type[FTBackend]] = {
     "netft": "robot_grinding_sim.hardware.netft_backend:NetFTBackend",
     "topic": "robot_grinding_sim.ros.ft_topic:TopicFTBackend",
+    "ur_builtin": "robot_grinding_sim.ros.ft_topic:URBuiltinFTBackend",
+    "ft_broadcaster": "robot_grinding_sim.ros.ft_topic:BroadcasterFTBackend",
 }
 
 
@@ -55,6 +57,10 @@ class FTContext:
         stopping: true once the process is stopping (a reader thread ends then).
         node: the ROS node, for backends on the ROS side (None elsewhere).
         monotonic: the clock the readings are dated on, s.
+        to_sensor_frame: ``to_sensor_frame(frame, wrench)``: a (6,) wrench given in ``frame`` (a
+            message's header) in the sensor frame ``ft_sensor.frame``, through the robot's kinematics
+            at the measured joint positions; raises InputError for a frame it cannot transform. None:
+            readings in another frame than the sensor's are refused.
     """
 
     period: float
@@ -62,6 +68,7 @@ class FTContext:
     stopping: Callable[[], bool] = lambda: False
     node: Any = None
     monotonic: Callable[[], float] = field(default=time.monotonic)
+    to_sensor_frame: Callable[[str, Any], Any] | None = None
 
 
 Deliver = Callable[[FTReadings], None]

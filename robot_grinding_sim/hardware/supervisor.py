@@ -157,6 +157,16 @@ class DriverSupervisor:
         age = min(max(self.monotonic() - self.q_at, 0.0), MAX_CARRY_S)
         return self.q + self.qd * age
 
+    def to_sensor_frame(self, frame: str, wrench: FloatArray) -> FloatArray:
+        """A reading (6,) given in link ``frame`` moved into the sensor frame, through the robot's
+        kinematics at the measured joint positions (:func:`~robot_grinding_sim.core.contact.ft_sensor.
+        wrench_between_links`; InputError: not a link, or no joint state yet for a frame that moves)."""
+        from robot_grinding_sim.core.contact.ft_sensor import wrench_between_links
+
+        with self.lock:
+            q = self.q_now()
+        return wrench_between_links(self.model, q, wrench, frame, self.ft_frame)
+
     def _hold(self) -> None:
         """One point at the measured position (call under the lock)."""
         if self.q is None:

@@ -89,7 +89,7 @@ class ContactSolverNode(Node):
             except InputError as exc:
                 raise ParameterError("ft_sensor.tool_mass", str(exc), NODE_NAME) from None
             self.ft_frame = cell.ft_sensor.frame
-            self.pub_ft = self.create_publisher(WrenchStamped, "ft_sensor/wrench", 50)
+            self.pub_ft = self.create_publisher(WrenchStamped, "ft_sensor/wrench", wire.STREAM_DEPTH)
             self.ft_writer = wire.wrench_stamped_bytes(self.ft_frame)
             self.create_service(Trigger, "~/tare", self._on_tare)
             par = self.ft.params
@@ -97,8 +97,8 @@ class ContactSolverNode(Node):
                                    f"{np.round(par.tool_com, 4).tolist()} m")
         self._states: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._pending: OrderedDict[int, tuple[Any, np.ndarray]] = OrderedDict()
-        self.pub_model = self.create_publisher(Float64MultiArray, "contact/model", 50)
-        self.pub_wrench = self.create_publisher(WrenchStamped, "contact/wrench", 50)
+        self.pub_model = self.create_publisher(Float64MultiArray, "contact/model", wire.STREAM_DEPTH)
+        self.pub_wrench = self.create_publisher(WrenchStamped, "contact/wrench", wire.STREAM_DEPTH)
         # the 1 kHz topics as bytes (ros/wire.py): rclpy's message objects were most of the work
         self.js_reader = wire.JointStateReader(m.joint_names, "joint_state")
         self.points_reader = wire.PointCloudReader(self.base_frame)
@@ -129,7 +129,7 @@ class ContactSolverNode(Node):
         try:
             self.tool_radius = tool_sphere_radius(self.model, self.tcp)
             self.removal = face_grid(part.face(faces[0]), cell.removal.grid_spacing, X_BP,
-                                     preston_coefficient=cell.removal.preston_coefficient,
+                                     preston_coefficient=cell.removal.kp,
                                      pressure=cell.removal.pressure)
         except InputError as exc:
             raise ParameterError("removal.grid_spacing", str(exc), NODE_NAME) from None
@@ -138,7 +138,7 @@ class ContactSolverNode(Node):
         self.create_timer(1.0 / p["removal_marker_rate"], guarded(self, "removal map")(self._publish_removal))
         rc = cell.removal
         self.get_logger().info(f"removal map: {source}, {int(self.removal.inside.sum())} nodes every "
-                               f"{rc.grid_spacing * 1e3:g} mm, k_p {rc.preston_coefficient:g} m^2/N")
+                               f"{rc.grid_spacing * 1e3:g} mm, k_p {rc.kp:g} m^2/N")
 
     def _remove(self, t: float, q: np.ndarray, qd: np.ndarray, rom: Any) -> None:
         from robot_grinding_sim.core.contact.preston import patch_radius

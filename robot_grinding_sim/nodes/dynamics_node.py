@@ -173,7 +173,7 @@ class DynamicsNode(Node):
         self._settings()
         self.add_post_set_parameters_callback(lambda _params: self._settings())
 
-        self.pub_js = self.create_publisher(JointState, "joint_states", 50)
+        self.pub_js = self.create_publisher(JointState, "joint_states", wire.STREAM_DEPTH)
         self.js_writer = wire.joint_state_bytes(self.joint_names)  # published as bytes (ros/wire.py)
         self.pub_pose = self.create_publisher(PoseStamped, "~/tool_pose", 10)
         self.pub_id = self.create_publisher(JointState, "~/inverse_dynamics", 10)
@@ -238,7 +238,7 @@ class DynamicsNode(Node):
             except InputError as exc:
                 raise ParameterError("ft_sensor.tool_mass", str(exc), NODE_NAME) from None
             self.ft_frame = cell.ft_sensor.frame
-            self.pub_ft = self.create_publisher(WrenchStamped, "ft_sensor/wrench", 50)
+            self.pub_ft = self.create_publisher(WrenchStamped, "ft_sensor/wrench", wire.STREAM_DEPTH)
             self.ft_writer = wire.wrench_stamped_bytes(self.ft_frame)
 
     def _warm_up(self) -> None:

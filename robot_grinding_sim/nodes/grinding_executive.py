@@ -110,7 +110,7 @@ class GrindingExecutive(Node):
         self._published_state = ""
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.pub_cmd = self.create_publisher(JointTrajectory, "joint_trajectory_controller/joint_trajectory", 10)
-        self.pub_progress = self.create_publisher(Float64MultiArray, "grinding/progress", 50)
+        self.pub_progress = self.create_publisher(Float64MultiArray, "grinding/progress", wire.STREAM_DEPTH)
         self.pub_diag = self.create_publisher(DiagnosticArray, "diagnostics", 10)
         self.pub_state = self.create_publisher(String, "~/state", latched)
         self.plan_error = ""

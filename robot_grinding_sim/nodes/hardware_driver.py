@@ -46,8 +46,13 @@ F/T side (``ft_backend``, hardware/ft_backend.py's registry):
   ``ft_rate`` (the sensor's RDT output rate; hardware/ft_stream.py says what the age measures); every
   reading of the read goes through the filter and the force limits and is published, stamped with
   its sample time.
-- ``topic`` (ros/ft_topic.py): ``ft_topic`` (geometry_msgs/WrenchStamped, raw readings in
-  ``ft_sensor.frame``), dated by ``header.stamp`` (0: on arrival).
+- ``topic`` (ros/ft_topic.py): ``ft_topic`` (geometry_msgs/WrenchStamped), dated by ``header.stamp``
+  (0: on arrival); presets of it: ``ur_builtin`` (a UR e-series arm's own sensor as the UR ROS 2
+  driver publishes it, ``/force_torque_sensor_broadcaster/wrench`` in ``tool0``/``tool0_controller``)
+  and ``ft_broadcaster`` (ros2_controllers' force_torque_sensor_broadcaster named ``ft_broadcaster``:
+  ``/<ft_broadcaster>/wrench``). A topic's reading is in the frame its header names: moved into
+  ``ft_sensor.frame`` through the arm's kinematics at the measured joint positions (a frame that is
+  no link of the URDF, ``ft_frame_aliases`` aside, is refused with a warning naming it).
 Every reading is dated by when the sensor took it, not when the driver got it: the F/T stop fires
 when the newest reading is older than ``ft_timeout`` (a silent sensor, or a backlog of old data), a
 trip's latency (``hold_after_s``) counts from the offending reading's sample time, and
@@ -163,9 +168,9 @@ class HardwareDriver(LifecycleNode):
         self.pub_out = self.create_publisher(JointTrajectory, p["output_topic"], 10)
         # the F/T outputs (up to ft_rate each) and the joint states (500 Hz on a UR) as CDR bytes
         # (ros/wire.py): the reader thread and the executor share one interpreter lock
-        self.pub_wrench = self.create_publisher(WrenchStamped, "ft_sensor/wrench", 100)
-        self.pub_raw = self.create_publisher(WrenchStamped, "~/wrench_raw", 100)
-        self.pub_tcp = self.create_publisher(WrenchStamped, "~/wrench_tcp", 100)
+        self.pub_wrench = self.create_publisher(WrenchStamped, "ft_sensor/wrench", wire.STREAM_DEPTH)
+        self.pub_raw = self.create_publisher(WrenchStamped, "~/wrench_raw", wire.STREAM_DEPTH)
+        self.pub_tcp = self.create_publisher(WrenchStamped, "~/wrench_tcp", wire.STREAM_DEPTH)
         self._w_sensor = wire.wrench_stamped_bytes(self.ft_frame)
         self._w_tcp = wire.wrench_stamped_bytes(self.tcp_frame)
         self.js_reader: wire.JointStateReader | None = None
@@ -185,7 +190,7 @@ class HardwareDriver(LifecycleNode):
             self.create_subscription(String, "grinding/plan", guarded(self, "grinding/plan")(self._on_plan), latched)
             self.create_subscription(Float64MultiArray, "grinding/progress",
                                      guarded(self, "grinding/progress")(self._on_progress), 50)
-            self.pub_adm = self.create_publisher(Float64MultiArray, "~/admittance", 100)
+            self.pub_adm = self.create_publisher(Float64MultiArray, "~/admittance", wire.STREAM_DEPTH)
             self.create_timer(self.period, guarded(self, "force control")(self._stream), clock=steady)
         self._activate_error: InputError | None = None
         if p["autostart"]:
@@ -210,7 +215,9 @@ class HardwareDriver(LifecycleNode):
         if core.fc is not None:
             # the plan reader imports OpenCascade (seconds): at start-up, not while the arm runs
             import robot_grinding_sim.core.planning.planner  # noqa: F401
-        context = FTContext(self.period, log=self.log, stopping=node_base.stop_requested, node=self)
+        # a topic's wrench comes in its header's frame: moved into the sensor's by the arm's kinematics
+        context = FTContext(self.period, log=self.log, stopping=node_base.stop_requested, node=self,
+                            to_sensor_frame=core.to_sensor_frame)
         try:
             backend = self.backend or make_ft_backend(p["ft_backend"], p, context)
             backend.connect()

@@ -534,15 +534,16 @@ def load_robot(params: dict[str, Any], node_name: str, tip_link: str | None = No
     Raises:
         ParameterError: the file cannot be loaded, or a named link is not in it; names the parameter.
     """
+    from robot_grinding_sim.core.job.setup import load_robot_model
     from robot_grinding_sim.core.resources import URDF_DEFAULT, package_file
-    from robot_grinding_sim.core.robot.dynamics import RobotModel
 
     urdf = params["robot.description_file"] or str(package_file(URDF_DEFAULT))
     try:
-        model = RobotModel.from_urdf(urdf, tip_link=tip_link or None)
+        model = load_robot_model(urdf, tip_link or None, params.get("robot.package_dirs") or ())
+    except ParameterError as exc:
+        raise ParameterError(exc.name, exc.problem, node_name) from None
     except InputError as exc:
-        name = "tool.tcp_link" if tip_link and tip_link in str(exc) else "robot.description_file"
-        raise ParameterError(name, str(exc), node_name) from None
+        raise ParameterError("robot.description_file", str(exc), node_name) from None
     for key in links:
         if params[key] not in model.link_names:
             raise ParameterError(

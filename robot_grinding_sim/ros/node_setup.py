@@ -81,6 +81,13 @@ def load_cell(params: dict[str, Any], name: str, *, cell: bool = True, robot: bo
         if tip_link is None:
             tip_link = cfg.tool.tcp_link if cfg is not None else params.get("tool.tcp_link")
         model = load_robot(params, name, tip_link=tip_link, links=links)
+        if cfg is not None and tip_link == cfg.tool.tcp_link:  # what a job needs of the robot, before any work
+            from robot_grinding_sim.core.job.setup import check_robot_for_job
+
+            try:
+                check_robot_for_job(model, cfg, set(params))  # what this node declared
+            except ParameterError as exc:
+                raise ParameterError(exc.name, exc.problem, name) from None
         base_frame = params.get("base_frame") or model.root_link
     return NodeCell(params, cfg, model, base_frame)
 

@@ -174,7 +174,11 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
                   "wait unconfigured for the lifecycle transitions (ros2 lifecycle set /hardware_driver configure, "
                   "then activate)", read_only=True),
         ParamSpec("ft_backend", "netft", "F/T source (hardware/ft_backend.py registry): 'netft' (ATI Net F/T over UDP "
-                  "RDT at ft_sensor_ip:ft_port) or 'topic' (geometry_msgs/WrenchStamped on ft_topic)",
+                  "RDT at ft_sensor_ip:ft_port), 'topic' (geometry_msgs/WrenchStamped on ft_topic), 'ur_builtin' "
+                  "(a UR e-series arm's own sensor as the UR ROS 2 driver publishes it: "
+                  "/force_torque_sensor_broadcaster/wrench in tool0) or 'ft_broadcaster' (ros2_controllers' "
+                  "force_torque_sensor_broadcaster named ft_broadcaster: /<ft_broadcaster>/wrench). A topic's "
+                  "wrench is moved from its header's frame into ft_sensor.frame by the robot's kinematics",
                   choices=tuple(FT_BACKENDS), read_only=True),
         ParamSpec("ft_sensor_ip", DEFAULT_FT_SENSOR_IP, "IPv4 address of the Net F/T (ft_backend netft; required "
                   "there: no default, so that nothing is sent to a guessed address)",
@@ -184,8 +188,14 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
                   range=(1e-6, 1e12), read_only=True),
         ParamSpec("counts_per_torque", 1.0e6, "Net F/T counts per N m (the sensor's calibration)", range=(1e-6, 1e12),
                   read_only=True),
-        ParamSpec("ft_topic", "/force_torque_sensor_broadcaster/wrench", "raw readings in ft_sensor.frame "
-                  "(geometry_msgs/WrenchStamped; ft_backend topic)", read_only=True),
+        ParamSpec("ft_topic", "/force_torque_sensor_broadcaster/wrench", "raw readings (geometry_msgs/WrenchStamped; "
+                  "ft_backend topic), in their header's frame (a link of the URDF)", read_only=True),
+        ParamSpec("ft_broadcaster", "force_torque_sensor_broadcaster", "name of the ros2_controllers "
+                  "force_torque_sensor_broadcaster (ft_backend ft_broadcaster): its readings come on "
+                  "/<name>/wrench, in the frame of its frame_id parameter", read_only=True),
+        ParamSpec("ft_frame_aliases", [], "FRAME=LINK: a wrench header's frame that is not a link of the URDF, "
+                  "and the link it is (ft_backend ur_builtin has tool0_controller=tool0: right when the teach "
+                  "pendant's TCP offset is zero)", type="string_array", read_only=True),
         ParamSpec("ft_rate", 1000.0, "rate of the F/T readings (the Net F/T's RDT output rate, or the topic's), Hz: "
                   "the low-pass filter's sample rate and, for the Net F/T, the clock its records are dated by",
                   range=(1.0, 20000.0), read_only=True),

@@ -37,6 +37,14 @@ from robot_grinding_sim.ros import conversions as cv
 
 FloatArray = NDArray[np.float64]
 
+#: history depth of the package's publishers of 1 kHz streams (joint_states, contact/wrench,
+#: contact/model, ft_sensor/wrench, grinding/progress, the driver's wrenches): one second of samples.
+#: Fast DDS's shared-memory transport hands readers the writer's own buffers, so the writer's depth
+#: is a subscriber's slack: at 50 (50 ms) a recorder descheduled on a loaded machine lost 23-232 of
+#: 600,000 samples in 10 min (bench/bench_recorder.py); it costs memory only (a reliable KEEP_LAST
+#: writer never blocks)
+STREAM_DEPTH = 1000
+
 _U32 = struct.Struct("<I")
 _STAMP = struct.Struct("<iI")
 LITTLE_ENDIAN_CDR = (b"\x00\x01", b"\x00\x03")  # CDR_LE, PL_CDR_LE encapsulation ids

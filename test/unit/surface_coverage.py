@@ -266,8 +266,9 @@ def _dense(points: np.ndarray, step: float) -> np.ndarray:
 
 
 def measure(shape: Any, faces: list[int], polylines: list[np.ndarray], stepover: float, margin: float,
-            n: int = 220) -> Coverage:
-    """Coverage and stepover of pass polylines (list of (N, 3) m) on faces ``faces`` of ``shape``."""
+            n: int = 220, approach: Any = (0.0, 0.0, 1.0)) -> Coverage:
+    """Coverage and stepover of pass polylines (list of (N, 3) m) on faces ``faces`` of ``shape``: of
+    the part of the faces whose outward normal faces ``approach`` (n . approach >= 0; default up)."""
     occ_faces = _faces(shape)
     sel = [occ_faces[i] for i in faces]
     shared = [e for i, f in enumerate(sel) for e in (edge_cast(x) for x in explore(f, "EDGE"))
@@ -278,7 +279,7 @@ def measure(shape: Any, faces: list[int], polylines: list[np.ndarray], stepover:
     nrm = np.vstack([s[1] for s in samples])
     w = np.concatenate([s[2] for s in samples])
     bdist = cKDTree(np.vstack(bnd)).query(pts)[0] if bnd else np.full(len(pts), np.inf)
-    valid = (nrm[:, 2] >= 0.0) & (bdist > margin)
+    valid = (nrm @ np.asarray(approach, dtype=float) >= 0.0) & (bdist > margin)
     dense = [_dense(np.asarray(p, float), stepover / 20) for p in polylines if len(p) >= 2]
     if dense:
         d = cKDTree(np.vstack(dense)).query(pts[valid])[0]

@@ -71,7 +71,8 @@ def test_every_parameter_has_a_description_and_physical_ones_a_unit() -> None:
         assert len(s.description) > 15, s.name
         if s.param_type == "double" and s.name not in {"contact.cr", "contact.exponent", "contact.force_ratio",
                                                         "servo.damping_ratio", "optimise.tolerance",
-                                                        "optimise.goal", "execution.move_velocity_scale"}:
+                                                        "optimise.goal", "execution.move_velocity_scale",
+                                                        "removal.depth_band", "removal.stepover_ripple"}:
             assert "," in s.description, f"{s.name}: no unit in {s.description!r}"
 
 

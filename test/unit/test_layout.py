@@ -31,7 +31,7 @@ FOREIGN_PRIVATE: dict[tuple[str, str], str] = {
 }
 #: top-level modules core must not import (besides the suffix rules in _is_ros)
 ROS_MODULES = {"rclpy", "launch", "launch_ros", "launch_testing", "ament_index_python", "rosbag2_py"}
-DOMAINS = ("robot", "contact", "geometry", "planning", "sim", "execution", "job", "calibration", "record")
+DOMAINS = ("robot", "contact", "geometry", "planning", "sim", "execution", "job", "calibration", "record", "study")
 FILES = sorted(p for p in PKG.rglob("*.py") if "__pycache__" not in p.parts)
 
 
@@ -179,7 +179,7 @@ def test_long_modules_have_a_reason() -> None:
 
 
 #: core's domains, lowest first: a domain imports only the ones before it (and core's own modules)
-DOMAIN_ORDER = ("robot", "geometry", "contact", "planning", "record", "sim", "execution", "job", "calibration")
+DOMAIN_ORDER = ("robot", "geometry", "contact", "planning", "record", "sim", "execution", "job", "calibration", "study")
 #: core modules above every domain (they import what they compile or run); the rest of core's own
 #: modules (config, errors, parameters, ...) are below every domain
 CORE_TOP = {"warmup"}
@@ -304,3 +304,61 @@ def test_the_graph_checks_find_a_cycle_and_an_upward_import() -> None:
     assert any("core.robot.x -> robot_grinding_sim.core.job.run" in b for b in bad)
     assert any("bringup -> robot_grinding_sim.ros.environment" in b for b in bad)
     assert len(bad) == 2, bad
+
+
+def _top_level_names(tree: ast.Module) -> set[str]:
+    """Names a module binds at its top level (in if/try blocks too): defs, classes, assignments, imports."""
+    names: set[str] = set()
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                    names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names.update((a.asname or a.name).split(".")[0] for a in node.names)
+            elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
+                for block in ("body", "orelse", "finalbody"):
+                    visit(getattr(node, block, []))
+                for handler in getattr(node, "handlers", []):
+                    visit(handler.body)
+    visit(tree.body)
+    return names
+
+
+def _missing_imports(sources: dict[str, str], importers: dict[str, str] | None = None) -> list[str]:
+    """``from <module of the package> import name`` (at the top or in a function) where the module
+    binds no such name and has no such submodule: ``sources`` maps a path relative to the package to
+    its text; ``importers`` (tests, benchmarks: path -> text) are checked as importers only."""
+    trees = {rel: ast.parse(src, filename=rel) for rel, src in sources.items()}
+    modules = {_module_name(rel): rel for rel in trees}
+    bound = {_module_name(rel): _top_level_names(tree) for rel, tree in trees.items()}
+    bad = []
+    others = {rel: ast.parse(src, filename=rel) for rel, src in (importers or {}).items()}
+    for rel, tree in {**trees, **others}.items():
+        for line, module, name, _ in _imported(tree, rel):
+            if name is None or name == "*" or module not in modules:
+                continue
+            if name not in bound[module] and f"{module}.{name}" not in modules:
+                bad.append(f"{rel}:{line}: {module} has no {name}")
+    return bad
+
+
+def test_every_import_of_the_package_names_something_it_has() -> None:
+    """A name moved to another module must not leave an import behind, least of all one in a function
+    that only the slow tests reach (core/job/replay.py imported coupled_step from core.job.run after
+    the split)."""
+    root = PKG.parent
+    others = {p.relative_to(root).as_posix(): p.read_text() for d in ("test", "bench")
+              for p in sorted((root / d).rglob("*.py"))}
+    bad = _missing_imports({_rel(p): p.read_text() for p in FILES}, others)
+    assert not bad, "\n".join(bad)
+
+
+def test_the_import_check_finds_a_moved_name() -> None:
+    sources = {"core/a.py": "def here():\n    pass\n",
+               "core/b.py": "def f():\n    from robot_grinding_sim.core.a import gone\n    return gone\n",
+               "core/c.py": "from robot_grinding_sim.core.a import here\n"}
+    assert _missing_imports(sources) == ["core/b.py:2: robot_grinding_sim.core.a has no gone"]

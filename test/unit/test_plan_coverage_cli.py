@@ -34,7 +34,7 @@ def test_plan_prints_and_writes_the_coverage(tmp_path: Path, wrapped_step: Path)
     line = next(x for x in out.stdout.splitlines() if x.startswith("coverage"))
     assert "uncovered" in line and "worst gap" in line
     data = json.loads((tmp_path / "plan.json").read_text())
-    assert data["version"] == 2 and data["minor"] == 2
+    assert data["version"] == 2 and data["minor"] == 3
     assert data["parameters"]["passes"]["generator"] == "geodesic"  # the default of grinding plan
     cov = data["coverage"]
     assert f"{cov['coverage'] * 100:.2f} %" in line

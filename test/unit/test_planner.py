@@ -369,9 +369,10 @@ def test_mesh_part_plans_with_a_warning(tmp_path) -> None:
         warnings.simplefilter("always")
         res = planner.plan(str(path), None, PassParameters(stepover=0.01, spacing=0.005), unit="m")
     assert any("approximate" in str(w.message) for w in caught)
-    # the default generator (geodesic) needs CAD faces: raster on a mesh, said in a warning
-    assert any("raster passes (plane slicing) instead" in str(w.message) for w in caught)
-    assert res.pass_params.generator == "raster"
+    # the mesh is split into its faces (the plate's six sides); the default is the top, planned by
+    # the default generator (geodesic, on the mesh) with its coverage figures
+    assert len(res.faces) == 1 and res.pass_params.generator == "geodesic"
+    assert res.coverage is not None and res.coverage.coverage >= 0.98
     pts = np.vstack([p.points for p in res.passes])
     np.testing.assert_allclose(pts[:, 2], 0.01, atol=1e-9)
     assert np.abs(pts[:, 0]).max() <= 0.1 - 0.005 + 1e-9

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -85,6 +86,46 @@ def transform_wrench(wrench_C: npt.ArrayLike, X_SC: npt.ArrayLike) -> FloatArray
     out[:3] = F
     out[3:] = R @ w[3:] + cross3(p, F)
     return out
+
+
+def wrench_between_links(model: Any, q: npt.ArrayLike | None, wrench: npt.ArrayLike, frame: str,
+                         to: str) -> FloatArray:
+    """A wrench given in link ``frame`` (torque about its origin) moved to link ``to`` of the robot.
+
+    The frames' relative pose comes from the robot's kinematics at ``q``; two links of one rigid body
+    need no q (their pose is fixed), a link of another body does. The root link and ``world``/``""``
+    (taken to coincide with the root) are frames too.
+
+    Args:
+        model: the RobotModel (``fk``, ``link_names``, ``chain.link_body``, ``root_link``).
+        q: (n,) joint positions, rad, or None when none is known yet.
+        wrench: (6,) [F, T] in ``frame``, N and N m.
+
+    Returns:
+        (6,) [F, T] in ``to``, torque about its origin.
+
+    Raises:
+        InputError: ``frame`` is not a link of the robot, or it moves relative to ``to`` and q is None.
+    """
+    w = _vec(wrench, 6, "wrench")
+    root = model.root_link
+    frame = root if frame in ("", "world") else frame
+    if frame == to:
+        return w.copy()
+    for name in (frame, to):
+        if name not in model.link_names:
+            raise InputError(f"frame '{name}' is not a link of {model.source} (links: {', '.join(model.link_names)})")
+    body = model.chain.link_body
+    rigid = body[frame] == body[to]
+    if q is None and not rigid:
+        raise InputError(f"a wrench in '{frame}' moves with the arm relative to '{to}': no joint state yet to "
+                         "transform it with")
+    qq = np.zeros(model.nq) if q is None else np.asarray(q, dtype=np.float64)
+    X_WS, X_WC = model.fk(qq, to), model.fk(qq, frame)
+    X_SC = np.eye(4)
+    X_SC[:3, :3] = X_WS[:3, :3].T @ X_WC[:3, :3]
+    X_SC[:3, 3] = X_WS[:3, :3].T @ (X_WC[:3, 3] - X_WS[:3, 3])
+    return transform_wrench(w, X_SC)
 
 
 @dataclass(frozen=True)

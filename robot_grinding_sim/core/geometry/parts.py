@@ -105,7 +105,7 @@ DEFAULT_PART = "curved_panel"
 
 
 def _search_dirs() -> list[Path]:
-    dirs = [Path(__file__).resolve().parents[2] / "parts"]  # source tree / editable install
+    dirs = [Path(__file__).resolve().parents[3] / "parts"]  # source tree / editable install: <repo>/parts
     prefixes = [sys.prefix, *os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep)]
     dirs += [Path(p) / "share" / "robot_grinding_sim" / "parts" for p in prefixes if p]
     return dirs

@@ -83,7 +83,7 @@ def optimise_offsets(setup: JobSetup, on_step: Callable[[float], None] | None = 
             traj = episode_trajectory(model, g, cell.process, tried[-1], setup.penetration, q_seed)
             run = simulate_trajectory(setup, traj, on_step)
             sim_time += run.simulated_s
-            (res,) = pass_statistics(run.record, traj.pass_windows())
+            (res,) = pass_statistics(run.record, traj.pass_windows(cell.process.lead_in))
             got.append(res.mean)
             if on_iteration:
                 on_iteration(g.index, len(got), tried[-1], res.mean)

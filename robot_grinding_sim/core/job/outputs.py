@@ -112,7 +112,8 @@ def write_bag(path: Path, result: Any, w_tcp: np.ndarray, w_ft: np.ndarray) -> d
             bag.write_many(["/joint_states", "/dynamics_node/tool_pose"], ns[s:e], [
                 joint_state.pack(ns[s:e], np.hstack([rec["q"][s:e], rec["qd"][s:e], rec["tau"][s:e]])),
                 tool_pose.pack(ns[s:e], np.hstack([tcp[:, :3, 3], quats]))])
-        contact, sensor = cdr_batch.wrench_stamped("tcp"), cdr_batch.wrench_stamped("ft_sensor")
+        cell = result.setup.cell
+        contact, sensor = cdr_batch.wrench_stamped(cell.tool.tcp_link), cdr_batch.wrench_stamped(cell.ft_sensor.frame)
         ns = stamps_ns(rec["t"])
         for s in range(0, len(ns), BLOCK):
             e = min(len(ns), s + BLOCK)
@@ -170,8 +171,9 @@ def plot_forces(path: Path, result: Any, w_ft: np.ndarray) -> None:
     plt.close(fig)
 
 
-def write_outputs(out: Path, result: Any, summary: dict[str, Any]) -> dict[str, str]:
-    """bag/, force.png, summary.json and plan.json into ``out`` (atomically: temp dir, then rename)."""
+def write_outputs(out: Path, result: Any, summary: dict[str, Any], bag: bool = True) -> dict[str, str]:
+    """bag/ (unless not ``bag``: a study keeps the figures, not the 1 kHz streams), force.png,
+    summary.json and plan.json into ``out`` (atomically: temp dir, then rename)."""
     from robot_grinding_sim.core.outfiles import staged_dir
     from robot_grinding_sim.core.planning.plan_io import plan_to_dict
 
@@ -179,20 +181,23 @@ def write_outputs(out: Path, result: Any, summary: dict[str, Any]) -> dict[str, 
     check_out_dir(out)
     with staged_dir(out, "--out") as tmp:
         w_tcp, w_ft = ft_readings(result)
-        counts = write_bag(tmp / "bag", result, w_tcp, w_ft)
+        counts = write_bag(tmp / "bag", result, w_tcp, w_ft) if bag else None
         del w_tcp  # the peak memory of the job is in its outputs
         plot_forces(tmp / "force.png", result, w_ft)
         (tmp / "plan.json").write_text(json.dumps(plan_to_dict(result.plan()), separators=(",", ":"),
                                                   allow_nan=False))
-        outputs = {"bag": str(out / "bag"), "plot": str(out / "force.png"), "summary": str(out / "summary.json"),
+        outputs = {"plot": str(out / "force.png"), "summary": str(out / "summary.json"),
                    "plan": str(out / "plan.json")}
+        if bag:
+            outputs = {"bag": str(out / "bag"), **outputs}
         if result.removal is not None:
             from robot_grinding_sim.core.job.removal import plot_removal
 
-            plot_removal(tmp / "removal.png", result.removal[0], result.setup)
+            plot_removal(tmp / "removal.png", result.removal[0], result.setup, result.removal_figures)
             outputs["removal_plot"] = str(out / "removal.png")
         summary["outputs"] = outputs
-        summary["bag_counts"] = counts
+        if counts is not None:
+            summary["bag_counts"] = counts
         summary["ft_mean_force_norm_on_passes_n"] = [
             float(np.linalg.norm(w_ft[(result.record["t"] >= p.t0) & (result.record["t"] <= p.t1), :3], axis=1).mean())
             if p.samples else None for p in result.passes]

@@ -40,6 +40,7 @@ def plan_job(cell: CellConfig, optimise: bool | None = None, max_passes: int | N
     from robot_grinding_sim.core.job.run import run_job
     from robot_grinding_sim.core.job.setup import JobConfig, setup_job
     from robot_grinding_sim.core.planning import planner
+    from robot_grinding_sim.core.planning.collision_check import tool_link_names
     from robot_grinding_sim.core.planning.trajectory import build_job_trajectory, reachability
 
     opt = cell.optimise.enabled if optimise is None else optimise  # a JobConfig with a plan file defaults off
@@ -50,14 +51,30 @@ def plan_job(cell: CellConfig, optimise: bool | None = None, max_passes: int | N
     else:
         result = setup.plan
         offsets = [0.0] * len(setup.paths.passes)
-        result.trajectory = build_job_trajectory(setup.model, setup.paths, cell.process, offsets,
+        result.trajectory = build_job_trajectory(setup.model, setup.paths, setup.cell.process, offsets,
                                                  setup.penetration, setup.q_home)
-        result.offsets, result.cell = offsets, cell.values()
+        result.offsets, result.cell = offsets, setup.cell.values()  # the depth plan's, if any
         result.reachability = reachability(setup.model, result.trajectory)
+    planner.arm_reaches_every_waypoint(result)
     if check_collisions:
         # the trajectory written (with the optimised offsets, if any) is the one checked
+        from robot_grinding_sim.core.planning.links import search_links
+        from robot_grinding_sim.core.planning.trajectory import job_paths
+
         if mesh is None:
             mesh = result.mesh if result.mesh is not None else setup.part.tessellate(deflection=2e-4)
-        result.collision = planner.check_trajectory_collisions(setup.model, result.trajectory, mesh,
-                                                               result.workpiece_pose)
+        contact, links = tool_link_names(cell.tool)
+        offsets = list(result.offsets)
+
+        def rebuild() -> Any:  # the same passes and offsets, the links made again (the pass forces stand)
+            return build_job_trajectory(setup.model, job_paths(result), cell.process, offsets, setup.penetration,
+                                        setup.q_home)
+
+        if on_stage:
+            on_stage("collision check")
+        result.collision = search_links(result, setup.model, mesh,
+                                        planner.remake_links(result, planner.clearance_of(setup.part)), rebuild,
+                                        on_stage=on_stage, contact_links=contact, tool_links=links)
+        if "links_over_the_part" in result.collision:
+            result.reachability = reachability(setup.model, result.trajectory)
     return result

@@ -30,7 +30,7 @@ GRID_MARGIN = 0.004
 def job_grid(setup: Any) -> RemovalGrid:
     """The removal grid of a job: over the passes' region of their face, in ``base_link``."""
     cfg = setup.cell.removal
-    kw = {"preston_coefficient": cfg.preston_coefficient, "pressure": cfg.pressure}
+    kw = {"preston_coefficient": cfg.kp, "pressure": cfg.pressure}
     passes = setup.plan.passes
     tool = getattr(setup, "tool", None)
     margin = GRID_MARGIN  # a tool with a patch: its footprint beyond the passes
@@ -157,12 +157,144 @@ def accumulate_state(grid: RemovalGrid, model: Any, tcp: str, spindle_speed: flo
     return grid.accumulate(point, normal, force, radius, X_tcp[:3, 3], spindle_speed * X_tcp[:3, 2], v_centre, dt)
 
 
-def removal_summary(grid: RemovalGrid, per_pass: list[dict[str, Any]], cfg: Any) -> dict[str, Any]:
-    """summary.json's ``removal``."""
+def removal_summary(grid: RemovalGrid, per_pass: list[dict[str, Any]], cfg: Any,
+                    figures: dict[str, Any] | None = None) -> dict[str, Any]:
+    """summary.json's ``removal`` (with ``uniformity``: :func:`depth_figures`' when a depth was planned)."""
+    from robot_grinding_sim.core.planning.depth import public
+
     inside = grid.inside
-    return {"model": "preston", "preston_coefficient_m2_per_n": cfg.preston_coefficient, "pressure": cfg.pressure,
-            "grid_spacing_m": cfg.grid_spacing, "nodes": int(inside.sum()), "volume_m3": grid.volume(),
-            "work_n_m": grid.work, "max_depth_m": float(grid.depth[inside].max(initial=0.0)), "passes": per_pass}
+    out = {"model": "preston", "preston_coefficient_m2_per_n": cfg.kp, "material": cfg.material,
+           "pressure": cfg.pressure, "grid_spacing_m": cfg.grid_spacing, "nodes": int(inside.sum()),
+           "volume_m3": grid.volume(), "work_n_m": grid.work, "max_depth_m": float(grid.depth[inside].max(initial=0.0)),
+           "passes": per_pass}
+    if figures is not None:
+        out["uniformity"] = public(figures)
+    return out
+
+
+def pass_lines(plan: Any, X: FloatArray) -> list[Any]:
+    """The plan's passes as :class:`~robot_grinding_sim.core.planning.depth.PassLine` in the frame
+    ``X`` (4, 4) applied to the part frame (the job grid's ``base_link``)."""
+    from robot_grinding_sim.core.planning.depth import PassLine
+
+    R, t = np.asarray(X)[:3, :3], np.asarray(X)[:3, 3]
+    return [PassLine(p.index, p.row, p.points @ R.T + t, np.asarray(p.arc, dtype=float)) for p in plan.passes]
+
+
+def depth_figures(setup: Any, grid: RemovalGrid) -> dict[str, Any] | None:
+    """The uniformity figures (:func:`~robot_grinding_sim.core.planning.depth.uniformity`) of a map of
+    the job against ``removal.target_depth``; None when no depth was planned. The stepover and the
+    groove's half-width are the plan's (plan.json ``removal_plan``, else the cell's stepover and the
+    patch radius at the target force)."""
+    from robot_grinding_sim.core.planning.depth import uniformity
+
+    cell = setup.cell
+    D = cell.removal.target_depth
+    if not D > 0:
+        return None
+    rp = getattr(setup.plan, "removal_plan", None) or {}
+    stepover = float(rp.get("stepover_m", cell.passes.stepover))
+    half_width = float(rp.get("half_width_m", patch_radius(setup.tool_radius, setup.penetration)))
+    return uniformity(grid.points, grid.depth, grid.inside, pass_lines(setup.plan, setup.X_BP), D,
+                      cell.removal.depth_band, stepover, half_width, cell.process.lead_in)
+
+
+def replay_removal(setup: Any, t: FloatArray, q: FloatArray, qd: FloatArray, force_tcp: FloatArray) -> RemovalGrid:
+    """The removal map of recorded states (a graph run's bag, a cell's log) on the job's grid: at each
+    state (times ``t`` (M,) s, joint positions ``q`` and velocities ``qd`` (M, n) rad, rad/s, the
+    contact force on the tool ``force_tcp`` (M, 3) N in tcp axes, as /contact/wrench carries it) the
+    ball's contact is found anew (``setup.query`` at the tcp), its normal force is the force along
+    the part's outward normal, and Preston's law removes over the interval since the state before
+    (:func:`accumulate_state`, the code contact_solver_node runs). Where samples are missing (a
+    recorder that lost some under load: more than 1.5 x the usual interval between two states) the
+    states between are interpolated (q, qd and the force linear in time), so the lost interval's
+    removal spreads along the motion instead of piling up at the state after the gap."""
+    grid = job_grid(setup)
+    model, tcp = setup.model, setup.cell.tool.tcp_link
+    t = np.asarray(t, dtype=float)
+    q, qd, force_tcp = (np.asarray(a, dtype=float) for a in (q, qd, force_tcp))
+    if len(t) < 2:
+        return grid
+    step = np.diff(t)
+    h = float(np.median(step[step > 0])) if np.any(step > 0) else 0.0
+    gaps = np.flatnonzero(step > 1.5 * h) if h > 0 else np.zeros(0, dtype=int)
+    if len(gaps):
+        fill = [np.linspace(t[i], t[i + 1], int(round(step[i] / h)) + 1)[1:-1] for i in gaps.tolist()]
+        t_all = np.sort(np.concatenate([t, *fill]))
+
+        def at(a: FloatArray) -> FloatArray:
+            return np.column_stack([np.interp(t_all, t, a[:, j]) for j in range(a.shape[1])])
+
+        t, q, qd, force_tcp = t_all, at(q), at(qd), at(force_tcp)
+    X = model.fk(q, tcp)
+    dts = np.diff(t, prepend=t[0])
+    for i in np.flatnonzero((dts > 0) & (np.linalg.norm(force_tcp, axis=1) > 0)).tolist():
+        geom = setup.query.query(X[i])
+        if geom.gap >= 0.0:
+            continue
+        fn = float(force_tcp[i] @ (X[i, :3, :3].T @ geom.normal))
+        tool = getattr(setup, "tool", None)
+        if fn > 0.0 and tool is not None and tool.distributed:  # under the tool's own footprint
+            nodes = grid.nodes_near(geom.point, tool.footprint_radius(-geom.gap) + grid.spacing)
+            grid.accumulate_footprint(nodes, tool.penetration_at(grid.points[nodes], X[i]), geom.point, geom.normal,
+                                      fn, X[i, :3, 3], setup.cell.tool.spindle_speed * X[i, :3, 2],
+                                      model.jacobian(q[i], tcp)[:3] @ qd[i], float(dts[i]))
+        elif fn > 0.0:
+            accumulate_state(grid, model, tcp, setup.cell.tool.spindle_speed, X[i], q[i], qd[i], geom.point,
+                             geom.normal, fn, patch_radius(setup.tool_radius, -geom.gap), float(dts[i]))
+    return grid
+
+
+def predicted_map(setup: Any) -> dict[str, Any]:
+    """plan.json's ``removal_plan.predicted``: the predicted map's uniformity figures and the map
+    itself (grid shape (rows, cols), depth per node in um rounded to 1 nm, NaN-free: 0 off the face,
+    and three corners (base_link, m) of the grid: first node, end of the first row, start of the last)."""
+    from robot_grinding_sim.core.planning.depth import public
+
+    grid = predict_removal(setup)
+    figures = depth_figures(setup, grid)
+    out: dict[str, Any] = {"uniformity": public(figures) if figures is not None else None,
+                           "max_depth_m": float(grid.depth[grid.inside].max(initial=0.0)), "volume_m3": grid.volume()}
+    if grid.shape is not None:
+        rows, cols = grid.shape
+        P = grid.points.reshape(rows, cols, 3)
+        out["map"] = {"shape": [rows, cols], "corners_m": [P[0, 0].tolist(), P[0, -1].tolist(), P[-1, 0].tolist()],
+                      "depth_um": np.round(np.where(grid.inside, grid.depth, 0.0) * 1e6, 3).tolist()}
+    return out
+
+
+def predict_removal(setup: Any, step: float | None = None) -> RemovalGrid:
+    """The removal the plan predicts, on the job's grid: each pass at the cell's feed on the surface
+    and target force (the lead-in and lead-out ramping the penetration as the trajectory does,
+    :func:`~robot_grinding_sim.core.planning.trajectory.lead_lift`), the spindle about -n; Preston's
+    law step by step (``step`` m along the pass, default half the grid spacing) on the same
+    :class:`RemovalGrid` the simulated job's map uses."""
+    from robot_grinding_sim.core.planning.trajectory import lead_lift
+
+    cell = setup.cell
+    grid = job_grid(setup)
+    pr = cell.process
+    ds = step or 0.5 * cell.removal.grid_spacing
+    law = setup.law
+    R, t = setup.X_BP[:3, :3], setup.X_BP[:3, 3]
+    pen = setup.penetration
+    for p in setup.plan.passes:
+        L = float(p.arc[-1] - p.arc[0])
+        s = np.linspace(float(p.arc[0]), float(p.arc[-1]), max(2, int(math.ceil(L / ds)) + 1))
+        pts = np.column_stack([np.interp(s, p.arc, p.points[:, j]) for j in range(3)]) @ R.T + t
+        nrm = np.column_stack([np.interp(s, p.arc, p.normals[:, j]) for j in range(3)]) @ R.T
+        nrm /= np.linalg.norm(nrm, axis=1, keepdims=True)
+        tan = np.gradient(pts, s, axis=0)
+        tan /= np.maximum(np.linalg.norm(tan, axis=1, keepdims=True), 1e-12)
+        d = np.full(len(s), pen)
+        if pr.lead_in > 0:
+            d = np.maximum(pen - lead_lift(s, pr.lead_in, pen, pr.engage_gap), 0.0)
+        force = np.array([law.static_force(float(x)) if x > 0 else 0.0 for x in d])
+        radii = np.array([patch_radius(setup.tool_radius, float(x)) for x in d])
+        dt = np.full(len(s), (s[1] - s[0]) / pr.feed)
+        centres = pts + (setup.tool_radius - d)[:, None] * nrm
+        grid.accumulate_many(pts, nrm, force, radii, centres, -cell.tool.spindle_speed * nrm, pr.feed * tan, dt)
+    return grid
 
 
 def cross_section(grid: RemovalGrid, point: FloatArray, tangent: FloatArray, normal: FloatArray
@@ -179,8 +311,11 @@ def cross_section(grid: RemovalGrid, point: FloatArray, tangent: FloatArray, nor
     return s[order], grid.depth[near][order]
 
 
-def plot_removal(path: Path, grid: RemovalGrid, setup: Any) -> None:
-    """removal.png: the depth map on the face (um) and the depth profile across the middle pass."""
+def plot_removal(path: Path, grid: RemovalGrid, setup: Any, figures: dict[str, Any] | None = None) -> None:
+    """removal.png: the depth map on the face (um) and the depth profile across the middle pass.
+    With a target depth (``figures``: :func:`depth_figures`) the map is coloured against it (blue
+    shallower, red deeper, white at D; the colour range D +- 2 x the band), the region's outline drawn
+    and the nodes of the region out of the band marked; the profile shows D and its band."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -189,21 +324,37 @@ def plot_removal(path: Path, grid: RemovalGrid, setup: Any) -> None:
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
     depth_um = grid.depth * 1e6
     shown = np.where(grid.inside, depth_um, np.nan)
+    D = figures["target_depth_m"] * 1e6 if figures else None
+    band = figures["band"] if figures else 0.0
+    style = ({"cmap": "inferno"} if D is None else
+             {"cmap": "RdBu_r", "vmin": D * (1 - 2 * band), "vmax": D * (1 + 2 * band)})
     if grid.shape is not None:
         rows, cols = grid.shape
         P = grid.points.reshape(rows, cols, 3)
         su = float(np.linalg.norm(P[0, -1] - P[0, 0])) * 1e3
         sv = float(np.linalg.norm(P[-1, 0] - P[0, 0])) * 1e3
-        im = ax1.imshow(shown.reshape(rows, cols), origin="lower", extent=(0, su, 0, sv), cmap="inferno",
-                        aspect="equal")
+        im = ax1.imshow(shown.reshape(rows, cols), origin="lower", extent=(0, su, 0, sv), aspect="equal", **style)
+        if figures and figures.get("region_nodes"):
+            uu, vv = np.meshgrid(np.linspace(0, su, cols), np.linspace(0, sv, rows))
+            ax1.contour(uu, vv, figures["in_region"].reshape(rows, cols).astype(float), levels=[0.5], colors="k",
+                        linewidths=0.8)
+            bad = figures["out_of_band"].reshape(rows, cols)
+            if bad.any():
+                ax1.scatter(uu[bad], vv[bad], s=1, c="lime", marker=".", label=f"out of +-{band:.0%}")
+                ax1.legend(loc="upper right", fontsize=7)
         ax1.set_xlabel("along u, mm")
         ax1.set_ylabel("along v, mm")
     else:
-        im = ax1.scatter(grid.points[:, 0] * 1e3, grid.points[:, 1] * 1e3, c=shown, s=2, cmap="inferno")
+        im = ax1.scatter(grid.points[:, 0] * 1e3, grid.points[:, 1] * 1e3, c=shown, s=2, **style)
         ax1.set_xlabel("x (base_link), mm")
         ax1.set_ylabel("y (base_link), mm")
     fig.colorbar(im, ax=ax1, label="depth removed, um")
-    ax1.set_title("removal map (Preston)")
+    if figures and figures.get("region_nodes"):
+        ax1.set_title(f"removal map: {figures['within_band']:.1%} of the region (outlined) within +-{band:.0%} of "
+                      f"{D:g} um\nend of pass {figures.get('end_of_pass_ratio') or 0:.2f} x the pass depth",
+                      fontsize=9)
+    else:
+        ax1.set_title("removal map (Preston)")
     passes = setup.paths.passes
     g = passes[len(passes) // 2]
     m = len(g.positions) // 2
@@ -212,6 +363,10 @@ def plot_removal(path: Path, grid: RemovalGrid, setup: Any) -> None:
                               else setup.tool_radius) * g.normals[m]
     s, d = cross_section(grid, point, tangent, g.normals[m])
     ax2.plot(s * 1e3, d * 1e6, ".-", ms=3)
+    if D is not None:
+        ax2.axhline(D, color="k", lw=0.8, label=f"target {D:g} um")
+        ax2.axhspan(D * (1 - band), D * (1 + band), color="tab:green", alpha=0.15, label=f"+-{band:.0%}")
+        ax2.legend(loc="lower center", fontsize=8)
     ax2.set_xlabel(f"across pass {g.index} at its middle, mm")
     ax2.set_ylabel("depth removed, um")
     ax2.set_title("cross-section")

@@ -40,6 +40,7 @@ class JobResult:
     optimisation: Any
     total_wall_time_s: float
     removal: Any = None  # (RemovalGrid, per-pass statistics) of core.job.removal, or None
+    removal_figures: Any = None  # the map's uniformity against removal.target_depth (core.job.removal.depth_figures)
 
     @property
     def record(self) -> dict[str, FloatArray]:
@@ -120,7 +121,15 @@ class JobResult:
             "total_wall_time_s": self.total_wall_time_s,
             "timings": self.setup.timings,
             "removal": self.removal_summary(),
+            "removal_plan": self.removal_plan_summary(),
         }
+
+    def removal_plan_summary(self) -> dict[str, Any] | None:
+        """The plan's depth plan (plan.json ``removal_plan``) without its predicted map, or None."""
+        rp = getattr(self.setup.plan, "removal_plan", None)
+        if not rp:
+            return None
+        return {**rp, "predicted": {k: v for k, v in (rp.get("predicted") or {}).items() if k != "map"}}
 
     def removal_summary(self) -> dict[str, Any] | None:
         """summary.json's ``removal`` (Preston), or None when it is off."""
@@ -128,7 +137,7 @@ class JobResult:
             return None
         from robot_grinding_sim.core.job.removal import removal_summary
 
-        return removal_summary(*self.removal, self.setup.cell.removal)
+        return removal_summary(*self.removal, self.setup.cell.removal, self.removal_figures)
 
 
 def run_job(cfg: JobConfig, setup: JobSetup | None = None, on_stage: Callable[[str], None] | None = None,
@@ -186,12 +195,13 @@ def run_job(cfg: JobConfig, setup: JobSetup | None = None, on_stage: Callable[[s
     if progress:  # the total first: every report of the run (one per compiled batch) then counts for the ETA
         progress("simulating", 0.0, t_end)
     run = simulate_trajectory(setup, traj, on_step)
-    stats = pass_statistics(run.record, traj.pass_windows())
-    removal = None
+    stats = pass_statistics(run.record, traj.pass_windows(cell.process.lead_in))
+    removal = figures = None
     if cell.removal.enabled:
-        from robot_grinding_sim.core.job.removal import job_removal
+        from robot_grinding_sim.core.job.removal import depth_figures, job_removal
 
         if on_stage:
             on_stage("removal map")
         removal = job_removal(setup, run.record, traj)
-    return JobResult(setup, run, traj, list(offsets), stats, opt, time.perf_counter() - wall0, removal)
+        figures = depth_figures(setup, removal[0])
+    return JobResult(setup, run, traj, list(offsets), stats, opt, time.perf_counter() - wall0, removal, figures)

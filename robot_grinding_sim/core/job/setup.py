@@ -16,6 +16,7 @@ a plan.json to run, or how many passes of what length to plan) and returns a :cl
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -46,6 +47,11 @@ class JobConfig:
             False for a plan.json (its offsets were optimised when it was made).
         max_passes: plan only the first N passes (None: all).
         pass_length: keep the middle ``pass_length`` m of each pass (None: whole passes).
+        workpiece_pose: with a plan.json, the part is here ('x y z roll pitch yaw' m, rad, base_link)
+            rather than where the plan put it (its passes move with it, its joint trajectory does
+            not: the part's placement error under a fixed path). None: the plan's pose. Given
+            explicitly (``--workpiece-pose``, ``--set workpiece.pose``), never from a parameter file:
+            a cell.yaml's ``workpiece.pose`` does not move the part of a plan.
     """
 
     cell: CellConfig = field(default_factory=CellConfig)
@@ -53,6 +59,7 @@ class JobConfig:
     optimise: bool | None = None
     max_passes: int | None = None
     pass_length: float | None = None
+    workpiece_pose: tuple[float, ...] | None = None
 
     def validate(self) -> JobConfig:
         self.cell.validate()
@@ -111,18 +118,120 @@ class JobSetup:
         return self.plan_trajectory, offsets
 
 
-def load_robot_model(description_file: str, tcp_link: str) -> Any:
-    """The RobotModel of a URDF (empty: the package's default robot) with tip link ``tcp_link``."""
+def load_robot_model(description_file: str, tcp_link: str, package_dirs: Any = ()) -> Any:
+    """The RobotModel of a URDF (empty: the package's default robot) with tip link ``tcp_link``;
+    ``package_dirs``: ``robot.package_dirs`` (NAME=PATH entries or directories) for ``package://`` URIs.
+
+    Raises:
+        ParameterError: naming ``tool.tcp_link`` (not a link of the URDF) or ``robot.description_file``
+            (missing, malformed, a moving body without inertia), saying what to add.
+    """
+    from robot_grinding_sim.core.errors import ModelError
+    from robot_grinding_sim.core.parameters import ParameterError
     from robot_grinding_sim.core.resources import default_urdf, resolve_package_uri
     from robot_grinding_sim.core.robot.dynamics import RobotModel
 
     urdf = str(default_urdf()) if description_file in ("", "default") else resolve_package_uri(description_file)
     try:
-        return RobotModel.from_urdf(urdf, tip_link=tcp_link)
+        return RobotModel.from_urdf(urdf, tip_link=tcp_link, package_dirs=list(package_dirs))
+    except ModelError as exc:
+        text = str(exc)
+        if f"tip link {tcp_link!r} is not a link" in text:
+            raise ParameterError("tool.tcp_link", f"{tcp_link!r} is not a link of {urdf}: add the tool centre point "
+                                 "(a link fixed to the tool at its centre, z out of the tool) to the URDF, or name "
+                                 f"one of its links ({', '.join(_links_of(text))})") from None
+        if "has no <inertial>" in text:
+            raise ParameterError("robot.description_file", f"{text.removeprefix('URDF ')}: add an <inertial> "
+                                 "(mass, centre of mass, inertia) to it") from None
+        raise ParameterError("robot.description_file", text) from None
     except GrindingSimError:
         raise
     except Exception as exc:
         raise InputError(f"{urdf}: cannot load the robot ({exc})") from exc
+
+
+def _links_of(text: str) -> list[str]:
+    """The link names listed in a ModelError's '(links: [...])'."""
+    import ast
+
+    try:
+        return list(ast.literal_eval(text[text.index("(links: ") + 8:text.rindex(")")]))
+    except (ValueError, SyntaxError):
+        return []
+
+
+def check_robot_for_job(model: Any, cell: CellConfig, names: Any = None) -> None:
+    """Everything a job needs of the robot's URDF, checked before any work starts (one line each,
+    naming the parameter and saying what to add): ``robot.home`` (:func:`check_home`); every collision
+    mesh found (``robot.package_dirs``); ``tool.link`` and ``tool.links`` links of the URDF with
+    collision geometry, below ``tool.tcp_link``'s chain; ``ft_sensor.frame`` a link on the chain from
+    the root to the tcp (the sensor carries the tool).
+
+    ``names``: check only what these parameters name (a node checks the ones it declared); None: all.
+
+    Raises:
+        ParameterError: naming the parameter.
+    """
+    from robot_grinding_sim.core.parameters import ParameterError
+
+    def wanted(name: str) -> bool:
+        return names is None or name in names
+
+    urdf = model.source
+    if wanted("robot.home"):
+        check_home(model, cell.robot.home)
+    for g in model.collision_geometry:
+        if g.kind == "mesh" and g.mesh_path is None:
+            uri = str(g.params.get("filename"))
+            pkg = uri[len("package://"):].split("/", 1)[0] if uri.startswith("package://") else ""
+            how = (f"give the directory of package '{pkg}' (--package-dir {pkg}=PATH)" if pkg else
+                   "give the directory it is relative to (--package-dir PATH)")
+            raise ParameterError("robot.package_dirs", f"collision mesh '{uri}' of link '{g.link}' in {urdf} is "
+                                 f"not found: {how}")
+    has_geometry = {g.link for g in model.collision_geometry}
+    chain_links = _chain_links(model)
+    for key, links in (("tool.link", (cell.tool.link,)), ("tool.links", tuple(cell.tool.links))):
+        if not wanted(key):
+            continue
+        for name in links:
+            if name not in model.link_names:
+                raise ParameterError(key, f"{name!r} is not a link of {urdf} (links: {', '.join(model.link_names)})")
+            if name not in has_geometry:
+                what = ("the tool's shape (a <sphere> centred on the tool centre point "
+                        f"'{cell.tool.tcp_link}', a <cylinder> or a <box>: docs/contact.md, tool shapes)"
+                        if key == "tool.link" else "its shape")
+                raise ParameterError(key, f"link {name!r} of {urdf} has no <collision> geometry: add {what} to it, "
+                                     "or name the link that has it")
+            if model.chain.link_body[name] != model.chain.link_body[model.tip_link]:
+                raise ParameterError(key, f"link {name!r} of {urdf} does not move with the tool centre point "
+                                     f"'{model.tip_link}' (tool.tcp_link): name a link of the tool")
+    frame = cell.ft_sensor.frame
+    if not wanted("ft_sensor.frame"):
+        return
+    if frame not in model.link_names:
+        raise ParameterError("ft_sensor.frame", f"{frame!r} is not a link of {urdf}: add a link at the F/T sensor's "
+                             f"measuring face between the flange and '{model.tip_link}', or name one of its links "
+                             f"({', '.join(chain_links)})")
+    if frame not in chain_links:
+        raise ParameterError("ft_sensor.frame", f"link {frame!r} of {urdf} is not on the chain from "
+                             f"'{model.root_link}' to the tool centre point '{model.tip_link}' (the sensor carries "
+                             f"the tool): name one of {', '.join(chain_links)}")
+
+
+def _chain_links(model: Any) -> list[str]:
+    """The links on the path from the root to the tip link, root first (URDF parent links)."""
+    from lxml import etree
+
+    try:
+        root = etree.parse(str(model.source)).getroot()
+    except (OSError, etree.XMLSyntaxError):
+        return list(model.link_names)
+    parent = {j.find("child").get("link"): j.find("parent").get("link") for j in root.findall("joint")
+              if j.find("child") is not None and j.find("parent") is not None}
+    out = [model.tip_link]
+    while out[-1] in parent:
+        out.append(parent[out[-1]])
+    return out[::-1]
 
 
 def check_home(model: Any, home: Any) -> FloatArray:
@@ -179,9 +288,10 @@ def contact_query(scene: Any, tool: Tool, cell: CellConfig, penetration: float) 
 
 
 def cell_robot_model(cell: CellConfig) -> Any:
-    """The cell's robot (:func:`load_robot_model`) with its ``robot.home`` checked (:func:`check_home`)."""
-    model = load_robot_model(cell.robot.description_file, cell.tool.tcp_link)
-    check_home(model, cell.robot.home)
+    """The cell's robot (:func:`load_robot_model`) with what a job needs of it checked
+    (:func:`check_robot_for_job`: ``robot.home``, meshes, tool links, the F/T frame)."""
+    model = load_robot_model(cell.robot.description_file, cell.tool.tcp_link, cell.robot.package_dirs)
+    check_robot_for_job(model, cell)
     return model
 
 
@@ -220,6 +330,17 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
         given = check_plan(plan_data, model, cfg.plan_file)
     tool = job_tool(model, cell)
     radius = tool.radius
+    depth_plan = None
+    if plan_data is None and cell.removal.target_depth > 0:  # plan for the depth: the cell's force, feed, stepover
+        if tool.distributed:
+            raise InputError(f"removal.target_depth: the depth plan is made for a ball (its footprint); the "
+                             f"{tool.shape} tool ({cell.tool.link!r}) grinds at process.target_force: set it to 0")
+        cell, depth_plan = depth_cell(cell, radius)
+        cfg = dataclasses.replace(cfg, cell=cell)
+        if given is not None and not math.isclose(given.pass_params.stepover, cell.passes.stepover, rel_tol=1e-9):
+            raise InputError(f"the passes given were planned {given.pass_params.stepover:g} m apart; the depth plan "
+                             f"for removal.target_depth {cell.removal.target_depth:g} m needs "
+                             f"{cell.passes.stepover:g} m (plan them with depth_cell's cell)")
     law = make_contact_law(cell.contact)
     penetration = tool.static_penetration(law, cell.process.target_force, cell.contact.stiffness)
     if penetration >= radius:
@@ -233,6 +354,11 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
         if plan.tool.shape != tool.shape:
             raise InputError(f"{what}: planned for a {plan.tool.shape} tool, the robot's ({model.source}, "
                              f"tool.link {cell.tool.link!r}) is a {tool.shape}")
+        if cfg.workpiece_pose is not None:
+            plan.workpiece_pose = planner.pose_matrix(cfg.workpiece_pose)
+        # one answer to where the part is: the cell says what the plan (moved or not) says
+        cell = cell.replace(**{"workpiece.pose": planner.pose_vector(plan.workpiece_pose)})
+        cfg = dataclasses.replace(cfg, cell=cell)
         if plan.tool.radius != radius:
             raise InputError(f"{what}: planned for a tool of radius {plan.tool.radius} m, the robot's "
                              f"({model.source}) has {radius} m")
@@ -248,7 +374,7 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
             on_stage("planning passes")
         plan = planner.plan(part, faces, cell.passes.validate(), planner.tool_parameters(cell, tool),
                             robot=None, workpiece_pose=np.asarray(wp.pose, dtype=float),
-                            link_clearance_check=True)
+                            link_clearance_check=True, on_stage=on_stage)
         if cfg.max_passes is not None or cfg.pass_length is not None:
             plan = planner.crop_plan(plan, part, cfg.max_passes, cfg.pass_length)
         source = str(getattr(part, "source", wp.part))
@@ -259,6 +385,50 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
     closed = {"auto": None, "true": True, "false": False}[wp.closed]
     scene, exact = workpiece_scene(part, plan.faces, plan.workpiece_pose, radius, wp.deflection, closed)
     tm["scene_s"] = time.perf_counter() - t0 - tm["load_and_plan_s"]
-    return JobSetup(cfg, model, part, plan, list(plan.faces), plan.workpiece_pose, scene, exact,
-                    contact_query(scene, tool, cell, penetration), law, paths, penetration, radius, source,
-                    plan_data, tm, plan.trajectory if plan_data is not None else None, tool)
+    if depth_plan is not None:
+        plan.removal_plan = removal_plan_entry(depth_plan, plan, cell)
+    setup = JobSetup(cfg, model, part, plan, list(plan.faces), plan.workpiece_pose, scene, exact,
+                     contact_query(scene, tool, cell, penetration), law, paths, penetration, radius, source,
+                     plan_data, tm, plan.trajectory if plan_data is not None else None, tool)
+    if depth_plan is not None and cell.removal.enabled:
+        from robot_grinding_sim.core.job.removal import predicted_map
+
+        if on_stage:
+            on_stage("predicting the removal")
+        plan.removal_plan["predicted"] = predicted_map(setup)
+    return setup
+
+
+#: time a pass takes besides its length at the feed (approach, retreat, link), s: the cycle time estimate
+PASS_OVERHEAD = 2.5
+
+
+def removal_plan_entry(depth_plan: Any, plan: Any, cell: CellConfig) -> dict[str, Any]:
+    """plan.json's ``removal_plan`` (without the prediction) of a depth plan and the passes planned
+    for it: the plan's figures, the cycle time estimate (named as the limit when over
+    ``removal.cycle_time_max``), the passes' length and number."""
+    from robot_grinding_sim.core.planning.depth import check_cycle_time
+
+    lengths = float(sum(p.arc[-1] - p.arc[0] for p in plan.passes))
+    limit = cell.removal.cycle_time_max if cell.removal.cycle_time_max > 0 else math.inf
+    t_cycle = check_cycle_time(depth_plan, lengths, len(plan.passes), PASS_OVERHEAD, limit)
+    return {**depth_plan.as_dict(), "cycle_time_s": t_cycle, "pass_length_m": lengths, "passes": len(plan.passes)}
+
+
+def depth_cell(cell: CellConfig, radius: float) -> tuple[CellConfig, Any]:
+    """The cell for a removal depth (``removal.target_depth``): the depth plan
+    (:func:`~robot_grinding_sim.core.planning.depth.plan_depth`, the ball of ``radius`` m) sets the
+    stepover (the layers' passes interleaved: n layers s apart shifted by s/n are the passes s/n
+    apart), the feed (on the surface), the force and the lead-in; (new cell, the DepthPlan)."""
+    from robot_grinding_sim.core.contact import registry
+    from robot_grinding_sim.core.planning.depth import BallFootprint, DepthLimits, plan_depth, tool_axis
+
+    rc, c, pr = cell.removal, cell.contact, cell.process
+    footprint = BallFootprint(radius, c.stiffness, registry.get(c.model).static_exponent(c),
+                              cell.tool.spindle_speed, rc.kp, rc.pressure, tool_axis(pr.lead, pr.tilt))
+    limits = DepthLimits(rc.force_min, rc.force_max, rc.feed_min, rc.feed_max)
+    dp = plan_depth(footprint, rc.target_depth, cell.process.target_force, limits, rc.hold_force, rc.stepover_ripple)
+    new = cell.replace(**{"passes.stepover": dp.stepover / dp.layers, "process.feed": dp.feed,
+                          "process.target_force": dp.force, "process.lead_in": dp.lead_in,
+                          "process.feed_on_surface": True})
+    return new, dp

@@ -4,9 +4,9 @@
 first robot link that touches the part. With ``margin`` > 0 it also measures where the robot comes
 nearer than the margin, by these rules:
 
-- the abrasive head (:data:`CONTACT_LINKS`) touches the part on approach, dwell, pass and retreat
+- the abrasive head (``tool.link``; :func:`tool_link_names`) touches the part on approach, dwell, pass and retreat
   moves by design: it is left out there (gouge.py keeps the ball out of the rest of the part);
-- the rest of the tool (:data:`TOOL_LINKS`: the spindle) works next to the surface on those moves
+- the rest of the tool (``tool.links``: the spindle) works next to the surface on those moves
   (on a concave or wrapped face, a few millimetres off it): it must not touch the part, but no
   margin is asked of it there;
 - every other link on every move keeps the margin; so does the whole tool on links (the moves
@@ -29,14 +29,22 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from robot_grinding_sim.core.config import ToolConfig
 from robot_grinding_sim.core.errors import PlanningError
 
 FloatArray = NDArray[np.float64]
 
-#: links of the tool whose contact with the part is intended on approach, pass and retreat
-CONTACT_LINKS = ("abrasive_head",)
-#: links of the tool (the contact links included) that may work close to the part on those moves
-TOOL_LINKS = ("spindle", "abrasive_head")
+
+def tool_link_names(tool: ToolConfig) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(contact links, tool links) of a cell's tool: ``tool.link`` touches the part by design on
+    contact moves; ``tool.links`` (with ``tool.link``) may work next to it there."""
+    links = tuple(tool.links)
+    return (tool.link,), links if tool.link in links else (*links, tool.link)
+
+
+#: the default cell's: links of the tool whose contact with the part is intended on approach, pass and
+#: retreat; links of the tool (the contact links included) that may work close to the part on those moves
+CONTACT_LINKS, TOOL_LINKS = tool_link_names(ToolConfig())
 #: the moves in which the tool works on the part
 CONTACT_MOVES = ("approach", "dwell", "pass", "retreat")
 #: on a link starting or ending nearer than the margin, the tool may come this much nearer than at its ends, m
@@ -131,8 +139,12 @@ def check_trajectory_collisions(model: Any, traj: Any, mesh: Any, X_BP: FloatArr
                     note("violation", d, n, seg, i, thr, d - thr)
                 if d <= 0.0:
                     at = where_text(seg, i - seg["start"])
-                    raise PlanningError(f"collision: robot link {n.split('#')[0]} touches the part at {at} "
+                    err = PlanningError(f"collision: robot link {n.split('#')[0]} touches the part at {at} "
                                         f"(trajectory sample {i}, t = {traj.times[i]:.3f} s)")
+                    # where, for a caller that can make the move again (links.search_links)
+                    err.where = {"move": seg["kind"], "pass_index": int(seg["pass_index"]),  # type: ignore[attr-defined]
+                                 "link": n.split("#")[0], "sample": i}
+                    raise err
                 moved[n], allowance[n] = 0.0, safety * max(d - thr, 0.0)
     for v in nearest.values():
         if v is not None:
@@ -145,4 +157,5 @@ def check_trajectory_collisions(model: Any, traj: Any, mesh: Any, X_BP: FloatArr
             "tool_nearest": nearest["tool"]}
 
 
-__all__ = ["CONTACT_LINKS", "CONTACT_MOVES", "TOOL_LINKS", "bounding_radius", "check_trajectory_collisions"]
+__all__ = ["CONTACT_LINKS", "CONTACT_MOVES", "TOOL_LINKS", "bounding_radius", "check_trajectory_collisions",
+           "tool_link_names"]

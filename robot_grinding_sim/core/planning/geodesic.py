@@ -40,12 +40,13 @@ from numpy.typing import NDArray
 
 from robot_grinding_sim.core.errors import PlanningError
 from robot_grinding_sim.core.planning import fast_marching as fm
-from robot_grinding_sim.core.planning.surface_mesh import SurfaceMesh, build_mesh
+from robot_grinding_sim.core.planning.surface_mesh import SurfaceMesh, area_above, build_mesh, build_triangle_mesh
 from robot_grinding_sim.core.planning.waypoints import Pass, Piece, exact_waypoints, flip, length, project_exact
 
 FloatArray = NDArray[np.float64]
 
-#: outward normals with n . z below this are out of reach (the tool would point up)
+#: outward normals with n . a below this (a: the approach direction) are out of reach (the tool would point
+#: against the approach)
 MIN_NORMAL_Z = -0.05
 #: waypoints keep this much more than the margin from the boundary, m (chord error of its polylines)
 MARGIN_SAFETY = 1e-5
@@ -78,11 +79,34 @@ class CoverageReport:
     uncovered: FloatArray
     unreachable_area: float = 0.0  # m^2 of the region the ball cannot touch without cutting in (gouge.py)
     tool_reach: dict[str, Any] | None = None  # the waypoints taken out for that (gouge.drop_gouging)
+    # the whole selected faces and what is left out of the region measured above (m^2): ``face_area``
+    # = ``area`` + ``unreachable_area`` (the tool cannot touch without cutting the part) +
+    # ``away_area`` (faces away from the approach) + ``margin_area`` (within the margin of the
+    # boundary); ``arm_unreachable_area``: the arm cannot reach (None: not checked, no robot)
+    face_area: float | None = None
+    away_area: float = 0.0
+    margin_area: float = 0.0
+    arm_unreachable_area: float | None = None
+
+    @property
+    def covered_area(self) -> float:
+        """m^2 of the region within the cover radius of a pass."""
+        return self.area - self.uncovered_area
+
+    @property
+    def coverage_of_face(self) -> float | None:
+        """The covered share of the whole selected faces (0..1), None when their area is not known."""
+        return None if not self.face_area else self.covered_area / self.face_area
 
     def as_dict(self) -> dict[str, Any]:
         out = {"coverage": self.coverage, "area_m2": self.area, "uncovered_area_m2": self.uncovered_area,
                "worst_gap_m": self.worst_gap, "radius_stepovers": COVER_RADIUS,
-               "unreachable_area_m2": self.unreachable_area}
+               "unreachable_area_m2": self.unreachable_area, "face_area_m2": self.face_area,
+               "coverage_of_face": self.coverage_of_face,
+               "excluded_m2": {"faces_away_from_the_approach": self.away_area,
+                               "within_the_margin": self.margin_area,
+                               "tool_cannot_touch_without_cutting_the_part": self.unreachable_area,
+                               "arm_cannot_reach": self.arm_unreachable_area}}
         return out if self.tool_reach is None else {**out, "tool_reach": self.tool_reach}
 
 
@@ -95,17 +119,27 @@ class GeodesicPasses:
     """
 
     def __init__(self, gen: Any, distance: bool = True) -> None:
-        if gen.part.is_mesh:
-            raise PlanningError("the geodesic generator works on CAD faces; use the raster generator on meshes")
         self.gen = gen
         self.p = gen.params
         s = self.p.stepover
         h = min(s / 3.0, max(self.p.spacing, s / 6.0), MAX_EDGE)
-        self.mesh: SurfaceMesh = build_mesh(gen.part, gen.indices, h, MIN_NORMAL_Z)
+        approach_of = getattr(gen, "approach_of", None) or {i: np.array([0.0, 0.0, 1.0]) for i in gen.indices}
+        self.approach_of = approach_of
+        build = build_triangle_mesh if gen.part.is_mesh else build_mesh
+        self.mesh: SurfaceMesh = build(gen.part, gen.indices, h, MIN_NORMAL_Z, approach_of)
+        # each vertex's approach direction: its face's (welded and shared vertices: one of them)
+        self.vertex_approach = np.zeros((self.mesh.n, 3))
+        T = self.mesh.triangles
+        keys = np.array(sorted(approach_of), dtype=np.int64)
+        tri_dir = np.array([approach_of[int(k)] for k in keys], dtype=float)[np.searchsorted(keys, self.mesh.face)]
+        for k in range(3):
+            self.vertex_approach[T[:, k]] = tri_dir
         self.region = self._region()
         if not self.region.any():
             raise PlanningError(f"faces {gen.indices}: no part of the faces is farther than the margin "
-                                f"{self.p.margin} m from the boundary and looks up")
+                                f"{self.p.margin} m from the boundary and faces the approach direction "
+                                f"{_fmt_dirs(approach_of)}; give another with passes.approach_direction "
+                                "(--approach-direction)")
         w = self.mesh.area[self.region]
         up = (self.mesh.normals[self.region] * w[:, None]).sum(axis=0)
         self.up = up / np.linalg.norm(up) if np.linalg.norm(up) > 0 else np.array([0.0, 0.0, 1.0])
@@ -116,9 +150,26 @@ class GeodesicPasses:
         of it the tool reaches when ``reach`` ((n,) bool, gouge.py) is set."""
         reach = getattr(self, "reach", None)
         if reach is None:
-            return mesh_coverage(self.mesh, self.region, polylines, self.p.stepover)[0]
+            return self.account(mesh_coverage(self.mesh, self.region, polylines, self.p.stepover)[0])
         report = mesh_coverage(self.mesh, self.region & reach, polylines, self.p.stepover)[0]
         report.unreachable_area = float(self.mesh.area[self.region & ~reach].sum())
+        return self.account(report)
+
+    def account(self, report: CoverageReport) -> CoverageReport:
+        """``report`` with the whole faces' area and the parts left out of its region (see
+        :class:`CoverageReport`): the faces' own area (exact on CAD faces, the triangles' on a
+        mesh), the mesh's area inside the faces facing the approach, the margin band within it."""
+        m = self.mesh
+        facing = np.einsum("ij,ij->i", np.nan_to_num(m.normals), self.vertex_approach)
+        b = self.gen.boundary.distance_below(m.points, self.p.margin + 3.0 * m.h)
+        inside = np.where(m.inside, b, -b)  # signed distance to the faces' boundary, m (> 0 inside)
+        face_area = float(sum(self.gen.part.face(i).area for i in self.gen.indices))
+        # areas where the linear interpolation of a vertex value is positive: no half-cell bias at
+        # the edges as a sum of vertex areas has
+        toward = area_above(m, np.minimum(inside, facing * self.p.stepover))
+        report.face_area = face_area
+        report.away_area = max(0.0, face_area - toward)
+        report.margin_area = max(0.0, toward - area_above(m, self.value))
         return report
 
     # -- region and distance field ----------------------------------------------------------------
@@ -133,7 +184,8 @@ class GeodesicPasses:
         m = self.mesh
         b = self.gen.boundary.distance_below(m.points, self.p.margin + 3.0 * m.h)
         signed = np.where(m.inside, b, -b) - self.p.margin
-        return np.minimum(signed, np.nan_to_num(m.normals[:, 2]) * self.p.stepover)
+        facing = np.einsum("ij,ij->i", np.nan_to_num(m.normals), self.vertex_approach)
+        return np.minimum(signed, facing * self.p.stepover)
 
     def direction(self) -> tuple[FloatArray, FloatArray]:
         """Guide direction d (3,) and the guide plane's normal ``side`` (3,), unit, part frame: the
@@ -359,7 +411,8 @@ class GeodesicPasses:
             sel = face == fi
             f = self.gen.part.face(int(fi))
             inside[sel] = f.contains(uv[sel])
-            nz[sel] = f.derivatives(uv[sel, 0], uv[sel, 1]).normals[:, 2]
+            n = f.closest(pts[sel])[1] if f.is_mesh else f.derivatives(uv[sel, 0], uv[sel, 1]).normals
+            nz[sel] = n @ self.approach_of[int(fi)]
         val = np.minimum(val, (np.nan_to_num(nz, nan=-1.0) - MIN_NORMAL_Z) * self.p.stepover)
         return np.where(inside, val, -np.inf)
 
@@ -488,10 +541,16 @@ def densify(points: FloatArray, step: float) -> FloatArray:
     return np.column_stack([np.interp(t, s, points[:, k]) for k in range(3)])
 
 
+def _fmt_dirs(approach_of: dict[int, FloatArray]) -> str:
+    """The approach directions of faces, for messages: '(0, 0, 1)' or 'face 3 (1, 0, 0), face 4 ...'."""
+    vals = {tuple(np.round(np.asarray(v, float), 3)) for v in approach_of.values()}
+    if len(vals) == 1:
+        return "(" + ", ".join(f"{x:g}" for x in next(iter(vals))) + ")"
+    return ", ".join(f"face {i} (" + ", ".join(f"{x:g}" for x in np.round(v, 3)) + ")" for i, v in approach_of.items())
+
+
 def coverage_model(gen: Any) -> GeodesicPasses | None:
-    """The mesh and region of a generator's faces, to measure any passes' coverage (None on meshes)."""
-    if gen.part.is_mesh:
-        return None
+    """The mesh and region of a generator's faces, to measure any passes' coverage (CAD or mesh faces)."""
     return GeodesicPasses(gen, distance=False)
 
 

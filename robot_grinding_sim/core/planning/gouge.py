@@ -116,7 +116,7 @@ def tool_coverage(gen: Any, passes: list[Any], prepared: Any, radius: float) -> 
     else:
         report = model.measure([p.points for p in passes])
     report.tool_reach = figures
-    return passes, model, report
+    return passes, model, model.account(report)
 
 
 __all__ = ["TOLERANCE", "clear_of_part", "drop_gouging", "reachable", "tool_coverage"]

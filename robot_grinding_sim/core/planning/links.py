@@ -143,4 +143,74 @@ def detour(a: FloatArray, b: FloatArray, q_a: FloatArray, q_b: FloatArray, out: 
                        np.repeat(np.asarray(q_b, dtype=float)[None], len(down) - 1, axis=0)])
     return positions, quats
 
-__all__ = ["bridged_path", "detour", "escape_leg", "line_points", "ik_branches"]
+#: a link that still hits the part when it goes over it is lifted this much higher each time, m
+LINK_LIFT = 0.05
+#: the most times one link is made again, over the part and higher, before the job is refused
+MAX_LINK_TRIES = 8
+
+
+def search_links(result: Any, model: Any, mesh: Any, remake: Any, rebuild: Any,
+                 tries: int = MAX_LINK_TRIES, on_stage: Any = None, contact_links: tuple[str, ...] | None = None,
+                 tool_links: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """The job's collision check (:func:`~robot_grinding_sim.core.planning.collision_check.
+    check_trajectory_collisions`) of a plan (``result``: a planner.Plan), searching a collision-free
+    way for each link between passes that hits the part: the link is made again over the part (lift
+    along "up", go over at the safe height, come down), then higher by :data:`LINK_LIFT` each time
+    it still hits, until the trajectory is clear, at most ``tries`` remakes of each link.
+    ``remake(over)`` makes the plan's moves again with the links to the passes in ``over`` ({pass
+    index: extra height, m}) over the part (None: the links cannot be made again), ``rebuild()`` the
+    job trajectory from them (stored in ``result.trajectory``); ``on_stage(line)`` hears of each remake;
+    ``contact_links`` and ``tool_links``: the cell's tool (:func:`~robot_grinding_sim.core.planning.
+    collision_check.tool_link_names`; default the package's).
+
+    Returns the collision report of the trajectory kept (``links_over_the_part``: {pass index: extra
+    height m} of the links made again). Raises PlanningError, one line naming the move, the robot
+    link and what would fix it, when a contact move (approach, dwell, pass, retreat) hits the part
+    or no link is found.
+    """
+    from robot_grinding_sim.core.errors import PlanningError
+    from robot_grinding_sim.core.planning.collision_check import (
+        CONTACT_LINKS,
+        TOOL_LINKS,
+        check_trajectory_collisions,
+    )
+
+    links = {"contact_links": contact_links or CONTACT_LINKS, "tool_links": tool_links or TOOL_LINKS}
+
+    over: dict[int, float] = {}
+    hits: dict[int, int] = {}
+    while True:  # each round remakes a link at most `tries` times: it ends
+        try:
+            report = check_trajectory_collisions(model, result.trajectory, mesh, result.workpiece_pose, **links)
+        except PlanningError as exc:
+            where = getattr(exc, "where", None)
+            if where is None:
+                raise
+            if where["move"] != "link":
+                raise PlanningError(
+                    f"{exc}: the {where['link']} reaches into the part while the tool works on pass "
+                    f"{where['pass_index']}; turn the part (workpiece.pose, --place auto), tilt the tool "
+                    "(--lead, --tilt) or give another approach direction (--approach-direction)") from None
+            k = int(where["pass_index"])
+            hits[k] = hits.get(k, 0) + 1
+            if remake is None or hits[k] > tries:
+                tried = "" if k not in over else \
+                    f" (tried over the part up to {over[k] * 1e3:.0f} mm above its safe height)"
+                raise PlanningError(
+                    f"{exc}: no collision-free link to pass {k} found{tried}; move the part (workpiece.pose, "
+                    "--place auto), raise process.clearance, or grind the passes on either side as separate "
+                    "jobs (--max-passes, --face)") from None
+            over[k] = (hits[k] - 1) * LINK_LIFT
+            if on_stage:
+                on_stage(f"the link to pass {k} hits the part ({where['link']}): made again over the part, "
+                         f"{over[k] * 1e3:.0f} mm above its safe height")
+            remake(over)
+            result.trajectory = rebuild()
+            continue
+        if over:
+            report["links_over_the_part"] = {str(k): v for k, v in sorted(over.items())}
+        return report
+
+
+__all__ = ["LINK_LIFT", "MAX_LINK_TRIES", "bridged_path", "detour", "escape_leg", "ik_branches", "line_points",
+           "search_links"]

@@ -35,9 +35,7 @@ own in the result, with the row index of the cutting plane (or iso value) it bel
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -158,6 +156,18 @@ def polyline_distance(points: FloatArray, polyline: FloatArray) -> tuple[FloatAr
     return d[np.arange(len(points)), j], interior
 
 
+def toward_robot(X_BP: FloatArray) -> FloatArray:
+    """(3,) unit: the horizontal direction (in base_link, z up) from the part's origin to the robot's
+    base, expressed in the part frame (the approach ``auto`` takes for faces all round a vertical
+    axis); the part frame's -x when the part sits over the base."""
+    d = -np.asarray(X_BP, dtype=float)[:3, 3].copy()
+    d[2] = 0.0
+    if not np.linalg.norm(d) > 1e-9:
+        d = X_BP[:3, :3] @ np.array([-1.0, 0.0, 0.0])
+    d_P = X_BP[:3, :3].T @ d
+    return d_P / np.linalg.norm(d_P)
+
+
 #: the most waypoints a plan may have (estimated from the faces' area before any pass is made: a
 #: square metre at 5 mm stepover and 2 mm spacing is 100,000)
 MAX_WAYPOINTS = 2_000_000
@@ -166,15 +176,14 @@ MAX_WAYPOINTS = 2_000_000
 class PassGenerator:
     """Generate passes on faces ``indices`` of ``part`` (a CadPart or MeshPart)."""
 
-    def __init__(self, part: Any, indices: list[int], params: PassParameters) -> None:
+    def __init__(self, part: Any, indices: list[int], params: PassParameters,
+                 toward_robot: Any = None) -> None:
+        """``toward_robot``: (3,) the horizontal direction from the part to the robot, part frame (the
+        approach of ``auto`` on faces all round a vertical axis); None: the part frame's -x."""
         self.part = part
+        self.toward_robot = np.array([-1.0, 0.0, 0.0]) if toward_robot is None else \
+            np.asarray(toward_robot, dtype=float) / np.linalg.norm(toward_robot)
         params = validate_pass_parameters(params)
-        if params.generator == "geodesic" and part.is_mesh:
-            # the geodesic generator meshes exact CAD faces; a mesh part has none: plane slicing,
-            # said where it happens (the cell's default is geodesic)
-            warnings.warn(f"{getattr(part, 'source', 'the part')}: a mesh has no CAD faces for the geodesic "
-                          "generator; raster passes (plane slicing) instead", stacklevel=2)
-            params = dataclasses.replace(params, generator="raster")
         self.params = params
         if not indices:
             raise InputError("no face selected")
@@ -197,8 +206,73 @@ class PassGenerator:
         self.boundary = _Boundary.of(part, self.indices, step)
         self.coverage: Any = None  # the geodesic generator's own coverage report (geodesic.CoverageReport)
         self.coverage_model: Any = None  # its mesh and region (geodesic.GeodesicPasses), to measure others
+        self.approach, self.approach_of = self._approach()
         # the geodesic generator takes "up" from the region it grinds (whole cylinders, spheres)
-        self.up = self._mean_normal() if params.generator != "geodesic" else np.array([0.0, 0.0, 1.0])
+        self.up = self._mean_normal() if params.generator != "geodesic" else self.approach.copy()
+
+    def _normal_samples(self, faces: list[Any], n: int = 21) -> tuple[FloatArray, FloatArray]:
+        """Outward normals (K, 3) of the faces sampled on an (u, v) grid inside their trimming, and
+        their area weights (K,), m^2 (relative)."""
+        nrm, wts = [], []
+        for f in faces:
+            if f.is_mesh:
+                fn, fw = f.normal_samples()
+                nrm.append(fn)
+                wts.append(fw)
+                continue
+            u0, u1, v0, v1 = f.uv_bounds
+            uu, vv = np.meshgrid(np.linspace(u0, u1, n), np.linspace(v0, v1, n), indexing="ij")
+            uv = np.column_stack([uu.ravel(), vv.ravel()])
+            inside = f.contains(uv)
+            if not inside.any():
+                inside[:] = True
+            s = f.derivatives(uv[inside, 0], uv[inside, 1])
+            w = np.linalg.norm(np.cross(s.du, s.dv), axis=1)
+            ok = np.isfinite(s.normals).all(axis=1) & np.isfinite(w)
+            nrm.append(s.normals[ok])
+            wts.append(w[ok])
+        return np.vstack(nrm), np.concatenate(wts)
+
+    def auto_approach(self, faces: list[Any]) -> FloatArray:
+        """The approach ``auto`` gives faces (part frame, unit): up (+z) where a tenth or more of their
+        area looks up (n . z > 0.05: today's parts, slopes, bowls); else their mean outward normal
+        where the faces look one way (its length over 0.3: a wall, a face looking sideways or down);
+        else (faces all round a vertical axis: an upright cylinder's outside) the horizontal
+        direction towards the robot, so that the side the arm is on is planned."""
+        n, w = self._normal_samples(faces)
+        total = float(w.sum())
+        if not total > 0:
+            return np.array([0.0, 0.0, 1.0])
+        if float(w[n[:, 2] > 0.05].sum()) >= 0.1 * total:
+            return np.array([0.0, 0.0, 1.0])
+        mean = (n * w[:, None]).sum(axis=0) / total
+        if float(np.linalg.norm(mean)) >= 0.3:
+            return mean / np.linalg.norm(mean)
+        d = self.toward_robot - (self.toward_robot @ np.array([0.0, 0.0, 1.0])) * np.array([0.0, 0.0, 1.0])
+        return d / np.linalg.norm(d) if np.linalg.norm(d) > 1e-9 else np.array([-1.0, 0.0, 0.0])
+
+    def _approach(self) -> tuple[FloatArray, dict[int, FloatArray]]:
+        """The job's approach direction (3,) and each selected face's (part frame, unit), from
+        ``approach_direction`` (:func:`~robot_grinding_sim.core.config.parse_approach`)."""
+        from robot_grinding_sim.core.config import parse_approach
+
+        given = parse_approach(self.params.approach_direction)
+        unknown = sorted(k for k in given if k is not None and k not in self.indices)
+        if unknown:
+            raise InputError(f"parameter 'passes.approach_direction': face {unknown[0]} is not one of the "
+                             f"selected faces {self.indices}")
+        job = given[None]
+        rest = [f for f, i in zip(self.faces, self.indices, strict=True) if given.get(i, job) is None]
+        auto = self.auto_approach(rest) if rest else None
+        job_vec = np.asarray(job, dtype=float) if job is not None else auto
+        per = {}
+        for i in self.indices:
+            v = given.get(i, job)
+            per[i] = np.asarray(v, dtype=float) if v is not None else auto
+        if job_vec is None:
+            job_vec = np.mean([per[i] for i in self.indices], axis=0)
+            job_vec = job_vec / np.linalg.norm(job_vec) if np.linalg.norm(job_vec) > 1e-9 else per[self.indices[0]]
+        return job_vec, per
 
     def _check_adjacent(self) -> None:
         shared = self.part.shared_edges(self.indices)

@@ -172,6 +172,7 @@ def check_job(model: Any, plan: Any, X_BP: FloatArray, cell: Any, margin: float
     """(None or what fails, the collision report or None) of the whole job trajectory at the pose X_BP:
     fails on a collision and where the robot comes nearer than ``margin`` under the margin's rule."""
     from robot_grinding_sim.core.planning import planner, trajectory
+    from robot_grinding_sim.core.planning.collision_check import tool_link_names
 
     trial = dataclasses.replace(plan, workpiece_pose=X_BP, trajectory=None)
     try:
@@ -180,7 +181,9 @@ def check_job(model: Any, plan: Any, X_BP: FloatArray, cell: Any, margin: float
                                                plan.tool.penetration, np.asarray(cell.robot.home, dtype=float))
         if plan.mesh is None:
             return None, None
-        report = planner.check_trajectory_collisions(model, traj, plan.mesh, X_BP, margin=margin)
+        contact, links = tool_link_names(cell.tool)
+        report = planner.check_trajectory_collisions(model, traj, plan.mesh, X_BP, contact, margin=margin,
+                                                     tool_links=links)
     except (PlanningError, GrindingSimError) as exc:
         return str(exc), None
     bad = report["margin_violation"]
@@ -257,7 +260,7 @@ def suggestion(exc: Exception, plan: Any, part: Any, faces: list[int] | None, ce
     from robot_grinding_sim.core.robot.ik import load_robot
 
     try:
-        model = load_robot(cell.robot.description_file or "default", cell.tool.tcp_link)
+        model = load_robot(cell.robot.description_file or "default", cell.tool.tcp_link, cell.robot.package_dirs)
         if plan is None:
             t = cell.tool
             tool = cell_tool(model, t.tcp_link, t.link, t.shape, t.patch_spacing, t.face_angle)

@@ -21,8 +21,9 @@ from robot_grinding_sim.core.errors import InputError
 SCHEMA = "robot_grinding_sim/plan"
 VERSION = 2
 #: additions within version 2 (optional keys a version-2 reader may ignore): 1 = coverage, placement;
-#: 2 = a straight link's "detour" over the part (taken where the arm changes configuration there)
-MINOR = 2
+#: 2 = a straight link's "detour" over the part (taken where the arm changes configuration there);
+#: 3 = "removal_plan" (the depth plan and its predicted removal map, docs/planner.md)
+MINOR = 3
 #: at most this many uncovered region points are written (for plots of the gaps)
 MAX_UNCOVERED_POINTS = 2000
 #: the longest job a plan.json may hold, s: a day (a last knot at 1e12 s is a broken file, and the
@@ -42,6 +43,17 @@ def _r(a: Any, nd: int = 12) -> Any:
     return [None if not math.isfinite(x) else x for x in arr.ravel().tolist()] if arr.ndim <= 1 else [
         _r(row, nd) for row in arr
     ]
+
+
+def _finite(obj: Any) -> Any:
+    """A report's values for JSON: non-finite floats (an infinite clearance: nothing measured) as null."""
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
 
 
 def _pose(T: np.ndarray) -> dict[str, Any]:
@@ -107,9 +119,10 @@ def plan_to_dict(plan: Any) -> dict[str, Any]:
         "force_target": plan.force_target,
         "cell": plan.cell,
         "reachability": plan.reachability,
-        "collision": plan.collision,
+        "collision": _finite(plan.collision),
         "coverage": coverage_to_dict(getattr(plan, "coverage", None)),
         "placement": getattr(plan, "placement", None),
+        "removal_plan": getattr(plan, "removal_plan", None),
     }
 
 
@@ -329,6 +342,10 @@ def plan_from_dict(data: dict[str, Any], path: str | os.PathLike[str] = "plan.js
     plan.reachability = data.get("reachability")
     plan.collision = data.get("collision")
     plan.placement = data.get("placement")
+    rp = data.get("removal_plan")
+    if rp is not None and not isinstance(rp, dict):
+        raise InputError(f"{path}: removal_plan malformed (expected an object, got {type(rp).__name__})")
+    plan.removal_plan = rp
     if model is not None and plan.trajectory is not None:
         try:
             check_trajectory(plan.trajectory, model)

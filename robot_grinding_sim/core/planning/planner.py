@@ -33,9 +33,15 @@ from robot_grinding_sim.core import config
 from robot_grinding_sim.core.contact import registry
 from robot_grinding_sim.core.errors import InputError, PlanningError
 from robot_grinding_sim.core.geometry import cad, mesh_part, parts
-from robot_grinding_sim.core.planning.collision_check import CONTACT_LINKS, check_trajectory_collisions
-from robot_grinding_sim.core.planning.links import detour, escape_leg, line_points
-from robot_grinding_sim.core.planning.passes import Pass, PassParameters, validate_pass_parameters
+from robot_grinding_sim.core.planning.collision_check import (
+    CONTACT_LINKS,
+    check_trajectory_collisions,
+    tool_link_names,
+)
+from robot_grinding_sim.core.planning.links import detour, escape_leg, line_points, search_links
+from robot_grinding_sim.core.planning.part_size import MAX_PART_SIZE, REACH_FACTOR, check_part_size, robot_reach
+from robot_grinding_sim.core.planning.passes import Pass, PassParameters, toward_robot, validate_pass_parameters
+from robot_grinding_sim.core.planning.waypoints import crop_pass
 
 FloatArray = NDArray[np.float64]
 
@@ -164,6 +170,7 @@ class Plan:
     coverage: Any = None  # geodesic.CoverageReport of the passes (None on mesh parts)
     coverage_model: Any = None  # what measures it (the faces' mesh and region), for cropped plans
     placement: dict[str, Any] | None = None  # the workpiece pose search's result (--place auto)
+    removal_plan: dict[str, Any] | None = None  # the depth plan and its predicted map (core.planning.depth)
 
     @property
     def n_waypoints(self) -> int:
@@ -206,6 +213,12 @@ def pose_matrix(pose: Any) -> FloatArray:
     T[:3, :3] = Rotation.from_euler("xyz", a[3:]).as_matrix()
     T[:3, 3] = a[:3]
     return T
+
+
+def pose_vector(X: Any) -> list[float]:
+    """Inverse of :func:`pose_matrix`: (4, 4) -> [x, y, z, roll, pitch, yaw] (m, rad; fixed-axis XYZ)."""
+    a = np.asarray(X, dtype=float)
+    return [*a[:3, 3].tolist(), *Rotation.from_matrix(a[:3, :3]).as_euler("xyz").tolist()]
 
 
 def tcp_frames(points: FloatArray, normals: FloatArray, tangents: FloatArray, tool: ToolParameters
@@ -251,6 +264,11 @@ class _Clearance:
         return out
 
 
+def clearance_of(part: Any) -> _Clearance:
+    """The part's distance query for linking moves (its tessellation at 0.2 mm)."""
+    return _Clearance(part)
+
+
 def clear_length(p: FloatArray, n: FloatArray, tool: ToolParameters, clearance: Any,
                  most: float = 10.0) -> float:
     """Length, m, of the approach or retreat from TCP p (3,) along the normal n (3,): ``tool.approach``,
@@ -275,7 +293,7 @@ def clear_length(p: FloatArray, n: FloatArray, tool: ToolParameters, clearance: 
 
 
 def build_moves(passes: list[Pass], tcp_pos: list[FloatArray], tcp_quat: list[FloatArray], tool: ToolParameters,
-                up: FloatArray, clearance: _Clearance | None) -> list[Move]:
+                up: FloatArray, clearance: _Clearance | None, over: dict[int, float] | None = None) -> list[Move]:
     """Approach, pass, retreat and linking moves (part frame) for ``passes`` in order.
 
     Approach and retreat run along the normal at the pass ends over ``tool.approach``, or further
@@ -286,6 +304,10 @@ def build_moves(passes: list[Pass], tcp_pos: list[FloatArray], tcp_quat: list[Fl
     pointing down, then to the next pass's orientation: never through an upward-pointing tool the
     arm cannot reach), and comes down with the next pass's orientation (a tool axis swinging round
     near a wrapped part sweeps the tool's head through it even where the ball stays clear).
+
+    ``over``: {pass index: extra height, m}: the link to that pass goes over the part whatever the
+    rule above says, its top that much above the safe height (:func:`search_links`: where the
+    robot's collision check found the link hitting the part).
     """
     moves: list[Move] = []
     step = max(0.25 * tool.clearance, 1e-3)
@@ -301,7 +323,11 @@ def build_moves(passes: list[Pass], tcp_pos: list[FloatArray], tcp_quat: list[Fl
         if prev_end is not None:
             tilt = _axis_angle(prev_end[1], quat[0])
             out = np.vstack([prev_end[2], p.normals[0]])
-            link, top = _link(prev_end[0], a_start, step, tool, up, clearance, safe_h, tilt, out)
+            extra = (over or {}).get(p.index)
+            if extra is None or safe_h is None:
+                link, top = _link(prev_end[0], a_start, step, tool, up, clearance, safe_h, tilt, out)
+            else:
+                link, top = _link(prev_end[0], a_start, step, tool, up, clearance, safe_h + extra, math.pi, out)
             alt = None
             if top is None and clearance is not None and safe_h is not None:
                 alt = detour(prev_end[0], a_start, prev_end[1], quat[0], out, up, safe_h, clearance.distance,
@@ -403,53 +429,11 @@ def _link(a: FloatArray, b: FloatArray, step: float, tool: ToolParameters, up: F
     return np.vstack([legs[0][:-1], legs[1][:-1], legs[2]]), legs
 
 
-#: the largest part any robot cell grinds, m, when the robot is not known (10 x the reach of a
-#: large arm): a part larger than this is a unit mistake (millimetre numbers read as metres)
-MAX_PART_SIZE = 20.0
-#: with a robot: a part larger than this many times its reach is refused
-REACH_FACTOR = 10.0
-
-
-def robot_reach(model: Any) -> float:
-    """An upper bound of the arm's reach, m: the lengths of its chain (joint to joint, then to the tip
-    link) added up (UR10e with the ball tool: 1.86 m)."""
-    tip = np.asarray(model.chain.link_offset[model.tip_link])[:3, 3]
-    return float(np.linalg.norm(model.chain.p0, axis=1).sum() + np.linalg.norm(tip))
-
-
-def check_part_size(part: Any, tool_radius: float, reach: float | None = None) -> float:
-    """Refuse a part whose size does not fit a robot cell, before anything is meshed or planned.
-
-    The size is the longest side of the part's bounding box (m, after its file's unit was applied).
-    Too large: more than ``REACH_FACTOR`` x ``reach`` (the robot's, :func:`robot_reach`), or than
-    ``MAX_PART_SIZE`` without a robot. Too small: smaller than the tool's radius. Both are what a
-    wrong unit gives (a STEP file that declares metres around millimetre numbers is 1000 x too large).
-
-    Returns:
-        The size, m.
-
-    Raises:
-        InputError: naming the part, its size and the unit its file declares (or the caller stated).
-    """
-    lo, hi = (np.asarray(b, dtype=float) for b in part.bounds)
-    size = float(np.max(hi - lo))
-    unit = getattr(part, "unit", "m") or "m"
-    what = f"{getattr(part, 'source', 'the part')}: the part is {size:.4g} m across (its unit: {unit})"
-    limit = MAX_PART_SIZE if reach is None else REACH_FACTOR * reach
-    if not np.isfinite(size) or size > limit:
-        whose = "" if reach is None else f", {REACH_FACTOR:g} x the robot's reach of {reach:.3g} m"
-        raise InputError(f"{what}, larger than a robot cell grinds ({limit:.3g} m{whose}): is the length unit "
-                         "right? (millimetre numbers in a file that declares metres read 1000 x too large)")
-    if size < tool_radius:
-        raise InputError(f"{what}, smaller than the tool (radius {tool_radius:.4g} m): is the length unit right? "
-                         "(metre numbers in a file that declares millimetres read 1000 x too small)")
-    return size
-
-
 def default_face(part: Any) -> int:
     """The face to grind when none is named: the largest face looking up (+z of the part frame)."""
-    if part.is_mesh:
-        return 0
+    if part.is_mesh:  # the mesh's regions of smooth normal: area x mean normal z of the triangles
+        scores = [float(np.sum(f.normal_samples()[1] * f.normal_samples()[0][:, 2])) for f in part.faces]
+        return int(np.argmax(scores))
     best, score = 0, -np.inf
     for f in part.faces:
         u0, u1, v0, v1 = f.uv_bounds
@@ -478,6 +462,7 @@ def plan(
     process: config.ProcessConfig | None = None,
     q_home: Any = config.RobotConfig.home,
     symmetric_tool: bool = True,
+    on_stage: Any = None,
 ) -> Plan:
     """Plan grinding passes on a part and, with a robot, the job's joint trajectory.
 
@@ -497,6 +482,8 @@ def plan(
         symmetric_tool: the tool is symmetric about its axis (a ball): with no lead or tilt, a
             pass keeps the tool roll of the one before (x along or against the travel), so
             zigzag passes do not turn the wrist by half a turn on every link.
+        on_stage: called with a line on each stage's progress (``grinding plan`` prints them: a
+            large part takes minutes here).
 
     Raises:
         InputError: bad parameters, file, face index.
@@ -523,10 +510,17 @@ def plan(
     t1 = time.perf_counter()
     from robot_grinding_sim.core.planning.passes import PassGenerator
 
-    gen = PassGenerator(part, face_list, pass_params)
+    say = on_stage or (lambda msg: None)
+    gen = PassGenerator(part, face_list, pass_params, toward_robot(X_BP))
+    a = np.round(gen.approach, 3)
+    say(f"passes on faces {face_list} ({sum(part.face(f).area for f in face_list) * 1e6:.0f} mm^2), approach "
+        f"direction ({a[0]:g}, {a[1]:g}, {a[2]:g})")
     clearance = _Clearance(part) if link_clearance_check else None
-    passes, model, report = tool_coverage(gen, gen.generate(), clearance.prepared if clearance else None, tool.radius)
+    generated = gen.generate()
+    say(f"{len(generated)} passes; where the tool can touch without cutting the part")
+    passes, model, report = tool_coverage(gen, generated, clearance.prepared if clearance else None, tool.radius)
     t2 = time.perf_counter()
+    say(f"tool poses and the links between {len(passes)} passes")
     result = Plan(str(getattr(part, "source", source)), getattr(part, "unit", "m"), face_list, gen.params, tool,
                   passes, [], [], [], X_BP)
     result.up = gen.up
@@ -537,12 +531,13 @@ def plan(
     result.timings = {"load_s": t1 - t0, "passes_s": t2 - t1, "moves_s": t3 - t2}
     result.mesh = clearance.mesh if clearance is not None else None
     if robot is not None:
+        say("job trajectory and collision check")
         robot_stage(result, part, robot, process, q_home, check_collisions, clearance)
         result.timings["robot_s"] = time.perf_counter() - t3
     return result
 
 
-def _poses_and_moves(result: Plan, clearance: Any) -> None:
+def _poses_and_moves(result: Plan, clearance: Any, over: dict[int, float] | None = None) -> None:
     """TCP poses of every pass (with the roll rule of a symmetric tool) and the moves between them."""
     tool = result.tool
     tcp_pos, tcp_quat = [], []
@@ -557,35 +552,7 @@ def _poses_and_moves(result: Plan, clearance: Any) -> None:
         tcp_pos.append(pos)
         tcp_quat.append(Rotation.from_matrix(R).as_quat())
     result.tcp_positions, result.tcp_quaternions = tcp_pos, tcp_quat
-    result.moves = build_moves(result.passes, tcp_pos, tcp_quat, tool, result.up, clearance)
-
-
-def crop_pass(p: Pass, face_of: Any, length: float) -> Pass:
-    """The middle ``length`` m of a pass (the whole pass if shorter): waypoints inside kept, new end
-    points on the exact surface (``face_of(index)`` -> the face, for its ``evaluate``)."""
-    total = float(p.arc[-1])
-    if length >= total:
-        return p
-    a0, a1 = 0.5 * (total - length), 0.5 * (total + length)
-    inner = np.flatnonzero((p.arc > a0) & (p.arc < a1))
-    arc = np.r_[a0, p.arc[inner], a1]
-
-    def at(values: FloatArray) -> FloatArray:
-        return np.column_stack([np.interp(arc, p.arc, values[:, j]) for j in range(values.shape[1])])
-
-    uv = at(p.uv)
-    points, normals = at(p.points), at(p.normals)
-    face = np.r_[p.face[max(inner[0] - 1, 0) if len(inner) else 0], p.face[inner],
-                 p.face[min(inner[-1] + 1, len(p) - 1) if len(inner) else -1]]
-    for k in (0, len(arc) - 1):
-        if np.all(np.isfinite(uv[k])):  # an exact end point (CAD faces have uv)
-            pt, nr = face_of(int(face[k])).evaluate(uv[k:k + 1, 0], uv[k:k + 1, 1])
-            points[k], normals[k] = pt[0], nr[0]
-    normals /= np.linalg.norm(normals, axis=1, keepdims=True)
-    tangents = at(p.tangents)
-    tangents -= np.sum(tangents * normals, axis=1, keepdims=True) * normals
-    tangents /= np.linalg.norm(tangents, axis=1, keepdims=True)
-    return Pass(p.index, p.row, p.segment, points, normals, tangents, arc - a0, uv, face)
+    result.moves = build_moves(result.passes, tcp_pos, tcp_quat, tool, result.up, clearance, over)
 
 
 def crop_plan(result: Plan, part: Any, max_passes: int | None = None, pass_length: float | None = None) -> Plan:
@@ -610,15 +577,30 @@ def crop_plan(result: Plan, part: Any, max_passes: int | None = None, pass_lengt
     return out
 
 
+def remake_links(result: Plan, clearance: Any) -> Any:
+    """``remake(over)`` for :func:`~robot_grinding_sim.core.planning.links.search_links`: the plan's
+    moves made again with those links over the part (None without the part's clearance)."""
+    return None if clearance is None else (lambda over: _poses_and_moves(result, clearance, over))
+
+
+def arm_reaches_every_waypoint(result: Plan) -> None:
+    """Record in the plan's coverage that the arm reaches all of it: a job trajectory was made
+    through every waypoint (an unreachable one refuses the job), so no area is left out for the arm."""
+    if result.coverage is not None and result.trajectory is not None:
+        result.coverage.arm_unreachable_area = 0.0
+
+
 def robot_stage(result: Plan, part: Any, robot: Any, process: config.ProcessConfig | None = None,
                 q_home: Any = config.RobotConfig.home, check_collisions: bool = True, clearance: Any = None,
-                offsets: Any = None) -> None:
+                offsets: Any = None, tool: config.ToolConfig | None = None) -> None:
     """The job trajectory of the plan for ``robot`` (with per-pass ``offsets``, m; default 0), its
-    reachability figures and (``check_collisions``) its collision check against the part."""
+    reachability figures and (``check_collisions``) its collision check against the part (the tool's
+    links from ``tool``, the cell's tool configuration; default the package's)."""
     from robot_grinding_sim.core.planning import trajectory as tr
     from robot_grinding_sim.core.robot import ik
 
-    model = ik.load_robot(robot)
+    tool = tool or config.ToolConfig()
+    model = ik.load_robot(robot, tool.tcp_link)
     process = process or config.ProcessConfig(feed=result.tool.feed, approach=result.tool.approach)
     if process.feed != result.tool.feed or process.approach != result.tool.approach:
         process = dataclasses.replace(process, feed=result.tool.feed, approach=result.tool.approach)
@@ -629,22 +611,34 @@ def robot_stage(result: Plan, part: Any, robot: Any, process: config.ProcessConf
     result.trajectory = traj
     result.offsets = offsets
     result.reachability = tr.reachability(model, traj)
+    arm_reaches_every_waypoint(result)
     if check_collisions:
         mesh = clearance.mesh if clearance is not None else part.tessellate(deflection=2e-4)
-        result.collision = check_trajectory_collisions(model, traj, mesh, result.workpiece_pose)
+        contact, links = tool_link_names(tool or config.ToolConfig())
+
+        def rebuild() -> Any:
+            return tr.build_job_trajectory(model, tr.job_paths(result), process, offsets,
+                                           result.tool.penetration, np.asarray(q_home, dtype=float))
+
+        result.collision = search_links(result, model, mesh, remake_links(result, clearance), rebuild,
+                                        contact_links=contact, tool_links=links)
 
 
 __all__ = [
     "CONTACT_LINKS",
+    "MAX_PART_SIZE",
+    "REACH_FACTOR",
     "Move",
     "Plan",
     "PassParameters",
     "PlanningError",
     "ToolParameters",
     "build_moves",
+    "check_part_size",
     "check_trajectory_collisions",
     "default_face",
     "plan",
     "pose_matrix",
+    "robot_reach",
     "tcp_frames",
 ]

@@ -92,21 +92,30 @@ def _holes(outside: NDArray[np.bool_]) -> NDArray[np.bool_]:
     return outside & ~np.isin(label, border)
 
 
+def _directions(ups: dict[int, Any]) -> str:
+    """The approach directions for messages: '(0, 0, 1)', or one per face when they differ."""
+    text = {i: "(" + ", ".join(f"{x:g}" for x in np.round(np.asarray(v, dtype=float), 3)) + ")" for i, v in ups.items()}
+    return next(iter(text.values())) if len(set(text.values())) == 1 else \
+        ", ".join(f"face {i} {t}" for i, t in text.items())
+
+
 def build_mesh(part: Any, indices: list[int], h: float, min_normal_z: float = -1.0,
-               up: FloatArray | None = None) -> SurfaceMesh:
+               up: FloatArray | dict[int, FloatArray] | None = None) -> SurfaceMesh:
     """The mesh of faces ``indices`` of ``part`` (a CadPart) with edges about ``h`` m long.
 
     Args:
         min_normal_z: vertices whose outward normal has ``n . up`` below this are not active; a
             triangle is kept when any of its corners is active (inside the trimmed face and
             upward enough).
-        up: (3,) unit vector for ``min_normal_z`` (default: the part's z).
+        up: (3,) unit vector for ``min_normal_z`` (default: the part's z), or one per face index
+            (the approach direction of each face).
     """
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
     from scipy.spatial import cKDTree
 
-    up = np.array([0.0, 0.0, 1.0]) if up is None else np.asarray(up, dtype=float)
+    ups = up if isinstance(up, dict) else {i: np.array([0.0, 0.0, 1.0]) if up is None else np.asarray(up, float)
+                                            for i in indices}
     grids = []
     for _ in range(6):
         grids = [(_arc_nodes(part.face(i), h, True), _arc_nodes(part.face(i), h, False)) for i in indices]
@@ -126,7 +135,7 @@ def build_mesh(part: Any, indices: list[int], h: float, min_normal_z: float = -1
         finite = np.isfinite(P).all(axis=1)
         N = np.where(np.isfinite(N), N, 0.0)
         inside = face.contains(uv) & finite
-        upward = finite & (N @ up >= min_normal_z)
+        upward = finite & (N @ np.asarray(ups[fi], dtype=float) >= min_normal_z)
         active = inside & upward
         # holes (outside the face, not reaching the grid's border) stay in the mesh: distances run
         # across them as on the untrimmed surface, so a hole casts no cut into the passes behind it
@@ -156,7 +165,9 @@ def build_mesh(part: Any, indices: list[int], h: float, min_normal_z: float = -1
     N = np.vstack(nrm_l)
     T = np.vstack(tri_l)
     if not len(T):
-        raise PlanningError(f"faces {indices}: no part of the faces looks up (normal . up >= {min_normal_z})")
+        raise PlanningError(f"faces {indices}: no part of the faces faces the approach direction "
+                            f"{_directions(ups)} (outward normal . approach >= {min_normal_z}); give another "
+                            "with passes.approach_direction (--approach-direction)")
     corner_uv = np.concatenate(uv_l)
     tri_face = np.concatenate(face_l)
     active = np.concatenate(act_l)
@@ -206,3 +217,124 @@ def build_mesh(part: Any, indices: list[int], h: float, min_normal_z: float = -1
             links = pairs[vf[pairs[:, 0]] != vf[pairs[:, 1]]]
     return SurfaceMesh(points, normals, T.astype(np.int64), corner_uv, tri_face, links.astype(np.int64), area,
                        act, ins, h)
+
+
+def build_triangle_mesh(part: Any, indices: list[int], h: float, min_normal_z: float = -1.0,
+                        up: dict[int, FloatArray] | None = None) -> SurfaceMesh:
+    """The :class:`SurfaceMesh` of faces ``indices`` of a mesh part (a
+    :class:`~robot_grinding_sim.core.geometry.mesh_part.MeshPart`): each face's triangles split
+    until no edge is longer than ``h`` (the points stay on the part's triangles), normals
+    interpolated from the face's own vertex normals (not averaged across the sharp edges around
+    it), vertices that coincide welded, adjacent faces linked across their shared edges like
+    :func:`build_mesh`'s grids. ``corner_uv`` is zero (a mesh has no surface parameters).
+    ``min_normal_z``/``up``: as in :func:`build_mesh` (a triangle with no corner facing ``up``
+    enough is left out)."""
+    import trimesh
+    from scipy.spatial import cKDTree
+
+    ups = up or {i: np.array([0.0, 0.0, 1.0]) for i in indices}
+    for _ in range(6):  # the spacing grows until the vertex count is bounded
+        total = sum(part.face(i).area for i in indices) / (0.43 * h * h)
+        if total <= MAX_VERTICES:
+            break
+        h *= math.sqrt(total / MAX_VERTICES) * 1.05
+    pts_l, nrm_l, tri_l, face_l = [], [], [], []
+    offset = 0
+    for fi in indices:
+        face = part.face(fi)
+        m = face.mesh
+        V, Fc, src = trimesh.remesh.subdivide_to_size(np.asarray(m.vertices), np.asarray(m.faces), h,
+                                                      max_iter=40, return_index=True)
+        V, Fc = np.asarray(V, dtype=float), np.asarray(Fc, dtype=np.int64)
+        # each new vertex's normal: barycentric on the original triangle it came from
+        N = np.zeros_like(V)
+        orig = np.asarray(m.triangles)[src]  # (t, 3, 3)
+        vn = np.asarray(m.vertex_normals)[np.asarray(m.faces)[src]]  # (t, 3, 3)
+        for c in range(3):
+            bary = trimesh.triangles.points_to_barycentric(orig, V[Fc[:, c]])
+            N[Fc[:, c]] = np.einsum("kj,kjc->kc", bary, vn)
+        N /= np.maximum(np.linalg.norm(N, axis=1, keepdims=True), 1e-300)
+        facing = N @ np.asarray(ups[fi], dtype=float) >= min_normal_z
+        keep = facing[Fc].any(axis=1)
+        pts_l.append(V)
+        nrm_l.append(N)
+        tri_l.append(Fc[keep] + offset)
+        face_l.append(np.full(int(keep.sum()), fi, dtype=np.int64))
+        offset += len(V)
+    P, N, T = np.vstack(pts_l), np.vstack(nrm_l), np.vstack(tri_l)
+    tri_face = np.concatenate(face_l)
+    if not len(T):
+        raise PlanningError(f"faces {indices}: no part of the faces faces the approach direction "
+                            f"{_directions(ups)} (outward normal . approach >= {min_normal_z}); give another "
+                            "with passes.approach_direction (--approach-direction)")
+    # weld coincident vertices (one face's subdivision), drop unused ones
+    used = np.zeros(len(P), dtype=bool)
+    used[T.ravel()] = True
+    key = np.round(P / max(1e-9, 1e-6 * h)).astype(np.int64)
+    _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    inv = inv.ravel()
+    # vertices of different faces at the same place stay apart (their normals differ across a sharp
+    # edge): weld only within a face
+    vf = np.full(len(P), -1, dtype=np.int64)
+    vf[T.ravel()] = np.repeat(tri_face, 3)
+    comb = inv * (max(indices) + 2) + (vf + 1)
+    _, inv2 = np.unique(comb, return_inverse=True)
+    inv2 = inv2.ravel()
+    ids = np.flatnonzero(used)
+    label = np.full(len(P), -1, dtype=np.int64)
+    uniq, lab = np.unique(inv2[ids], return_inverse=True)
+    label[ids] = lab.ravel()
+    n_new = len(uniq)
+    points = np.zeros((n_new, 3))
+    points[label[ids]] = P[ids]
+    normals = np.zeros((n_new, 3))
+    np.add.at(normals, label[ids], N[ids])
+    normals /= np.maximum(np.linalg.norm(normals, axis=1, keepdims=True), 1e-300)
+    T = label[T]
+    good = (T[:, 0] != T[:, 1]) & (T[:, 1] != T[:, 2]) & (T[:, 0] != T[:, 2])
+    T, tri_face = T[good], tri_face[good]
+    cross = np.cross(points[T[:, 1]] - points[T[:, 0]], points[T[:, 2]] - points[T[:, 0]])
+    tri_area = 0.5 * np.linalg.norm(cross, axis=1)
+    area = np.zeros(n_new)
+    np.add.at(area, T.ravel(), np.repeat(tri_area / 3.0, 3))
+    active = np.zeros(n_new, dtype=bool)
+    for fi in indices:
+        sel = np.unique(T[tri_face == fi].ravel())
+        active[sel] |= normals[sel] @ np.asarray(ups[fi], dtype=float) >= min_normal_z
+    links = np.zeros((0, 2), dtype=np.int64)
+    if len(indices) > 1:
+        vfn = np.full(n_new, -1, dtype=np.int64)
+        vfn[T.ravel()] = np.repeat(tri_face, 3)
+        pairs = cKDTree(points).query_pairs(1.3 * h, output_type="ndarray")
+        if len(pairs):
+            links = pairs[vfn[pairs[:, 0]] != vfn[pairs[:, 1]]]
+    return SurfaceMesh(points, normals, T.astype(np.int64), np.zeros((len(T), 3, 2)), tri_face,
+                       links.astype(np.int64), area, active, np.ones(n_new, dtype=bool), h)
+
+
+def area_above(mesh: SurfaceMesh, value: FloatArray) -> float:
+    """m^2 of the mesh where the linear interpolation of ``value`` (n,) over each triangle is > 0."""
+    T = mesh.triangles
+    P = mesh.points
+    A = 0.5 * np.linalg.norm(np.cross(P[T[:, 1]] - P[T[:, 0]], P[T[:, 2]] - P[T[:, 0]]), axis=1)
+    v = np.nan_to_num(np.asarray(value, dtype=float)[T], nan=-1.0, posinf=1.0, neginf=-1.0)
+    v = np.clip(v, -1.0, 1.0)
+    pos = v > 0
+    k = pos.sum(axis=1)
+    frac = (k == 3).astype(float)
+    with np.errstate(all="ignore"):
+        one = k == 1  # the positive corner a: the corner triangle a^2 / ((a - b)(a - c))
+        if one.any():
+            vs = v[one]
+            i = np.argmax(vs, axis=1)
+            a = vs[np.arange(len(vs)), i]
+            o = np.sort(np.where(np.arange(3)[None, :] == i[:, None], np.inf, vs), axis=1)[:, :2]
+            frac[one] = a * a / ((a - o[:, 0]) * (a - o[:, 1]))
+        two = k == 2  # all but the negative corner's triangle
+        if two.any():
+            vs = v[two]
+            i = np.argmin(vs, axis=1)
+            c = vs[np.arange(len(vs)), i]
+            o = np.sort(np.where(np.arange(3)[None, :] == i[:, None], -np.inf, vs), axis=1)[:, 1:]
+            frac[two] = 1.0 - c * c / ((c - o[:, 0]) * (c - o[:, 1]))
+    return float(np.sum(A * np.nan_to_num(np.clip(frac, 0.0, 1.0))))

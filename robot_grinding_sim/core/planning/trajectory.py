@@ -81,10 +81,22 @@ class JointTrajectory:
     def duration(self) -> float:
         return float(self.times[-1]) if len(self.times) else 0.0
 
-    def pass_windows(self) -> list[tuple[int, float, float]]:
-        """(pass index, start time, end time) of every pass segment, s."""
-        return [(s["pass_index"], float(self.times[s["start"]]), float(self.times[s["stop"] - 1]))
-                for s in self.segments if s["kind"] == "pass"]
+    def pass_windows(self, lead_in: float = 0.0) -> list[tuple[int, float, float]]:
+        """(pass index, start time, end time) of every pass segment, s; with ``lead_in`` > 0 (m,
+        ``process.lead_in``) the part of it at full force, between the lead-in and the lead-out
+        (pass knots whose arc length is at least ``lead_in`` from both ends)."""
+        out = []
+        for s in self.segments:
+            if s["kind"] != "pass":
+                continue
+            t0, t1 = float(self.times[s["start"]]), float(self.times[s["stop"] - 1])
+            if lead_in > 0.0 and self.arc is not None:
+                arc = self.arc[s["start"]:s["stop"]]
+                full = np.flatnonzero((arc >= lead_in) & (arc <= np.nanmax(arc) - lead_in))
+                if len(full):
+                    t0, t1 = float(self.times[s["start"] + full[0]]), float(self.times[s["start"] + full[-1]])
+            out.append((s["pass_index"], t0, t1))
+        return out
 
     def interpolator(self, model: Any) -> Any:
         """The reference this trajectory gives a position-controlled arm (cubic Hermite knots):
@@ -148,6 +160,8 @@ class PassPath:
     #: lengths, m, of the approach and the retreat along the normal (the plan's; None: process.approach)
     approach: float | None = None
     retreat: float | None = None
+    #: (N,) arc length of the contact point along the surface at each sample, m (None: not known)
+    surface_arc: FloatArray | None = None
 
     def lengths(self, process: ProcessConfig) -> tuple[float, float]:
         """(approach, retreat) lengths along the normal, m."""
@@ -163,11 +177,12 @@ class PassPath:
 
 
 def pass_path(index: int, tcp_pos: FloatArray, tcp_quat: FloatArray, normals: FloatArray, X_BP: FloatArray,
-              step: float = PASS_STEP) -> PassPath:
+              step: float = PASS_STEP, surface_arc: FloatArray | None = None) -> PassPath:
     """A pass's planned TCP path (part frame: positions (N, 3), xyzw quaternions (N, 4), normals
     (N, 3)) in the root frame, every waypoint kept and each interval split into pieces of at most
     ``step`` m on a cubic spline through the waypoints (so chords between IK knots do not cut
-    into a curved surface)."""
+    into a curved surface). ``surface_arc``: (N,) the contact points' arc length on the surface at
+    the waypoints, m (interpolated onto the samples: a feed on the surface)."""
     pos = np.asarray(tcp_pos, dtype=float)
     arc = np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(pos, axis=0), axis=1))]
     keep = np.r_[True, np.diff(arc) > 1e-12]
@@ -188,7 +203,10 @@ def pass_path(index: int, tcp_pos: FloatArray, tcp_quat: FloatArray, normals: Fl
     N /= np.linalg.norm(N, axis=1, keepdims=True)
     R = Slerp(arc, Rotation.from_quat(quat))(s).as_matrix()
     Rb, pb = X_BP[:3, :3], X_BP[:3, 3]
-    return PassPath(index, P @ Rb.T + pb, Rb @ R, N @ Rb.T, s, arc)
+    out = PassPath(index, P @ Rb.T + pb, Rb @ R, N @ Rb.T, s, arc)
+    if surface_arc is not None:
+        out.surface_arc = np.interp(s, arc, np.asarray(surface_arc, dtype=float)[keep])
+    return out
 
 
 # --------------------------------------------------------------------------------------------------
@@ -235,6 +253,24 @@ def quintic_time(distance: float, duration: float, max_tcp_speed: float) -> floa
     return max(duration, 1.875 * distance / (0.98 * max_tcp_speed))
 
 
+def lead_lift(along: FloatArray, lead_in: float, penetration: float, gap: float) -> FloatArray:
+    """Lift of the commanded TCP along the normal (m, >= 0) at arc lengths ``along`` (N,) m of a pass
+    with lead-in and lead-out ``lead_in`` m long: over the first quarter of the lead-in the tool comes
+    down (smoothstep) by ``gap`` m to touching, over the other three quarters the penetration grows
+    (smoothstep) from 0 to ``penetration`` m, so the force ramps up while the tool moves at the feed;
+    the lead-out the same backwards. Zero between them (the pass at full force)."""
+    along = np.asarray(along, dtype=float)
+    length = float(along[-1] - along[0])
+    lead = min(lead_in, 0.45 * length)
+
+    def ramp(x: FloatArray) -> FloatArray:
+        x1 = np.clip(x / (0.25 * lead), 0.0, 1.0)
+        x2 = np.clip((x - 0.25 * lead) / (0.75 * lead), 0.0, 1.0)
+        return penetration * (1.0 - x2 * x2 * (3.0 - 2.0 * x2)) + gap * (1.0 - x1 * x1 * (3.0 - 2.0 * x1))
+
+    return np.maximum(ramp(along - along[0]), ramp(along[-1] - along))
+
+
 def pass_episode(model: Any, g: PassPath, process: ProcessConfig, offset: float, penetration: float,
                  t_start: float, q_seed: FloatArray, vmax: FloatArray) -> list[Segment]:
     """Approach (with the engagement), dwell, pass and retreat of one pass from ``t_start``.
@@ -242,46 +278,59 @@ def pass_episode(model: Any, g: PassPath, process: ProcessConfig, offset: float,
     ``offset``: the commanded TCP moved by this (m) along -n from the planned one;
     ``penetration``: the planned penetration of the tool centre placement (m), so the engagement
     phase starts ``engage_gap`` above the commanded contact. ``q_seed``: IK seed near the approach.
+
+    With ``process.lead_in`` > 0 the tool is never at rest in contact: the approach ends
+    ``engage_gap`` above the surface, there is no dwell, and the pass engages and releases while
+    moving at the feed (:func:`lead_lift`). With ``process.feed_on_surface`` the feed is the contact
+    point's speed on the surface (the pass's surface arc length, when known) rather than the TCP's:
+    on a convex face the TCP moves faster by (1 + R k), so the removal along the pass stays even.
     """
     P = g.positions - offset * g.normals
     n0, n1 = g.normals[0], g.normals[-1]
     a_len, r_len = g.lengths(process)
     a_top = P[0] + a_len * n0
     pen0 = offset + penetration
-    a_mid = P[0] + (min(process.engage_gap, 0.5 * a_len) + max(pen0, 0.0)) * n0
-    t_fast = quintic_time(float(np.linalg.norm(a_mid - a_top)),
-                          max(process.approach_time - process.engage_time, 0.5 * process.approach_time),
-                          process.max_tcp_speed)
-    t_engage = quintic_time(float(np.linalg.norm(P[0] - a_mid)), process.engage_time, process.max_tcp_speed)
-    ta, pa, sa, sda = quintic_line(a_top, a_mid, t_fast)
-    tb, pb, sb, sdb = quintic_line(a_mid, P[0], t_engage)
-    ta = np.r_[ta, t_fast + tb[1:]]
-    pa = np.vstack([pa, pb[1:]])
-    sa = np.r_[sa, sa[-1] + sb[1:]]
-    sda = np.r_[sda, sdb[1:]]
+    along = g.surface_arc if process.feed_on_surface and g.surface_arc is not None else g.arc
+    lead = process.lead_in > 0.0
+    if lead:
+        P = P + lead_lift(along, process.lead_in, max(pen0, 0.0), process.engage_gap)[:, None] * g.normals
+        ta, pa, sa, sda = quintic_line(a_top, P[0], quintic_time(float(np.linalg.norm(P[0] - a_top)),
+                                                                 process.approach_time, process.max_tcp_speed))
+    else:
+        a_mid = P[0] + (min(process.engage_gap, 0.5 * a_len) + max(pen0, 0.0)) * n0
+        t_fast = quintic_time(float(np.linalg.norm(a_mid - a_top)),
+                              max(process.approach_time - process.engage_time, 0.5 * process.approach_time),
+                              process.max_tcp_speed)
+        t_engage = quintic_time(float(np.linalg.norm(P[0] - a_mid)), process.engage_time, process.max_tcp_speed)
+        ta, pa, sa, sda = quintic_line(a_top, a_mid, t_fast)
+        tb, pb, sb, sdb = quintic_line(a_mid, P[0], t_engage)
+        ta = np.r_[ta, t_fast + tb[1:]]
+        pa = np.vstack([pa, pb[1:]])
+        sa = np.r_[sa, sa[-1] + sb[1:]]
+        sda = np.r_[sda, sdb[1:]]
     qa = solve_ik(model, targets(pa, np.repeat(g.rotations[:1], len(pa), axis=0)), q_seed,
                   what=f"pass {g.index} approach (above waypoint 0)")
     segs = [Segment("approach", g.index, t_start + ta, qa, _joint_velocities(qa, sa, sda))]
     t = segs[-1].t1
-    if process.dwell > 0:
+    if process.dwell > 0 and not lead:
         segs.append(Segment("dwell", g.index, np.array([t, t + process.dwell]), np.vstack([qa[-1], qa[-1]]),
                             np.zeros((2, model.nq))))
         t += process.dwell
     # the pass at the feed, knots at the resampled path
-    s_of_t, T = smooth_profile(float(g.arc[-1]), process.feed, FEED_RAMP)
+    s_of_t, T = smooth_profile(float(along[-1] - along[0]), process.feed, FEED_RAMP)
     tt = np.linspace(0.0, T, 4001)
-    ss = s_of_t(tt)
-    ss[-1] = g.arc[-1]
-    t_knots = np.interp(g.arc, ss, tt)
+    ss = s_of_t(tt) + along[0]
+    ss[-1] = along[-1]
+    t_knots = np.interp(along, ss, tt)
     keep = np.r_[True, np.diff(t_knots) > 1e-9]
     keep[-1] = True
-    t_knots, arc = t_knots[keep], g.arc[keep]
+    t_knots, arc, along_k = t_knots[keep], g.arc[keep], along[keep]
     t_knots[-1] = T
     sd_knots = np.interp(t_knots, tt, np.gradient(ss, tt))
     sd_knots[0] = sd_knots[-1] = 0.0
     qp = solve_ik(model, targets(P[keep], g.rotations[keep]), qa[-1], what=f"pass {g.index}",
                   label=lambda k: g.waypoint(float(arc[k])))
-    qdp = _joint_velocities(qp, arc, sd_knots)
+    qdp = _joint_velocities(qp, along_k, sd_knots)
     need = np.max(np.abs(qdp) / vmax, axis=1)
     if need.max() > 1.0:
         w = int(np.argmax(need))
@@ -439,7 +488,7 @@ class JobPaths:
 def job_paths(plan: Any) -> JobPaths:
     """The root-frame pass paths and links of a :class:`~robot_grinding_sim.core.planning.planner.Plan`."""
     X_BP = plan.workpiece_pose
-    passes = [pass_path(p.index, pos, quat, p.normals, X_BP)
+    passes = [pass_path(p.index, pos, quat, p.normals, X_BP, surface_arc=p.arc)
               for p, pos, quat in zip(plan.passes, plan.tcp_positions, plan.tcp_quaternions, strict=True)]
     Rb, pb = X_BP[:3, :3], X_BP[:3, 3]
     ends = {(m.kind, m.pass_index): float(np.linalg.norm(m.positions[-1] - m.positions[0])) for m in plan.moves

@@ -59,7 +59,10 @@ def periods(face: Any) -> tuple[float, float]:
 def project_exact(face: Any, points: FloatArray, uv: FloatArray, iterations: int = 12
                   ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Closest points of the face's surface to ``points`` (K, 3) m from (u, v) guesses (K, 2)
-    (Gauss-Newton on the exact evaluation). Returns uv (K, 2), points (K, 3) m, outward normals (K, 3)."""
+    (Gauss-Newton on the exact evaluation). Returns uv (K, 2), points (K, 3) m, outward normals (K, 3).
+    A mesh face (no exact surface): its closest points and interpolated normals, uv NaN."""
+    if getattr(face, "is_mesh", False):
+        return face.project_exact(points, uv)
     uv = np.array(uv, dtype=float)
     u0, u1, v0, v1 = face.uv_bounds
     span = np.array([u1 - u0, v1 - v0])
@@ -213,3 +216,31 @@ class Pass:
         return Pass(self.index, self.row, self.segment, self.points[::-1].copy(), self.normals[::-1].copy(),
                     -self.tangents[::-1], (total - self.arc[::-1]).copy(), self.uv[::-1].copy(),
                     self.face[::-1].copy())
+
+
+def crop_pass(p: Pass, face_of: Any, length: float) -> Pass:
+    """The middle ``length`` m of a pass (the whole pass if shorter): waypoints inside kept, new end
+    points on the exact surface (``face_of(index)`` -> the face, for its ``evaluate``)."""
+    total = float(p.arc[-1])
+    if length >= total:
+        return p
+    a0, a1 = 0.5 * (total - length), 0.5 * (total + length)
+    inner = np.flatnonzero((p.arc > a0) & (p.arc < a1))
+    arc = np.r_[a0, p.arc[inner], a1]
+
+    def at(values: FloatArray) -> FloatArray:
+        return np.column_stack([np.interp(arc, p.arc, values[:, j]) for j in range(values.shape[1])])
+
+    uv = at(p.uv)
+    points, normals = at(p.points), at(p.normals)
+    face = np.r_[p.face[max(inner[0] - 1, 0) if len(inner) else 0], p.face[inner],
+                 p.face[min(inner[-1] + 1, len(p) - 1) if len(inner) else -1]]
+    for k in (0, len(arc) - 1):
+        if np.all(np.isfinite(uv[k])):  # an exact end point (CAD faces have uv)
+            pt, nr = face_of(int(face[k])).evaluate(uv[k:k + 1, 0], uv[k:k + 1, 1])
+            points[k], normals[k] = pt[0], nr[0]
+    normals /= np.linalg.norm(normals, axis=1, keepdims=True)
+    tangents = at(p.tangents)
+    tangents -= np.sum(tangents * normals, axis=1, keepdims=True) * normals
+    tangents /= np.linalg.norm(tangents, axis=1, keepdims=True)
+    return Pass(p.index, p.row, p.segment, points, normals, tangents, arc - a0, uv, face)

@@ -298,8 +298,17 @@ def read_progress(path: str | os.PathLike[str], topic: str = PROGRESS_TOPIC) -> 
 def read_joint_states(bag: str | os.PathLike[str], topic: str = "/joint_states"
                       ) -> tuple[np.ndarray, list[str], np.ndarray]:
     """(t (N,) s header stamps, joint names, positions (N, n) rad) of a bag's joint states."""
+    t, names, q, _ = read_joint_motion(bag, topic)
+    return t, names, q
+
+
+def read_joint_motion(bag: str | os.PathLike[str], topic: str = "/joint_states"
+                      ) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray | None]:
+    """:func:`read_joint_states` and the velocities (N, n) rad/s, or None unless every message has
+    one per joint (a log without them: ``grinding import-log`` writes empty velocity sequences)."""
     ts: list[float] = []
     qs: list[np.ndarray] = []
+    vs: list[np.ndarray] = []
     names: list[str] | None = None
     with open_bag(bag) as reader:
         conns = _connections(reader, bag, topic, ("sensor_msgs/msg/JointState",), "joint states")
@@ -307,19 +316,27 @@ def read_joint_states(bag: str | os.PathLike[str], topic: str = "/joint_states"
             n = [str(x) for x in msg.name]
             if names is None:
                 names = n
+            vel = np.asarray(msg.velocity, dtype=float)
             if n != names:
                 idx = {k: i for i, k in enumerate(n)}
                 if set(names) - set(idx):
                     raise InputError(f"bag {bag}, {topic}: messages name different joints")
-                pos = np.asarray(msg.position, dtype=float)[[idx[k] for k in names]]
+                order = [idx[k] for k in names]
+                pos = np.asarray(msg.position, dtype=float)[order]
+                vel = vel[order] if len(vel) == len(n) else vel[:0]
             else:
                 pos = np.asarray(msg.position, dtype=float)
             ts.append(msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec)
             qs.append(pos)
+            vs.append(vel)
     if not ts:
         raise InputError(f"bag {bag}: no messages on {topic}")
     order = np.argsort(ts, kind="stable")
-    return np.asarray(ts)[order], list(names or []), np.asarray(qs)[order]
+    n_j = len(names or [])
+    qd = np.asarray(vs)[order] if all(len(v) == n_j for v in vs) else None
+    if qd is not None and not np.isfinite(qd).all():
+        qd = None
+    return np.asarray(ts)[order], list(names or []), np.asarray(qs)[order], qd
 
 
 #: where the recorder node puts its report in metadata.yaml's custom_data (nodes/recorder.py)

@@ -553,7 +553,7 @@ def _rihs01_of(schema: Any) -> str:
     return store.hash_rihs01(schema.name)
 
 
-def _custom_data(bag_dir: Path) -> dict[str, str] | None:
+def custom_data(bag_dir: Path) -> dict[str, str] | None:
     """The ``custom_data`` of a bag's ``metadata.yaml`` as its last checkpoint left it (None: none,
     or no readable file)."""
     import yaml
@@ -634,6 +634,6 @@ def repair_bag(path: str | os.PathLike[str], version: int = DEFAULT_VERSION) -> 
             duration = max(0, reader.end_time - 1 - start) if count else 0
     except (ReaderError, OSError, ValueError, KeyError) as exc:
         raise InputError(f"bag {bag_dir}: {store.name} is not readable after repair: {exc}") from exc
-    meta = metadata_dict(storage, version, store.name, topics, start, duration, _custom_data(bag_dir))
+    meta = metadata_dict(storage, version, store.name, topics, start, duration, custom_data(bag_dir))
     write_metadata(bag_dir, meta)
     return RepairResult(bag_dir, storage, count, rewritten)

@@ -40,6 +40,7 @@ import numpy as np
 
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.record.bag import ProgressSeries, WrenchSeries
+from robot_grinding_sim.core.record.force_filter import ForceFilter, median_period
 
 COMPONENTS = ("fz", "normal", "norm")
 ALIGNS = ("auto", "time", "xcorr", "progress")
@@ -74,13 +75,6 @@ def component_of(series: WrenchSeries, component: str, threshold: float) -> np.n
 
 
 # -- resampling helpers -------------------------------------------------------------------------
-def median_period(t: np.ndarray) -> float:
-    """Median of the positive sample intervals of times ``t`` (s); ``inf`` with fewer than two distinct times."""
-    d = np.diff(t)
-    d = d[d > 0]
-    return float(np.median(d)) if d.size else math.inf
-
-
 def _valid_at(t: np.ndarray, query: np.ndarray, max_gap: float) -> np.ndarray:
     """(K,) bool: ``query`` lies inside ``t``'s span and between samples at most ``max_gap`` apart."""
     i = np.searchsorted(t, query, side="right")
@@ -432,6 +426,8 @@ class Comparison:
     sim_source: dict[str, str]
     meas_source: dict[str, str]
     notes: list[str] = field(default_factory=list)
+    filter: str = "none"
+    samples_in_contact: str = "measured run"
 
     def to_json(self) -> dict[str, Any]:
         """The ``grinding compare --json`` document (fractions, seconds, newtons)."""
@@ -453,6 +449,8 @@ class Comparison:
             "xcorr_peak": self.aligned.xcorr_peak,
             "sim": self.sim_source,
             "real": self.meas_source,
+            "filter": self.filter,
+            "in_contact": self.samples_in_contact,
             "notes": self.notes,
         }
 
@@ -469,6 +467,8 @@ def compare_runs(
     min_gap: float = 0.2,
     min_pass: float = 0.1,
     dt: float | None = None,
+    force_filter: ForceFilter | None = None,
+    both_in_contact: bool = False,
 ) -> Comparison:
     """Align two runs and compute the error metrics overall and per pass.
 
@@ -482,6 +482,10 @@ def compare_runs(
         max_lag: lag search half-width for ``time``, s.
         min_gap, min_pass: pass segmentation without a progress topic, s.
         dt: time grid step, s (default: the coarser sample period).
+        force_filter: applied to both runs before anything else (:class:`ForceFilter`).
+        both_in_contact: the metrics over the samples where both runs are in contact (|component|
+            above ``threshold``), not only the measured one (``--in-contact``: the onsets where
+            model and cell disagree on the contact itself left out).
 
     Raises:
         InputError: bad options, runs that cannot be aligned, no in-contact sample.
@@ -495,6 +499,8 @@ def compare_runs(
     if not (math.isfinite(max_lag) and max_lag > 0.0):
         raise InputError(f"max_lag must be > 0 s, got {max_lag!r}")
     notes: list[str] = []
+    flt = (force_filter or ForceFilter()).check()
+    sim, meas = flt.apply(sim), flt.apply(meas)
     y_sim = component_of(sim, component, threshold)
     y_meas = component_of(meas, component, threshold)
     method = align
@@ -518,6 +524,8 @@ def compare_runs(
             gap = 5.0 * median_period(prog_meas.t) if len(prog_meas) > 1 else math.inf
             aligned.pass_index = pass_of_progress(prog_meas, aligned.t, gap)[0]
     in_contact = np.abs(aligned.meas) > threshold
+    if both_in_contact:
+        in_contact &= np.abs(aligned.sim) > threshold
     if method != "progress" and prog_meas is None:
         aligned.pass_index = segment_passes(aligned.t, in_contact, min_gap, min_pass)
     if not np.any(in_contact):
@@ -546,6 +554,8 @@ def compare_runs(
         sim_source={"bag": sim.bag, "topic": sim.topic, "frame": sim.frame},
         meas_source={"bag": meas.bag, "topic": meas.topic, "frame": meas.frame},
         notes=notes,
+        filter=flt.describe(),
+        samples_in_contact="both runs" if both_in_contact else "measured run",
     )
 
 

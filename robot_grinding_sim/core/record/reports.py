@@ -70,10 +70,12 @@ class RunReport:
     target: float | None
     band: float | None
     source: dict[str, str]
+    filter: str = "none"
 
     def to_json(self) -> dict[str, Any]:
         """The ``grinding report --json`` document."""
         return {
+            "filter": self.filter,
             **{k: v for k, v in asdict(self.overall).items() if k != "index"},
             "passes": [asdict(p) for p in self.passes],
             "component": self.component,
@@ -114,8 +116,10 @@ def analyse_run(
     progress: ProgressSeries | None = None,
     min_gap: float = 0.2,
     min_pass: float = 0.1,
+    force_filter: Any = None,
 ) -> RunReport:
-    """Force statistics of one run, overall and per pass, against an optional target band.
+    """Force statistics of one run, overall and per pass, against an optional target band
+    (``force_filter``: a :class:`~robot_grinding_sim.core.record.compare.ForceFilter` applied first).
 
     Raises:
         InputError: bad options or no sample above the threshold.
@@ -124,6 +128,10 @@ def analyse_run(
         raise InputError(f"threshold must be a finite force >= 0 N, got {threshold!r}")
     if target is not None and not math.isfinite(target):
         raise InputError(f"target must be a finite force in N, got {target!r}")
+    from robot_grinding_sim.core.record.compare import ForceFilter
+
+    flt = (force_filter or ForceFilter()).check()
+    series = flt.apply(series)
     y = component_of(series, component, threshold)
     in_contact = np.abs(y) > threshold
     if not np.any(in_contact):
@@ -153,6 +161,7 @@ def analyse_run(
         target=target,
         band=band,
         source={"bag": series.bag, "topic": series.topic, "frame": series.frame},
+        filter=flt.describe(),
     )
 
 
@@ -231,7 +240,7 @@ def write_compare_report(cmp: Comparison, out_dir: str | Path, embed: bool = Fal
         ax.plot(a.x, a.sim, lw=0.8, label=f"simulated ({cmp.sim_source['topic']})")
         ax.set_xlabel(a.x_label)
         ax.set_ylabel(f"{unit} (N)")
-        ax.set_title(f"Force, aligned by {a.method} (lag {a.lag_s:.4g} s)")
+        ax.set_title(f"Force, aligned by {a.method} (lag {a.lag_s:.4g} s); filter: {cmp.filter}", fontsize=9)
         ax.legend(loc="best")
         _save(fig, tmp / "traces.png")
 
@@ -241,7 +250,8 @@ def write_compare_report(cmp: Comparison, out_dir: str | Path, embed: bool = Fal
         ax.axhline(0.0, color="k", lw=0.5)
         ax.set_xlabel(a.x_label)
         ax.set_ylabel("simulated - measured (N)")
-        ax.set_title(f"Error in contact: RMSE {cmp.overall.rmse:.3g} N, MAE {cmp.overall.mae:.3g} N")
+        ax.set_title(f"Error in contact ({cmp.samples_in_contact}): RMSE {cmp.overall.rmse:.3g} N, MAE "
+                     f"{cmp.overall.mae:.3g} N; filter: {cmp.filter}", fontsize=9)
         _save(fig, tmp / "error.png")
 
         fig, ax = _figure()
@@ -250,7 +260,7 @@ def write_compare_report(cmp: Comparison, out_dir: str | Path, embed: bool = Fal
         ax.axhline(100 * cmp.overall.mean_relative_error, color="C3", ls="--", label="overall")
         ax.set_xlabel("pass")
         ax.set_ylabel("mean relative error (%)")
-        ax.set_title("Mean relative error per pass")
+        ax.set_title(f"Mean relative error per pass; filter: {cmp.filter}", fontsize=9)
         ax.legend(loc="best")
         _save(fig, tmp / "passes.png")
 
@@ -263,7 +273,7 @@ def write_compare_report(cmp: Comparison, out_dir: str | Path, embed: bool = Fal
             ax.legend(loc="best")
         ax.set_xlabel(f"measured {unit} (N)")
         ax.set_ylabel(f"simulated {unit} (N)")
-        ax.set_title(f"r = {_fmt(cmp.overall.correlation)}")
+        ax.set_title(f"r = {_fmt(cmp.overall.correlation)}; filter: {cmp.filter}", fontsize=8)
         _save(fig, tmp / "scatter.png")
 
         doc = cmp.to_json()
@@ -274,7 +284,8 @@ def write_compare_report(cmp: Comparison, out_dir: str | Path, embed: bool = Fal
             ("measured", html.escape(f"{cmp.meas_source['topic']} in {cmp.meas_source['bag']}")),
             ("alignment", html.escape(a.method)),
             ("component", html.escape(cmp.component)),
-            ("in-contact threshold", f"{cmp.threshold:g} N"),
+            ("in-contact threshold", f"{cmp.threshold:g} N ({html.escape(cmp.samples_in_contact)})"),
+            ("filter", html.escape(cmp.filter)),
             ("mean relative error", _fmt(o.mean_relative_error, pct=True)),
             ("RMSE", f"{_fmt(o.rmse)} N"),
             ("MAE", f"{_fmt(o.mae)} N"),
@@ -318,6 +329,7 @@ def write_run_report(rep: RunReport, out_dir: str | Path, embed: bool = False) -
                            label=f"band +-{rep.band:g} N")
         ax.set_xlabel("time (s)")
         ax.set_ylabel(f"{rep.component} force (N)")
+        ax.set_title(f"filter: {rep.filter}", fontsize=9)
         ax.legend(loc="best")
         _save(fig, tmp / "force.png")
 
@@ -337,6 +349,7 @@ def write_run_report(rep: RunReport, out_dir: str | Path, embed: bool = False) -
         summary = [
             ("run", html.escape(f"{rep.source['topic']} in {rep.source['bag']}")),
             ("component", html.escape(rep.component)),
+            ("filter", html.escape(rep.filter)),
             ("target", "-" if rep.target is None else f"{rep.target:g} N +- {_fmt(rep.band)} N"),
             ("mean force", f"{_fmt(o.mean)} N (std {_fmt(o.std)} N)"),
             ("in band", _fmt(o.in_band, pct=True)),

@@ -72,7 +72,7 @@ def urdf_joints(urdf: str | bytes) -> list[UrdfJoint]:
     except ET.ParseError as exc:
         raise InputError(f"robot description: not well-formed XML: {exc}") from None
     out = []
-    for j in root.iter("joint"):
+    for j in root.findall("joint"):  # the robot's joints, not those named inside <transmission>
         parent, child = j.find("parent"), j.find("child")
         name, kind = j.get("name"), j.get("type")
         if name is None or kind is None or parent is None or child is None:

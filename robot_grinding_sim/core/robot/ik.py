@@ -34,8 +34,9 @@ UR_SEEDS = (
 )
 
 
-def load_robot(robot: Any, tip_link: str | None = "tcp") -> Any:
-    """A RobotModel from a model, a URDF path, or ``"default"``; the tip link must be ``tip_link``."""
+def load_robot(robot: Any, tip_link: str | None = "tcp", package_dirs: Any = ()) -> Any:
+    """A RobotModel from a model, a URDF path, or ``"default"``; the tip link must be ``tip_link``;
+    ``package_dirs``: where ``package://`` URIs resolve (``robot.package_dirs``)."""
     from robot_grinding_sim.core.robot.dynamics import RobotModel
 
     if isinstance(robot, RobotModel):
@@ -46,7 +47,7 @@ def load_robot(robot: Any, tip_link: str | None = "tcp") -> Any:
     if not path.is_file():
         raise InputError(f"{path}: robot URDF not found")
     try:
-        return RobotModel.from_urdf(path, tip_link=tip_link)
+        return RobotModel.from_urdf(path, tip_link=tip_link, package_dirs=list(package_dirs))
     except InputError:
         raise
     except Exception as exc:

@@ -113,19 +113,23 @@ def resolve_uri(
 ) -> str | None:
     """Resolve a mesh ``filename`` of a URDF to an existing absolute path, or None.
 
-    - ``package://pkg/rel``: for each search directory ``d`` (``package_dirs`` first, then the
-      ament/colcon prefixes' ``share`` directories and ROS_PACKAGE_PATH from the environment, then
-      the URDF file's ancestors) try ``d/pkg/rel``, ``d/rel`` when ``d`` is named ``pkg``, and
-      the ament share layout ``d/share/pkg/rel``.
+    - ``package://pkg/rel``: an entry ``pkg=PATH`` of ``package_dirs`` gives ``PATH/rel``; for each
+      search directory ``d`` (the other ``package_dirs`` first, then the ament/colcon prefixes'
+      ``share`` directories and ROS_PACKAGE_PATH from the environment, then the URDF file's
+      ancestors) try ``d/pkg/rel``, ``d/rel`` when ``d`` is named ``pkg``, and the ament share
+      layout ``d/share/pkg/rel``.
     - ``file:///abs/path``: that path. ``file://rel`` or a bare relative path: relative to
       ``base_dir`` (the URDF's directory), then to each search directory.
     """
-    dirs = [Path(d) for d in package_dirs] + _ament_prefixes()
+    entries = [os.fspath(d) for d in package_dirs]
+    named = [d.split("=", 1) for d in entries if "=" in d]
+    dirs = [Path(d) for d in entries if "=" not in d] + _ament_prefixes()
     base = Path(base_dir) if base_dir else None
     candidates: list[Path] = []
     if uri.startswith("package://"):
         rest = uri[len("package://"):]
         pkg, _, rel = rest.partition("/")
+        candidates += [Path(path) / rel for name, path in named if name == pkg]
         if base is not None:
             dirs += [base, *base.parents]
         for d in dirs:
