@@ -231,7 +231,7 @@ def test_plan_then_simulate_reaches_the_target_force(tool_file: str, part: str, 
         assert abs(p.mean - 5.0) <= 0.05 * 5.0
     removal = result.removal_summary()
     assert removal["volume_m3"] > 0.0
-    assert removal["volume_m3"] == pytest.approx(cell.removal.preston_coefficient * removal["work_n_m"], rel=1e-9)
+    assert removal["volume_m3"] == pytest.approx(cell.removal.kp * removal["work_n_m"], rel=1e-9)
 
 
 DISC_URDF = URDF / "ur10e_disc_grinder.urdf"
