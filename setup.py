@@ -76,6 +76,7 @@ setup(
         (SHARE, ["package.xml"]),
         (os.path.join(SHARE, "launch"), sorted(glob("launch/*.launch.py"))),
         (os.path.join(SHARE, "config"), sorted(glob("config/*.yaml") + glob("config/*.rviz"))),
+        (os.path.join(SHARE, "config", "tools"), sorted(glob("config/tools/*.yaml"))),
         *tree("urdf"),
         *tree("parts"),
     ],

@@ -74,9 +74,8 @@ def _robot_plan(cell: Any, part: Any, faces: list[int] | None, optimise: bool | 
 
     import numpy as np
 
-    from robot_grinding_sim.core.geometry.tool_contact import tool_sphere_radius
     from robot_grinding_sim.core.job.plan_job import plan_job
-    from robot_grinding_sim.core.job.setup import cell_robot_model
+    from robot_grinding_sim.core.job.setup import cell_robot_model, job_tool
     from robot_grinding_sim.core.planning import placement, planner
 
     if place is None:
@@ -85,12 +84,12 @@ def _robot_plan(cell: Any, part: Any, faces: list[int] | None, optimise: bool | 
     if on_stage:
         on_stage("planning passes")
     model = cell_robot_model(cell)
-    radius = tool_sphere_radius(model, cell.tool.tcp_link, cell.tool.link)
+    tool = job_tool(model, cell)
     if cell.removal.target_depth > 0:  # the passes at the depth plan's stepover (the job then plans it again)
         from robot_grinding_sim.core.job.setup import depth_cell
 
-        cell = depth_cell(cell, radius)[0]
-    passes = planner.plan(part, faces, cell.passes.validate(), planner.tool_parameters(cell, radius), robot=None,
+        cell = depth_cell(cell, tool.radius)[0]
+    passes = planner.plan(part, faces, cell.passes.validate(), planner.tool_parameters(cell, tool), robot=None,
                           workpiece_pose=np.asarray(cell.workpiece.pose, dtype=float), on_stage=on_stage)
     if max_passes is not None or pass_length is not None:
         passes = planner.crop_plan(passes, part, max_passes, pass_length)

@@ -97,11 +97,11 @@ def simulate(part_or_cad: str | None, plan_file: str | None, max_passes: int | N
     passes, arm, contact force.
 
     Plans the passes (or runs --plan), optimises the commanded penetration per pass until the mean
-    normal force is within the tolerance of the target, simulates the UR10e with its ball tool
-    following the job trajectory with the compliant contact (closed form per step), and writes a
-    bag, force.png, summary.json and the plan that ran (plan.json) under --out. With --graph the
-    same plan.json then runs through the ROS 2 node graph (graph_bag/, graph_vs_inprocess in
-    summary.json).
+    normal force is within the tolerance of the target, simulates the arm with its tool (the
+    cell's URDF: a ball, wheel, pad or disc; config/tools/*.yaml) following the job trajectory
+    with the compliant contact (closed form per step), and writes a bag, force.png, summary.json
+    and the plan that ran (plan.json) under --out. With --graph the same plan.json then runs
+    through the ROS 2 node graph (graph_bag/, graph_vs_inprocess in summary.json).
     """
     from robot_grinding_sim.core.job.setup import JobConfig
 

@@ -80,11 +80,20 @@ class ToolConfig:
 
     tcp_link: str = param("tcp", "tool centre point link of the URDF: the ball's centre, z out of the tool; tip "
                           "of the arm's chain and frame of the contact wrench")
-    link: str = param("abrasive_head", "link of the URDF whose collision geometry is the tool (a sphere centred on "
-                      "the tcp gives exact depth and normal); it touches the part by design on contact moves")
+    link: str = param("abrasive_head", "link of the URDF whose collision geometry (sphere, cylinder or box) is the "
+                      "tool; it touches the part by design on contact moves")
     links: tuple[str, ...] = param(("spindle", "abrasive_head"), "links of the tool (tool.link added if missing): "
                                    "on contact moves they may work next to the part (not touch it); every other "
                                    "link keeps the clearance", min_length=1)
+    shape: str = param("auto", "the tool's shape (docs/contact.md, tool shapes): ball (a sphere), wheel (a "
+                       "cylinder worked on its periphery, axis across the feed), pad (a box worked flat on a "
+                       "face), disc (a cylinder worked on its face at tool.face_angle); auto: by the URDF "
+                       "primitive (sphere ball, cylinder wheel, box pad)",
+                       choices=("auto", "ball", "wheel", "pad", "disc"))
+    face_angle: float = param(0.2, "a disc's angle to the surface: its face leans toward the feed by it and its "
+                              "rim ahead of the tcp grinds", unit="rad", range=(0.02, 1.2))
+    patch_spacing: float = param(0.002, "spacing of the elements over a wheel's width or a pad's face (the "
+                                 "Winkler pressure is summed over them)", unit="m", range=(1e-5, 0.1))
     spindle_speed: float = param(10000.0 * 2.0 * math.pi / 60.0, "spindle speed about the tool's z axis "
                                  "(10,000 rpm)", unit="rad/s", range=(0.0, 1e5))
 

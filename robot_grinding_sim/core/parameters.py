@@ -202,6 +202,13 @@ def validate_value(spec: ParamSpec, value: Any) -> Any:
             raise ParameterError(spec.name, "must not be empty")
         if spec.path and v:
             p = os.path.expanduser(v)
+            if spec.path == "file" and p.startswith("package://"):
+                from robot_grinding_sim.core.resources import resolve_package_uri
+
+                try:
+                    p = resolve_package_uri(p)
+                except InputError as exc:
+                    raise ParameterError(spec.name, str(exc)) from None
             if spec.path == "file" and not os.path.isfile(p):
                 raise ParameterError(spec.name, f"file not found: {v}")
             if spec.path == "dir" and not os.path.isdir(p):

@@ -56,3 +56,17 @@ def default_urdf() -> Path:
         return package_file(URDF_DEFAULT)
     except FileNotFoundError as exc:
         raise InputError(f"default robot: {exc}") from None
+
+
+def resolve_package_uri(path: str) -> str:
+    """``package://robot_grinding_sim/<relative>`` as the file's absolute path (:func:`package_file`);
+    any other path as it is (the tool URDFs the package ships: ``package://robot_grinding_sim/urdf/...``)."""
+    prefix = f"package://{PACKAGE}/"
+    if not str(path).startswith(prefix):
+        return path
+    try:
+        return str(package_file(str(path)[len(prefix):]))
+    except FileNotFoundError as exc:
+        from robot_grinding_sim.core.errors import InputError
+
+        raise InputError(f"{path}: {exc}") from None

@@ -137,6 +137,34 @@ class RemovalGrid:
         self.work += work
         return volume
 
+    def accumulate_footprint(self, nodes: Any, weights: FloatArray, point: FloatArray, normal: FloatArray,
+                             force: float, centre: FloatArray, spindle_rate: FloatArray, feed_velocity: FloatArray,
+                             dt: float) -> float:
+        """Add one step's removal under a tool's footprint: the pressure at the ``nodes`` (indices)
+        proportional to ``weights`` (k,) >= 0 (a Winkler tool: its penetration at each node,
+        :meth:`~robot_grinding_sim.core.geometry.tools.Tool.penetration_at`), scaled so that
+        sum p_i A_i = ``force``; all of it on the node nearest ``point`` (3,) when no node is under
+        the tool (a footprint finer than the grid). Other arguments as :meth:`accumulate`; returns
+        the volume removed (m^3)."""
+        if force <= 0.0 or dt <= 0.0 or self.kp == 0.0:
+            return 0.0
+        idx = np.asarray(nodes, dtype=np.int64).reshape(-1)
+        w = np.asarray(weights, dtype=float).reshape(-1)
+        keep = w > 0.0
+        idx, w = idx[keep], w[keep]
+        if len(idx) == 0:
+            idx, w = np.array([int(self._tree.query(np.asarray(point, dtype=float))[1])], dtype=np.int64), np.ones(1)
+        volume, work = _apply_pressure(self.points, self.areas, self.depth, idx, np.ascontiguousarray(w),
+                                       np.asarray(normal, dtype=float), float(force), np.asarray(centre, dtype=float),
+                                       np.asarray(spindle_rate, dtype=float), np.asarray(feed_velocity, dtype=float),
+                                       float(dt), self.kp)
+        self.work += work
+        return volume
+
+    def nodes_near(self, point: FloatArray, radius: float) -> NDArray[np.int64]:
+        """Indices of the nodes within ``radius`` (m) of ``point`` (3,)."""
+        return np.asarray(self._tree.query_ball_point(np.asarray(point, dtype=float), radius), dtype=np.int64)
+
     def volume(self) -> float:
         """Removed volume, m^3 (sum of depth x area)."""
         return float(self.depth @ self.areas)
@@ -261,6 +289,17 @@ def _patch_removal(points, areas, depth, idx, p, normal, force, a, centre, w, v_
             r0, r1, r2 = r0 - rn * n0, r1 - rn * n1, r2 - rn * n2
             u = 1.0 - (r0 * r0 + r1 * r1 + r2 * r2) / (aa * aa)
             shape_fn[j] = math.sqrt(u) if u > 0.0 else 0.0
+    return _apply_pressure(points, areas, depth, idx, shape_fn, normal, force, centre, w, v_feed, dt, kp)
+
+
+@njit(cache=True)
+def _apply_pressure(points, areas, depth, idx, shape_fn, normal, force, centre, w, v_feed, dt, kp):
+    """Add k_p p_i v_i dt at the nodes ``idx`` with the pressure p_i proportional to shape_fn (k,)
+    (sum p_i A_i = force; evenly when shape_fn sums to 0), v_i the abrasive's tangential speed
+    there (the feed v_feed plus the spindle's w about ``centre``); returns (volume m^3, work N m)."""
+    k = idx.shape[0]
+    nn = math.sqrt(normal[0] ** 2 + normal[1] ** 2 + normal[2] ** 2)
+    n0, n1, n2 = normal[0] / nn, normal[1] / nn, normal[2] / nn
     total = 0.0
     for j in range(k):
         total += shape_fn[j] * areas[idx[j]]

@@ -22,6 +22,7 @@ BUILTIN: tuple[tuple[str, str], ...] = (
     ("hunt_crossley", "robot_grinding_sim.core.contact.hunt_crossley:HUNT_CROSSLEY"),
     ("lankarani_nikravesh", "robot_grinding_sim.core.contact.hunt_crossley:LANKARANI_NIKRAVESH"),
     ("flores", "robot_grinding_sim.core.contact.hunt_crossley:FLORES"),
+    ("winkler", "robot_grinding_sim.core.contact.winkler:LAW"),
 )
 
 _names: list[str] = [n for n, _ in BUILTIN]

@@ -52,12 +52,15 @@ class ContactGeometry:
         normal: (3,) unit normal of the part at ``point``, pointing out of the part (to the tool).
         point: (3,) closest point on the part's surface, m.
         centre: (3,) the tool centre the query was made for, m.
+        stiffness: a tool with a patch: its patch stiffness k_w A_c, N/m (the gap is then the
+            equivalent penetration -F / K); -1: the law's own (a point contact).
     """
 
     gap: float
     normal: FloatArray
     point: FloatArray
     centre: FloatArray
+    stiffness: float = -1.0
 
     @property
     def depth(self) -> float:
@@ -107,7 +110,8 @@ def tool_sphere_radius(model: Any, tcp_link: str, tool_link: str | None = None) 
             return float(g.params["radius"])
     which = f"of link {tool_link!r} " if tool_link else ""
     raise InputError(f"{model.source}: no sphere collision geometry {which}centred on the tool centre point "
-                     f"{tcp_link!r} (the grinding tool must be a ball)")
+                     f"{tcp_link!r} (the node graph takes the ball only; wheel, pad and disc run in process: "
+                     "grinding simulate)")
 
 
 def workpiece_scene(part: Any, faces: Sequence[int], X_BP: FloatArray, tool_radius: float,
@@ -144,17 +148,17 @@ def surface_tolerance(proj: FaceProjector, mesh: Any, deflection: float) -> floa
 
 
 @njit(cache=True)
-def ball_contact(c, T, mesh, warm, tiny, radius, closed, tol, proj, out):
-    """The ball tool centred at c (3,) against a CAD face's mesh at pose T (4, 4) with its exact
-    (B-spline or analytic) surface, compiled: :meth:`CollisionScene.distance` of a sphere and a mesh with an exact
-    surface (the mesh's signed closest point; the surface's where it is on the face and the foot of
-    the perpendicular; the mesh's back side behind an open surface).
+def surface_gap(c, T, mesh, warm, tiny, back, closed, tol, proj, out):
+    """Signed distance, m, of the point c (3,) from a CAD face's mesh at pose T (4, 4) with its exact
+    (B-spline or analytic) surface, compiled (> 0 outside, < 0 under the surface): the mesh's signed
+    closest point; the surface's where it is on the face and the foot of the perpendicular; behind
+    an open surface by more than ``back`` (m), the distance to its back side (positive).
 
     mesh: the mesh's ``query_arrays``; warm (1,) int64 the last closest triangle (updated); tol the
     largest distance, m, of the mesh from the surface; proj the projector's
     :meth:`FaceProjector.arrays`: the surface's answer is checked against the mesh's closest point
     (:func:`~robot_grinding_sim.core.geometry.projector.face_closest`). Writes out (6,): outward unit
-    normal, closest point on the part (base frame); returns the gap, m (< 0: penetration)."""
+    normal, closest point on the part (base frame)."""
     buf = np.empty(9)
     sd, tri = signed_closest_world(c, T, *mesh, warm[0], tiny, buf)
     warm[0] = tri
@@ -170,25 +174,182 @@ def ball_contact(c, T, mesh, warm, tiny, radius, closed, tol, proj, out):
         for i in range(3):
             out[3 + i] = T[i, 0] * pr[0] + T[i, 1] * pr[1] + T[i, 2] * pr[2] + T[i, 3]
             out[i] = T[i, 0] * pr[3] + T[i, 1] * pr[4] + T[i, 2] * pr[5]
-        return sde - radius
+        return sde
     for i in range(6):
         out[i] = buf[3 + i] if i < 3 else buf[i - 3]
-    if not closed and sd <= -radius:  # behind an open surface: the gap to its back side
+    if not closed and sd <= -back:  # behind an open surface: the gap to its back side
         d = math.sqrt((c[0] - buf[0]) ** 2 + (c[1] - buf[1]) ** 2 + (c[2] - buf[2]) ** 2)
         for i in range(3):
             out[i] = (c[i] - buf[i]) / d
         sd = d
-    return sd - radius
+    return sd
+
+
+@njit(cache=True)
+def ball_contact(c, T, mesh, warm, tiny, radius, closed, tol, proj, out):
+    """The ball tool centred at c (3,) against a CAD face's mesh at pose T (4, 4) with its exact
+    surface, compiled: :meth:`CollisionScene.distance` of a sphere and a mesh with an exact surface
+    (:func:`surface_gap` of the centre less the radius; the back side of an open surface when the
+    centre is more than the radius behind it). Writes out (6,): outward unit normal, closest point
+    on the part (base frame); returns the gap, m (< 0: penetration)."""
+    return surface_gap(c, T, mesh, warm, tiny, radius, closed, tol, proj, out) - radius
+
+
+#: kernel codes of the shapes (:func:`tool_contact`)
+BALL, WHEEL, PAD, DISC = 0, 1, 2, 3
+#: the tool kernel's parameters tp: [radius (m), k_w (N/m^3), back (m), floor area (m^2), a disc's
+#: working face normal (3, tcp frame), the elements' largest distance from the tcp (m)], then its
+#: state: the tcp pose (3, 4) of the last query of every element and their gaps then (k,)
+TP_LEN = 20
+#: elements whose gap at the last full query, less how far they can have moved since, is above this
+#: (m) are not queried again (the far rim of a disc, a pad's edge over a curved part)
+SKIP_GAP = 0.002
+#: every element is queried again once the tool may have moved this far (m) since the last time
+REFRESH_MOVE = 0.001
+
+
+@njit(cache=True)
+def segment_area(R: float, d: float) -> float:
+    """Area (m^2) of the circular segment of a disc of radius R (m) cut d (m) deep by a line:
+    R^2 acos((R - d)/R) - (R - d) sqrt(2 R d - d^2); 0 for d <= 0, pi R^2 for d >= 2 R."""
+    if d <= 0.0:
+        return 0.0
+    if d >= 2.0 * R:
+        return math.pi * R * R
+    return R * R * math.acos((R - d) / R) - (R - d) * math.sqrt(max(2.0 * R * d - d * d, 0.0))
+
+
+@njit(cache=True)
+def chord(R: float, d: float) -> float:
+    """Chord length (m) of a disc of radius R (m) cut d (m) deep: 2 sqrt(2 R d - d^2)."""
+    if d <= 0.0:
+        return 0.0
+    if d >= R:
+        return 2.0 * R
+    return 2.0 * math.sqrt(max(2.0 * R * d - d * d, 0.0))
+
+
+@njit(cache=True)
+def tool_contact(Tt, geo, kind, elems, wts, warms, tp, out):
+    """The tool at tcp pose Tt (4, 4) against the workpiece (geo: the arguments of
+    :func:`~robot_grinding_sim.core.geometry.tool_contact.ball_contact` after the centre). Writes
+    out (6,): the part's outward unit normal and the contact point (base frame).
+
+    ball: the ball centred at the tcp (elems unused); returns (gap, -1): the law's own stiffness.
+    wheel: elems (k, 6) the slice centres on the axis and the axis (tcp frame), wts (k,) the slice
+    widths (m); each slice is the disc of radius tp[0] on the surface's tangent line at the slice's
+    closest point: force k_w w seg(R, d_i), area w chord(R, d_i).
+    pad: elems (k, 6) points of the working face and its outward normal (tcp frame), wts (k,) their
+    areas (m^2); each presses k_w a_i |n_i . n| d_i, d_i its depth under the surface (tp[2]: deeper
+    than this is the back side of an open surface).
+    disc: elems (k, 6) points of the working face's rim (both ends of each strip) and the face's inward
+    direction there (perpendicular to the chord, tcp frame), wts (k,) the strips' widths (m), tp[4:7]
+    the face's normal: each strip of the face from its rim inward, its rim d deep and the face
+    leaving the surface's tangent plane at slope s = e . n, presses k_w w |n_f . n| d^2 / (2 s)
+    over w |n_f . n| d / s (the triangle of depth under a tilted face).
+
+    Returns (gap, K): in contact, gap = -F / K (the equivalent penetration, m) and K = k_w A_c
+    (N/m, A_c the area in contact, at least tp[3]); out of contact the smallest gap of the elements
+    and K = k_w tp[3]; normal and point are the pressure-weighted mean (in contact) or the nearest
+    element's. warms (k,) int64: each element's last closest triangle (updated); tp's state
+    (:data:`TP_LEN`): elements far from the part at the last full query are skipped until the tool
+    may have come near (:data:`SKIP_GAP`, :data:`REFRESH_MOVE`)."""
+    T, mesh, warm, tiny, radius, closed, tol, proj = geo
+    if kind == BALL:
+        c = Tt[:3, 3].copy()
+        return ball_contact(c, T, mesh, warm, tiny, radius, closed, tol, proj, out), -1.0
+    R, kw, back, floor = tp[0], tp[1], tp[2], tp[3]
+    k = elems.shape[0]
+    # how far any element can have moved since every element was last queried: the tcp's move plus
+    # the rotation's (Frobenius norm) times the elements' reach
+    dp, dr = 0.0, 0.0
+    for r in range(3):
+        dp += (Tt[r, 3] - tp[8 + 4 * r + 3]) ** 2
+        for c in range(3):
+            dr += (Tt[r, c] - tp[8 + 4 * r + c]) ** 2
+    move = math.sqrt(dp) + math.sqrt(dr) * tp[7]
+    refresh = not move <= REFRESH_MOVE
+    if not refresh:
+        refresh = True
+        for i in range(k):
+            if tp[TP_LEN + i] - move <= SKIP_GAP:
+                refresh = False  # some element near enough to query
+                break
+    if refresh:
+        for r in range(3):
+            for c in range(4):
+                tp[8 + 4 * r + c] = Tt[r, c]
+    o = np.empty(6)
+    ci = np.empty(3)
+    force = 0.0
+    area = 0.0
+    nrm = np.zeros(3)
+    pnt = np.zeros(3)
+    gmin = np.inf
+    for i in range(k):
+        if not refresh and tp[TP_LEN + i] - move > SKIP_GAP:
+            continue  # cannot be near the part: its gap is at least that
+        for r in range(3):
+            ci[r] = Tt[r, 0] * elems[i, 0] + Tt[r, 1] * elems[i, 1] + Tt[r, 2] * elems[i, 2] + Tt[r, 3]
+        if kind == WHEEL:
+            g = ball_contact(ci, T, mesh, warms[i:i + 1], tiny, R, closed, tol, proj, o)
+        else:
+            g = surface_gap(ci, T, mesh, warms[i:i + 1], tiny, back, closed, tol, proj, o)
+        if refresh:
+            tp[TP_LEN + i] = g
+        if g < gmin:
+            gmin = g
+            for r in range(6):
+                out[r] = o[r]
+        if g >= 0.0:
+            continue
+        d = -g
+        if kind == WHEEL:
+            f = wts[i] * segment_area(R, d)
+            a = wts[i] * chord(R, d)
+        elif kind == DISC:
+            slope = 0.0
+            nf = 0.0
+            for r in range(3):
+                slope += (Tt[r, 0] * elems[i, 3] + Tt[r, 1] * elems[i, 4] + Tt[r, 2] * elems[i, 5]) * o[r]
+                nf += (Tt[r, 0] * tp[4] + Tt[r, 1] * tp[5] + Tt[r, 2] * tp[6]) * o[r]
+            slope = max(slope, 1e-3)  # a face (nearly) flat on the surface: its strip, at most 1000 d long
+            a = wts[i] * abs(nf) * d / slope
+            f = 0.5 * a * d
+        else:
+            en = 0.0
+            for r in range(3):
+                en += (Tt[r, 0] * elems[i, 3] + Tt[r, 1] * elems[i, 4] + Tt[r, 2] * elems[i, 5]) * o[r]
+            a = wts[i] * abs(en)  # the element's area projected on the surface
+            f = a * d
+        force += f
+        area += a
+        for r in range(3):
+            nrm[r] += f * o[r]
+            pnt[r] += f * o[3 + r]
+    if force <= 0.0:
+        return gmin, kw * floor
+    nn = math.sqrt(nrm[0] ** 2 + nrm[1] ** 2 + nrm[2] ** 2)
+    for r in range(3):
+        out[r] = nrm[r] / nn
+        out[3 + r] = pnt[r] / force
+    area = max(area, floor)
+    return -force / area, kw * area
 
 
 class ToolContactQuery:
-    """The ball tool's gap, normal and closest point against the workpiece of a scene.
+    """The tool's gap, normal and contact point against the workpiece of a scene.
 
     Args:
         scene: a scene holding a sphere ``tool`` and the ``workpiece`` (:func:`workpiece_scene`).
+        shape: the tool (:class:`~robot_grinding_sim.core.geometry.tools.Tool`); None: the scene's
+            sphere, a ball centred on the tcp.
+        pressure_stiffness: k_w, N/m^3, of a tool with a patch (the Winkler law).
+        floor_area: the smallest area (m^2) its patch stiffness k_w A is taken at (the onset).
     """
 
-    def __init__(self, scene: CollisionScene, tool: str = TOOL, workpiece: str = WORKPIECE) -> None:
+    def __init__(self, scene: CollisionScene, tool: str = TOOL, workpiece: str = WORKPIECE, shape: Any = None,
+                 pressure_stiffness: float = 0.0, floor_area: float = 0.0) -> None:
         kind, params = scene.shape(tool)
         if kind != "sphere":
             raise InputError(f"tool object {tool!r} is a {kind}: the contact query needs a sphere")
@@ -196,8 +357,16 @@ class ToolContactQuery:
         self.scene = scene
         self.tool, self.workpiece = tool, workpiece
         self.radius = float(params[0])
+        self.shape = shape
+        if shape is not None and shape.kind != BALL:
+            self.tool_arrays = shape.kernel_arrays(pressure_stiffness, floor_area)
+        else:
+            self.tool_arrays = (BALL, np.zeros((0, 6)), np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(TP_LEN))
         self._pose = np.eye(4)
         self.compiled = self._compiled_arrays()
+        if self.compiled is None and self.tool_arrays[0] != BALL:
+            raise InputError(f"the {shape.shape} tool needs one CAD face with an exact surface as the workpiece "
+                             "(mesh parts and several faces: the ball only)")
         self._out = np.empty(6)
 
     def reset_warm_start(self) -> None:
@@ -223,23 +392,31 @@ class ToolContactQuery:
                 float(self.scene.tiny), self.radius, bool(mesh.closed),
                 float(self.scene.exact_surface_tolerance(self.workpiece)), arrays)
 
-    def query(self, centre: FloatArray) -> ContactGeometry:
-        """Contact geometry of the tool centred at ``centre`` (3,) m."""
-        c = np.asarray(centre, dtype=np.float64).reshape(3)
-        if not math.isfinite(float(c @ c)):
-            raise InputError(f"tool centre {c.tolist()} is not finite")
+    def query(self, pose: FloatArray) -> ContactGeometry:
+        """Contact geometry of the tool at the tcp pose ``pose`` (4, 4) (base frame), or of the ball
+        centred at ``pose`` (3,) m. A tool with a patch gives its patch stiffness (``stiffness``)."""
+        X = np.asarray(pose, dtype=np.float64)
+        c = (X[:3, 3] if X.shape == (4, 4) else X).reshape(3).copy()
+        if not np.isfinite(X).all():
+            raise InputError(f"tool pose {X.tolist()} is not finite")
         if self.compiled is not None:
             out = self._out
             self.compiled[0][:] = self.scene.pose(self.workpiece)  # the workpiece may have moved
-            gap = ball_contact(c, *self.compiled, out)
-            return ContactGeometry(float(gap), out[:3].copy(), out[3:6].copy(), c.copy())
+            if X.shape != (4, 4):
+                if self.tool_arrays[0] != BALL:
+                    raise InputError(f"the {self.shape.shape} tool's contact needs the tcp pose (4, 4), not its centre")
+                X = np.eye(4)
+                X[:3, 3] = c
+            gap, kp = tool_contact(np.ascontiguousarray(X), self.compiled, *self.tool_arrays, out)
+            return ContactGeometry(float(gap), out[:3].copy(), out[3:6].copy(), c, float(kp))
         self._pose[:3, 3] = c
         self.scene.set_pose(self.tool, self._pose)
         dist, p_tool, p_part = self.scene.distance(self.tool, self.workpiece)
         n = (c - p_tool) / self.radius
         return ContactGeometry(float(dist), n, np.asarray(p_part, dtype=np.float64), c.copy())
 
-    def rows(self, centre: FloatArray, margin: float) -> FloatArray:
-        """Contact rows (k, 7) of :data:`ROW_FIELDS`: one while the gap is below ``margin`` (m), else none."""
-        geom = self.query(centre)
+    def rows(self, pose: FloatArray, margin: float) -> FloatArray:
+        """Contact rows (k, 7) of :data:`ROW_FIELDS`: one while the gap is below ``margin`` (m), else none
+        (``pose``: as :meth:`query`)."""
+        geom = self.query(pose)
         return geom.row()[None] if geom.gap < margin else np.zeros((0, len(ROW_FIELDS)))

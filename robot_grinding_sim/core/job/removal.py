@@ -32,6 +32,10 @@ def job_grid(setup: Any) -> RemovalGrid:
     cfg = setup.cell.removal
     kw = {"preston_coefficient": cfg.kp, "pressure": cfg.pressure}
     passes = setup.plan.passes
+    tool = getattr(setup, "tool", None)
+    margin = GRID_MARGIN  # a tool with a patch: its footprint beyond the passes
+    if tool is not None and tool.distributed:
+        margin = max(GRID_MARGIN, tool.footprint_radius(setup.penetration) + 2.0 * cfg.grid_spacing)
     uv = np.vstack([p.uv for p in passes])
     faces = np.concatenate([p.face for p in passes])
     part = setup.part
@@ -41,8 +45,8 @@ def job_grid(setup: Any) -> RemovalGrid:
         lu = max(float(np.median(np.linalg.norm(s.du, axis=1))), 1e-12)
         lv = max(float(np.median(np.linalg.norm(s.dv, axis=1))), 1e-12)
         u0, u1, v0, v1 = face.uv_bounds
-        box = (max(u0, uv[:, 0].min() - GRID_MARGIN / lu), min(u1, uv[:, 0].max() + GRID_MARGIN / lu),
-               max(v0, uv[:, 1].min() - GRID_MARGIN / lv), min(v1, uv[:, 1].max() + GRID_MARGIN / lv))
+        box = (max(u0, uv[:, 0].min() - margin / lu), min(u1, uv[:, 0].max() + margin / lu),
+               max(v0, uv[:, 1].min() - margin / lv), min(v1, uv[:, 1].max() + margin / lv))
         return face_grid(face, cfg.grid_spacing, setup.X_BP, box, **kw)
     return plane_grid(np.vstack([p.points for p in passes]), np.vstack([p.normals for p in passes]),
                       cfg.grid_spacing, setup.X_BP, **kw)
@@ -126,6 +130,16 @@ def accumulate_steps(grid: RemovalGrid, setup: Any, record: dict[str, FloatArray
     X = model.fk(record["q"][steps], tcp)
     q, qd = record["q"], record["qd"]
     v_centre = np.array([model.jacobian(q[i], tcp)[:3] @ qd[i] for i in steps.tolist()])
+    tool = setup.tool
+    if tool is not None and tool.distributed:  # the pressure under the tool's own footprint
+        points = X[:, :3, 3] + record["lever"][steps]
+        w = setup.cell.tool.spindle_speed
+        for j, i in enumerate(steps.tolist()):
+            nodes = grid.nodes_near(points[j], tool.footprint_radius(float(depth[i])) + grid.spacing)
+            grid.accumulate_footprint(nodes, tool.penetration_at(grid.points[nodes], X[j]), points[j],
+                                      record["normal"][i], float(record["fn_mean"][i]), X[j, :3, 3], w * X[j, :3, 2],
+                                      v_centre[j], float(dts[i]))
+        return
     radii = np.array([patch_radius(setup.tool_radius, float(depth[i])) for i in steps.tolist()])
     grid.accumulate_many(X[:, :3, 3] + record["lever"][steps], record["normal"][steps], record["fn_mean"][steps],
                          radii, X[:, :3, 3], setup.cell.tool.spindle_speed * X[:, :3, 2], v_centre, dts[steps])
@@ -215,11 +229,17 @@ def replay_removal(setup: Any, t: FloatArray, q: FloatArray, qd: FloatArray, for
     X = model.fk(q, tcp)
     dts = np.diff(t, prepend=t[0])
     for i in np.flatnonzero((dts > 0) & (np.linalg.norm(force_tcp, axis=1) > 0)).tolist():
-        geom = setup.query.query(X[i, :3, 3])
+        geom = setup.query.query(X[i])
         if geom.gap >= 0.0:
             continue
         fn = float(force_tcp[i] @ (X[i, :3, :3].T @ geom.normal))
-        if fn > 0.0:
+        tool = getattr(setup, "tool", None)
+        if fn > 0.0 and tool is not None and tool.distributed:  # under the tool's own footprint
+            nodes = grid.nodes_near(geom.point, tool.footprint_radius(-geom.gap) + grid.spacing)
+            grid.accumulate_footprint(nodes, tool.penetration_at(grid.points[nodes], X[i]), geom.point, geom.normal,
+                                      fn, X[i, :3, 3], setup.cell.tool.spindle_speed * X[i, :3, 2],
+                                      model.jacobian(q[i], tcp)[:3] @ qd[i], float(dts[i]))
+        elif fn > 0.0:
             accumulate_state(grid, model, tcp, setup.cell.tool.spindle_speed, X[i], q[i], qd[i], geom.point,
                              geom.normal, fn, patch_radius(setup.tool_radius, -geom.gap), float(dts[i]))
     return grid
@@ -339,7 +359,8 @@ def plot_removal(path: Path, grid: RemovalGrid, setup: Any, figures: dict[str, A
     g = passes[len(passes) // 2]
     m = len(g.positions) // 2
     tangent = g.positions[min(m + 1, len(g.positions) - 1)] - g.positions[max(m - 1, 0)]
-    point = g.positions[m] - setup.tool_radius * g.normals[m]
+    point = g.positions[m] - (setup.plan.tool.standoff if setup.plan.tool.standoff is not None
+                              else setup.tool_radius) * g.normals[m]
     s, d = cross_section(grid, point, tangent, g.normals[m])
     ax2.plot(s * 1e3, d * 1e6, ".-", ms=3)
     if D is not None:

@@ -4,7 +4,8 @@
 a plan.json to run, or how many passes of what length to plan) and returns a :class:`JobSetup`:
 
 - the robot (:class:`~robot_grinding_sim.core.robot.dynamics.RobotModel`, tip link the tool
-  centre point) and the ball tool's radius from its URDF;
+  centre point) and its tool (:func:`job_tool`: the shape from the URDF's collision primitive and
+  ``tool.*``, :mod:`~robot_grinding_sim.core.geometry.tools`);
 - the part at its pose and the plan: passes on the exact CAD surface from
   :func:`~robot_grinding_sim.core.planning.planner.plan`, or those of a plan.json (its part,
   pose, passes, offsets and job trajectory; its cell configuration is the job's unless changed);
@@ -27,7 +28,8 @@ from numpy.typing import NDArray
 
 from robot_grinding_sim.core.config import CellConfig
 from robot_grinding_sim.core.errors import GrindingSimError, InputError, PlanningError
-from robot_grinding_sim.core.geometry.tool_contact import ToolContactQuery, tool_sphere_radius, workpiece_scene
+from robot_grinding_sim.core.geometry.tool_contact import ToolContactQuery, workpiece_scene
+from robot_grinding_sim.core.geometry.tools import Tool, cell_tool
 from robot_grinding_sim.core.planning.trajectory import JobPaths, JointTrajectory, job_paths
 from robot_grinding_sim.core.sim.coupled_step import make_contact_law
 
@@ -96,6 +98,8 @@ class JobSetup:
     timings: dict[str, float] = field(default_factory=dict)
     #: the plan.json's job trajectory as read (checked against ``model``), or None
     plan_trajectory: JointTrajectory | None = None
+    #: the tool (:class:`~robot_grinding_sim.core.geometry.tools.Tool`)
+    tool: Tool | None = None
 
     @property
     def cell(self) -> CellConfig:
@@ -124,10 +128,10 @@ def load_robot_model(description_file: str, tcp_link: str, package_dirs: Any = (
     """
     from robot_grinding_sim.core.errors import ModelError
     from robot_grinding_sim.core.parameters import ParameterError
-    from robot_grinding_sim.core.resources import default_urdf
+    from robot_grinding_sim.core.resources import default_urdf, resolve_package_uri
     from robot_grinding_sim.core.robot.dynamics import RobotModel
 
-    urdf = str(default_urdf()) if description_file in ("", "default") else description_file
+    urdf = str(default_urdf()) if description_file in ("", "default") else resolve_package_uri(description_file)
     try:
         return RobotModel.from_urdf(urdf, tip_link=tcp_link, package_dirs=list(package_dirs))
     except ModelError as exc:
@@ -194,7 +198,8 @@ def check_robot_for_job(model: Any, cell: CellConfig, names: Any = None) -> None
                 raise ParameterError(key, f"{name!r} is not a link of {urdf} (links: {', '.join(model.link_names)})")
             if name not in has_geometry:
                 what = ("the tool's shape (a <sphere> centred on the tool centre point "
-                        f"'{cell.tool.tcp_link}')" if key == "tool.link" else "its shape")
+                        f"'{cell.tool.tcp_link}', a <cylinder> or a <box>: docs/contact.md, tool shapes)"
+                        if key == "tool.link" else "its shape")
                 raise ParameterError(key, f"link {name!r} of {urdf} has no <collision> geometry: add {what} to it, "
                                      "or name the link that has it")
             if model.chain.link_body[name] != model.chain.link_body[model.tip_link]:
@@ -254,6 +259,34 @@ def check_home(model: Any, home: Any) -> FloatArray:
     return q
 
 
+def job_tool(model: Any, cell: CellConfig) -> Tool:
+    """The cell's tool: the collision primitive of ``tool.link`` as ``tool.shape``
+    (:func:`~robot_grinding_sim.core.geometry.tools.cell_tool`), checked against the contact law: a
+    tool with a patch (wheel, pad) takes the Winkler law, the ball a point law.
+
+    Raises:
+        InputError: naming the URDF, ``tool.*`` or ``contact.model``.
+    """
+    t = cell.tool
+    tool = cell_tool(model, t.tcp_link, t.link, t.shape, t.patch_spacing, t.face_angle)
+    if tool.distributed and cell.contact.model != "winkler":
+        raise InputError(f"the {tool.shape} tool ({model.source}, link {cell.tool.link!r}) presses over a patch: it "
+                         f"takes contact.model winkler (contact.stiffness then the pressure per metre of "
+                         f"penetration, N/m^3), not {cell.contact.model}")
+    if not tool.distributed and cell.contact.model == "winkler":
+        raise InputError(f"contact.model winkler is a pressure over a patch: the ball ({model.source}, link "
+                         f"{cell.tool.link!r}) takes a point law (kelvin_voigt, hunt_crossley, ...)")
+    return tool
+
+
+def contact_query(scene: Any, tool: Tool, cell: CellConfig, penetration: float) -> ToolContactQuery:
+    """The tool's contact query on the workpiece scene; a tool with a patch takes its patch
+    stiffness at no less than a quarter of its area at the planned ``penetration`` (m) on a plane
+    (the onset: a patch that starts at zero area)."""
+    floor = 0.25 * tool.plane_area(penetration) if tool.distributed else 0.0
+    return ToolContactQuery(scene, shape=tool, pressure_stiffness=cell.contact.stiffness, floor_area=floor)
+
+
 def cell_robot_model(cell: CellConfig) -> Any:
     """The cell's robot (:func:`load_robot_model`) with what a job needs of it checked
     (:func:`check_robot_for_job`: ``robot.home``, meshes, tool links, the F/T frame)."""
@@ -295,9 +328,13 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
     given = passes
     if plan_data is not None:  # the whole plan against this robot, before anything runs (its one parse)
         given = check_plan(plan_data, model, cfg.plan_file)
-    radius = tool_sphere_radius(model, cell.tool.tcp_link, cell.tool.link)
+    tool = job_tool(model, cell)
+    radius = tool.radius
     depth_plan = None
     if plan_data is None and cell.removal.target_depth > 0:  # plan for the depth: the cell's force, feed, stepover
+        if tool.distributed:
+            raise InputError(f"removal.target_depth: the depth plan is made for a ball (its footprint); the "
+                             f"{tool.shape} tool ({cell.tool.link!r}) grinds at process.target_force: set it to 0")
         cell, depth_plan = depth_cell(cell, radius)
         cfg = dataclasses.replace(cfg, cell=cell)
         if given is not None and not math.isclose(given.pass_params.stepover, cell.passes.stepover, rel_tol=1e-9):
@@ -305,7 +342,7 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
                              f"for removal.target_depth {cell.removal.target_depth:g} m needs "
                              f"{cell.passes.stepover:g} m (plan them with depth_cell's cell)")
     law = make_contact_law(cell.contact)
-    penetration = law.static_penetration(cell.process.target_force)
+    penetration = tool.static_penetration(law, cell.process.target_force, cell.contact.stiffness)
     if penetration >= radius:
         raise InputError(f"process.target_force {cell.process.target_force} N with contact.stiffness "
                          f"{cell.contact.stiffness} needs a penetration of {penetration} m, not below the tool "
@@ -314,6 +351,9 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
     if given is not None:
         plan = given
         what = cfg.plan_file or "the passes"
+        if plan.tool.shape != tool.shape:
+            raise InputError(f"{what}: planned for a {plan.tool.shape} tool, the robot's ({model.source}, "
+                             f"tool.link {cell.tool.link!r}) is a {tool.shape}")
         if cfg.workpiece_pose is not None:
             plan.workpiece_pose = planner.pose_matrix(cfg.workpiece_pose)
         # one answer to where the part is: the cell says what the plan (moved or not) says
@@ -332,7 +372,7 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
         faces = None if list(wp.faces) == [-1] else [int(f) for f in wp.faces]
         if on_stage:
             on_stage("planning passes")
-        plan = planner.plan(part, faces, cell.passes.validate(), planner.tool_parameters(cell, radius),
+        plan = planner.plan(part, faces, cell.passes.validate(), planner.tool_parameters(cell, tool),
                             robot=None, workpiece_pose=np.asarray(wp.pose, dtype=float),
                             link_clearance_check=True, on_stage=on_stage)
         if cfg.max_passes is not None or cfg.pass_length is not None:
@@ -348,8 +388,8 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
     if depth_plan is not None:
         plan.removal_plan = removal_plan_entry(depth_plan, plan, cell)
     setup = JobSetup(cfg, model, part, plan, list(plan.faces), plan.workpiece_pose, scene, exact,
-                     ToolContactQuery(scene), law, paths, penetration, radius, source, plan_data, tm,
-                     plan.trajectory if plan_data is not None else None)
+                     contact_query(scene, tool, cell, penetration), law, paths, penetration, radius, source,
+                     plan_data, tm, plan.trajectory if plan_data is not None else None, tool)
     if depth_plan is not None and cell.removal.enabled:
         from robot_grinding_sim.core.job.removal import predicted_map
 

@@ -255,15 +255,16 @@ def suggestion(exc: Exception, plan: Any, part: Any, faces: list[int] | None, ce
     text = str(exc)
     if not any(k in text for k in ("unreachable", "path speed", "joint", "feed")):
         return None
-    from robot_grinding_sim.core.geometry.tool_contact import tool_sphere_radius
+    from robot_grinding_sim.core.geometry.tools import cell_tool
     from robot_grinding_sim.core.planning import planner
     from robot_grinding_sim.core.robot.ik import load_robot
 
     try:
         model = load_robot(cell.robot.description_file or "default", cell.tool.tcp_link, cell.robot.package_dirs)
         if plan is None:
-            radius = tool_sphere_radius(model, cell.tool.tcp_link, cell.tool.link)
-            plan = planner.plan(part, faces, cell.passes, planner.tool_parameters(cell, radius), robot=None,
+            t = cell.tool
+            tool = cell_tool(model, t.tcp_link, t.link, t.shape, t.patch_spacing, t.face_angle)
+            plan = planner.plan(part, faces, cell.passes, planner.tool_parameters(cell, tool), robot=None,
                                 workpiece_pose=np.asarray(cell.workpiece.pose, dtype=float))
         found = search_pose(plan, model, cell, max_ik=150, max_jobs=2)
     except GrindingSimError as err:

@@ -105,9 +105,11 @@ def plan_to_dict(plan: Any) -> dict[str, Any]:
         },
         "parameters": plan.parameters(),
         "tool": {
+            "shape": plan.tool.shape,
             "radius": plan.tool.radius,
             "penetration": plan.tool.penetration,
-            "tcp_rule": ("tcp = p + (radius - penetration) * normal; z = -normal turned by lead (y) and tilt (x); "
+            "tcp_rule": ("tcp = p + (standoff - penetration) * normal - offset (pass frame x, y; standoff: the "
+                         "radius unless given); z = -normal turned by lead (y) and tilt (x), then by the tool's rule; "
                          "x along the travel (a ball with no lead or tilt: the previous pass's roll)"),
         },
         "summary": plan.summary(),

@@ -10,12 +10,12 @@ is written; :mod:`~robot_grinding_sim.core.planning.plan_io` writes the result.
 Frames: everything in the part frame (``workpiece``) except the joint trajectory and the robot
 checks, which use ``workpiece_pose`` (X_BP, the part in the robot's ``base_link``).
 
-TCP rule (spherical tool of radius R, Kelvin-Voigt contact of stiffness K, target force F):
-    the tool z axis points along the inward normal -n (the ``tcp`` z axis of the URDF points out
-    of the tool, into the part), x along the travel direction; then the tool is turned by
-    ``lead`` about its y axis and by ``tilt`` about its x axis (R = R0 Ry(lead) Rx(tilt)).
-    The TCP (the ball centre) sits at p + (R - d) n with d = F / K the penetration the contact
-    model needs for F (a sphere is symmetric, so lead and tilt do not move the centre).
+TCP rule (pass frame F0: x along the travel, z the inward normal -n, y = z x x): the tcp's axes
+    are R0 Ry(lead) Rx(tilt) R_rule, R_rule the tool shape's rule (:mod:`~robot_grinding_sim.core.geometry.tools`:
+    ball and pad as F0; the wheel's axis across the feed; the disc leaning toward the feed). The
+    TCP sits at p + (h - d) n - o: h the tool's standoff (the support of the tool along -n), o the
+    F0 offset of the point that touches first (a disc's rim), d the penetration for the target
+    force F on a plane (Kelvin-Voigt F / K; Winkler: the tool's patch, a pad's F / (k_w A)).
 """
 
 from __future__ import annotations
@@ -65,6 +65,8 @@ class ToolParameters:
         feed: TCP speed along the passes, m/s (> 0).
         approach: approach and retreat distance along the normal, m (> 0).
         clearance: minimum gap between tool and part on linking moves, m (> 0).
+        shape, standoff, offset, rule, static_penetration, edge_margin: the tool's
+            (``Tool.plan_parameters``; None: ``radius``, (F / K)^(1/exponent)).
     """
 
     radius: float = 0.02
@@ -76,10 +78,18 @@ class ToolParameters:
     feed: float = _PROCESS.feed
     approach: float = _PROCESS.approach
     clearance: float = _PROCESS.clearance
+    shape: str = "ball"
+    standoff: float | None = None
+    offset: tuple[float, ...] = (0.0, 0.0)
+    rule: tuple[float, ...] = (0.0, 0.0, 0.0, 1.0)
+    static_penetration: float | None = None
+    edge_margin: float = 0.0
 
     @property
     def penetration(self) -> float:
-        """d with K d^exponent = F (the static penetration for the target force), m."""
+        """d with K d^exponent = F (the static penetration for the target force; a patch's own), m."""
+        if self.static_penetration is not None:
+            return float(self.static_penetration)
         return (self.target_force / self.stiffness) ** (1.0 / self.exponent)
 
     def validate(self) -> ToolParameters:
@@ -103,12 +113,14 @@ class ToolParameters:
         return self
 
 
-def tool_parameters(cell: config.CellConfig, radius: float) -> ToolParameters:
-    """The planner's tool parameters for a cell configuration and the tool's ball radius (m)."""
+def tool_parameters(cell: config.CellConfig, tool: Any) -> ToolParameters:
+    """The planner's tool parameters for a cell configuration and its tool (a
+    :class:`~robot_grinding_sim.core.geometry.tools.Tool`, or a ball's radius, m)."""
     p, c = cell.process, cell.contact
-    return ToolParameters(radius=radius, target_force=p.target_force, stiffness=c.stiffness,
-                          exponent=registry.get(c.model).static_exponent(c), lead=p.lead, tilt=p.tilt,
-                          feed=p.feed, approach=p.approach, clearance=p.clearance)
+    patch = tool.plan_parameters(p.lead, p.tilt, p.target_force, c.stiffness) if getattr(tool, "distributed", 0) else {}
+    return ToolParameters(radius=float(getattr(tool, "radius", tool)), target_force=p.target_force,
+                          stiffness=c.stiffness, exponent=registry.get(c.model).static_exponent(c), lead=p.lead,
+                          tilt=p.tilt, feed=p.feed, approach=p.approach, clearance=p.clearance, **patch)
 
 
 @dataclass
@@ -221,9 +233,9 @@ def tcp_frames(points: FloatArray, normals: FloatArray, tangents: FloatArray, to
     z = -n
     y = np.cross(z, x)
     R0 = np.stack([x, y, z], axis=2)
-    local = Rotation.from_euler("YX", [tool.lead, tool.tilt]).as_matrix()
-    R = R0 @ local
-    positions = points + (tool.radius - tool.penetration) * n
+    R = R0 @ Rotation.from_euler("YX", [tool.lead, tool.tilt]).as_matrix() @ Rotation.from_quat(tool.rule).as_matrix()
+    positions = (points + ((tool.radius if tool.standoff is None else tool.standoff) - tool.penetration) * n
+                 - tool.offset[0] * x - tool.offset[1] * y)
     return positions, R
 
 
@@ -482,8 +494,10 @@ def plan(
     from robot_grinding_sim.core.planning.gouge import tool_coverage
 
     t0 = time.perf_counter()
-    pass_params = validate_pass_parameters(pass_params or PassParameters())
     tool = (tool or ToolParameters()).validate()
+    pass_params = validate_pass_parameters(pass_params or PassParameters())
+    if pass_params.margin < tool.edge_margin:  # the whole patch on the face
+        pass_params = dataclasses.replace(pass_params, margin=tool.edge_margin)
     X_BP = pose_matrix(workpiece_pose)
     part = source if isinstance(source, (cad.CadPart, mesh_part.MeshPart)) else parts.load_part(source, unit)
     check_part_size(part, tool.radius, robot_reach(robot) if hasattr(robot, "chain") else None)

@@ -43,7 +43,9 @@ def load_robot(robot: Any, tip_link: str | None = "tcp", package_dirs: Any = ())
 
     if isinstance(robot, RobotModel):
         return robot
-    path = default_urdf() if str(robot) in ("default", "") else Path(str(robot))
+    from robot_grinding_sim.core.resources import resolve_package_uri
+
+    path = default_urdf() if str(robot) in ("default", "") else Path(resolve_package_uri(str(robot)))
     if not path.is_file():
         raise InputError(f"{path}: robot URDF not found")
     try:

@@ -45,7 +45,7 @@ from robot_grinding_sim.core.contact.engine_kernels import (
 )
 from robot_grinding_sim.core.contact.kelvin_voigt import kv_state, kv_stays_in_contact
 from robot_grinding_sim.core.contact.law import FAMILY, INTEGRATED, LINEAR, LP
-from robot_grinding_sim.core.geometry.tool_contact import ball_contact
+from robot_grinding_sim.core.geometry.tools import tool_contact
 from robot_grinding_sim.core.layout import STATUS, Layout
 from robot_grinding_sim.core.robot.arm_kernels import QD, TAU, arm_advance
 from robot_grinding_sim.core.robot.kernels import (
@@ -130,20 +130,24 @@ def mass_factor(q, jt, jd, bd, ws, M, L):
 
 
 @njit(cache=True)
-def normal_row(J, nx, ny, nz):
-    """n^T J[:3] (n,)."""
-    return nx * J[0] + ny * J[1] + nz * J[2]
+def normal_row(J, nx, ny, nz, lx=0.0, ly=0.0, lz=0.0):
+    """The normal row (n,) of the contact point's Jacobian, the point at lever l = (lx, ly, lz) from
+    the tool centre: n^T (J[:3] - [l]x J[3:]) = n^T J[:3] + (l x n)^T J[3:] (a ball's contact point
+    lies along n from its centre: l x n = 0; a wheel's, pad's or disc's patch centre need not)."""
+    cx, cy, cz = ly * nz - lz * ny, lz * nx - lx * nz, lx * ny - ly * nx
+    return nx * J[0] + ny * J[1] + nz * J[2] + cx * J[3] + cy * J[4] + cz * J[5]
 
 
 @njit(cache=True)
-def rom_from_geometry(t, q, qd, gap, nrm, pt, T, J, cp, jt, jd, bd, ws, M, L, rom):
-    """The contact model at (t, q, qd) from contact geometry (gap m, normal (3,), point (3,)) and the
-    tcp's T, J at q: effective mass along n, tangential force against the abrasive's sliding
-    velocity, Kelvin-Voigt damping for that mass. Writes rom, and M (n, n) and its Cholesky factor
+def rom_from_geometry(t, q, qd, gap, nrm, pt, kp, T, J, cp, jt, jd, bd, ws, M, L, rom):
+    """The contact model at (t, q, qd) from contact geometry (gap m, normal (3,), point (3,), the
+    patch stiffness kp (N/m; <= 0: the law's own, cp's)) and the tcp's T, J at q: effective mass
+    along n, tangential force against the abrasive's sliding velocity, Kelvin-Voigt damping for that
+    mass and stiffness. Writes rom, and M (n, n) and its Cholesky factor
     L at q; returns the effective mass (<= 0 or not finite: singular along n; -1 with M not
     positive definite)."""
     n = q.shape[0]
-    Jn = normal_row(J, nrm[0], nrm[1], nrm[2])
+    Jn = normal_row(J, nrm[0], nrm[1], nrm[2], pt[0] - T[0, 3], pt[1] - T[1, 3], pt[2] - T[2, 3])
     y = np.empty(n)
     if not mass_factor(q, jt, jd, bd, ws, M, L):
         return -1.0
@@ -153,6 +157,7 @@ def rom_from_geometry(t, q, qd, gap, nrm, pt, T, J, cp, jt, jd, bd, ws, M, L, ro
         return m
     v = J[:3] @ qd
     om = J[3:] @ qd
+    vn_c = np.dot(Jn, qd)  # the contact point's normal rate (the tool centre's, plus the arm's rotation)
     for i in range(3):
         om[i] += cp[C.spindle] * T[i, 2]
     # the abrasive's velocity at the contact point: the tool centre's, plus the arm's and the
@@ -167,14 +172,15 @@ def rom_from_geometry(t, q, qd, gap, nrm, pt, T, J, cp, jt, jd, bd, ws, M, L, ro
     k = -(ratio / math.sqrt(sp * sp + cp[C.slip_speed] ** 2)) if ratio > 0.0 and sp > 0.0 else 0.0
     # the law's damping for this mass (its contact_damping(): fixed, or from a damping ratio; 0 for
     # laws without linear damping)
+    stiffness = kp if kp > 0.0 else cp[C.stiffness]  # a tool with a patch: k_w A_c of this step
     if cp[C.damping] >= 0.0:
         damping = cp[C.damping]
     else:
-        damping = 2.0 * cp[C.zeta] * math.sqrt(cp[C.stiffness] * m)
-    rom[R.t], rom[R.model], rom[R.stiffness], rom[R.damping] = t, cp[C.model], cp[C.stiffness], damping
+        damping = 2.0 * cp[C.zeta] * math.sqrt(stiffness * m)
+    rom[R.t], rom[R.model], rom[R.stiffness], rom[R.damping] = t, cp[C.model], stiffness, damping
     rom[R.cr], rom[R.exponent], rom[R.v_floor], rom[R.mass] = cp[C.cr], cp[C.exponent], cp[C.v_floor], m
     rom[R.gap] = gap
-    rom[R.rate] = nrm[0] * v[0] + nrm[1] * v[1] + nrm[2] * v[2]
+    rom[R.rate] = vn_c
     for i in range(3):
         rom[R.normal + i], rom[R.point + i], rom[R.centre + i] = nrm[i], pt[i], T[i, 3]
         rom[R.tangential + i] = k * sl[i]
@@ -233,7 +239,9 @@ def arm_side(laws, phases, t, dt, st, have_rom, rom, f_prev, knots, coeffs, last
         if not mass_factor(q0, jt, jd, bd, ws, M, L):
             return E.mass_not_pd, es
     nx, ny, nz = rom[R.normal], rom[R.normal + 1], rom[R.normal + 2]
-    Jn = normal_row(J, nx, ny, nz)
+    ip, ic = R.point, R.centre  # the contact point's lever from the tool centre
+    lx, ly, lz = rom[ip] - rom[ic], rom[ip + 1] - rom[ic + 1], rom[ip + 2] - rom[ic + 2]
+    Jn = normal_row(J, nx, ny, nz, lx, ly, lz)
     vn0 = np.dot(Jn, qd0)
     ic = R.centre
     x0 = rom[R.gap] + nx * (T[0, 3] - rom[ic]) + ny * (T[1, 3] - rom[ic + 1]) + nz * (T[2, 3] - rom[ic + 2])
@@ -255,7 +263,7 @@ def arm_side(laws, phases, t, dt, st, have_rom, rom, f_prev, knots, coeffs, last
         return code, es
     J1 = np.empty((6, n))
     jacobian_kernel(out[0], body, X, np.zeros(3), bool(False), jt, jd, ws, J1)
-    Jn1 = normal_row(J1, nx, ny, nz)
+    Jn1 = normal_row(J1, nx, ny, nz, lx, ly, lz)
     vn1_arm = np.dot(Jn1, out[QD])
     dx_arm = 0.5 * np.dot(Jn + Jn1, out[0] - q0)
     f_ext = m * ((vn1_arm - vn0) / dt - f_trial / m)  # the arm's own force along +n, N
@@ -385,9 +393,11 @@ def record_step(t0, dt, st1, sv, rom, have_rom, h, ix, rts, rq, rqd, rtau, rfn, 
 
 
 @njit(cache=True)
-def contact_side(t, dt, st, cs, cp, geo, jt, jd, bd, ws, body, X, T, J, M, L, rom):
-    """The contact side at the arm's state: the compiled ball query on the CAD face (geo: the
-    arguments of :func:`ball_contact` after the centre), the reach check, the model into rom.
+def contact_side(t, dt, st, cs, cp, geo, tool, jt, jd, bd, ws, body, X, T, J, M, L, rom):
+    """The contact side at the arm's state: the compiled tool query on the CAD face (geo: the
+    arguments of :func:`~robot_grinding_sim.core.geometry.tool_contact.ball_contact` after the
+    centre; tool: the tool's kernel arrays, :meth:`~robot_grinding_sim.core.geometry.tools.Tool.kernel_arrays`,
+    :func:`~robot_grinding_sim.core.geometry.tools.tool_contact`), the reach check, the model into rom.
     Returns 1 with a model (and the step's kinematics T, J, M, L at st's q written), 0 without (the
     tool cannot reach the part within the step), -1 if the effective mass is singular. cs (2,):
     next time worth a query, the last gap (m)."""
@@ -396,28 +406,28 @@ def contact_side(t, dt, st, cs, cp, geo, jt, jd, bd, ws, body, X, T, J, M, L, ro
         return 0
     q, qd = st[0], st[QD]
     tcp_kinematics(q, jt, jd, ws, body, X, T, J)
-    c = T[:3, 3].copy()
     g = np.empty(6)
-    gap = ball_contact(c, *geo, g)
+    gap, kp = tool_contact(T, geo, tool[0], tool[1], tool[2], tool[3], tool[4], g)
     cs[1] = gap
     v = J[:3] @ qd
     vn = g[0] * v[0] + g[1] * v[1] + g[2] * v[2]
     if not reach_check(t, dt, gap, vn, math.sqrt(np.dot(v, v)), cs):
         return 0
-    m = rom_from_geometry(t, q, qd, gap, g[:3], g[3:], T, J, cp, jt, jd, bd, ws, M, L, rom)
+    m = rom_from_geometry(t, q, qd, gap, g[:3], g[3:], kp, T, J, cp, jt, jd, bd, ws, M, L, rom)
     return 1 if (m > 0.0 and math.isfinite(m)) else -1
 
 
 @njit(cache=True)
-def run_batch(laws, phases, t, dt, t_end, max_steps, st, cs, fp, cp, geo, knots, coeffs, last, arm, g_ctrl, g, jt,
-              jd, bd, ws, body, X, wbody, wX, project, h, ix, rts, rq, rqd, rtau, rfn, rnrm, rtan, rlev, ot, ofn,
+def run_batch(laws, phases, t, dt, t_end, max_steps, st, cs, fp, cp, geo, tool, knots, coeffs, last, arm, g_ctrl, g,
+              jt, jd, bd, ws, body, X, wbody, wX, project, h, ix, rts, rq, rqd, rtau, rfn, rnrm, rtan, rlev, ot, ofn,
               odepth, oidx, out, rom, b, sv):
     """Steps of ``dt`` from state st at t until t_end or ``max_steps`` steps.
 
     laws: the registry's kernels (cp[C.model] the law), phases its integrator for that law
     (:func:`~robot_grinding_sim.core.contact.registry.integrator`). fp (1,): the previous step's mean force
     (the trial force), updated. Each completed step is recorded (:func:`record_step`) and becomes
-    st. Returns (code, t): a STATUS code (ok at t_end or after max_steps; otherwise what failed,
+    st; tool: the tool's kernel arrays (:func:`contact_side`).
+    Returns (code, t): a STATUS code (ok at t_end or after max_steps; otherwise what failed,
     st the failed step's start)."""
     empty = np.empty(0)
     n = st.shape[1]
@@ -427,7 +437,7 @@ def run_batch(laws, phases, t, dt, t_end, max_steps, st, cs, fp, cp, geo, knots,
     for _ in range(max_steps):
         if not t < t_end - 1e-12:
             return E.ok, t
-        have = contact_side(t, dt, st, cs, cp, geo, jt, jd, bd, ws, body, X, T, J, M, L, rom)
+        have = contact_side(t, dt, st, cs, cp, geo, tool, jt, jd, bd, ws, body, X, T, J, M, L, rom)
         if have < 0:
             return E.normal_mass_singular, t
         # with a model the contact side left the step's kinematics at st's q in T, J, M, L

@@ -4,10 +4,13 @@ A step of ``dt`` has two sides, which the in-process job (:class:`CoupledStep`) 
 the other and the node graph runs in separate processes:
 
 1. The contact side (:class:`ContactSide`; ``collision_node`` + ``contact_solver_node``): at the
-   arm's state (t, q, qd) the ball tool's contact geometry on the exact surface
+   arm's state (t, q, qd) the tool's contact geometry on the exact surface
    (:class:`~robot_grinding_sim.core.geometry.tool_contact.ToolContactQuery`: gap x, outward
-   normal n, closest point p), the effective mass along n, m = 1 / (n^T J M^-1 J^T n) (J the
-   translational Jacobian of the tool centre: its normal row equals the contact point's), the
+   normal n, contact point p; a tool with a patch also its patch stiffness,
+   :mod:`~robot_grinding_sim.core.geometry.tools`),
+   the effective mass along n, m = 1 / (n^T J M^-1 J^T n) (J the translational Jacobian of the
+   contact point, J_v - [p - c]x J_w: a ball's contact point lies along n from its centre c, so
+   its normal row is the centre's; a disc's rim is not), the
    law's parameters for that mass (Kelvin-Voigt damping from the restitution) and the tangential
    grinding force per newton of normal force, against the abrasive's sliding velocity (the tool
    centre's velocity + (arm + spindle angular velocity) x contact offset, tangential part;
@@ -241,7 +244,7 @@ class ContactSide:
             self.cs[1] = math.inf
             return None
         kin = self.kinematics(q, need_minv=False)
-        geom = self.query.query(kin.X[:3, 3])
+        geom = self.query.query(kin.X)
         v_tcp = kin.J[:3] @ qd
         self.cs[1] = geom.gap
         if not cs.reach_check(float(t), float(dt), geom.gap, float(geom.normal @ v_tcp),
@@ -258,8 +261,8 @@ class ContactSide:
         q_, qd_ = np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(qd, dtype=float)
         n = q_.shape[0]
         m = cs.rom_from_geometry(float(t), q_, qd_, float(geom.gap), np.ascontiguousarray(geom.normal, dtype=float),
-                                 np.ascontiguousarray(geom.point, dtype=float), kin.X, kin.J, self.cp, jt, jd, bd,
-                                 ws, np.empty((n, n)), np.zeros((n, n)), rom)
+                                 np.ascontiguousarray(geom.point, dtype=float), float(geom.stiffness), kin.X, kin.J,
+                                 self.cp, jt, jd, bd, ws, np.empty((n, n)), np.zeros((n, n)), rom)
         if not (m > 0.0 and math.isfinite(m)):
             raise InputError(f"effective mass along the normal {geom.normal.tolist()} is {m} kg at q = "
                              f"{np.round(q, 4).tolist()} (the arm cannot move the tool along the normal: singular)")
