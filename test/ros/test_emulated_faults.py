@@ -88,12 +88,7 @@ def holds_after(out: Timed, n: int) -> list[tuple[float, Any]]:
 
 
 def set_param(probe: Any, node: str, name: str, value: Any) -> None:
-    from rcl_interfaces.srv import SetParameters
-    from rclpy.parameter import Parameter
-
-    r = probe.call(SetParameters, f"{node}/set_parameters",
-                   SetParameters.Request(parameters=[Parameter(name, value=value).to_parameter_msg()]))
-    assert r.results[0].successful, r.results[0].reason
+    probe.set_param(node, name, value)
 
 
 def executive_state(state: Any) -> str:

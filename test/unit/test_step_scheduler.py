@@ -255,3 +255,20 @@ def test_forget_contact_drops_models_and_wrenches() -> None:
     assert s.contact_model() is None
     s.apply_due_wrenches()
     assert arm.wrenches == []
+
+
+def test_hold_at_is_a_breakpoint_that_keeps_no_backlog() -> None:
+    """Sim time stops at hold_at (stamp scale; t_origin 0 here) however much wall time passes, the
+    state there is the last stepped, and once cleared sim time runs on at the real-time factor from
+    then (the time held is not a backlog to catch up)."""
+    s, hooks, arm, mono, _ = make(rtf=1.0, max_steps=1000)
+    s.hold_at = 0.0505
+    for _ in range(100):
+        mono.t += 0.004
+        s.tick()
+    assert hooks.steps == 50 and arm.state.t == pytest.approx(0.050)
+    s.hold_at = float("inf")
+    for _ in range(10):
+        mono.t += 0.004
+        s.tick()
+    assert hooks.steps == 50 + 40

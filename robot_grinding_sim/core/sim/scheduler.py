@@ -108,10 +108,14 @@ class StepScheduler:
     Settings the caller may change between ticks (a node's run-time parameters): :attr:`rtf`
     (real-time factor, sim s per wall s), :attr:`max_steps` (at most this many steps a tick),
     :attr:`decimation` (the state is published every this many steps), :attr:`pose_rate` (the pose
-    this often, Hz of sim time; 0: never), :attr:`contact_timeout` (s of sim time; 0: never).
+    this often, Hz of sim time; 0: never), :attr:`contact_timeout` (s of sim time; 0: never),
+    :attr:`hold_at` (a breakpoint, s on the stamp scale; inf: never).
     """
 
     rtf: float = 1.0
+    #: a breakpoint: no step takes sim time past this stamp (s, ``t_origin`` + sim time); inf: never.
+    #: The budget is not kept while held (the hold is asked for: it is not a backlog to catch up)
+    hold_at: float = math.inf
     max_steps: int = 100
     decimation: int = 1
     pose_rate: float = 0.0
@@ -265,6 +269,9 @@ class StepScheduler:
             self.hooks.publish_state()
             self.publish_clock()
         for k in range(steps):
+            if self.sim_now() + self.dt > self.hold_at + _EPS:
+                self.carry = 0.0
+                break
             if self.waiting():
                 # waiting for the contact side: keep the budget (its answer resumes the stepping at
                 # once and a short wait is caught up), at most one tick's worth of steps
