@@ -222,6 +222,9 @@ def test_catch_up_after_a_machine_that_cannot_keep_up() -> None:
     assert arm.shifts and all(d > 0.1 for d in arm.shifts)
     assert wall.t - s.sim_now() <= 0.1 + 1e-9
     assert s.carry == 0.0
+    # the skips are said (the first at once; the arm's reference jumps with each)
+    skips = [w for w in hooks.warnings if "max_lag 0.1 s: 1 skip(s)" in w]
+    assert len(skips) == 1 and f"largest {arm.shifts[0]:.3f} s" in skips[0]
 
 
 def test_wrenches_apply_from_the_step_after_their_state_in_lockstep_and_expire_without() -> None:

@@ -149,6 +149,8 @@ class StepScheduler:
         self._clock_at = -math.inf  # monotonic time the clock was last published
         self._first_state_at = -math.inf  # monotonic time the start state was last republished
         self._lag_warned = 0.0
+        self._skip_warned = -math.inf
+        self._skipped = (0, 0.0, 0.0)  # skips since the last warning: count, total s, largest s
         self._wait_warned = 0.0
         self._last_progress = monotonic()
         self._rate_window: tuple[float, float] | None = None  # (monotonic, sim time) where the rate check began
@@ -336,3 +338,15 @@ class StepScheduler:
             self.last_tick = self.monotonic()
         self.anchors.append((wall, self.t_origin))
         del self.anchors[:-ANCHORS_KEPT]
+        # said (at most every WARN_PERIOD): a skip jolts the arm (its reference jumps along the
+        # trajectory), which a supervisor downstream may take for the arm leaving its path
+        n, total, largest = self._skipped
+        self._skipped = n + 1, total + delta, max(largest, delta)
+        now = self.monotonic()
+        if now - self._skip_warned >= WARN_PERIOD:
+            self._skip_warned = now
+            n, total, largest = self._skipped
+            self.hooks.warn(f"sim time lagged the wall clock by more than max_lag {self.max_lag:g} s: {n} skip(s) "
+                            f"of {total:.3f} s (largest {largest:.3f} s) since the last warning; the reference "
+                            "jumped as far along the trajectory being followed")
+            self._skipped = (0, 0.0, 0.0)
