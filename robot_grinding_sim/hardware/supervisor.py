@@ -234,7 +234,7 @@ class DriverSupervisor:
             why = self.refusal()
             if why is None and followed:
                 try:
-                    self.fc.command(self.ros_now(), stamp, names, times, pos, vel)  # type: ignore[union-attr]
+                    self.fc.command(self.arm_now(), stamp, names, times, pos, vel)  # type: ignore[union-attr]
                 except InputError as exc:
                     why = str(exc)
             elif why is None:
@@ -267,7 +267,7 @@ class DriverSupervisor:
     def progress(self, pass_index: int) -> None:
         """The executive is on pass ``pass_index`` (-1: between passes)."""
         with self.lock:
-            self.fc.progress(self.ros_now(), pass_index)  # type: ignore[union-attr]
+            self.fc.progress(self.arm_now(), pass_index)  # type: ignore[union-attr]
 
     def stream(self) -> None:
         """One control period of force control: the corrected point, guarded, to the controller."""
@@ -276,7 +276,10 @@ class DriverSupervisor:
                 return
             if self._f_count:
                 self._f_mean, self._f_sum, self._f_count = self._f_sum / self._f_count, np.zeros(3), 0
-            now, q = self.ros_now(), self.q_now()
+            # on the arm's clock, as the commands are judged: the point is the reference due a horizon
+            # after the arm's now, which it reaches from where it is (on this node's clock an arm lagging
+            # real time was asked to jump the lag's worth of motion: 3.5 rad/s refused under load 11)
+            now, q = self.arm_now(), self.q_now()
             point = self.fc.update(now, self._f_mean)  # type: ignore[union-attr]
             if point is None or q is None:
                 return
