@@ -62,12 +62,14 @@ def start_cell(launch_node, probe, plan_file, wall=False, **executive):
     ex = launch_node("grinding_executive", params_file=[CELL, REPO / "config" / "grinding_executive.yaml"],
                      params={**(WALL if wall else SIM), "plan_file": str(plan_file), **executive})
     c = {
-        "js": probe.subscribe(JointState, "/joint_states", keep=200_000),
+        # the arm's 250 Hz streams with 40 s of reader history: a depth of 10 lost every state that
+        # came while this process was descheduled for 40 ms (under load 11 it never saw the plan's first knot)
+        "js": probe.subscribe(JointState, "/joint_states", qos=10_000, keep=200_000),
         "cmd": probe.subscribe(JointTrajectory, TRAJ_TOPIC),
         "progress": probe.subscribe(Float64MultiArray, "/grinding/progress"),
         "state": probe.subscribe(String, "/grinding_executive/state", qos=LATCHED),
         "diag": probe.subscribe(DiagnosticArray, "/diagnostics"),
-        "pose": probe.subscribe(PoseStamped, "/dynamics_node/tool_pose", keep=200_000),
+        "pose": probe.subscribe(PoseStamped, "/dynamics_node/tool_pose", qos=10_000, keep=200_000),
         "markers": probe.subscribe(MarkerArray, "/grinding/progress_markers", qos=LATCHED),
     }
     probe.wait_for_messages(c["js"], 1, procs=[arm])
