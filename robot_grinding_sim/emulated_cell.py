@@ -80,11 +80,13 @@ def emulated_cell(
             # a real arm's time never stops and its contact is physics, not a message: the contact is
             # computed in the arm's process at every step (coupling local, the in-process job's step), so
             # a busy machine delays the cell's outputs but never changes its force. A backlog is caught
-            # up (max_steps_per_update 1000 a tick) rather than skipped: a skip moves the reference along
-            # the trajectory at once, a jolt (48 N on an engagement after a 0.29 s skip); only a stall over
-            # max_lag (1 s) is skipped. Joint states and the F/T reading at 500 Hz (a UR's rate)
+            # up rather than skipped: a skip moves the reference along the trajectory at once, a jolt
+            # (48 N on an engagement after a 0.29 s skip; a tool 2.5 mm off its path on a retreat). Each
+            # tick integrates up to now (max_steps_per_update at its bound: with 1000, a stall over 1 s
+            # dropped the rest, which stayed a lag until skipped); only a stall over max_lag (1 s) is
+            # skipped, and said. Joint states and the F/T reading at 500 Hz (a UR's rate)
             parameters={**cell, "publish_clock": False, "coupling": "local", "publish_ft": True,
-                        "max_steps_per_update": 1000, "max_lag": 1.0, "joint_state_decimation": 2},
+                        "max_steps_per_update": 100000, "max_lag": 1.0, "joint_state_decimation": 2},
             remappings=(ns, *arm_topics, ("joint_trajectory_controller/joint_trajectory", controller_topic)),
         ),
         NodeSpec(

@@ -14,7 +14,12 @@ commands, so a stop since a command was checked wins (its hold is out already) a
 in the thread that saw its cause.
 
 Clocks (callables handed in): ``monotonic`` (s; the F/T readings' sample times, the timeouts) and
-``ros_now`` (s; the ROS time that stamps the executive's commands).
+``ros_now`` (s; the ROS time that stamps the executive's commands). A command's lateness is judged
+on the arm's clock (:meth:`DriverSupervisor.arm_now`: the last joint state's stamp carried by the
+time since it arrived), the clock its controller starts the command on and the one the measured
+position is carried to: judged on this node's clock, an arm whose stamps lag it (an emulated arm
+that a busy machine left behind real time) was compared with the point due at this node's now, a
+step of the lag's worth of motion (0.0557 rad refused on a retreat under load 11).
 
 Activity (the node's lifecycle): while not :attr:`DriverSupervisor.active` every command is refused
 ("not active"); :meth:`activate` waits for the F/T stream's first reading again (its age is not judged
@@ -100,6 +105,7 @@ class DriverSupervisor:
         self.q: FloatArray | None = None  # the measured position, rad
         self.qd = np.zeros(model.nq)  # measured joint velocities, rad/s (0 if not published)
         self.q_at = 0.0  # when the last joint state arrived, monotonic s
+        self.q_stamp: float | None = None  # the last joint state's stamp (the arm's clock), s; None: unstamped
         self.R_WS: FloatArray | None = None  # the sensor's orientation in the base frame
         self._raw: collections.deque[tuple[float, FloatArray]] = collections.deque(
             maxlen=max(1, int(TARE_WINDOW * ft_rate) + 1))
@@ -135,14 +141,23 @@ class DriverSupervisor:
         return NOT_ACTIVE if not self.active else self.safety.refusal()
 
     # -- robot side -----------------------------------------------------------------------------
-    def joint_state(self, q: FloatArray, qd: FloatArray | None) -> None:
-        """A measured joint state (n,) rad and (n,) rad/s (None: not published), model order."""
+    def joint_state(self, q: FloatArray, qd: FloatArray | None, stamp: float | None = None) -> None:
+        """A measured joint state (n,) rad and (n,) rad/s (None: not published), model order,
+        stamped ``stamp`` (s, the arm's clock; None or 0: unstamped, this node's clock stands in)."""
         qd = np.zeros_like(q) if qd is None else qd
         R = self.model.fk(q, self.ft_frame)[:3, :3]
         with self.lock:
             self.q, self.qd, self.R_WS = q, qd, R
             self.q_at = self.monotonic()
+            self.q_stamp = float(stamp) if stamp else None
             self.safety.joint_state(self.q_at)
+
+    def arm_now(self) -> float:
+        """The arm's clock now, s (call under the lock): the last joint state's stamp plus the time
+        since it arrived; this node's ROS time before a stamped state (module docstring)."""
+        if self.q_stamp is None:
+            return self.ros_now()
+        return self.q_stamp + max(self.monotonic() - self.q_at, 0.0)
 
     def q_now(self) -> FloatArray | None:
         """The measured position carried to now along the measured velocity (call under the lock).
@@ -207,15 +222,16 @@ class DriverSupervisor:
             True if it was forwarded or is followed.
         """
         with self.lock:
-            why, q, qd = self.refusal(), self.q_now(), self.qd
+            why, q, qd, arm_now = self.refusal(), self.q_now(), self.qd, self.arm_now()
         if why is not None:
             self._refuse([why])
             return False
         if parse is not None:
             try:
                 names, times, pos, vel, stamp = parse()
-                # as the controller executes it: a stamp in the past starts it part-way (a step)
-                late = max(0.0, self.ros_now() - stamp) if stamp > 0.0 else 0.0
+                # as the controller executes it: a stamp in the past (on the arm's clock, the one q
+                # is carried to) starts it part-way (a step)
+                late = max(0.0, arm_now - stamp) if stamp > 0.0 else 0.0
                 result = self.guard.check(names, times, pos, vel, q, late=late, qd_current=qd)
             except InputError as exc:
                 self._refuse([str(exc)])
@@ -228,7 +244,7 @@ class DriverSupervisor:
             why = self.refusal()
             if why is None and followed:
                 try:
-                    self.fc.command(self.ros_now(), stamp, names, times, pos, vel)  # type: ignore[union-attr]
+                    self.fc.command(self.arm_now(), stamp, names, times, pos, vel)  # type: ignore[union-attr]
                 except InputError as exc:
                     why = str(exc)
             elif why is None:
@@ -261,7 +277,7 @@ class DriverSupervisor:
     def progress(self, pass_index: int) -> None:
         """The executive is on pass ``pass_index`` (-1: between passes)."""
         with self.lock:
-            self.fc.progress(self.ros_now(), pass_index)  # type: ignore[union-attr]
+            self.fc.progress(self.arm_now(), pass_index)  # type: ignore[union-attr]
 
     def stream(self) -> None:
         """One control period of force control: the corrected point, guarded, to the controller."""
@@ -270,7 +286,10 @@ class DriverSupervisor:
                 return
             if self._f_count:
                 self._f_mean, self._f_sum, self._f_count = self._f_sum / self._f_count, np.zeros(3), 0
-            now, q = self.ros_now(), self.q_now()
+            # on the arm's clock, as the commands are judged: the point is the reference due a horizon
+            # after the arm's now, which it reaches from where it is (on this node's clock an arm lagging
+            # real time was asked to jump the lag's worth of motion: 3.5 rad/s refused under load 11)
+            now, q = self.arm_now(), self.q_now()
             point = self.fc.update(now, self._f_mean)  # type: ignore[union-attr]
             if point is None or q is None:
                 return

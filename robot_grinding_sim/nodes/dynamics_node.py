@@ -69,6 +69,11 @@ elapsed since the last tick allows (the remainder carries over), at most
 throttled warning says so). /clock is published after a tick's steps, at most ``clock_rate`` Hz. This node never
 follows /clock itself.
 
+``hold_at`` (s on the stamp scale, settable at run time; 0: never): a breakpoint, sim time does not
+run past it (/clock stands, the joint states stop) until it is cleared or moved; a test that must act
+at a given point of a job (pause in a pass) holds the arm there, however late it observes the job
+on a busy machine.
+
 Wall-clock stamps (``publish_clock`` false; ``grinding emulate``'s arm): the stamps are sim time
 plus the wall time at start. ``max_lag`` > 0 keeps them with the wall clock, as a real arm's driver
 stamps its joint states: time the node could not simulate (waiting for the contact side, a
@@ -213,6 +218,7 @@ class DynamicsNode(Node):
         sched.rtf, sched.max_steps = float(value("real_time_factor")), int(value("max_steps_per_update"))
         sched.decimation, sched.pose_rate = int(value("joint_state_decimation")), float(value("tool_pose_rate"))
         sched.contact_timeout = float(value("contact_timeout"))
+        sched.hold_at = float(value("hold_at")) or float("inf")
 
     def _local_contact(self, p: dict[str, Any], cell: Any) -> None:
         """coupling local: the tool's contact scene on the workpiece and the contact side in this process;

@@ -307,10 +307,15 @@ class GrindingExecutive(Node):
 
     def _on_joints(self, data: bytes) -> None:
         ns, q, _ = self.js_reader.read(data)
+        now = self._now()
+        if now == 0.0:
+            # sim time not started (no /clock taken yet: on a busy machine its subscription may match
+            # seconds after the joint states'): nothing to date the state against, so it is not
+            # taken (it read as stamped seconds ahead, a clock skew that refused the start)
+            return
         self._q = q
         if self.job is None:
             return
-        now = self._now()
         before = self.job.state
         stop = self.job.on_joint_state(ns * 1e-9 or now, q, received=now)
         if stop is not None:

@@ -340,8 +340,8 @@ class HardwareDriver(LifecycleNode):
         core, reader = self.core, self.js_reader
         if core is None or reader is None:
             return  # unconfigured: no robot to read them with
-        _, q, qd = reader.read(data, need_velocity=True)
-        core.joint_state(q, qd)
+        ns, q, qd = reader.read(data, need_velocity=True)
+        core.joint_state(q, qd, ns * 1e-9)
 
     def _on_command(self, msg: JointTrajectory) -> None:
         core = self.core

@@ -95,6 +95,9 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
                   "the contact side, a machine that cannot keep up) is skipped and the stamps jump to wall time, as a "
                   "real arm's driver stamps its joint states; a trajectory being followed then runs that much late; "
                   "0: never (the stamps fall behind), s", range=(0.0, 3600.0), read_only=True),
+        ParamSpec("hold_at", 0.0, "a breakpoint: sim time does not run past this stamp (s, on the joint states' "
+                  "stamp scale; set at run time, e.g. by a test that must act at a given point of a job however "
+                  "late it observes it, then cleared); 0: never", range=(0.0, 1e12)),
     ],
     "collision_node": [
         BASE_FRAME,

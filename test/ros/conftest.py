@@ -329,6 +329,15 @@ class Probe:
         finally:
             self.node.destroy_client(client)
 
+    def set_param(self, node: str, name: str, value: Any, procs: Sequence[NodeProcess] = ()) -> None:
+        """Set one parameter of ``node`` (its set_parameters service); fails with the node's reason."""
+        from rcl_interfaces.srv import SetParameters
+        from rclpy.parameter import Parameter
+
+        r = self.call(SetParameters, f"{node}/set_parameters",
+                      SetParameters.Request(parameters=[Parameter(name, value=value).to_parameter_msg()]), procs=procs)
+        assert r.results[0].successful, f"{node} {name}: {r.results[0].reason}"
+
     def wait_for_log(self, proc: NodeProcess, text: str, timeout: float = TIMEOUT) -> str:
         """Spin until ``text`` appears in the process's log; return the log."""
         self.wait_for(lambda: text in proc.log(), timeout, f"{text!r} in the log of {proc.cmd[0]}")

@@ -224,3 +224,54 @@ def test_emergency_stop_latches_until_reset_and_tare_takes_the_bias(model) -> No
 def test_bad_parameters_are_named(model) -> None:
     with pytest.raises(ParameterError, match="parameter 'workspace_max'"):
         make(model, workspace_min=[0.0, 0.0, 0.0], workspace_max=[-1.0, 0.0, 0.0])
+
+
+def test_a_commands_lateness_is_judged_on_the_arms_clock(model) -> None:
+    """An arm whose joint states are stamped 1 s behind this node's clock (an emulated arm a busy
+    machine left behind real time): a command stamped 0.5 s ahead of the arm's clock starts where
+    the arm is and is forwarded; judged on this node's clock it was 0.5 s late, and the point due
+    then (0.1 rad along the move) was a step from the measured position. Unstamped states keep this
+    node's clock."""
+    sup, out, mono, ros = running(model)
+    offset = np.zeros(6)
+    offset[2] = 0.2
+    names = list(JOINTS)
+
+    def move(stamp: float):
+        return lambda: (names, np.array([0.0, 1.0]), np.stack([HOME, HOME + offset]), None, stamp)
+
+    sup.joint_state(HOME.copy(), np.zeros(6), stamp=ros.t - 1.0)
+    mono.t += 0.01
+    sent = []
+    assert sup.command(move(ros.t - 0.5), lambda: sent.append(1)), sup.last_refusal
+    assert sent == [1]
+    with sup.lock:
+        assert sup.arm_now() == pytest.approx(ros.t - 0.99)
+    sup.joint_state(HOME.copy(), np.zeros(6))  # unstamped: this node's clock, 0.5 s late
+    assert not sup.command(move(ros.t - 0.5), lambda: sent.append(1))
+    assert "elbow_joint start" in sup.last_refusal and "0.5000 s in the past" in sup.last_refusal
+
+
+def test_force_control_streams_on_the_arms_clock(model) -> None:
+    """Force control following a 4 s elbow move (0.3 rad) on an arm whose states are stamped 1 s behind this
+    node's clock, the arm on its reference at its own clock: every corrected point is within the
+    limits (on this node's clock the point due a horizon after its now was 1 s of motion ahead of
+    the arm: refused as an implied velocity over the limit)."""
+    sup, out, mono, ros = running(model, force_control=True)
+    sup.joint_state(HOME.copy(), np.zeros(6), stamp=ros.t - 1.0)
+    off = np.zeros(6)
+    off[2] = 0.3
+    names = list(JOINTS)
+    parse = lambda: (names, np.array([0.0, 4.0]), np.stack([HOME, HOME + off]), np.zeros((2, 6)),  # noqa: E731
+                     ros.t - 0.5)
+    assert sup.command(parse, lambda: None), sup.last_refusal
+    for _ in range(300):  # 3 s at 100 Hz
+        mono.t += 0.01
+        ros.t += 0.01
+        ref = sup.fc.schedule.sample(ros.t - 1.0)
+        q = HOME.copy() if ref is None else ref[0]
+        sup.joint_state(q, np.zeros(6) if ref is None else ref[1], stamp=ros.t - 1.0)
+        sup.readings(calm(mono.t), mono.t)
+        sup.stream()
+    assert sup.stream_refused == 0, sup.last_refusal
+    assert len(out.points) > 250

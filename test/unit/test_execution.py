@@ -440,3 +440,16 @@ def test_a_sim_clock_that_holds_or_restarts_is_followed(job) -> None:
     ex.start(0.6, q0)
     assert ex.on_joint_state(0.61, q0, received=0.611) is None
     assert ex.update(0.62) is None and ex.state is JobState.RUNNING
+
+
+def test_a_stop_on_a_late_joint_state_is_stamped_from_this_nodes_clock(job) -> None:
+    """A state stamped t that arrives 0.8 s later (an arm lagging behind real time) and is off the
+    plan: the stop goes out command_lead ahead of the receive time, not of t (then 0.3 s in the
+    past: the arm would have started it part-way, a step)."""
+    ex = make(job, tracking_error_limit=0.01, joint_states_timeout=0.0, path_tolerance=10.0)
+    traj = job[1].trajectory
+    sent = ex.start(0.0, traj.positions[0])
+    t = sent.stamp + 1.0
+    stop = ex.on_joint_state(t, ex.reference(t)[0] + np.r_[0, 0, 0.02, 0, 0, 0], received=t + 0.8)
+    assert stop is not None and ex.state is JobState.STOPPING
+    assert stop.stamp == pytest.approx(t + 0.8 + ex.settings.command_lead)

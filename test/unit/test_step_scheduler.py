@@ -222,6 +222,9 @@ def test_catch_up_after_a_machine_that_cannot_keep_up() -> None:
     assert arm.shifts and all(d > 0.1 for d in arm.shifts)
     assert wall.t - s.sim_now() <= 0.1 + 1e-9
     assert s.carry == 0.0
+    # the skips are said (the first at once; the arm's reference jumps with each)
+    skips = [w for w in hooks.warnings if "max_lag 0.1 s: 1 skip(s)" in w]
+    assert len(skips) == 1 and f"largest {arm.shifts[0]:.3f} s" in skips[0]
 
 
 def test_wrenches_apply_from_the_step_after_their_state_in_lockstep_and_expire_without() -> None:
@@ -255,3 +258,20 @@ def test_forget_contact_drops_models_and_wrenches() -> None:
     assert s.contact_model() is None
     s.apply_due_wrenches()
     assert arm.wrenches == []
+
+
+def test_hold_at_is_a_breakpoint_that_keeps_no_backlog() -> None:
+    """Sim time stops at hold_at (stamp scale; t_origin 0 here) however much wall time passes, the
+    state there is the last stepped, and once cleared sim time runs on at the real-time factor from
+    then (the time held is not a backlog to catch up)."""
+    s, hooks, arm, mono, _ = make(rtf=1.0, max_steps=1000)
+    s.hold_at = 0.0505
+    for _ in range(100):
+        mono.t += 0.004
+        s.tick()
+    assert hooks.steps == 50 and arm.state.t == pytest.approx(0.050)
+    s.hold_at = float("inf")
+    for _ in range(10):
+        mono.t += 0.004
+        s.tick()
+    assert hooks.steps == 50 + 40

@@ -360,7 +360,10 @@ class JobExecution:
         self.max_error = max(self.max_error, self.last_error)
         if self.last_error > self.settings.tracking_error_limit:
             j = int(np.argmax(err))
-            return self.stop(t, f"tracking error {self.last_error:.4g} rad on joint {self.model.joint_names[j]} "
+            # the stop is stamped from this node's clock (as every request is), not the state's:
+            # a state that arrived late (an arm lagging behind real time, a descheduled node) would
+            # stamp it in the past, and the arm would start it part-way, a step
+            return self.stop(received, f"tracking error {self.last_error:.4g} rad on joint {self.model.joint_names[j]} "
                                 f"over the limit {self.settings.tracking_error_limit:g} rad", failed=True)
         self._q_last = q
         seg = self._segment(tau)
@@ -374,7 +377,7 @@ class JobExecution:
             self.last_path_error = float(np.linalg.norm(e))
             self.max_path_error = max(self.max_path_error, self.last_path_error)
             if self.last_path_error > self.path_tolerance:
-                return self.stop(t, f"the tool is {self.last_path_error * 1e3:.3g} mm off its path on pass "
+                return self.stop(received, f"the tool is {self.last_path_error * 1e3:.3g} mm off its path on pass "
                                     f"{seg['pass_index']} ({seg['kind']}; path tolerance "
                                     f"{self.path_tolerance * 1e3:.3g} mm)", failed=True)
         if self.state == JobState.RUNNING and t >= self.sent.stamp + self.sent.command.duration:

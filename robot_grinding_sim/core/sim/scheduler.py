@@ -108,10 +108,14 @@ class StepScheduler:
     Settings the caller may change between ticks (a node's run-time parameters): :attr:`rtf`
     (real-time factor, sim s per wall s), :attr:`max_steps` (at most this many steps a tick),
     :attr:`decimation` (the state is published every this many steps), :attr:`pose_rate` (the pose
-    this often, Hz of sim time; 0: never), :attr:`contact_timeout` (s of sim time; 0: never).
+    this often, Hz of sim time; 0: never), :attr:`contact_timeout` (s of sim time; 0: never),
+    :attr:`hold_at` (a breakpoint, s on the stamp scale; inf: never).
     """
 
     rtf: float = 1.0
+    #: a breakpoint: no step takes sim time past this stamp (s, ``t_origin`` + sim time); inf: never.
+    #: The budget is not kept while held (the hold is asked for: it is not a backlog to catch up)
+    hold_at: float = math.inf
     max_steps: int = 100
     decimation: int = 1
     pose_rate: float = 0.0
@@ -145,6 +149,8 @@ class StepScheduler:
         self._clock_at = -math.inf  # monotonic time the clock was last published
         self._first_state_at = -math.inf  # monotonic time the start state was last republished
         self._lag_warned = 0.0
+        self._skip_warned = -math.inf
+        self._skipped = (0, 0.0, 0.0)  # skips since the last warning: count, total s, largest s
         self._wait_warned = 0.0
         self._last_progress = monotonic()
         self._rate_window: tuple[float, float] | None = None  # (monotonic, sim time) where the rate check began
@@ -265,6 +271,9 @@ class StepScheduler:
             self.hooks.publish_state()
             self.publish_clock()
         for k in range(steps):
+            if self.sim_now() + self.dt > self.hold_at + _EPS:
+                self.carry = 0.0
+                break
             if self.waiting():
                 # waiting for the contact side: keep the budget (its answer resumes the stepping at
                 # once and a short wait is caught up), at most one tick's worth of steps
@@ -329,3 +338,15 @@ class StepScheduler:
             self.last_tick = self.monotonic()
         self.anchors.append((wall, self.t_origin))
         del self.anchors[:-ANCHORS_KEPT]
+        # said (at most every WARN_PERIOD): a skip jolts the arm (its reference jumps along the
+        # trajectory), which a supervisor downstream may take for the arm leaving its path
+        n, total, largest = self._skipped
+        self._skipped = n + 1, total + delta, max(largest, delta)
+        now = self.monotonic()
+        if now - self._skip_warned >= WARN_PERIOD:
+            self._skip_warned = now
+            n, total, largest = self._skipped
+            self.hooks.warn(f"sim time lagged the wall clock by more than max_lag {self.max_lag:g} s: {n} skip(s) "
+                            f"of {total:.3f} s (largest {largest:.3f} s) since the last warning; the reference "
+                            "jumped as far along the trajectory being followed")
+            self._skipped = (0, 0.0, 0.0)
