@@ -109,6 +109,8 @@ class _Stopper:
 
     def __init__(self) -> None:
         self.event = threading.Event()
+        #: a stop is under way: set before the event (see _on_signal)
+        self.stopping = False
         self.signals = 0
         self.phase = "construct"
         self.node: Any = None
@@ -143,6 +145,11 @@ class _Stopper:
                 except Exception:
                     pass
             early_signals.exit_now(0)
+        if self.stopping:
+            # a second signal while the stop is under way: the handler runs in the main thread, which may
+            # be inside event.set() holding the event's lock (a SIGTERM twice 0.16 s apart hung planner_node:
+            # the handler waited for the lock its own thread held); the first stop goes on
+            return
         self.stop()
 
     #: whether the process is the node's own (a node executable), so the watchdog may end it
@@ -154,6 +161,7 @@ class _Stopper:
             self._phase_changed.notify_all()
 
     def stop(self) -> None:
+        self.stopping = True
         self.event.set()
 
     def start_watchdog(self) -> None:

@@ -729,3 +729,29 @@ def test_bringup_forwards_sigterm(tmp_path: Path) -> None:
     assert code == 0, out[-3000:]
     assert "(signal 15)" in out and not [b for b in BAD if b in out], out[-3000:]
     assert not bag_problems(bag, out, rosbags_too=True)
+
+
+def test_a_second_signal_inside_the_first_stop_does_not_deadlock() -> None:
+    """A signal handler runs in the main thread between bytecodes, also inside the first handler's
+    ``event.set()`` while it holds the event's lock: the second handler must not wait for that lock
+    (planner_node hung until SIGKILL on SIGTERM twice 0.16 s apart). Here the second signal is
+    delivered from inside ``notify_all``, where ``set()`` holds the lock, on a worker thread so that a
+    deadlock is seen instead of hanging the test."""
+    from robot_grinding_sim.ros.node_base import _Stopper
+
+    stopper = _Stopper()
+    stopper.phase = "spin"
+    cond = stopper.event._cond
+    notify_all = cond.notify_all
+
+    def notify_with_a_signal() -> None:
+        cond.notify_all = notify_all  # one nested signal
+        stopper._on_signal(signal.SIGTERM, None)
+        notify_all()
+
+    cond.notify_all = notify_with_a_signal
+    worker = threading.Thread(target=stopper._on_signal, args=(signal.SIGTERM, None), daemon=True)
+    worker.start()
+    worker.join(timeout=10.0)
+    assert not worker.is_alive(), "the second signal's handler waits for the lock the first one holds"
+    assert stopper.event.is_set() and stopper.signals == 2
