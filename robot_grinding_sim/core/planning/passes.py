@@ -286,15 +286,8 @@ class PassGenerator:
             if f.is_mesh:
                 acc += f.up() * f.area
                 continue
-            u0, u1, v0, v1 = f.uv_bounds
-            uu, vv = np.meshgrid(np.linspace(u0, u1, 21), np.linspace(v0, v1, 21), indexing="ij")
-            uv = np.column_stack([uu.ravel(), vv.ravel()])
-            inside = f.contains(uv)
-            if not inside.any():
-                inside[:] = True
-            s = f.derivatives(uv[inside, 0], uv[inside, 1])
-            w = np.linalg.norm(np.cross(s.du, s.dv), axis=1)
-            acc += np.nansum(s.normals * w[:, None], axis=0)
+            n, w = self._normal_samples([f])
+            acc += (n * w[:, None]).sum(axis=0)
         norm = np.linalg.norm(acc)
         if not norm > 0:
             raise GeometryError(f"faces {self.indices}: no mean normal (a closed surface?); use the iso generator")
