@@ -38,3 +38,27 @@ def repo_root() -> Path:
 @pytest.fixture(scope="session")
 def python_exe() -> str:
     return sys.executable
+
+
+#: OpenCascade's process-global exchange settings some tests change to write files in a chosen unit
+OCC_GLOBALS = ("xstep.cascade.unit", "write.step.unit")
+
+
+@pytest.fixture(autouse=True)
+def _occ_exchange_settings_restored():
+    """A test that changes OpenCascade's global unit settings must not change the next test's files:
+    the settings are put back after each test (a test writing in metres once made every later STEP
+    written in the same process 1000 x too large)."""
+    try:
+        from OCP.Interface import Interface_Static
+        from OCP.STEPControl import STEPControl_Controller
+    except ImportError:
+        yield
+        return
+
+    STEPControl_Controller.Init_s()  # declares the settings (unset, they read as "")
+    before = {name: Interface_Static.CVal_s(name) for name in OCC_GLOBALS}
+    yield
+    for name, value in before.items():
+        if value:
+            Interface_Static.SetCVal_s(name, value)

@@ -22,10 +22,11 @@ RNG = np.random.default_rng(7)
 def _write_step_direct(shape, path: Path, unit: str) -> None:
     """Write ``shape`` (in OpenCascade's session unit, mm) with STEPControl_Writer in ``unit``."""
     occ_adapter.silence_occ()
-    occ_adapter.static(occ_adapter.occ("Interface").Interface_Static, "SetCVal")("write.step.unit", unit)
-    writer = occ_adapter.occ("STEPControl").STEPControl_Writer()
-    writer.Transfer(shape, occ_adapter.occ("STEPControl").STEPControl_AsIs)
-    assert int(writer.Write(str(path))) == int(occ_adapter.occ("IFSelect").IFSelect_RetDone)
+    with occ_adapter.session_unit_mm():
+        occ_adapter.static(occ_adapter.occ("Interface").Interface_Static, "SetCVal")("write.step.unit", unit)
+        writer = occ_adapter.occ("STEPControl").STEPControl_Writer()
+        writer.Transfer(shape, occ_adapter.occ("STEPControl").STEPControl_AsIs)
+        assert int(writer.Write(str(path))) == int(occ_adapter.occ("IFSelect").IFSelect_RetDone)
     occ_adapter.static(occ_adapter.occ("Interface").Interface_Static, "SetCVal")("write.step.unit", "MM")
 
 
@@ -56,16 +57,39 @@ def test_step_round_trip_mm_to_metres(tmp_path: Path, unit: str) -> None:
 def test_iges_round_trip_mm_to_metres(tmp_path: Path, unit: str) -> None:
     occ_adapter.silence_occ()
     path = tmp_path / "box.igs"
-    writer = occ_adapter.occ("IGESControl").IGESControl_Writer(unit, 1)
-    writer.AddShape(_box_mm())
-    writer.ComputeModel()
-    assert writer.Write(str(path))
+    with occ_adapter.session_unit_mm():
+        writer = occ_adapter.occ("IGESControl").IGESControl_Writer(unit, 1)
+        writer.AddShape(_box_mm())
+        writer.ComputeModel()
+        assert writer.Write(str(path))
     global_section = "".join(line[:72] for line in path.read_text().splitlines() if line[72:73] == "G")
     assert {"MM": "2HMM", "IN": "4HINCH", "M": "1HM"}[unit] in global_section  # the file's own unit
     part = cad.read_cad(path)
     lo, hi = part.bounds
     np.testing.assert_allclose(lo, [0.010, 0.020, 0.0], atol=1e-9)
     np.testing.assert_allclose(hi, [0.210, 0.170, 0.010], atol=1e-9)
+
+
+@pytest.mark.parametrize("session_unit", ["M", "INCH"])
+def test_reads_and_writes_do_not_depend_on_the_process_wide_occ_unit(tmp_path: Path, session_unit: str) -> None:
+    """OpenCascade's ``xstep.cascade.unit`` is global to the process: another library or script may
+    set it to metres. The package's readers and writers give the same metres whatever it is, and
+    leave the caller's value as it was."""
+    static = occ_adapter.static
+    owner = occ_adapter.occ("Interface").Interface_Static
+    part = parts.build_part("plate_with_hole")
+    static(occ_adapter.occ("STEPControl").STEPControl_Controller, "Init")()
+    static(owner, "SetCVal")("xstep.cascade.unit", session_unit)
+    try:
+        for name in ("p.step", "p.iges"):
+            back = cad.read_cad(part.write(tmp_path / name, unit="mm"))
+            np.testing.assert_allclose(back.bounds[1], [0.1, 0.075, 0.01], atol=1e-8, err_msg=name)
+            # the file itself says millimetres with millimetre numbers (read by text, not by OCC)
+            text = (tmp_path / name).read_text()
+            assert ("SI_UNIT(.MILLI.,.METRE.)" in text) if name.endswith("step") else ("2HMM" in text)
+        assert static(owner, "CVal")("xstep.cascade.unit") == session_unit
+    finally:
+        static(owner, "SetCVal")("xstep.cascade.unit", "MM")
 
 
 def test_adapter_writer_round_trips_step_iges_brep(tmp_path: Path) -> None:

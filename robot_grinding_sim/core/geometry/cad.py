@@ -43,6 +43,7 @@ from robot_grinding_sim.core.geometry.occ_adapter import (
     occ_class,
     occ_collection,
     quiet_stdout,
+    session_unit_mm,
     silence_occ,
     static,
 )
@@ -135,7 +136,7 @@ class CadPart:
         silence_occ()
         fd, tmp = tempfile.mkstemp(suffix=path.suffix, dir=path.parent if path.parent.exists() else None)
         os.close(fd)
-        with quiet_stdout():
+        with quiet_stdout(), session_unit_mm():
             try:
                 if kind == "step":
                     # the writer takes the shape in the session unit (mm) and converts to write.step.unit
@@ -266,7 +267,7 @@ def read_cad(path: str | os.PathLike[str], unit: str | None = None) -> CadPart |
     if unit is not None:
         unit_factor(unit, str(path))
     silence_occ()
-    with quiet_stdout():
+    with quiet_stdout(), session_unit_mm():
         shape, file_unit = {"step": _read_step, "iges": _read_iges, "brep": _read_brep}[kind](path, unit)
     if shape is None or shape.IsNull():
         raise GeometryError(f"{path}: the file holds no shape")

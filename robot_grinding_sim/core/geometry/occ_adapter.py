@@ -13,6 +13,7 @@ import importlib
 import logging
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -74,6 +75,30 @@ def silence_occ() -> None:
         static(msg, "DefaultMessenger")().ChangePrinters().Clear()
     except Exception:
         pass
+
+
+_UNIT_LOCK = threading.RLock()
+
+
+@contextmanager
+def session_unit_mm() -> Iterator[None]:
+    """Run a STEP/IGES read or write with OpenCascade's session length unit at millimetres.
+
+    ``xstep.cascade.unit`` is process-global: the readers convert a file's unit to it and the
+    writers take the shape's numbers in it. Any other code in the process (a user's script, a test,
+    another library) may have set it to metres; the readers and writers here assume millimetres, so
+    they set it for the call and put the caller's value back after (under a lock: it is global).
+    """
+    with _UNIT_LOCK:
+        owner = occ_class("Interface", "Interface_Static")
+        static(occ_class("STEPControl", "STEPControl_Controller"), "Init")()  # declares the parameter
+        before = static(owner, "CVal")("xstep.cascade.unit")
+        static(owner, "SetCVal")("xstep.cascade.unit", "MM")
+        try:
+            yield
+        finally:
+            if before:
+                static(owner, "SetCVal")("xstep.cascade.unit", before)
 
 
 @contextmanager
