@@ -67,6 +67,7 @@ class JointTrajectory:
             ``pass_index``, ``start``, ``stop`` (knot indices, stop exclusive; consecutive moves
             share their boundary knot, where the arm is at rest).
         arc: (M,) arc length along the pass at pass knots, m; NaN elsewhere.
+        frame: the robot's root link the joint values and any Cartesian pose refer to.
     """
 
     joint_names: list[str]
@@ -76,6 +77,7 @@ class JointTrajectory:
     velocities: FloatArray
     segments: list[dict[str, Any]] = field(default_factory=list)
     arc: FloatArray | None = None
+    frame: str = "base_link"
 
     @property
     def duration(self) -> float:
@@ -470,7 +472,7 @@ def join_segments(model: Any, segments: Sequence[Segment]) -> JointTrajectory:
         n_done += len(s.t) - first
         table.append({"kind": s.kind, "pass_index": int(s.pass_index), "start": start, "stop": n_done})
     return JointTrajectory(list(model.joint_names), model.tip_link, np.concatenate(t), np.vstack(q), np.vstack(qd),
-                           table, np.concatenate(arc))
+                           table, np.concatenate(arc), str(getattr(model, "root_link", "base_link")))
 
 
 @dataclass
