@@ -483,6 +483,11 @@ class RecorderNode(Node):
         if lost:
             self.get_logger().warning(f"the bag is incomplete: {lost}")
 
+    def messages_taken(self) -> int:
+        """Messages taken from the subscriptions so far (run_node drains them after a stop until this
+        stops growing: what the graph published just before it stopped is in the bag)."""
+        return sum(self._received.values())
+
     @property
     def stats(self) -> dict[str, int]:
         """Messages received per recorded topic so far."""
