@@ -6,7 +6,7 @@ graph_bag`` (dynamics_node, collision_node, contact_solver_node, planner_node on
 grinding_executive, recorder; DDS on loopback, a domain id of its own), with the plan's cell
 parameters given to every node; on a terminal a progress bar follows the job (cli/job_watch.py).
 Then both bags are read back and each pass's mean force along the
-tool axis compared (:mod:`robot_grinding_sim.core.record.pass_forces`); ``summary.json`` gets
+tool's pressing axis compared (:mod:`robot_grinding_sim.core.record.pass_forces`); ``summary.json`` gets
 ``graph_vs_inprocess``. The graph's output is kept in ``graph.log``.
 """
 
@@ -172,12 +172,15 @@ def run_through_graph(out: Path, cell: Any, as_json: bool = False,
         last = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()][-1:]
         raise click.ClickException(f"the node graph did not run the job to its end (exit code {code}); see {log}"
                                    + (f" (its last line: {last[0]})" if last else ""))
-    rows = compare_pass_forces(pass_force_means(out / "bag"), pass_force_means(bag))
+    axis = pressing_axis(cell)
+    rows = compare_pass_forces(pass_force_means(out / "bag", axis=axis), pass_force_means(bag, axis=axis))
     entry = {"passes": rows,
              "max_abs_relative_difference": max(abs(r["relative_difference"]) for r in rows),
              "wall_time_s": wall, "dynamics_node": dict(dynamics or {}), "bag": str(bag), "log": str(log),
              "ros_domain_id": domain,
-             "force": "mean of -F_z of /contact/wrench (tool axis, tcp frame) over each pass's progress window"}
+             "pressing_axis_tcp": [float(v) for v in axis],
+             "force": "mean of -F . pressing_axis_tcp of /contact/wrench (tcp frame; the ball's: -F_z) over each "
+                      "pass's progress window"}
     summary_path = out / "summary.json"
     summary = json.loads(summary_path.read_text())
     if ((summary.get("removal") or {}).get("uniformity")) is not None:  # a depth was planned: the graph's map
@@ -186,7 +189,7 @@ def run_through_graph(out: Path, cell: Any, as_json: bool = False,
     summary.setdefault("outputs", {})["graph_bag"] = str(bag)
     atomic_write(summary_path, json.dumps(summary, indent=2))
     if not as_json:
-        click.echo(f"graph vs in-process (force along the tool axis, {wall:.0f} s wall):")
+        click.echo(f"graph vs in-process (force along the tool's pressing axis, {wall:.0f} s wall):")
         click.echo(f"{'pass':>4} {'in-process N':>13} {'graph N':>9} {'diff':>8}")
         for r in rows:
             click.echo(f"{r['pass']:>4} {r['inprocess_mean_n']:>13.4f} {r['graph_mean_n']:>9.4f} "
@@ -197,6 +200,16 @@ def run_through_graph(out: Path, cell: Any, as_json: bool = False,
             for line in uniformity_text(entry["removal"]["uniformity"], "graph removal"):
                 click.echo(line)
     return entry
+
+
+def pressing_axis(cell: Any) -> list[float]:
+    """The cell's tool's pressing axis in the tcp frame at the cell's lead and tilt
+    (:meth:`~robot_grinding_sim.core.geometry.tools.Tool.pressing_axis`): the direction the per-pass
+    force is read along (the ball's and the pad's tcp z, a wheel's axis across it)."""
+    from robot_grinding_sim.core.job.setup import cell_robot_model, job_tool
+
+    tool = job_tool(cell_robot_model(cell), cell)
+    return [float(v) for v in tool.pressing_axis(cell.process.lead, cell.process.tilt)]
 
 
 def graph_removal(plan: Path, bag: Path, cell: Any) -> dict[str, Any]:

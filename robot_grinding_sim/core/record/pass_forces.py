@@ -3,15 +3,18 @@
 Both the in-process job's bag and a node graph's recording carry ``/contact/wrench`` (the contact
 wrench on the tool, frame ``tcp``) and ``/grinding/progress`` (``[pass_index, arc_length_m,
 stamp_s]``, docs/compare.md). :func:`pass_force_means` takes each pass's window from the bag's own
-progress samples (first to last sample of that pass) and averages the force along the tool axis
-over it: ``-F_z`` in ``tcp`` (the tool's z points into the surface; with lead and tilt 0 it is the
-surface normal). The same code reads both bags, so the comparison is like with like.
+progress samples (first to last sample of that pass) and averages the force along the tool's
+pressing axis over it: by default ``-F_z`` in ``tcp`` (a ball's or a pad's z points into the
+surface; with lead and tilt 0 it is the surface normal); a wheel or a disc presses along another
+axis of the tcp (:meth:`~robot_grinding_sim.core.geometry.tools.Tool.pressing_axis`). The same code
+reads both bags, so the comparison is like with like.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +24,7 @@ from robot_grinding_sim.core.record.bag import read_progress, read_wrench
 
 @dataclass(frozen=True)
 class PassForce:
-    """One pass: index, window (s, the bag's clock), mean force along the tool axis (N), samples."""
+    """One pass: index, window (s, the bag's clock), mean force along the pressing axis (N), samples."""
 
     index: int
     t0: float
@@ -31,12 +34,17 @@ class PassForce:
 
 
 def pass_force_means(bag: str | os.PathLike[str], wrench_topic: str = "/contact/wrench",
-                     progress_topic: str = "/grinding/progress") -> list[PassForce]:
-    """Mean force along the tool axis over every pass of the bag, in pass order.
+                     progress_topic: str = "/grinding/progress", axis: Any = (0.0, 0.0, 1.0)) -> list[PassForce]:
+    """Mean force along the tool's pressing ``axis`` (3,) (a unit vector in the wrench's frame, tcp,
+    pointing into the surface: the mean of -F . axis) over every pass of the bag, in pass order.
 
     Raises:
-        InputError: the bag lacks a topic, or a pass has no wrench sample in its window.
+        InputError: the bag lacks a topic, a pass has no wrench sample in its window, or the axis is
+            not a unit vector.
     """
+    a = np.asarray(axis, dtype=float).reshape(-1)
+    if a.shape != (3,) or not abs(float(np.linalg.norm(a)) - 1.0) < 1e-6:
+        raise InputError(f"pressing axis {a.tolist()} is not a unit 3-vector")
     w = read_wrench(bag, wrench_topic)
     p = read_progress(bag, progress_topic)
     out = []
@@ -46,7 +54,7 @@ def pass_force_means(bag: str | os.PathLike[str], wrench_topic: str = "/contact/
         sel = (w.t >= t0) & (w.t <= t1)
         if not sel.any():
             raise InputError(f"{bag}: no {wrench_topic} sample inside pass {idx} ({t0:.3f} .. {t1:.3f} s)")
-        out.append(PassForce(idx, t0, t1, float(-w.force[sel, 2].mean()), int(sel.sum())))
+        out.append(PassForce(idx, t0, t1, float(-(w.force[sel] @ a).mean()), int(sel.sum())))
     return out
 
 
