@@ -145,7 +145,11 @@ def run_through_graph(out: Path, cell: Any, as_json: bool = False,
     """
     from robot_grinding_sim.core.config import cell_yaml
     from robot_grinding_sim.core.planning.plan_io import atomic_write
-    from robot_grinding_sim.core.record.pass_forces import compare_pass_forces, pass_force_means
+    from robot_grinding_sim.core.record.pass_forces import (
+        compare_pass_forces,
+        pass_force_means,
+        plan_pressing_axes,
+    )
 
     out = Path(out)
     plan, bag, log = out / "plan.json", out / "graph_bag", out / "graph.log"
@@ -172,15 +176,14 @@ def run_through_graph(out: Path, cell: Any, as_json: bool = False,
         last = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()][-1:]
         raise click.ClickException(f"the node graph did not run the job to its end (exit code {code}); see {log}"
                                    + (f" (its last line: {last[0]})" if last else ""))
-    axis = pressing_axis(cell)
-    rows = compare_pass_forces(pass_force_means(out / "bag", axis=axis), pass_force_means(bag, axis=axis))
+    axes = plan_pressing_axes(json.loads(plan.read_text()))
+    rows = compare_pass_forces(pass_force_means(out / "bag", axes=axes), pass_force_means(bag, axes=axes))
     entry = {"passes": rows,
              "max_abs_relative_difference": max(abs(r["relative_difference"]) for r in rows),
              "wall_time_s": wall, "dynamics_node": dict(dynamics or {}), "bag": str(bag), "log": str(log),
              "ros_domain_id": domain,
-             "pressing_axis_tcp": [float(v) for v in axis],
-             "force": "mean of -F . pressing_axis_tcp of /contact/wrench (tcp frame; the ball's: -F_z) over each "
-                      "pass's progress window"}
+             "force": "mean of -F . a of /contact/wrench (tcp frame) over each pass's progress window, a the pass's "
+                      "pressing axis (its waypoints' inward normal in tcp axes; the ball's: -F_z)"}
     summary_path = out / "summary.json"
     summary = json.loads(summary_path.read_text())
     if ((summary.get("removal") or {}).get("uniformity")) is not None:  # a depth was planned: the graph's map
@@ -200,16 +203,6 @@ def run_through_graph(out: Path, cell: Any, as_json: bool = False,
             for line in uniformity_text(entry["removal"]["uniformity"], "graph removal"):
                 click.echo(line)
     return entry
-
-
-def pressing_axis(cell: Any) -> list[float]:
-    """The cell's tool's pressing axis in the tcp frame at the cell's lead and tilt
-    (:meth:`~robot_grinding_sim.core.geometry.tools.Tool.pressing_axis`): the direction the per-pass
-    force is read along (the ball's and the pad's tcp z, a wheel's axis across it)."""
-    from robot_grinding_sim.core.job.setup import cell_robot_model, job_tool
-
-    tool = job_tool(cell_robot_model(cell), cell)
-    return [float(v) for v in tool.pressing_axis(cell.process.lead, cell.process.tilt)]
 
 
 def graph_removal(plan: Path, bag: Path, cell: Any) -> dict[str, Any]:

@@ -182,16 +182,6 @@ class Tool:
         half = 0.5 * float(self.dims.get("spacing", 0.0))
         return float(np.abs(p[:, :2]).max()) + half
 
-    def pressing_axis(self, lead: float = 0.0, tilt: float = 0.0) -> FloatArray:
-        """The unit direction (3,) in the tcp frame that points into the surface when the planner sets
-        the tcp at ``lead`` and ``tilt`` (rad): the pass frame's z axis (the inward normal) in tcp
-        axes, (Ry(lead) Rx(tilt) rule)^T e_z. The ball's and the pad's tcp z at no lead or tilt; a
-        wheel's axis is across it, a disc's face leans from it by the face angle."""
-        from scipy.spatial.transform import Rotation
-
-        Rm = Rotation.from_euler("YX", [lead, tilt]).as_matrix() @ self.rule
-        return Rm.T @ np.array([0.0, 0.0, 1.0])
-
     def plan_parameters(self, lead: float, tilt: float, force: float, k_w: float) -> dict[str, Any]:
         """What the planner needs of a tool with a patch (its ToolParameters fields): shape, standoff
         at lead and tilt (rad), rule (quaternion x, y, z, w), the penetration for ``force`` (N) on a
