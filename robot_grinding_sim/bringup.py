@@ -118,7 +118,7 @@ def yaml_value(v: Any) -> str:
         if v and v.strip() == v and yaml_load(v) == v:
             return v
         return yaml.safe_dump(v, default_style="'").strip().splitlines()[0]
-    return yaml.safe_dump(v, default_flow_style=True, width=1 << 16).strip().removesuffix("...").strip()
+    return yaml.safe_dump(v, default_flow_style=True).strip().removesuffix("...").strip()
 
 
 #: The cell's parameter file (every physical parameter; robot_grinding_sim/core/config.py defines them).
@@ -153,7 +153,8 @@ def graph(
             ``urdf/ur10e_grinding.urdf``; empty string: each node's own default).
         use_sim_time: default True in sim (the nodes follow dynamics_node's /clock), False in real.
         plan_file: plan.json for grinding_executive (None: it runs the planner's latched plan, and
-            planner_node plans at start-up; given: planner_node waits for ~/plan).
+            planner_node plans at start-up; given: planner_node publishes it, and dynamics_node starts
+            at rest on its first knot).
         start: the executive starts the job as soon as it has a plan and a joint state.
 
     Raises:
@@ -179,9 +180,9 @@ def graph(
             "simulated arm: computed-torque control on RNEA dynamics; /joint_states, /clock",
             params_files=config_files("dynamics_node"),
             # it owns sim time, so it must not wait for a /clock itself; with a plan it starts at rest
-            # on the plan's first knot, as the in-process job does (plan_start)
+            # on the plan's first knot, where the in-process job starts
             parameters={**with_urdf, "use_sim_time": False, "publish_clock": sim_time,
-                        **({"start_positions": q0} if sim and plan_file and (q0 := plan_start(plan_file)) else {})},
+                        **({"plan_file": str(Path(plan_file).resolve())} if plan_file else {})},
         ),
         NodeSpec(
             "hardware_driver",
@@ -278,21 +279,6 @@ def graph(
             )
         )
     return [n for n in nodes if mode in n.modes]
-
-
-def plan_start(plan_file: str) -> list[float] | None:
-    """The first knot (rad, the plan's joint order: the URDF's) of a plan.json's job trajectory, where
-    the simulated arm starts with that plan: the in-process job starts there at rest, and the
-    executive's joint move from ``robot.home`` to it (straight in joint space, not checked against
-    the part) would sweep a tool that turns on the way, a wheel or a disc, through the part. None
-    when the file has no trajectory or cannot be read (the executive then says why)."""
-    import json
-
-    try:
-        q = json.loads(Path(plan_file).read_text())["trajectory"]["positions"][0]
-        return [float(x) for x in q]
-    except (OSError, ValueError, KeyError, IndexError, TypeError):
-        return None
 
 
 #: Launch arguments of launch/<mode>.launch.py: name -> (default, description). Empty string: unset.

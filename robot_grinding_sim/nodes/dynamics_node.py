@@ -142,8 +142,8 @@ class DynamicsNode(Node):
         self._to_model = np.array([self.joint_names.index(j) for j in m.joint_names])  # ros -> model
         self._to_ros = np.array([m.joint_names.index(j) for j in self.joint_names])  # model -> ros
         q_start = self.q_home = self._checked_home(cell.robot.home, "robot.home")
-        if len(p["start_positions"]):
-            q_start = self._checked_home(p["start_positions"], "start_positions")
+        if p["plan_file"]:
+            q_start = self._plan_start(p["plan_file"])
         try:
             self.stepper = ArmContactStepper(m, q_start, cell.servo, cell.sim.gravity, self.tcp)
         except InputError as exc:
@@ -218,6 +218,23 @@ class DynamicsNode(Node):
             return check_home(self.model, q)
         except ParameterError as exc:
             raise ParameterError(name, exc.problem.replace("robot.home", name), NODE_NAME) from None
+
+    def _plan_start(self, path: str) -> np.ndarray:
+        """The first knot (n,) of the job trajectory of plan.json ``path``, checked against this robot
+        (its joints, in its order, within the limits); ParameterError naming ``plan_file``. The arm
+        starts there as the in-process job does: the executive's joint move from robot.home to the
+        start (straight in joint space, not checked against the part) would sweep a tool the plan
+        turns on the way, a wheel or a disc, through the part."""
+        from robot_grinding_sim.core.planning.plan_io import read_plan, trajectory_from_dict
+
+        try:
+            data = read_plan(path)
+            if not data.get("trajectory"):
+                raise InputError(f"{path}: the plan has no job trajectory (plan it with a robot)")
+            q = trajectory_from_dict(data["trajectory"], self.model).positions[0]
+        except InputError as exc:
+            raise ParameterError("plan_file", str(exc), NODE_NAME) from None
+        return self._checked_home(q, "plan_file")
 
     def _settings(self) -> None:
         """The scheduler's run-time parameters (at start and after each set)."""

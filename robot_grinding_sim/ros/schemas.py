@@ -58,9 +58,9 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
         BASE_FRAME,
         ParamSpec("joint_names", [], "joint order of joint_states and of position commands; empty: the URDF's",
                   type="string_array", read_only=True),
-        ParamSpec("start_positions", [], "where the arm starts, at rest, rad in the URDF's joint order; empty: "
-                  "robot.home (grinding bringup sim --plan-file and sim.launch.py plan_file:=... set it to the "
-                  "plan's first knot, where the in-process job starts)", type="double_array", read_only=True),
+        ParamSpec("plan_file", "", "a plan.json: the arm starts at rest on its job trajectory's first knot, where "
+                  "the in-process job starts (grinding bringup sim --plan-file and sim.launch.py plan_file:=... "
+                  "set it); empty: at robot.home", read_only=True),
         ParamSpec("update_rate", 250.0, "wall-clock timer rate that advances the simulation, Hz",
                   range=(1.0, 2000.0), read_only=True),
         ParamSpec("real_time_factor", 1.0, "sim seconds per wall second", range=(0.01, 100.0)),
