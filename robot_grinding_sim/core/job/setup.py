@@ -279,10 +279,20 @@ def job_tool(model: Any, cell: CellConfig) -> Tool:
     return tool
 
 
-def contact_query(scene: Any, tool: Tool, cell: CellConfig, penetration: float) -> ToolContactQuery:
+def static_penetration(tool: Tool, cell: CellConfig, law: Any = None) -> float:
+    """The penetration (m) that holds ``process.target_force`` at rest on a plane with the cell's
+    contact law (``law``: its model, default made from ``contact.*``): the planned penetration."""
+    law = make_contact_law(cell.contact) if law is None else law
+    return tool.static_penetration(law, cell.process.target_force, cell.contact.stiffness)
+
+
+def contact_query(scene: Any, tool: Tool, cell: CellConfig, penetration: float | None = None) -> ToolContactQuery:
     """The tool's contact query on the workpiece scene; a tool with a patch takes its patch
-    stiffness at no less than a quarter of its area at the planned ``penetration`` (m) on a plane
-    (the onset: a patch that starts at zero area)."""
+    stiffness at no less than a quarter of its area at the planned ``penetration`` (m; default
+    :func:`static_penetration`) on a plane (the onset: a patch that starts at zero area). The
+    in-process job's query and the node graph's (collision_node, dynamics_node ``coupling: local``)."""
+    if tool.distributed and penetration is None:
+        penetration = static_penetration(tool, cell)
     floor = 0.25 * tool.plane_area(penetration) if tool.distributed else 0.0
     return ToolContactQuery(scene, shape=tool, pressure_stiffness=cell.contact.stiffness, floor_area=floor)
 
@@ -342,7 +352,7 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
                              f"for removal.target_depth {cell.removal.target_depth:g} m needs "
                              f"{cell.passes.stepover:g} m (plan them with depth_cell's cell)")
     law = make_contact_law(cell.contact)
-    penetration = tool.static_penetration(law, cell.process.target_force, cell.contact.stiffness)
+    penetration = static_penetration(tool, cell, law)
     if penetration >= radius:
         raise InputError(f"process.target_force {cell.process.target_force} N with contact.stiffness "
                          f"{cell.contact.stiffness} needs a penetration of {penetration} m, not below the tool "
