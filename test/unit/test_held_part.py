@@ -97,3 +97,85 @@ def test_a_tool_on_the_arm_or_a_holder_in_the_cell_is_refused(urdf, tmp_path) ->
         cell_robot_model(_cell(urdf, **{"workpiece.link": "spindle"}))
     with pytest.raises(ParameterError, match="parameter 'workpiece.link'.*'gripper' is not a link"):
         cell_robot_model(_cell(urdf, **{"workpiece.link": "gripper"}))
+
+
+def test_a_held_plate_pressed_on_the_ball_balances_its_static_force(urdf) -> None:
+    """The arm holds the flat plate still, its face commanded 60 um into the fixed ball: the contact
+    settles at K d (d the penetration Pinocchio's poses give), and the arm's torques balance that
+    force on the part through Pinocchio's holder Jacobian: g(q) - tau = J_holder(c)^T w_part."""
+    from robot_grinding_sim.core.job.setup import JobConfig, setup_job
+    from robot_grinding_sim.core.job.simulation import simulate
+    from robot_grinding_sim.core.planning.path_ik import first_configuration
+    from robot_grinding_sim.core.planning.trajectory import JointTrajectory
+
+    cell = _cell(urdf, **{"workpiece.part": "flat_plate", "workpiece.faces": [5]})
+    setup = setup_job(JobConfig(cell=cell, max_passes=1, pass_length=0.02, optimise=False))
+    model, K, r = setup.model, cell.contact.stiffness, setup.tool_radius
+    X0 = setup.X_BP
+    top = 0.01  # the plate's face to grind, part frame (z up)
+    pose = np.eye(4)
+    pose[:3, :3] = X0[:3, :3] @ np.diag([1.0, -1.0, -1.0])  # the tool's z into the face
+    pose[:3, 3] = (X0 @ [0.0, 0.0, top + r - 60e-6, 1.0])[:3]
+    q = first_configuration(model, pose, setup.q_home, "hold")
+    ref = JointTrajectory(list(model.joint_names), "tcp", np.array([0.0, 1.0]), np.vstack([q, q]), np.zeros((2, 6)))
+    run = simulate(setup, ref.interpolator(model), q, 1.5)
+    rec = run.record
+    # means over the last 0.1 s: the held arm keeps a two-step alternation sideways (the tangential
+    # force's explicit coupling; its damping force +-0.7 % of K d; not seen with the part standing:
+    # NOTES-i24-held.md)
+    f, depth = float(np.mean(rec["fn"][-100:])), float(np.mean(rec["depth"][-100:]))
+    qe = rec["q"][-1]
+    # Pinocchio: the ball's penetration into the plate at the arm's final q
+    pm = pin.buildModelFromUrdf(str(urdf))
+    data = pm.createData()
+    pin.computeJointJacobians(pm, data, qe)
+    pin.updateFramePlacements(pm, data)
+    ft, tcp = pm.getFrameId("ft_sensor"), pm.getFrameId("tcp")
+    X_BP = data.oMf[ft].homogeneous @ pose_matrix(GRASP)
+    c = data.oMf[tcp].translation
+    d_pin = r - ((np.linalg.inv(X_BP) @ np.r_[c, 1.0])[2] - top)
+    assert 20e-6 < d_pin < 60e-6  # the servo gives a little under the load
+    assert depth == pytest.approx(d_pin, abs=1e-8)
+    assert f == pytest.approx(K * d_pin, rel=1e-3)
+    # the torques: the force on the part is minus the force on the tool, in root axes
+    A = X0[:3, :3] @ X_BP[:3, :3].T
+    force, torque = rec["force"][-100:].mean(axis=0), rec["torque"][-100:].mean(axis=0)
+    w_part = -np.r_[A.T @ force, A.T @ torque]  # about the tool centre
+    Jh = pin.getFrameJacobian(pm, data, ft, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED).copy()
+    rr = c - data.oMf[ft].translation
+    Jh[:3] -= np.array([[0, -rr[2], rr[1]], [rr[2], 0, -rr[0]], [-rr[1], rr[0], 0]]) @ Jh[3:]
+    g = pin.computeGeneralizedGravity(pm, data, qe)
+    tau_contact = Jh.T @ w_part
+    assert np.abs(tau_contact).max() > 0.5  # N m: the contact does load the arm
+    np.testing.assert_allclose(g - rec["tau"][-100:].mean(axis=0), tau_contact, atol=2e-3 * np.abs(tau_contact).max())
+
+
+def test_the_arm_carries_the_part_past_the_tool_at_the_target_force(urdf) -> None:
+    """Plan + simulate the curved panel held by the arm: each pass at the target force within the
+    optimiser's tolerance, and on the pass the real tool centre (Pinocchio) follows the planned
+    path over the real, moving part."""
+    from robot_grinding_sim.core.job.run import run_job
+    from robot_grinding_sim.core.job.setup import JobConfig, setup_job
+
+    cell = _cell(urdf)
+    setup = setup_job(JobConfig(cell=cell, max_passes=2, pass_length=0.05, optimise=True))
+    result = run_job(setup.cfg, setup)
+    assert len(result.passes) == 2
+    for p in result.passes:
+        assert p.mean == pytest.approx(cell.process.target_force, rel=cell.optimise.tolerance)
+    pm = pin.buildModelFromUrdf(str(urdf))
+    data = pm.createData()
+    ft, tcp = pm.getFrameId("ft_sensor"), pm.getFrameId("tcp")
+    traj = result.trajectory
+    X0 = setup.X_BP
+    for k, seg in enumerate(s for s in traj.segments if s["kind"] == "pass"):
+        planned = setup.plan.tcp_positions[k] @ X0[:3, :3].T + X0[:3, 3]
+        worst = 0.0
+        for i in range(seg["start"], seg["stop"]):
+            pin.framesForwardKinematics(pm, data, traj.positions[i])
+            X_BP = data.oMf[ft].homogeneous @ pose_matrix(GRASP)
+            c = (X0 @ np.linalg.inv(X_BP) @ np.r_[data.oMf[tcp].translation, 1.0])[:3]
+            worst = max(worst, float(np.min(np.linalg.norm(planned - c, axis=1))))
+        # on the planned path, shifted along the normal by the commanded offset (+ the chords)
+        print("worst", worst, result.offsets[k])
+        assert worst <= abs(result.offsets[k]) + 5e-5

@@ -464,8 +464,8 @@ def contact_side(t, dt, st, cs, cp, geo, jt, jd, bd, ws, body, X, hbody, H, T, J
 
 @njit(cache=True)
 def run_batch(laws, t, dt, t_end, max_steps, st, cs, fp, cp, geo, knots, coeffs, last, arm, g_ctrl, g, jt, jd, bd, ws,
-              body, X, hbody, H, wbody, wX, project, h, ix, rts, rq, rqd, rtau, rfn, rnrm, rtan, rlev, ot, ofn, odepth, oidx,
-              out, rom, b, sv):
+              body, X, hbody, H, wbody, wX, project, h, ix, rts, rq, rqd, rtau, rfn, rnrm, rtan, rlev, ot, ofn, odepth,
+              oidx, out, rom, b, sv):
     """Steps of ``dt`` from state st at t until t_end or ``max_steps`` steps.
 
     laws: the registry's kernels (cp[C.model] the law). fp (1,): the previous step's mean force
@@ -485,7 +485,8 @@ def run_batch(laws, t, dt, t_end, max_steps, st, cs, fp, cp, geo, knots, coeffs,
             return E.normal_mass_singular, t
         # with a model the contact side left the step's kinematics at st's q in T, J, M, L
         code, es = arm_side(laws, t, dt, st, have == 1, rom, fp[0], knots, coeffs, last, 0.0, arm, g_ctrl, g, jt, jd,
-                            bd, ws, body, X, hbody, H, wbody, wX, project, T, J, M, L, have == 1, cp[C.u], h, es, out, b, sv)
+                            bd, ws, body, X, hbody, H, wbody, wX, project, T, J, M, L, have == 1, cp[C.u], h, es, out,
+                            b, sv)
         if code != E.ok:
             return code, t
         sv[V.gap0] = cs[1]
