@@ -29,6 +29,13 @@ def _cell(urdf, **values: object) -> CellConfig:
     return CellConfig().replace(**{**held_cell_values(urdf), **values})
 
 
+def _polyline_distance(p: np.ndarray, line: np.ndarray) -> float:
+    """Distance (m) of point p (3,) from the polyline ``line`` (N, 3)."""
+    a, ab = line[:-1], line[1:] - line[:-1]
+    t = np.clip(np.einsum("ij,ij->i", p - a, ab) / np.maximum(np.einsum("ij,ij->i", ab, ab), 1e-30), 0.0, 1.0)
+    return float(np.min(np.linalg.norm(a + t[:, None] * ab - p, axis=1)))
+
+
 def _pin_relative(urdf, q):
     """Pinocchio: the tool centre seen from the part, carried to X_BP0, and its Jacobian (6, n) from
     the frame Jacobians of the tcp (fixed in the cell) and of the sensor (the part's holder)."""
@@ -162,6 +169,7 @@ def test_the_arm_carries_the_part_past_the_tool_at_the_target_force(urdf) -> Non
     result = run_job(setup.cfg, setup)
     assert len(result.passes) == 2
     for p in result.passes:
+        print(f"pass {p.index}: {p.mean:.4f} N")
         assert p.mean == pytest.approx(cell.process.target_force, rel=cell.optimise.tolerance)
     pm = pin.buildModelFromUrdf(str(urdf))
     data = pm.createData()
@@ -175,7 +183,6 @@ def test_the_arm_carries_the_part_past_the_tool_at_the_target_force(urdf) -> Non
             pin.framesForwardKinematics(pm, data, traj.positions[i])
             X_BP = data.oMf[ft].homogeneous @ pose_matrix(GRASP)
             c = (X0 @ np.linalg.inv(X_BP) @ np.r_[data.oMf[tcp].translation, 1.0])[:3]
-            worst = max(worst, float(np.min(np.linalg.norm(planned - c, axis=1))))
-        # on the planned path, shifted along the normal by the commanded offset (+ the chords)
-        print("worst", worst, result.offsets[k])
-        assert worst <= abs(result.offsets[k]) + 5e-5
+            worst = max(worst, _polyline_distance(c, planned))
+        # on the planned path, shifted along the normal by the commanded offset
+        assert worst <= abs(result.offsets[k]) + 2e-5
