@@ -186,3 +186,24 @@ def test_the_arm_carries_the_part_past_the_tool_at_the_target_force(urdf) -> Non
             worst = max(worst, _polyline_distance(c, planned))
         # on the planned path, shifted along the normal by the commanded offset
         assert worst <= abs(result.offsets[k]) + 2e-5
+
+
+def test_the_node_graph_refuses_a_held_part_in_one_line(urdf, tmp_path) -> None:
+    """Not run through the graph yet: `grinding simulate --graph` and a node's set-up refuse it before
+    any work, naming workpiece.link (a node would otherwise put the part where it stands)."""
+    import json
+
+    from cli_runner import run as grinding
+
+    from robot_grinding_sim.ros.node_setup import load_cell
+
+    params = tmp_path / "held.yaml"
+    params.write_text(json.dumps({"/**": {"ros__parameters": held_cell_values(urdf)}}))
+    res = grinding("simulate", "--params", str(params), "--max-passes", "1", "--graph", "--out", str(tmp_path / "o"))
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines() == [
+        "grinding simulate: error: parameter 'workpiece.link': 'ft_sensor': the node graph does not run a part held "
+        "by the robot yet; drop --graph (plan and simulate in process), or leave workpiece.link empty"]
+    assert not (tmp_path / "o").exists()
+    with pytest.raises(ParameterError, match="parameter 'workpiece.link'.*node graph does not run a part held"):
+        load_cell({"workpiece.link": "ft_sensor"}, "dynamics_node")
