@@ -21,14 +21,25 @@ TOOL_AT = (0.75, 0.0, 0.0)
 GRASP = (0.0, 0.0, 0.13, 0.0, 0.0, 0.0)
 
 
-def held_part_urdf(out: Path, tool_at: tuple[float, float, float] = TOOL_AT) -> Path:
-    """Write ``out``: the UR10e with its spindle and ball fixed to base_link at ``tool_at``."""
+def held_part_urdf(out: Path, tool_at: tuple[float, float, float] = TOOL_AT, part_mass: bool = False) -> Path:
+    """Write ``out``: the UR10e with its spindle and ball fixed to base_link at ``tool_at``;
+    ``part_mass``: with the part's inertia on the sensor (link ``held_part``)."""
     root = etree.parse(str(default_urdf())).getroot()
     for j in root.findall("joint"):
         if j.find("child").get("link") == "spindle":
             j.find("parent").set("link", "base_link")
             j.find("origin").set("xyz", " ".join(str(v) for v in tool_at))
             j.find("origin").set("rpy", "0 0 0")
+    if part_mass:  # the part's inertia carried by the sensor (the curved panel, aluminium, 200 x 150 x 3 mm)
+        m, (a, b, c) = 0.243, (0.2, 0.15, 0.003)
+        xyz = " ".join(str(v) for v in GRASP[:3])
+        for el in etree.fromstring(f"""<robot>
+  <link name="held_part"><inertial><mass value="{m}"/><origin xyz="0 0 0" rpy="0 0 0"/>
+    <inertia ixx="{m * (b * b + c * c) / 12}" ixy="0" ixz="0" iyy="{m * (a * a + c * c) / 12}" iyz="0"
+             izz="{m * (a * a + b * b) / 12}"/></inertial></link>
+  <joint name="ft_sensor-held_part" type="fixed"><parent link="ft_sensor"/><child link="held_part"/>
+    <origin xyz="{xyz}" rpy="0 0 0"/></joint></robot>"""):
+            root.append(el)
     out.write_bytes(etree.tostring(root, xml_declaration=True, encoding="utf-8"))
     return out
 

@@ -207,3 +207,29 @@ def test_the_node_graph_refuses_a_held_part_in_one_line(urdf, tmp_path) -> None:
     assert not (tmp_path / "o").exists()
     with pytest.raises(ParameterError, match="parameter 'workpiece.link'.*node graph does not run a part held"):
         load_cell({"workpiece.link": "ft_sensor"}, "dynamics_node")
+
+
+def test_the_arm_collision_check_sees_the_part_where_the_arm_holds_it(urdf) -> None:
+    """`grinding plan`'s collision check with a held part: the links' poses seen from the part
+    (HeldPartModel.link_poses; relative poses between links unchanged, checked against Pinocchio's)
+    put the standing tool and the arm around the part; the cell's plan is clear of it, and a grasp
+    that sinks the part into the F/T sensor is a collision of that link."""
+    from robot_grinding_sim.core.errors import PlanningError
+    from robot_grinding_sim.core.job.plan_job import plan_job
+
+    model = cell_robot_model(_cell(urdf))
+    q = np.array([0.1, -1.4, 1.7, -1.9, -1.5, 0.2])
+    P = model.link_poses(q)
+    pm = pin.buildModelFromUrdf(str(urdf))
+    data = pm.createData()
+    pin.framesForwardKinematics(pm, data, q)
+    real = {k: data.oMf[pm.getFrameId(k)].homogeneous for k in ("tcp", "ft_sensor", "wrist_1_link")}
+    for a, b in (("tcp", "ft_sensor"), ("wrist_1_link", "tcp")):  # relative poses: the robot's own
+        np.testing.assert_allclose(np.linalg.inv(P[a]) @ P[b], np.linalg.inv(real[a]) @ real[b], atol=1e-12)
+    np.testing.assert_allclose(P["tcp"], model.fk(q), atol=1e-12)  # the tool centre as the job sees it
+
+    plan = plan_job(_cell(urdf), optimise=False, max_passes=1, pass_length=0.02)
+    assert plan.collision["min_clearance_m"] > 5e-3  # the arm and the tool's other links clear of the part
+    with pytest.raises(PlanningError, match="robot link ft_sensor touches the part"):
+        plan_job(_cell(urdf, **{"workpiece.grasp": [0.0, 0.0, -0.02, 0.0, 0.0, 0.0]}), optimise=False, max_passes=1,
+                 pass_length=0.02)

@@ -53,7 +53,7 @@ class HeldPartModel:
         X_BP0: (4, 4) the part's nominal pose in the root frame (``workpiece.pose``).
 
     Everything but :meth:`fk`, :meth:`jacobian` and :meth:`effective_mass` of the tool centre
-    (and ``tip_link``, which names it) is the robot's own.
+    (and ``tip_link``, which names it) and :meth:`link_poses` is the robot's own.
 
     Raises:
         InputError: the tcp is not fixed to the root, or the holder does not move with the arm.
@@ -117,6 +117,16 @@ class HeldPartModel:
         if point is not None:
             raise InputError("HeldPartModel.jacobian: the tool centre's Jacobian refers to the tool centre (no point)")
         return self._kin(np.asarray(q, dtype=float))[1]
+
+    def link_poses(self, q: Any) -> dict[str, FloatArray]:
+        """Every link's pose seen from the held part, carried to its nominal pose,
+        X_BP0 inv(X_BP(q)) X_BL(q): (4, 4) each at q (nq,), (B, 4, 4) for a batch (B, nq). The
+        arm and the standing tool around the part at ``workpiece.pose``, as the collision checks
+        against the part need them; the links' poses relative to each other (the tf tree) are the
+        robot's own."""
+        P = self.robot.link_poses(q)
+        G = self.X_BP0 @ np.linalg.inv(P[self.holder_link] @ self.X_hP)
+        return {name: G @ X for name, X in P.items()}
 
     def effective_mass(self, q: Any, link: str | None, point: Any, direction: Any) -> float:
         """The arm's mass felt along ``direction`` (nominal part axes) at the tool centre relative to
