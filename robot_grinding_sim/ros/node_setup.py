@@ -75,6 +75,12 @@ def load_cell(params: dict[str, Any], name: str, *, cell: bool = True, robot: bo
                 key, problem = text[len("parameter '"):].split("': ", 1)
                 raise ParameterError(key, problem, name) from None
             raise ParameterError("sim.dt", text, name) from None
+    if cfg is not None and cfg.workpiece.link:
+        # the part on the robot runs in process only (core/sim/held_part.py); a node would put it
+        # where it stands and grind nothing
+        raise ParameterError("workpiece.link", f"{cfg.workpiece.link!r}: the node graph does not run a part held by "
+                             "the robot yet; plan and simulate it in process (grinding plan, grinding simulate "
+                             "without --graph), or leave workpiece.link empty", name)
     model = None
     base_frame = ""
     if robot:
