@@ -106,10 +106,13 @@ def test_a_tool_on_the_arm_or_a_holder_in_the_cell_is_refused(urdf, tmp_path) ->
         cell_robot_model(_cell(urdf, **{"workpiece.link": "gripper"}))
 
 
-def test_a_held_plate_pressed_on_the_ball_balances_its_static_force(urdf) -> None:
-    """The arm holds the flat plate still, its face commanded 60 um into the fixed ball: the contact
-    settles at K d (d the penetration Pinocchio's poses give), and the arm's torques balance that
-    force on the part through Pinocchio's holder Jacobian: g(q) - tau = J_holder(c)^T w_part."""
+TOP = 0.01  # the flat plate's face to grind, part frame (z up), m
+
+
+@pytest.fixture(scope="module")
+def held_plate(urdf):
+    """The arm holds the flat plate still, its face commanded 60 um into the fixed ball, 1.5 s:
+    (cell, setup, record)."""
     from robot_grinding_sim.core.job.setup import JobConfig, setup_job
     from robot_grinding_sim.core.job.simulation import simulate
     from robot_grinding_sim.core.planning.path_ik import first_configuration
@@ -117,20 +120,39 @@ def test_a_held_plate_pressed_on_the_ball_balances_its_static_force(urdf) -> Non
 
     cell = _cell(urdf, **{"workpiece.part": "flat_plate", "workpiece.faces": [5]})
     setup = setup_job(JobConfig(cell=cell, max_passes=1, pass_length=0.02, optimise=False))
-    model, K, r = setup.model, cell.contact.stiffness, setup.tool_radius
+    model, r = setup.model, setup.tool_radius
     X0 = setup.X_BP
-    top = 0.01  # the plate's face to grind, part frame (z up)
     pose = np.eye(4)
     pose[:3, :3] = X0[:3, :3] @ np.diag([1.0, -1.0, -1.0])  # the tool's z into the face
-    pose[:3, 3] = (X0 @ [0.0, 0.0, top + r - 60e-6, 1.0])[:3]
+    pose[:3, 3] = (X0 @ [0.0, 0.0, TOP + r - 60e-6, 1.0])[:3]
     q = first_configuration(model, pose, setup.q_home, "hold")
     ref = JointTrajectory(list(model.joint_names), "tcp", np.array([0.0, 1.0]), np.vstack([q, q]), np.zeros((2, 6)))
-    run = simulate(setup, ref.interpolator(model), q, 1.5)
-    rec = run.record
-    # means over the last 0.1 s: the held arm keeps a two-step alternation sideways (the tangential
-    # force's explicit coupling; its damping force +-0.7 % of K d; not seen with the part standing:
-    # NOTES-i24-held.md)
-    f, depth = float(np.mean(rec["fn"][-100:])), float(np.mean(rec["depth"][-100:]))
+    return cell, setup, simulate(setup, ref.interpolator(model), q, 1.5).record
+
+
+def test_a_held_plate_settles_without_a_step_to_step_alternation(held_plate) -> None:
+    """At rest the held plate's contact force settles, as with the part standing: the tangential
+    grinding force, a damper of ratio F / slip_speed (~1300 N s/m here) on the sliding speed, acts
+    against the part's small sideways effective mass at the ball (wrist 3's inertia over the
+    lever); applied explicitly (c dt / m > 2) it kept a two-step alternation of +-0.7 % of the
+    force (4.196 / 4.255 N), which the implicit tangential step removes."""
+    _, _, rec = held_plate
+    f = rec["fn"][-200:]
+    assert f.mean() > 1.0  # N: in contact
+    swing = np.abs(np.diff(f)).max() / f.mean()
+    assert swing < 1e-5, f"step-to-step change of the force {swing:.2e} of its mean (last 0.2 s)"
+    # the arm has come to rest (the joint torques settle as well)
+    assert np.abs(np.diff(rec["tau"][-200:], axis=0)).max() < 1e-4
+
+
+def test_a_held_plate_pressed_on_the_ball_balances_its_static_force(urdf, held_plate) -> None:
+    """The held plate pressed on the fixed ball (:func:`held_plate`): the contact settles at K d (d
+    the penetration Pinocchio's poses give), and the arm's torques balance that force on the part
+    through Pinocchio's holder Jacobian: g(q) - tau = J_holder(c)^T w_part."""
+    cell, setup, rec = held_plate
+    K, r, top = cell.contact.stiffness, setup.tool_radius, TOP
+    X0 = setup.X_BP
+    f, depth = float(rec["fn"][-1]), float(rec["depth"][-1])
     qe = rec["q"][-1]
     # Pinocchio: the ball's penetration into the plate at the arm's final q
     pm = pin.buildModelFromUrdf(str(urdf))
@@ -146,7 +168,7 @@ def test_a_held_plate_pressed_on_the_ball_balances_its_static_force(urdf) -> Non
     assert f == pytest.approx(K * d_pin, rel=1e-3)
     # the torques: the force on the part is minus the force on the tool, in root axes
     A = X0[:3, :3] @ X_BP[:3, :3].T
-    force, torque = rec["force"][-100:].mean(axis=0), rec["torque"][-100:].mean(axis=0)
+    force, torque = rec["force"][-1], rec["torque"][-1]
     w_part = -np.r_[A.T @ force, A.T @ torque]  # about the tool centre
     Jh = pin.getFrameJacobian(pm, data, ft, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED).copy()
     rr = c - data.oMf[ft].translation
@@ -154,7 +176,7 @@ def test_a_held_plate_pressed_on_the_ball_balances_its_static_force(urdf) -> Non
     g = pin.computeGeneralizedGravity(pm, data, qe)
     tau_contact = Jh.T @ w_part
     assert np.abs(tau_contact).max() > 0.5  # N m: the contact does load the arm
-    np.testing.assert_allclose(g - rec["tau"][-100:].mean(axis=0), tau_contact, atol=2e-3 * np.abs(tau_contact).max())
+    np.testing.assert_allclose(g - rec["tau"][-1], tau_contact, atol=2e-3 * np.abs(tau_contact).max())
 
 
 def test_the_arm_carries_the_part_past_the_tool_at_the_target_force(urdf) -> None:

@@ -73,6 +73,8 @@ ROM = Layout("normal_contact_model", (
     ("point", 3, "m", "closest point on the part"),
     ("centre", 3, "m", "tool centre"),
     ("tangential", 3, "", "tangential force per newton of normal force"),
+    ("slide_damping", 1, "s/m", "the tangential force's damping per newton of normal force: its rate against "
+     "the sliding velocity, force_ratio / sqrt(v^2 + slip_speed^2) (the arm step takes it implicitly)"),
 ))
 R = ROM.index
 #: the contact side's parameters
@@ -194,6 +196,7 @@ def rom_from_geometry(t, q, qd, gap, nrm, pt, kp, T, J, cp, jt, jd, bd, ws, M, L
     for i in range(3):
         rom[R.normal + i], rom[R.point + i], rom[R.centre + i] = nrm[i], pt[i], T[i, 3]
         rom[R.tangential + i] = k * sl[i]
+    rom[R.slide_damping] = -k
     return m
 
 
@@ -277,6 +280,8 @@ def arm_side(laws, phases, t, dt, st, have_rom, rom, f_prev, knots, coeffs, last
                            wX, w, M, L, bool(True), out)
     if code != 0:
         return code, es
+    if f_trial * rom[R.slide_damping] > 0.0:
+        tangential_implicit(dt, f_trial * rom[R.slide_damping], J, L, nx, ny, nz, lx, ly, lz, qd0, out)
     J1 = np.empty((6, n))
     tcp_kinematics(out[0], jt, jd, ws, body, X, hbody, H, np.empty((4, 4)), J1)
     Jn1 = normal_row(J1, nx, ny, nz, lx, ly, lz)
@@ -319,6 +324,50 @@ def arm_side(laws, phases, t, dt, st, have_rom, rom, f_prev, knots, coeffs, last
         sv[V.ns] = ns
         arm_side_finish(dt, x1, v1, project, out, b, sv)
     return E.ok, es
+
+
+@njit(cache=True)
+def tangential_implicit(dt, c, J, L, nx, ny, nz, lx, ly, lz, qd0, out):
+    """The trial step's tangential force made implicit: the grinding force is a damper of rate c
+    (N s/m: the trial force times rom's slide_damping) on the sliding velocity at the contact point
+    (lever l from the tool centre); the trial step applied it at the step's start, -c v0. Backward
+    Euler takes it at the end, -c v1, v1 the arm's tangential velocity after the step: the extra
+    force df (3,) (root axes, in the tangent plane) solves (I + dt c W) df = -c (v1' - v0), v1' the
+    trial step's end velocity, W = P Jc M^-1 Jc^T P the arm's mobility there (P = I - n n^T, Jc
+    (3, n) the contact point's Jacobian from the tool centre's J (6, n) at the start, L the
+    Cholesky factor of M there), and the joint velocities and positions of out get its impulse,
+    dqd = dt M^-1 Jc^T P df, dq = dt dqd (the arm's semi-implicit Euler). Explicit, c dt / m_t > 2
+    (m_t the arm's sideways mass at the contact, small for a part held off the wrist's axis) made
+    the sliding velocity and the force alternate step by step."""
+    n = qd0.shape[0]
+    Jt = np.empty((3, n))
+    for j in range(n):
+        # the contact point's velocity v + w x l, its tangential part
+        a0 = J[0, j] - (ly * J[5, j] - lz * J[4, j])
+        a1 = J[1, j] - (lz * J[3, j] - lx * J[5, j])
+        a2 = J[2, j] - (lx * J[4, j] - ly * J[3, j])
+        an = a0 * nx + a1 * ny + a2 * nz
+        Jt[0, j], Jt[1, j], Jt[2, j] = a0 - an * nx, a1 - an * ny, a2 - an * nz
+    Y = np.empty((n, 3))  # M^-1 Jt^T
+    y = np.empty(n)
+    for r in range(3):
+        cholesky_subst(L, np.ascontiguousarray(Jt[r]), y)
+        Y[:, r] = y
+    A = np.eye(3)
+    u = np.zeros(3)
+    for r in range(3):
+        for j in range(n):
+            u[r] += Jt[r, j] * (out[QD, j] - qd0[j])
+        for k in range(3):
+            s = 0.0
+            for j in range(n):
+                s += Jt[r, j] * Y[j, k]
+            A[r, k] += dt * c * s
+    df = np.linalg.solve(A, -c * u)
+    for j in range(n):
+        dv = dt * (Y[j, 0] * df[0] + Y[j, 1] * df[1] + Y[j, 2] * df[2])
+        out[QD, j] += dv
+        out[0, j] += dt * dv
 
 
 @njit(cache=True)
