@@ -73,8 +73,10 @@ ROM = Layout("normal_contact_model", (
     ("point", 3, "m", "closest point on the part"),
     ("centre", 3, "m", "tool centre"),
     ("tangential", 3, "", "tangential force per newton of normal force"),
-    ("slide_damping", 1, "s/m", "the tangential force's damping per newton of normal force: its rate against "
-     "the sliding velocity, force_ratio / sqrt(v^2 + slip_speed^2) (the arm step takes it implicitly)"),
+    ("sliding", 3, "m/s", "the abrasive's sliding velocity at the contact point (tangential)"),
+    ("force_ratio", 1, "", "the grinding force ratio Ft/Fn of the tangential force"),
+    ("slip_speed", 1, "m/s", "its regularisation speed: t(v) = -force_ratio v / sqrt(v^2 + slip_speed^2) (the arm "
+     "step takes the tangential force implicitly with these)"),
 ))
 R = ROM.index
 #: the contact side's parameters
@@ -196,7 +198,10 @@ def rom_from_geometry(t, q, qd, gap, nrm, pt, kp, T, J, cp, jt, jd, bd, ws, M, L
     for i in range(3):
         rom[R.normal + i], rom[R.point + i], rom[R.centre + i] = nrm[i], pt[i], T[i, 3]
         rom[R.tangential + i] = k * sl[i]
-    rom[R.slide_damping] = -k
+    # the law and its sliding velocity (for the arm step's implicit tangential force)
+    for i in range(3):
+        rom[R.sliding + i] = sl[i]
+    rom[R.force_ratio], rom[R.slip_speed] = max(ratio, 0.0), cp[C.slip_speed]
     return m
 
 
@@ -280,8 +285,8 @@ def arm_side(laws, phases, t, dt, st, have_rom, rom, f_prev, knots, coeffs, last
                            wX, w, M, L, bool(True), out)
     if code != 0:
         return code, es
-    if f_trial * rom[R.slide_damping] > 0.0:
-        tangential_implicit(dt, f_trial * rom[R.slide_damping], J, L, nx, ny, nz, lx, ly, lz, qd0, out)
+    if f_trial > 0.0 and rom[R.force_ratio] > 0.0 and rom[R.slip_speed] > 0.0:
+        tangential_implicit(dt, f_trial, rom, J, L, lx, ly, lz, qd0, out)
     J1 = np.empty((6, n))
     tcp_kinematics(out[0], jt, jd, ws, body, X, hbody, H, np.empty((4, 4)), J1)
     Jn1 = normal_row(J1, nx, ny, nz, lx, ly, lz)
@@ -327,19 +332,23 @@ def arm_side(laws, phases, t, dt, st, have_rom, rom, f_prev, knots, coeffs, last
 
 
 @njit(cache=True)
-def tangential_implicit(dt, c, J, L, nx, ny, nz, lx, ly, lz, qd0, out):
-    """The trial step's tangential force made implicit: the grinding force is a damper of rate c
-    (N s/m: the trial force times rom's slide_damping) on the sliding velocity at the contact point
-    (lever l from the tool centre); the trial step applied it at the step's start, -c v0. Backward
-    Euler takes it at the end, -c v1, v1 the arm's tangential velocity after the step: the extra
-    force df (3,) (root axes, in the tangent plane) solves (I + dt c W) df = -c (v1' - v0), v1' the
-    trial step's end velocity, W = P Jc M^-1 Jc^T P the arm's mobility there (P = I - n n^T, Jc
-    (3, n) the contact point's Jacobian from the tool centre's J (6, n) at the start, L the
-    Cholesky factor of M there), and the joint velocities and positions of out get its impulse,
-    dqd = dt M^-1 Jc^T P df, dq = dt dqd (the arm's semi-implicit Euler). Explicit, c dt / m_t > 2
-    (m_t the arm's sideways mass at the contact, small for a part held off the wrist's axis) made
-    the sliding velocity and the force alternate step by step."""
+def tangential_implicit(dt, f, rom, J, L, lx, ly, lz, qd0, out):
+    """The trial step's tangential grinding force made implicit. The force is f t(v) (f the trial
+    normal force, N; t(v) = -force_ratio v / sqrt(v^2 + slip_speed^2) per newton against the
+    abrasive's sliding velocity v at the contact point, lever l from the tool centre); the trial step
+    applied t(v0), v0 rom's sliding velocity. Backward Euler takes it at the step's end: v solves
+    v = v1' + dt f W (t(v) - t(v0)) (Newton, with halving), v1' = v0 + P Jc (qd1' - qd0) the
+    trial step's end, W = P Jc M^-1 Jc^T P the arm's mobility at the contact (P = I - n n^T, Jc
+    (3, n) the contact point's Jacobian from the tool centre's J (6, n) at the start, L the Cholesky
+    factor of M there); the joint velocities and positions of out get the extra force
+    df = f (t(v) - t(v0)) (3,) (root axes, tangent plane) as an impulse, dqd = dt M^-1 (P Jc)^T df,
+    dq = dt dqd (the arm's semi-implicit Euler). |t| <= force_ratio holds at the end as at the
+    start. Explicit, a damper f force_ratio / slip_speed against the arm's sideways mass m_t at the
+    contact with dt f force_ratio / (slip_speed m_t) > 2 (a part held off the wrist's axis) made the
+    sliding velocity and the force alternate step by step."""
     n = qd0.shape[0]
+    nx, ny, nz = rom[R.normal], rom[R.normal + 1], rom[R.normal + 2]
+    ratio, s = rom[R.force_ratio], rom[R.slip_speed]
     Jt = np.empty((3, n))
     for j in range(n):
         # the contact point's velocity v + w x l, its tangential part
@@ -353,17 +362,32 @@ def tangential_implicit(dt, c, J, L, nx, ny, nz, lx, ly, lz, qd0, out):
     for r in range(3):
         cholesky_subst(L, np.ascontiguousarray(Jt[r]), y)
         Y[:, r] = y
-    A = np.eye(3)
-    u = np.zeros(3)
-    for r in range(3):
-        for j in range(n):
-            u[r] += Jt[r, j] * (out[QD, j] - qd0[j])
-        for k in range(3):
-            s = 0.0
-            for j in range(n):
-                s += Jt[r, j] * Y[j, k]
-            A[r, k] += dt * c * s
-    df = np.linalg.solve(A, -c * u)
+    W = Jt @ Y
+    v0 = np.array([rom[R.sliding], rom[R.sliding + 1], rom[R.sliding + 2]])
+    t0 = -ratio * v0 / math.sqrt(np.dot(v0, v0) + s * s)
+    vp = v0 + Jt @ (out[QD] - qd0)
+    fW = dt * f * W
+    v = vp.copy()
+    tv = -ratio * v / math.sqrt(np.dot(v, v) + s * s)
+    res = v - vp - fW @ (tv - t0)
+    err = math.sqrt(np.dot(res, res))
+    for _ in range(50):
+        if err <= 1e-13:
+            break
+        r = math.sqrt(np.dot(v, v) + s * s)
+        dT = -(ratio / r) * (np.eye(3) - np.outer(v, v) / (r * r))
+        step = np.linalg.solve(np.eye(3) - fW @ dT, res)
+        lam = 1.0
+        while True:
+            vn = v - lam * step
+            tn = -ratio * vn / math.sqrt(np.dot(vn, vn) + s * s)
+            rn = vn - vp - fW @ (tn - t0)
+            en = math.sqrt(np.dot(rn, rn))
+            if en < err or lam < 1e-6:
+                break
+            lam *= 0.5
+        v, tv, res, err = vn, tn, rn, en
+    df = f * (tv - t0)
     for j in range(n):
         dv = dt * (Y[j, 0] * df[0] + Y[j, 1] * df[1] + Y[j, 2] * df[2])
         out[QD, j] += dv
