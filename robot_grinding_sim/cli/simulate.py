@@ -121,12 +121,6 @@ def simulate(part_or_cad: str | None, plan_file: str | None, max_passes: int | N
     moved = explicit_pose(options) if plan_file is not None else None
     cfg = JobConfig(cell=cell, plan_file=plan_file, optimise=optimise, max_passes=max_passes,
                     pass_length=pass_length, workpiece_pose=None if moved is None else tuple(moved))
-    if graph and cell.workpiece.link:  # before minutes of in-process work the graph would then refuse
-        from robot_grinding_sim.core.parameters import ParameterError
-
-        raise ParameterError("workpiece.link", f"{cell.workpiece.link!r}: the node graph does not run a part held "
-                             "by the robot yet; drop --graph (plan and simulate in process), or leave "
-                             "workpiece.link empty")
     dynamics = graph_dynamics(cell, graph, exchange_interval)
     out_dir = out or "simulate_out"
     summary = run_and_write(cfg, out_dir, as_json, show=not (as_json and graph), workers=workers, address=address)

@@ -33,6 +33,11 @@ FloatArray = NDArray[np.float64]
 
 #: the compiled step's (hbody, H) when the part stands in the cell
 NOT_HELD: tuple[int, FloatArray] = (-2, np.zeros((2, 4, 4)))
+#: the part's frame (tf), as the viewers and the recorder name it
+PART_FRAME = "workpiece"
+#: the frame a held part's job writes its geometry in (the part at its nominal pose; see
+#: :func:`output_frame`)
+NOMINAL_FRAME = "workpiece_nominal"
 
 
 def held_kernel(model: Any) -> tuple[int, FloatArray]:
@@ -140,4 +145,21 @@ class HeldPartModel:
         return 1.0 / s if s > 0.0 else float("inf")
 
 
-__all__ = ["HeldPartModel", "NOT_HELD", "held_kernel"]
+def output_frame(model: Any) -> str:
+    """The frame of a job's geometry (contact points, tool poses, plan and removal markers): the
+    robot's root link; for a :class:`HeldPartModel` the part's nominal frame :data:`NOMINAL_FRAME`
+    (root-frame coordinates as if the part stood at ``workpiece.pose``: it moves with the part)."""
+    return NOMINAL_FRAME if isinstance(model, HeldPartModel) else model.root_link
+
+
+def part_transforms(model: Any, X_BP: FloatArray) -> list[tuple[str, str, FloatArray]]:
+    """The static transforms (parent, child, X (4, 4) the child's pose in the parent) that place the
+    part frame :data:`PART_FRAME` in a tf tree: at ``X_BP`` in the root link; for a held part in its
+    holder link at the grasp, and the nominal frame in the part, inv(X_BP0) (a point p_N of the
+    nominal frame is X_BP0 p_P of the part's own coordinates)."""
+    if not isinstance(model, HeldPartModel):
+        return [(model.root_link, PART_FRAME, np.asarray(X_BP, dtype=float))]
+    return [(model.holder_link, PART_FRAME, model.X_hP), (PART_FRAME, NOMINAL_FRAME, np.linalg.inv(model.X_BP0))]
+
+
+__all__ = ["NOMINAL_FRAME", "NOT_HELD", "PART_FRAME", "HeldPartModel", "held_kernel", "output_frame", "part_transforms"]
