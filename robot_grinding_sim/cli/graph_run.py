@@ -156,6 +156,14 @@ def run_through_graph(out: Path, cell: Any, as_json: bool = False,
     if bag.exists():
         raise click.ClickException(f"{bag} exists already; choose a new --out or remove it")
     domain = graph_domain_id()
+    if cell.workpiece.link:
+        # the robot holds the part: the executive's move from robot.home to the plan's start is a
+        # joint move, not checked against the tool standing in the cell (it swung the part through
+        # the ball); the arm starts where the in-process run starts, at the plan's first point
+        from robot_grinding_sim.core.planning.plan_io import read_plan
+
+        start = read_plan(plan)["trajectory"]["positions"][0]
+        cell = cell.replace(**{"robot.home": [float(v) for v in start]})
     with tempfile.TemporaryDirectory(prefix="grinding_graph_") as tmp:
         params = Path(tmp) / "cell.yaml"
         text = cell_yaml(cell, header="the plan's cell, for every node of the graph run")

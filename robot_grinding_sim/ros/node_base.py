@@ -577,8 +577,18 @@ def load_robot(params: dict[str, Any], node_name: str, tip_link: str | None = No
     from robot_grinding_sim.core.resources import URDF_DEFAULT, package_file
 
     urdf = params["robot.description_file"] or str(package_file(URDF_DEFAULT))
+    tcp = params.get("tool.tcp_link") or "tcp"
     try:
-        model = load_robot_model(urdf, tip_link or None, params.get("robot.package_dirs") or ())
+        if params.get("workpiece.link") and (tip_link or tcp) == tcp:
+            # the robot holds the part (core/sim/held_part.py): the tool centre relative to the part,
+            # built as the in-process job builds it
+            from robot_grinding_sim.core.config import CellConfig
+            from robot_grinding_sim.core.job.setup import held_part_model
+
+            held = {k: v for k, v in params.items() if k.split(".")[0] in ("robot", "workpiece") and v is not None}
+            model = held_part_model(CellConfig().replace(**held, **{"tool.tcp_link": tcp}))
+        else:
+            model = load_robot_model(urdf, tip_link or None, params.get("robot.package_dirs") or ())
     except ParameterError as exc:
         raise ParameterError(exc.name, exc.problem, node_name) from None
     except InputError as exc:

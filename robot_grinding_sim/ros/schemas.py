@@ -40,9 +40,10 @@ NODE_GROUPS: dict[str, tuple[str, ...]] = {
     "contact_solver_node": ("robot", "workpiece", "tool", "contact", "ft_sensor", "sim", "removal"),
     "planner_node": ("robot", "workpiece", "tool", "contact", "servo", "sim", "ft_sensor", "passes", "process",
                      "optimise"),
-    "grinding_executive": ("robot", "tool", "process", "execution"),
+    # workpiece: for a part the robot holds (workpiece.link: the tool centre relative to the part)
+    "grinding_executive": ("robot", "tool", "process", "execution", "workpiece"),
     "recorder": ("robot", "workpiece"),
-    "description_publisher": ("robot",),
+    "description_publisher": ("robot", "workpiece"),
     # sim: for sim.gravity only (the tool's weight in the F/T compensation); admittance: force_control;
     # process: for process.max_tcp_speed only (the guard's limit is the planner's)
     "hardware_driver": ("robot", "tool", "ft_sensor", "sim", "admittance", "process"),

@@ -111,9 +111,10 @@ def test_tool_pushed_into_a_flat_part(launch_node, probe, flat_part) -> None:
 
     m_msg = probe.wait_for(lambda: next((m for m in model_sub.messages if m.data[0] == 2.0), None),
                            what="contact/model for the stamp", procs=procs)
-    assert m_msg.layout.dim[0].label == "normal_contact_model" and len(m_msg.data) == 22
+    assert m_msg.layout.dim[0].label == "normal_contact_model" and len(m_msg.data) == 27
     t_m, rom = cv.msg_to_contact_model(m_msg)
     assert t_m == 2.0 and rom.gap == -d and rom.stiffness == K
+    assert rom.force_ratio == 0.0 and rom.slip_speed == 0.001  # the cell's tangential law (contact.*)
     np.testing.assert_allclose(rom.normal, [0, 0, 1], atol=1e-9)
     assert rom.mass == pytest.approx(effective_mass(str(URDF), Q0, np.array([0.0, 0.0, 1.0])), rel=1e-9)
 

@@ -120,6 +120,7 @@ def tool_sphere_radius(model: Any, tcp_link: str, tool_link: str | None = None) 
     Raises:
         InputError: naming the URDF and links when there is no such sphere.
     """
+    model = getattr(model, "robot", model)  # a held part's robot (sim/held_part.py): the tool where it stands
     q0 = np.zeros(model.nq)
     if tcp_link not in model.link_names:
         raise InputError(f"{model.source}: no link {tcp_link!r} (links: {', '.join(model.link_names)})")
