@@ -20,11 +20,14 @@ on a real sensor that never skips: a receiver sees them as lost records.
 
 A source on another clock (``until``: an emulated sensor whose readings come from a simulation
 that may lag real time): ``until()`` is the newest emulator time the source can give a reading
-for (s; inf: any). Sample k is sent only once ``k / rate_hz <= min(t, until())``, so a source
-running late holds the stream back instead of having its newest reading served for instants it
-has not reached (each record stays the reading of its own sample instant, on the source's clock);
-``max_lag`` is judged against that horizon, so a source that jumps ahead (a simulation skipping a
-stall) skips the grid with it. Without ``until`` the horizon is the wall clock ``t``.
+for (s; inf: any). Sample k is sent only once ``k / rate_hz <= min(t, max(until(), t - max_hold))``,
+so a source running late holds the stream back instead of having its newest reading served for
+instants it has not reached (each record stays the reading of its own sample instant, on the
+source's clock), by at most ``max_hold`` s: a source further behind has its newest reading served
+``max_hold`` behind the wall clock (a sensor's data may not grow older than a receiver's timeout
+because a simulation is starved). ``max_lag`` is judged against that horizon, so a source that
+jumps ahead (a simulation skipping a stall) skips the grid with it. Without ``until`` the horizon
+is the wall clock ``t``.
 
 Faults (:class:`RDTFaults`, each record drawn from a seeded generator, applied in this order):
 - silence (``silence(True)`` or ``t >= silent_after``): the record is not sent; its
@@ -226,6 +229,7 @@ class RDTEmulator:
         max_lag: how far behind the grid the thread may fall before skipping ahead, s (> 0).
         until: ``until() -> float``, the newest emulator time the source can give, s (module
             docstring; default: the wall clock, no hold). Called from the server thread.
+        max_hold: the longest the source's clock holds the stream behind the wall clock, s (> 0).
 
     Attributes (counters, read any time): sent (valid records sent), dropped, corrupted,
     reordered (records held and sent late), silenced, late_skips (and the samples they skipped:
@@ -247,6 +251,7 @@ class RDTEmulator:
         host: str = "127.0.0.1",
         max_lag: float = 0.05,
         until: Callable[[], float] | None = None,
+        max_hold: float = math.inf,
     ) -> None:
         if source is not None and not callable(source):
             raise InputError(f"RDTEmulator source must be a callable f(t) -> (6,), got {source!r}")
@@ -254,6 +259,9 @@ class RDTEmulator:
         if until is not None and not callable(until):
             raise InputError(f"RDTEmulator until must be a callable () -> float (s, emulator time), got {until!r}")
         self.until = until
+        self.max_hold = float(max_hold)
+        if math.isnan(self.max_hold) or self.max_hold <= 0.0:
+            raise InputError(f"RDTEmulator max_hold must be > 0 s, got {max_hold!r}")
         self.rate_hz = float(rate_hz)
         if not math.isfinite(self.rate_hz) or not 0.0 < self.rate_hz <= 20000.0:
             raise InputError(f"RDTEmulator rate_hz must be in (0, 20000] Hz, got {rate_hz!r}")
@@ -347,8 +355,8 @@ class RDTEmulator:
 
     def horizon(self) -> float:
         """The newest sample instant that may be sent now, s of emulator time: ``min(clock(),
-        until())`` (module docstring); ``clock()`` without ``until``. An ``until`` that raises is a
-        failing source: ``error``, streaming stops."""
+        max(until(), clock() - max_hold))`` (module docstring); ``clock()`` without ``until``. An
+        ``until`` that raises is a failing source: ``error``, streaming stops."""
         now = self.clock()
         if self.until is None:
             return now
@@ -358,7 +366,7 @@ class RDTEmulator:
             self.error = exc
             self._streaming = False
             return now
-        return now if math.isnan(u) else min(now, u)
+        return now if math.isnan(u) else min(now, max(u, now - self.max_hold))
 
     @property
     def epoch(self) -> float:

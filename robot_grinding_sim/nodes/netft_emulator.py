@@ -21,11 +21,13 @@ Clock: the sensor samples on the emulated arm's clock, the readings' stamps
 (:class:`~robot_grinding_sim.hardware.rdt_emulator.StampedReadings`): record k carries the reading
 stamped at or before ``origin + k / rate`` (``origin``: the wall-clock stamp of the emulator's time 0)
 and leaves once the arm has got that far. An emulated arm starved of CPU lags the wall clock (up to
-its max_lag); its sensor lags with it, so the driver gets each reading with the joint states of the
-same instant, as from a real arm and sensor that both keep real time (served on the wall clock,
-the newest reading at each instant was up to the arm's lag older than the joint states stamped
-then). Like a real sensor it keeps streaming its last reading, on the wall clock, once the topic
-has been silent for :data:`SILENCE_TIMEOUT`.
+its max_lag, longer within a slow catch-up); its sensor lags with it, by at most ``max_hold`` (the
+driver judges a reading that old as late: keep it below the driver's ft_timeout; an arm further
+behind has its newest reading served ``max_hold`` behind the wall clock), so the driver gets each
+reading with the joint states of the same instant, as from a real arm and sensor that both keep
+real time (served on the wall clock, the newest reading at each instant was up to the arm's lag
+older than the joint states stamped then). Like a real sensor it keeps streaming its last reading,
+on the wall clock, once the topic has been silent for :data:`SILENCE_TIMEOUT`.
 
 Faults (RDTFaults, passed through): ``drop_fraction``, ``reorder_fraction``, ``corrupt_fraction``
 (each record, seeded by ``seed``; the three settable at run time, ``ros2 param set``),
@@ -82,7 +84,8 @@ class NetFTEmulatorNode(Node):
             self.emulator = RDTEmulator(self.readings.source, rate_hz=p["rate"], port=p["port"],
                                         counts_per_force=p["counts_per_force"],
                                         counts_per_torque=p["counts_per_torque"], status=STATUS_NOT_READY,
-                                        faults=faults, seed=p["seed"], until=self.readings.until)
+                                        faults=faults, seed=p["seed"], until=self.readings.until,
+                                        max_hold=p["max_hold"])
         except InputError as exc:
             raise ParameterError("port", str(exc), NODE_NAME) from None
         self.emulator.start()
@@ -94,7 +97,8 @@ class NetFTEmulatorNode(Node):
         host, port = self.emulator.address
         self.get_logger().info(
             f"ready: Net F/T RDT on {host}:{port} at {p['rate']:g} Hz ({p['counts_per_force']:g} counts/N, "
-            f"{p['counts_per_torque']:g} counts/N m) serving {self.resolve_topic_name(p['wrench_topic'])}; faults: "
+            f"{p['counts_per_torque']:g} counts/N m) serving {self.resolve_topic_name(p['wrench_topic'])} on its "
+            f"stamps' clock (at most {p['max_hold']:g} s behind the wall clock); faults: "
             f"drop {faults.drop_fraction:g}, reorder {faults.reorder_fraction:g}, corrupt "
             f"{faults.corrupt_fraction:g}, silent after "
             f"{'never' if faults.silent_after is None else f'{faults.silent_after:g} s'}")

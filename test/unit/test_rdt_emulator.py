@@ -573,3 +573,24 @@ def test_stamped_readings_serve_by_stamp() -> None:
     assert readings.until() == math.inf  # silent for more than silence_timeout
     with pytest.raises(InputError, match="silence_timeout"):
         StampedReadings(silence_timeout=0.0)
+
+
+def test_a_source_far_behind_is_held_at_most_max_hold(make: Callable) -> None:
+    """An arm 0.5 s behind with max_hold 0.1 s: the stream is held max_hold behind the wall clock
+    (each record arrives at least max_hold after its instant: a lower bound of the send, true on any
+    load), not held to the arm: its records carry the newest reading the source had, about
+    lag - max_hold older than their instants (checked: at least 0.3 s older, for most records)."""
+    rate, lag, hold = 1000.0, 0.5, 0.1
+    readings = StampedReadings(silence_timeout=5.0)
+    emu, raw = _lockstep(make, rate, readings, counts_per_force=1e6, max_lag=LATE_OK, max_hold=hold)
+    with LaggingArm(emu, readings, lambda j: lag):
+        wait_for(lambda: readings.added > 0, "the first reading")
+        raw.send(2, 0)
+        recs = _records_for(raw, 400)
+    for arrived, r in recs:
+        assert arrived >= emu.epoch + r[1] / rate + hold - 1e-6
+    # the stream is not held to the arm: its newest instants are ahead of the readings they carry
+    late = [r for _, r in recs[100:] if r[3] // 1000 <= r[1] // 2 - int((lag - hold - 0.1) * READING_RATE)]
+    assert len(late) >= 250, [(r[1], r[3] // 1000) for _, r in recs[100:110]]
+    with pytest.raises(InputError, match="max_hold"):
+        RDTEmulator(max_hold=0.0)
