@@ -230,6 +230,9 @@ class RDTEmulator:
         until: ``until() -> float``, the newest emulator time the source can give, s (module
             docstring; default: the wall clock, no hold). Called from the server thread.
         max_hold: the longest the source's clock holds the stream behind the wall clock, s (> 0).
+        nice: the server thread's niceness (Linux sets it per thread; negative needs the privilege),
+            or None: the caller's. A sensor is a device with its own processor: in a test process
+            beside CPU-bound work its thread at the process's priority sent records tens of ms late.
 
     Attributes (counters, read any time): sent (valid records sent), dropped, corrupted,
     reordered (records held and sent late), silenced, late_skips (and the samples they skipped:
@@ -252,6 +255,7 @@ class RDTEmulator:
         max_lag: float = 0.05,
         until: Callable[[], float] | None = None,
         max_hold: float = math.inf,
+        nice: int | None = None,
     ) -> None:
         if source is not None and not callable(source):
             raise InputError(f"RDTEmulator source must be a callable f(t) -> (6,), got {source!r}")
@@ -260,6 +264,9 @@ class RDTEmulator:
             raise InputError(f"RDTEmulator until must be a callable () -> float (s, emulator time), got {until!r}")
         self.until = until
         self.max_hold = float(max_hold)
+        self.nice = nice
+        #: why the thread could not take ``nice`` (no privilege), else None
+        self.nice_error: str | None = None
         if math.isnan(self.max_hold) or self.max_hold <= 0.0:
             raise InputError(f"RDTEmulator max_hold must be > 0 s, got {max_hold!r}")
         self.rate_hz = float(rate_hz)
@@ -411,6 +418,13 @@ class RDTEmulator:
     # the thread
 
     def _run(self) -> None:
+        if self.nice is not None:
+            import os
+
+            try:  # this thread only (Linux: a thread's id is a PRIO_PROCESS target)
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), int(self.nice))
+            except OSError as exc:
+                self.nice_error = f"{type(exc).__name__}: {exc.strerror or exc}"
         period = 1.0 / self.rate_hz
         while not self._closing.is_set():
             wait = _IDLE_POLL_S

@@ -594,3 +594,16 @@ def test_a_source_far_behind_is_held_at_most_max_hold(make: Callable) -> None:
     assert len(late) >= 250, [(r[1], r[3] // 1000) for _, r in recs[100:110]]
     with pytest.raises(InputError, match="max_hold"):
         RDTEmulator(max_hold=0.0)
+
+
+def test_the_server_thread_takes_its_niceness(make: Callable) -> None:
+    """``nice``: the server thread's own niceness (5 here: raising it needs no privilege), not the process's."""
+    import os
+
+    emu, raw = make(rate_hz=1000.0, nice=5)
+    raw.send(2, 0)
+    raw.record()
+    assert emu.nice_error is None and emu._thread is not None
+    tid = emu._thread.native_id
+    assert tid is not None and os.getpriority(os.PRIO_PROCESS, tid) == 5
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) != 5
