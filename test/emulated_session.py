@@ -9,7 +9,9 @@ joint_states_timeout and ft_timeout at 2 s instead of 0.1 s, the executive's tra
 at 0.3 rad instead of 0.05, its joint_states_timeout at 3 s and its move_velocity_scale at 0.1 (a
 skip of 0.1 s on a move at 1 rad/s is a 0.1 rad jump). Also the driver's ft_port at the emulated
 sensor's free port, removal off in the prediction (start-up time), and the F/T at 500 Hz (emulate
---ft-rate, the driver's ft_rate), the rate of the arm's joint states.
+--ft-rate, the driver's ft_rate), the rate of the arm's joint states. The emulated sensor follows
+the arm's clock up to FT_MAX_HOLD (emulate --ft-max-hold) behind the wall clock, half the driver's
+ft_timeout here (a starved arm lags by up to its max_lag, 1 s, and more within a slow catch-up).
 
 The job is started with ``/grinding_executive/start`` once both graphs are up rather than with
 ``--start --until-done``: the executive's autostart does not wait for the prediction, whose
@@ -32,6 +34,8 @@ import pytest
 
 #: the emulated Net F/T's record rate and the driver's ft_rate in these tests, Hz
 FT_RATE = 500.0
+#: how far behind the wall clock the emulated sensor follows the arm's clock here, s (emulate --ft-max-hold)
+FT_MAX_HOLD = 1.0
 
 
 def grinding() -> list[str]:
@@ -115,7 +119,7 @@ class EmulatedSession:
     def start_cell(self, *extra: str) -> None:
         """``grinding emulate`` (F/T at :data:`FT_RATE`, more options ``extra``), until 'cell ready'."""
         self.emu = self._spawn(["emulate", "--domain-id", self.domain, "--port", str(self.port), "--ft-rate",
-                                f"{FT_RATE:g}", *extra], self.emu_log)
+                                f"{FT_RATE:g}", "--ft-max-hold", f"{FT_MAX_HOLD:g}", *extra], self.emu_log)
         # the real graph starts once the arm runs and its Net F/T streams
         self.wait("the emulated cell", lambda: self.has(self.emu_log, "cell ready"), 600)
 

@@ -98,6 +98,9 @@ def _parse_sets(items: tuple[str, ...]) -> dict[str, Any]:
               help="Counts per N (set the driver's counts_per_force to the same).")
 @click.option("--counts-per-torque", type=FiniteRange(min=0.0, min_open=True), default=1e6, show_default=True,
               help="Counts per N m (the driver's counts_per_torque).")
+@click.option("--ft-max-hold", type=FiniteRange(0.001, 10.0), default=0.05, show_default=True,
+              help="The sensor samples on the emulated arm's clock, following an arm that lags the wall clock "
+                   "(a busy machine) by at most this many seconds (keep it below the driver's ft_timeout).")
 @click.option("--drop", type=FiniteRange(0.0, 1.0), default=0.0, help="Fault: fraction of records not sent.")
 @click.option("--reorder", type=FiniteRange(0.0, 1.0), default=0.0, help="Fault: fraction of records swapped.")
 @click.option("--corrupt", type=FiniteRange(0.0, 1.0), default=0.0,
@@ -124,6 +127,7 @@ def emulate(
     ft_rate: float,
     counts_per_force: float,
     counts_per_torque: float,
+    ft_max_hold: float,
     drop: float,
     reorder: float,
     corrupt: float,
@@ -147,7 +151,8 @@ def emulate(
         overrides.update(_parse_sets((f"servo.bandwidth={servo_bandwidth!r}",)))
     netft = {"port": port, "rate": ft_rate, "counts_per_force": counts_per_force,
              "counts_per_torque": counts_per_torque, "drop_fraction": drop, "reorder_fraction": reorder,
-             "corrupt_fraction": corrupt, "silent_after": -1.0 if silent_after is None else silent_after, "seed": seed}
+             "corrupt_fraction": corrupt, "silent_after": -1.0 if silent_after is None else silent_after, "seed": seed,
+             "max_hold": ft_max_hold}
     try:
         specs = emulated_cell(namespace=namespace, controller_topic=controller_topic, overrides=overrides, netft=netft)
     except ValueError as exc:

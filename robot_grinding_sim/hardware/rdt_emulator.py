@@ -18,6 +18,17 @@ samples are not sent late in a burst: the grid jumps forward and ``late_skips`` 
 rdt_sequence numbers are used (as silence uses them), so rdt_sequence stays the sensor's clock, as
 on a real sensor that never skips: a receiver sees them as lost records.
 
+A source on another clock (``until``: an emulated sensor whose readings come from a simulation
+that may lag real time): ``until()`` is the newest emulator time the source can give a reading
+for (s; inf: any). Sample k is sent only once ``k / rate_hz <= min(t, max(until(), t - max_hold))``,
+so a source running late holds the stream back instead of having its newest reading served for
+instants it has not reached (each record stays the reading of its own sample instant, on the
+source's clock), by at most ``max_hold`` s: a source further behind has its newest reading served
+``max_hold`` behind the wall clock (a sensor's data may not grow older than a receiver's timeout
+because a simulation is starved). ``max_lag`` is judged against that horizon, so a source that
+jumps ahead (a simulation skipping a stall) skips the grid with it. Without ``until`` the horizon
+is the wall clock ``t``.
+
 Faults (:class:`RDTFaults`, each record drawn from a seeded generator, applied in this order):
 - silence (``silence(True)`` or ``t >= silent_after``): the record is not sent; its
   rdt_sequence is used (the sensor kept sampling), so a receiver sees a gap when it speaks again;
@@ -58,7 +69,7 @@ from robot_grinding_sim.hardware.netft import (
     REQUEST_SIZE,
 )
 
-__all__ = ["RDTEmulator", "RDTFaults", "WrenchSource"]
+__all__ = ["RDTEmulator", "RDTFaults", "StampedReadings", "WrenchSource"]
 
 #: t (s, emulator clock) -> (6,) wrench [Fx Fy Fz Tx Ty Tz], N and N m, sensor frame
 WrenchSource = Callable[[float], npt.ArrayLike]
@@ -113,6 +124,90 @@ def _zero_source(t: float) -> npt.ArrayLike:
     return np.zeros(6)
 
 
+class StampedReadings:
+    """Readings stamped on a simulation's clock, as an :class:`RDTEmulator`'s ``source`` and ``until``.
+
+    An emulated sensor (netft_emulator) is handed the readings of a simulated arm's sensor model,
+    stamped on the arm's clock, which lags the wall clock while the arm's process is starved. Served
+    as "the newest reading" on the wall-clock grid, a record would carry a reading from up to the
+    arm's lag earlier than its sample instant: the sensor and the arm's joint states drift apart.
+    Here the readings are kept by stamp: ``source(t)`` is the reading stamped at or before
+    ``origin + t`` (the sensor samples the arm's state at that instant), and ``until()`` is the newest
+    stamp - ``origin``, so the emulator sends sample k only once the arm has reached it.
+
+    Topic silence (no reading added for ``silence_timeout`` s of host time, e.g. the arm stopped):
+    ``until()`` is inf and the emulator streams the last reading on its own clock, as a real sensor
+    keeps sampling; readings that come later and are stamped before instants already sent are
+    skipped over (the grid does not go back). Before the first reading (or before ``origin`` is
+    set) ``until()`` is inf and ``source`` gives zeros.
+
+    Thread use: :meth:`add` from one thread (a subscriber), :meth:`source` / :meth:`until` from the
+    emulator's thread.
+
+    Args:
+        silence_timeout: host time without a new reading after which the last one streams on the
+            emulator's clock, s (> 0).
+        keep: readings older than this behind the newest are dropped, s of stamp time (> 0).
+        monotonic: the host's steady clock, s.
+
+    Attributes: ``origin``: stamp of emulator time 0 (s; the caller sets it once the emulator has
+    started: the stamp clock's now minus ``RDTEmulator.clock()``); ``added``, ``out_of_order`` (readings
+    stamped before the newest, ignored).
+    """
+
+    def __init__(self, silence_timeout: float = 0.5, keep: float = 10.0,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        for name, v in (("silence_timeout", silence_timeout), ("keep", keep)):
+            if not math.isfinite(float(v)) or float(v) <= 0.0:
+                raise InputError(f"StampedReadings {name} must be finite and > 0 s, got {v!r}")
+        self.silence_timeout, self.keep = float(silence_timeout), float(keep)
+        self.monotonic = monotonic
+        self.origin: float | None = None
+        self._lock = threading.Lock()
+        # (stamp s, (6,) wrench), oldest first; the first is the one served last (or older)
+        self._readings: collections.deque[tuple[float, npt.NDArray[np.float64]]] = collections.deque()
+        self._newest = -math.inf
+        self._added_at = -math.inf  # host time of the last add
+        self.added = self.out_of_order = 0
+
+    def add(self, stamp: float, wrench: npt.ArrayLike) -> None:
+        """A reading (6,) N and N m, stamped ``stamp`` s (the arm's clock)."""
+        w = np.asarray(wrench, dtype=np.float64).reshape(6)
+        stamp = float(stamp)
+        with self._lock:
+            self._added_at = self.monotonic()
+            if stamp < self._newest:
+                self.out_of_order += 1
+                return
+            self._readings.append((stamp, w))
+            self._newest = stamp
+            while len(self._readings) > 1 and self._readings[0][0] < stamp - self.keep:
+                self._readings.popleft()
+            self.added += 1
+
+    def until(self) -> float:
+        """The newest emulator time a reading is stamped for, s; inf when there is none yet, no
+        ``origin``, or the readings have stopped for ``silence_timeout``."""
+        with self._lock:
+            if self.origin is None or not self._readings or \
+                    self.monotonic() - self._added_at > self.silence_timeout:
+                return math.inf
+            return self._newest - self.origin
+
+    def source(self, t: float) -> npt.NDArray[np.float64]:
+        """(6,) the reading stamped at or before ``origin + t`` (the oldest kept if all are later;
+        zeros before any); older ones are dropped."""
+        with self._lock:
+            r = self._readings
+            if not r:
+                return np.zeros(6)
+            if self.origin is not None:
+                at = self.origin + t
+                while len(r) > 1 and r[1][0] <= at:
+                    r.popleft()
+            return r[0][1]
+
+
 class RDTEmulator:
     """A Net F/T RDT server thread on loopback (see the module docstring).
 
@@ -132,6 +227,12 @@ class RDTEmulator:
         seed: seed of the fault generator.
         host: loopback address to bind (the emulator never listens beyond the machine).
         max_lag: how far behind the grid the thread may fall before skipping ahead, s (> 0).
+        until: ``until() -> float``, the newest emulator time the source can give, s (module
+            docstring; default: the wall clock, no hold). Called from the server thread.
+        max_hold: the longest the source's clock holds the stream behind the wall clock, s (> 0).
+        nice: the server thread's niceness (Linux sets it per thread; negative needs the privilege),
+            or None: the caller's. A sensor is a device with its own processor: in a test process
+            beside CPU-bound work its thread at the process's priority sent records tens of ms late.
 
     Attributes (counters, read any time): sent (valid records sent), dropped, corrupted,
     reordered (records held and sent late), silenced, late_skips (and the samples they skipped:
@@ -152,10 +253,22 @@ class RDTEmulator:
         seed: int = 0,
         host: str = "127.0.0.1",
         max_lag: float = 0.05,
+        until: Callable[[], float] | None = None,
+        max_hold: float = math.inf,
+        nice: int | None = None,
     ) -> None:
         if source is not None and not callable(source):
             raise InputError(f"RDTEmulator source must be a callable f(t) -> (6,), got {source!r}")
         self.source: WrenchSource = source if source is not None else _zero_source
+        if until is not None and not callable(until):
+            raise InputError(f"RDTEmulator until must be a callable () -> float (s, emulator time), got {until!r}")
+        self.until = until
+        self.max_hold = float(max_hold)
+        self.nice = nice
+        #: why the thread could not take ``nice`` (no privilege), else None
+        self.nice_error: str | None = None
+        if math.isnan(self.max_hold) or self.max_hold <= 0.0:
+            raise InputError(f"RDTEmulator max_hold must be > 0 s, got {max_hold!r}")
         self.rate_hz = float(rate_hz)
         if not math.isfinite(self.rate_hz) or not 0.0 < self.rate_hz <= 20000.0:
             raise InputError(f"RDTEmulator rate_hz must be in (0, 20000] Hz, got {rate_hz!r}")
@@ -247,6 +360,21 @@ class RDTEmulator:
         """Emulator time, s since ``start()``."""
         return time.monotonic() - self._t0
 
+    def horizon(self) -> float:
+        """The newest sample instant that may be sent now, s of emulator time: ``min(clock(),
+        max(until(), clock() - max_hold))`` (module docstring); ``clock()`` without ``until``. An
+        ``until`` that raises is a failing source: ``error``, streaming stops."""
+        now = self.clock()
+        if self.until is None:
+            return now
+        try:
+            u = float(self.until())
+        except Exception as exc:  # as a failing source: streaming stops
+            self.error = exc
+            self._streaming = False
+            return now
+        return now if math.isnan(u) else min(now, max(u, now - self.max_hold))
+
     @property
     def epoch(self) -> float:
         """``time.monotonic()`` at emulator time 0 (sample k left the sensor at epoch + k / rate_hz)."""
@@ -290,11 +418,21 @@ class RDTEmulator:
     # the thread
 
     def _run(self) -> None:
+        if self.nice is not None:
+            import os
+
+            try:  # this thread only (Linux: a thread's id is a PRIO_PROCESS target)
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), int(self.nice))
+            except OSError as exc:
+                self.nice_error = f"{type(exc).__name__}: {exc.strerror or exc}"
         period = 1.0 / self.rate_hz
         while not self._closing.is_set():
             wait = _IDLE_POLL_S
             if self._streaming:
-                wait = min(wait, max(0.0, self._k_next * period - self.clock()))
+                due = self._k_next * period
+                now = self.clock()
+                # held by the source's clock (until): poll it every period, as the records would go
+                wait = min(wait, max(0.0, due - now) if self.until is None or due > now else period)
             if self._delayed:
                 wait = min(wait, max(0.0, self._delayed[0][0] + self.faults.delay - self.clock()))
             readable, _, _ = select.select([self._sock], [], [], wait)
@@ -326,14 +464,14 @@ class RDTEmulator:
                 self._held = None
                 self._delayed.clear()
                 self._remaining = count if count > 0 else None
-                self._k_next = math.ceil(self.clock() * self.rate_hz)
+                self._k_next = math.ceil(self.horizon() * self.rate_hz)
                 self._streaming = True
             elif command == CMD_STOP:
                 self._streaming = False
                 self._held = None
                 self._delayed.clear()
             else:
-                raw = self._raw_counts(self.clock())
+                raw = self._raw_counts(self.horizon())
                 if raw is not None:
                     self._bias = raw
             # logged once served, so whoever sees it in ``requests`` sees its effect
@@ -353,7 +491,7 @@ class RDTEmulator:
         return np.rint(w * self._scale).astype(np.int64)
 
     def _emit_due(self, period: float) -> None:
-        now = self.clock()
+        now = self.horizon()
         if now - self._k_next * period > self.max_lag:
             k_new = math.ceil(now * self.rate_hz)
             skipped = k_new - self._k_next

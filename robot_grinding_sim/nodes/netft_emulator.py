@@ -12,11 +12,22 @@ Subscribes: ``wrench_topic`` (geometry_msgs/WrenchStamped, N and N m in the sens
 the relative ``ft_sensor/wrench``).
 
 Serves (UDP, 127.0.0.1 only; the emulator refuses any other address): RDT records at ``rate`` Hz
-to the last start requester, the newest reading converted to counts with ``counts_per_force`` /
-``counts_per_torque`` (the sensor's calibration: set the driver's to the same values). Until the
-first reading arrives the records carry status bit 31 (the sensor reports an error): the driver
-skips them and keeps refusing commands ("waiting for F/T"), as with a sensor that is not ready.
-Like a real sensor it keeps streaming its last reading when the topic falls silent.
+to the last start requester, converted to counts with ``counts_per_force`` / ``counts_per_torque``
+(the sensor's calibration: set the driver's to the same values). Until the first reading arrives
+the records carry status bit 31 (the sensor reports an error): the driver skips them and keeps
+refusing commands ("waiting for F/T"), as with a sensor that is not ready.
+
+Clock: the sensor samples on the emulated arm's clock, the readings' stamps
+(:class:`~robot_grinding_sim.hardware.rdt_emulator.StampedReadings`): record k carries the reading
+stamped at or before ``origin + k / rate`` (``origin``: the wall-clock stamp of the emulator's time 0)
+and leaves once the arm has got that far. An emulated arm starved of CPU lags the wall clock (up to
+its max_lag, longer within a slow catch-up); its sensor lags with it, by at most ``max_hold`` (the
+driver judges a reading that old as late: keep it below the driver's ft_timeout; an arm further
+behind has its newest reading served ``max_hold`` behind the wall clock), so the driver gets each
+reading with the joint states of the same instant, as from a real arm and sensor that both keep
+real time (served on the wall clock, the newest reading at each instant was up to the arm's lag
+older than the joint states stamped then). Like a real sensor it keeps streaming its last reading,
+on the wall clock, once the topic has been silent for :data:`SILENCE_TIMEOUT`.
 
 Faults (RDTFaults, passed through): ``drop_fraction``, ``reorder_fraction``, ``corrupt_fraction``
 (each record, seeded by ``seed``; the three settable at run time, ``ros2 param set``),
@@ -31,7 +42,6 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-import numpy as np
 from geometry_msgs.msg import WrenchStamped
 from rclpy.node import Node
 from std_srvs.srv import SetBool
@@ -45,6 +55,8 @@ from robot_grinding_sim.ros.schemas import node_specs
 NODE_NAME = "netft_emulator"
 #: Net F/T status word with the error bit set: sent until the first reading arrives
 STATUS_NOT_READY = 1 << 31
+#: the wrench topic silent this long (s of wall time): the last reading streams on the wall clock
+SILENCE_TIMEOUT = 0.5
 
 
 class NetFTEmulatorNode(Node):
@@ -56,7 +68,7 @@ class NetFTEmulatorNode(Node):
         super().__init__(NODE_NAME, **kwargs)
         p = declare_parameters(self, node_specs(NODE_NAME))
         self.p = p
-        from robot_grinding_sim.hardware.rdt_emulator import RDTEmulator, RDTFaults
+        from robot_grinding_sim.hardware.rdt_emulator import RDTEmulator, RDTFaults, StampedReadings
 
         try:
             faults = RDTFaults(drop_fraction=p["drop_fraction"], reorder_fraction=p["reorder_fraction"],
@@ -66,33 +78,36 @@ class NetFTEmulatorNode(Node):
             name = next((n for n in ("drop_fraction", "reorder_fraction", "corrupt_fraction", "silent_after")
                          if n in str(exc)), "drop_fraction")
             raise ParameterError(name, str(exc), NODE_NAME) from None
-        self._latest = np.zeros(6)
+        self.readings = StampedReadings(silence_timeout=SILENCE_TIMEOUT)
         self.received = 0
         try:
-            self.emulator = RDTEmulator(self._source, rate_hz=p["rate"], port=p["port"],
+            self.emulator = RDTEmulator(self.readings.source, rate_hz=p["rate"], port=p["port"],
                                         counts_per_force=p["counts_per_force"],
                                         counts_per_torque=p["counts_per_torque"], status=STATUS_NOT_READY,
-                                        faults=faults, seed=p["seed"])
+                                        faults=faults, seed=p["seed"], until=self.readings.until,
+                                        max_hold=p["max_hold"])
         except InputError as exc:
             raise ParameterError("port", str(exc), NODE_NAME) from None
         self.emulator.start()
+        # the stamp (ROS wall time) of emulator time 0
+        self.readings.origin = self.get_clock().now().nanoseconds * 1e-9 - self.emulator.clock()
         self.create_subscription(WrenchStamped, p["wrench_topic"], guarded(self, "wrench")(self._on_wrench), 100)
         self.create_service(SetBool, "~/silence", self._on_silence)
         self.add_post_set_parameters_callback(self._faults_set)
         host, port = self.emulator.address
         self.get_logger().info(
             f"ready: Net F/T RDT on {host}:{port} at {p['rate']:g} Hz ({p['counts_per_force']:g} counts/N, "
-            f"{p['counts_per_torque']:g} counts/N m) serving {self.resolve_topic_name(p['wrench_topic'])}; faults: "
+            f"{p['counts_per_torque']:g} counts/N m) serving {self.resolve_topic_name(p['wrench_topic'])} on its "
+            f"stamps' clock (at most {p['max_hold']:g} s behind the wall clock); faults: "
             f"drop {faults.drop_fraction:g}, reorder {faults.reorder_fraction:g}, corrupt "
             f"{faults.corrupt_fraction:g}, silent after "
             f"{'never' if faults.silent_after is None else f'{faults.silent_after:g} s'}")
 
-    def _source(self, t: float) -> np.ndarray:
-        return self._latest
-
     def _on_wrench(self, msg: WrenchStamped) -> None:
         w = cv.wrench_to_array(msg)  # NaN/inf: an InputError, logged by guarded; the last reading stays
-        self._latest = w  # one reference assignment: the server thread reads it as it is
+        stamp = cv.time_to_sec(msg.header.stamp)
+        # unstamped: dated on arrival
+        self.readings.add(stamp if stamp > 0.0 else self.get_clock().now().nanoseconds * 1e-9, w)
         self.received += 1
         if self.received == 1:
             self.emulator.status = 0

@@ -259,6 +259,10 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
         ParamSpec("silent_after", -1.0, "fault: send nothing from this many seconds after start, s; < 0: never",
                   range=(-1.0, None), read_only=True),
         ParamSpec("seed", 0, "seed of the fault generator", range=(0, 2**31 - 1), read_only=True),
+        ParamSpec("max_hold", 0.05, "the sensor samples on the emulated arm's clock (its readings' stamps) and "
+                  "follows an arm lagging the wall clock by at most this; an arm further behind has its newest "
+                  "reading served this far behind the wall clock (keep it below the driver's ft_timeout), s",
+                  range=(0.001, 10.0), read_only=True),
     ],
     "planner_node": [
         BASE_FRAME,

@@ -85,14 +85,32 @@ def publish_until(probe, pub, msg, collector, procs):
     may still arrive after the new one is sent.
     """
     stamp = cv.time_to_sec(msg.header.stamp)
+    return republish_until(probe, pub, msg, lambda: stamped(collector, stamp),
+                           f"an answer stamped {stamp} on {collector.topic}", procs)
 
+
+def stamped(collector, stamp: float):
+    """The first message of ``collector`` stamped ``stamp`` (contact/model: its data[0]), or None."""
+    if collector.topic == "/contact/model":
+        return next((m for m in collector.messages if m.data[0] == stamp), None)
+    return next((m for m in collector.messages if cv.time_to_sec(m.header.stamp) == stamp), None)
+
+
+def republish_until(probe, pub, msg, find, what: str, procs):
+    """Publish ``msg`` (a joint state) until ``find()`` returns an answer; return it.
+
+    Each answer of the nodes is published once per joint state: one that went out before this
+    probe's subscription was matched with its publisher (discovery on a busy machine takes seconds,
+    and the solver skips its wrench outputs while nobody is matched) is lost, so the joint state is
+    published again until every answer waited for has come.
+    """
     def answer():
-        hit = next((m for m in collector.messages if cv.time_to_sec(m.header.stamp) == stamp), None)
+        hit = find()
         if hit is None:
             pub.publish(msg)
         return hit
 
-    return probe.wait_for(answer, what=f"an answer stamped {stamp} on {collector.topic}", procs=procs)
+    return probe.wait_for(answer, what=what, procs=procs)
 
 
 def test_tool_pushed_into_a_flat_part(launch_node, probe, flat_part) -> None:
@@ -109,8 +127,8 @@ def test_tool_pushed_into_a_flat_part(launch_node, probe, flat_part) -> None:
     np.testing.assert_allclose([nx, ny, nz], [0, 0, 1], atol=1e-9)
     assert d == pytest.approx(DEPTH, abs=5e-9)
 
-    m_msg = probe.wait_for(lambda: next((m for m in model_sub.messages if m.data[0] == 2.0), None),
-                           what="contact/model for the stamp", procs=procs)
+    state = joint_state(Q0, stamp=2.0)
+    m_msg = republish_until(probe, pub, state, lambda: stamped(model_sub, 2.0), "contact/model for the stamp", procs)
     assert m_msg.layout.dim[0].label == "normal_contact_model" and len(m_msg.data) == 27
     t_m, rom = cv.msg_to_contact_model(m_msg)
     assert t_m == 2.0 and rom.gap == -d and rom.stiffness == K
@@ -118,8 +136,7 @@ def test_tool_pushed_into_a_flat_part(launch_node, probe, flat_part) -> None:
     np.testing.assert_allclose(rom.normal, [0, 0, 1], atol=1e-9)
     assert rom.mass == pytest.approx(effective_mass(str(URDF), Q0, np.array([0.0, 0.0, 1.0])), rel=1e-9)
 
-    w_msg = probe.wait_for(lambda: next((m for m in wrench.messages if cv.time_to_sec(m.header.stamp) == 2.0),
-                                        None), what="contact/wrench for the stamp", procs=procs)
+    w_msg = republish_until(probe, pub, state, lambda: stamped(wrench, 2.0), "contact/wrench for the stamp", procs)
     assert w_msg.header.frame_id == "tcp"
     w = cv.wrench_to_array(w_msg)
     R_tcp = model.fk(Q0, "tcp")[:3, :3]
@@ -128,8 +145,7 @@ def test_tool_pushed_into_a_flat_part(launch_node, probe, flat_part) -> None:
     np.testing.assert_allclose(f_base / np.linalg.norm(f_base), [0, 0, 1], atol=1e-6)
     np.testing.assert_allclose(w[3:], 0.0, atol=1e-6)  # the force passes through the ball's centre
 
-    f_msg = probe.wait_for(lambda: next((m for m in ft.messages if cv.time_to_sec(m.header.stamp) == 2.0),
-                                        None), what="ft_sensor/wrench for the stamp", procs=procs)
+    f_msg = republish_until(probe, pub, state, lambda: stamped(ft, 2.0), "ft_sensor/wrench for the stamp", procs)
     assert f_msg.header.frame_id == "ft_sensor"
     R_ws = model.fk(Q0, "ft_sensor")[:3, :3]
     expected = R_ws.T @ (np.array([0, 0, K * DEPTH]) + TOOL_MASS * np.array([0, 0, -9.81]))
@@ -137,13 +153,13 @@ def test_tool_pushed_into_a_flat_part(launch_node, probe, flat_part) -> None:
 
     # clear of the part: no contact point, "nothing near" on contact/model, zero contact force
     lifted = Q0 + np.array([0, -0.05, 0, 0, 0, 0])
-    msg = publish_until(probe, pub, joint_state(lifted, stamp=3.0), points, procs)
+    state = joint_state(lifted, stamp=3.0)
+    msg = publish_until(probe, pub, state, points, procs)
     assert cv.pointcloud2_to_array(msg).shape == (0, 8)
-    m_msg = probe.wait_for(lambda: next((m for m in model_sub.messages if m.data[0] == 3.0), None),
-                           what="contact/model 'nothing near'", procs=procs)
+    m_msg = republish_until(probe, pub, state, lambda: stamped(model_sub, 3.0), "contact/model 'nothing near'",
+                            procs)
     assert list(m_msg.data) == [3.0]
-    w_msg = probe.wait_for(lambda: next((m for m in wrench.messages if cv.time_to_sec(m.header.stamp) == 3.0),
-                                        None), what="zero contact/wrench", procs=procs)
+    w_msg = republish_until(probe, pub, state, lambda: stamped(wrench, 3.0), "zero contact/wrench", procs)
     np.testing.assert_allclose(cv.wrench_to_array(w_msg), 0.0, atol=1e-12)
 
 
@@ -173,9 +189,9 @@ def test_malformed_messages_are_logged_and_skipped(launch_node, probe, flat_part
                    what="cloud rejections in the solver log", procs=procs)
     assert col.alive and sol.alive
     # still working
-    publish_until(probe, pub, joint_state(Q0, stamp=4.0), points, procs)
-    probe.wait_for(lambda: any(cv.time_to_sec(m.header.stamp) == 4.0 for m in wrench.messages),
-                   what="a wrench after the bad messages", procs=procs)
+    state = joint_state(Q0, stamp=4.0)
+    publish_until(probe, pub, state, points, procs)
+    republish_until(probe, pub, state, lambda: stamped(wrench, 4.0), "a wrench after the bad messages", procs)
     assert not [m for m in wrench.messages if cv.time_to_sec(m.header.stamp) in (1.5, 1.6, 1.7, 1.8)]
 
 

@@ -45,3 +45,29 @@ def test_print_and_bad_options(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--set contact.stifness: unknown cell parameter" in capsys.readouterr().err
     assert main(["emulate", "--print", "--servo-bandwidth", "1000"]) == 2  # unstable at sim.dt
     assert "too long for the servo" in capsys.readouterr().err
+
+
+def test_a_niced_node_has_its_autogroup_niced_too() -> None:
+    """Issue 21: under autogroup scheduling a process's niceness only weighs within its session, and
+    each node runs in a session of its own (Child), so the emulated arm at -10 kept one session's equal
+    share beside other sessions' work (0.46x real time under load). Its autogroup gets the niceness
+    too (checked against the kernel's /proc/PID/autogroup; 5: raising it needs no privilege)."""
+    import os
+    import sys
+    from pathlib import Path
+
+    from robot_grinding_sim.cli.processes import Child
+
+    if not Path("/proc/self/autogroup").exists():
+        pytest.skip("no autogroup scheduling in this kernel")
+    child = Child("sleeper", [sys.executable, "-c", "import time; time.sleep(60)"], dict(os.environ), nice=5)
+    try:
+        assert child.nice_error is None, child.nice_error
+        assert os.getpriority(os.PRIO_PROCESS, child.proc.pid) == 5
+        group = Path(f"/proc/{child.proc.pid}/autogroup").read_text().split()
+        assert group[-2:] == ["nice", "5"], group
+        assert group[0] != Path("/proc/self/autogroup").read_text().split()[0]  # not this session's group
+    finally:
+        child.proc.kill()
+        child.proc.wait()
+        child.join()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import socket
 import struct
+import threading
 import time
 from collections.abc import Callable, Iterator
 
@@ -18,7 +19,7 @@ import pytest
 
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.hardware.netft import NetFTClient
-from robot_grinding_sim.hardware.rdt_emulator import RDTEmulator, RDTFaults
+from robot_grinding_sim.hardware.rdt_emulator import RDTEmulator, RDTFaults, StampedReadings
 
 WAIT = 10.0
 REQ = struct.Struct("!HHI")
@@ -424,3 +425,185 @@ def test_client_counts_what_the_emulator_injected() -> None:
     assert c.received == len(seqs) == emu.sent and c.out_of_order == 0
     # a gap is what the client can see: missing records between its first and last
     assert c.lost == missing - (seqs[0] - 1) - (n - seqs[-1])
+
+
+# ------------------------------------------------------------------------------------------
+# a source on another clock (until): an emulated sensor on a lagging emulated arm's clock
+
+#: the readings' stamp of emulator time 0 (any clock: the arm's stamps are wall-clock seconds)
+ORIGIN = 1000.0
+#: readings come at this rate (the emulated arm's), each Fx = its index j in mN (counts j * 1000)
+READING_RATE = 500.0
+
+
+class LaggingArm:
+    """A thread adding readings j stamped ``ORIGIN + j / READING_RATE`` to a StampedReadings no
+    earlier than ``lag(j)`` s after that instant on the emulator's clock (an arm lagging real time),
+    until ``stop_after`` readings; Fx of reading j is j mN."""
+
+    def __init__(self, emu: RDTEmulator, readings: StampedReadings, lag: Callable[[int], float],
+                 stop_after: int = 10**9, skip: Callable[[int], int] = lambda j: j) -> None:
+        self.emu, self.readings, self.lag, self.stop_after, self.skip = emu, readings, lag, stop_after, skip
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.added = 0
+
+    def _run(self) -> None:
+        j = 0
+        while not self.stopped.is_set() and self.added < self.stop_after:
+            j = self.skip(j)
+            due = j / READING_RATE + self.lag(j)
+            while self.emu.clock() < due and not self.stopped.is_set():
+                time.sleep(0.0005)
+            self.readings.add(ORIGIN + j / READING_RATE, [j * 1e-3, 0, 0, 0, 0, 0])
+            self.added += 1
+            j += 1
+
+    def __enter__(self) -> LaggingArm:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stopped.set()
+        self.thread.join()
+
+
+def _lockstep(make: Callable, rate: float, readings: StampedReadings, **kwargs: object) -> tuple[RDTEmulator,
+                                                                                                 RawClient]:
+    emu, raw = make(readings.source, rate_hz=rate, until=readings.until, **kwargs)
+    readings.origin = ORIGIN  # the stamp clock reads ORIGIN at emulator time 0
+    return emu, raw
+
+
+def _records_for(raw: RawClient, n: int) -> list[tuple[float, tuple[int, ...]]]:
+    out = []
+    while len(out) < n:
+        data = raw.datagram()
+        out.append((time.monotonic(), REC.unpack(data)))
+    return out
+
+
+def test_a_source_on_a_lagging_clock_holds_the_stream_to_its_own_instants(make: Callable) -> None:
+    """Issue 21: netft_emulator served the newest reading on the wall-clock grid, so while the
+    emulated arm lagged real time each record carried a reading from up to the lag earlier than its
+    sample instant. With ``until`` each record k carries the reading of its own instant (stamped at
+    or before ORIGIN + k / rate: reading k // 2 here), leaves no earlier than that reading existed
+    (arrival >= epoch + k / rate + lag: a lower bound of the send, true on any load), and the stream
+    is held, not skipped: rdt_sequence and ft_sequence both count up by one."""
+    rate, lag = 1000.0, 0.3
+    readings = StampedReadings(silence_timeout=5.0)
+    emu, raw = _lockstep(make, rate, readings, counts_per_force=1e6, max_lag=LATE_OK)
+    with LaggingArm(emu, readings, lambda j: lag):
+        wait_for(lambda: readings.added > 0, "the first reading")
+        raw.send(2, 0)
+        recs = _records_for(raw, 600)
+    rdt = [r[0] for _, r in recs]
+    ft = [r[1] for _, r in recs]
+    assert rdt == list(range(1, len(recs) + 1))
+    assert ft == list(range(ft[0], ft[0] + len(recs)))
+    for arrived, r in recs:
+        assert r[3] == (r[1] // 2) * 1000, (r[1], r[3])  # Fx counts: reading k // 2, in mN
+        assert arrived >= emu.epoch + r[1] / rate + lag - 1e-6, (arrived - emu.epoch, r[1] / rate)
+
+
+def test_a_source_that_jumps_ahead_skips_the_grid_with_it(make: Callable) -> None:
+    """An arm that skips a stall (its stamps jump forward 0.4 s): the emulator, judging max_lag
+    against the source's horizon, skips the samples too (late_skips) and their rdt_sequence numbers
+    with them (rdt_sequence - ft_sequence stays the same), and every record is still the reading of
+    its own instant."""
+    rate, jump_at, jump = 1000.0, 200, int(0.4 * READING_RATE)
+    readings = StampedReadings(silence_timeout=5.0)
+    emu, raw = _lockstep(make, rate, readings, counts_per_force=1e6, max_lag=0.1)
+    # lags 0.45 s until reading jump_at, then jumps forward 0.4 s of readings (0.05 s behind after)
+    with LaggingArm(emu, readings, lambda j: 0.45 if j < jump_at else 0.05,
+                    skip=lambda j: j + jump if j == jump_at else j):
+        wait_for(lambda: readings.added > 0, "the first reading")
+        raw.send(2, 0)
+        recs = [r for _, r in _records_for(raw, 800)]
+    assert emu.late_skips >= 1
+    assert len({r[0] - r[1] for r in recs}) == 1
+    assert max(b[1] - a[1] for a, b in zip(recs, recs[1:], strict=False)) >= 0.3 * rate
+    for r in recs:
+        assert r[3] == (r[1] // 2) * 1000, (r[1], r[3])
+
+
+def test_a_silent_source_streams_its_last_reading_on_the_wall_clock(make: Callable) -> None:
+    """The readings stop (the arm's node died): after silence_timeout the emulator streams the last
+    reading on its own clock, as a real sensor keeps sampling; a reading that comes later, stamped
+    before instants already sent, holds the stream until the source passes the grid."""
+    rate, lag, n = 1000.0, 0.2, 100
+    readings = StampedReadings(silence_timeout=0.3)
+    emu, raw = _lockstep(make, rate, readings, counts_per_force=1e6, max_lag=0.1)
+    with LaggingArm(emu, readings, lambda j: lag, stop_after=n) as arm:
+        wait_for(lambda: readings.added > 0, "the first reading")
+        raw.send(2, 0)
+        wait_for(lambda: arm.added == n, "the readings to stop")
+        last = (n - 1) / READING_RATE  # emulator time of the last reading
+        recs = [r for _, r in _records_for(raw, 400)]
+    beyond = [r for r in recs if r[1] / rate > last + 0.1]
+    assert beyond, recs[-1]
+    assert all(r[3] == (n - 1) * 1000 for r in beyond)  # the last reading, streamed on
+    assert len({r[0] - r[1] for r in recs}) == 1  # (a skip to the wall clock uses its rdt_sequence numbers)
+    readings.silence_timeout = 5.0  # (this process may be starved of CPU longer than 0.3 s below)
+    readings.add(ORIGIN + last + 0.001, [0.5, 0, 0, 0, 0, 0])  # late, and behind the grid sent
+    assert emu.last_sample is not None and readings.until() < emu.last_sample
+    # the stream goes quiet (held) once what was on its way has come (before the fix: the wall clock's)
+    deadline = time.monotonic() + WAIT
+    tail = []
+    while True:
+        try:
+            tail.append(REC.unpack(raw.datagram(timeout=0.2)))
+        except TimeoutError:
+            break
+        assert time.monotonic() < deadline, "the stream was not held"
+
+
+def test_stamped_readings_serve_by_stamp() -> None:
+    t = [0.0]
+    readings = StampedReadings(silence_timeout=1.0, keep=0.5, monotonic=lambda: t[0])
+    assert readings.until() == math.inf and readings.source(0.0).tolist() == [0.0] * 6
+    readings.origin = 10.0
+    for j in range(5):
+        readings.add(10.0 + 0.1 * j, [j, 0, 0, 0, 0, 0])
+    readings.add(10.05, [9, 0, 0, 0, 0, 0])  # out of order: ignored
+    assert readings.out_of_order == 1 and readings.added == 5
+    assert readings.until() == pytest.approx(0.4)
+    assert readings.source(0.25)[0] == 2 and readings.source(0.3)[0] == 3 and readings.source(9.0)[0] == 4
+    t[0] = 1.5
+    assert readings.until() == math.inf  # silent for more than silence_timeout
+    with pytest.raises(InputError, match="silence_timeout"):
+        StampedReadings(silence_timeout=0.0)
+
+
+def test_a_source_far_behind_is_held_at_most_max_hold(make: Callable) -> None:
+    """An arm 0.5 s behind with max_hold 0.1 s: the stream is held max_hold behind the wall clock
+    (each record arrives at least max_hold after its instant: a lower bound of the send, true on any
+    load), not held to the arm: its records carry the newest reading the source had, about
+    lag - max_hold older than their instants (checked: at least 0.3 s older, for most records)."""
+    rate, lag, hold = 1000.0, 0.5, 0.1
+    readings = StampedReadings(silence_timeout=5.0)
+    emu, raw = _lockstep(make, rate, readings, counts_per_force=1e6, max_lag=LATE_OK, max_hold=hold)
+    with LaggingArm(emu, readings, lambda j: lag):
+        wait_for(lambda: readings.added > 0, "the first reading")
+        raw.send(2, 0)
+        recs = _records_for(raw, 400)
+    for arrived, r in recs:
+        assert arrived >= emu.epoch + r[1] / rate + hold - 1e-6
+    # the stream is not held to the arm: its newest instants are ahead of the readings they carry
+    late = [r for _, r in recs[100:] if r[3] // 1000 <= r[1] // 2 - int((lag - hold - 0.1) * READING_RATE)]
+    assert len(late) >= 250, [(r[1], r[3] // 1000) for _, r in recs[100:110]]
+    with pytest.raises(InputError, match="max_hold"):
+        RDTEmulator(max_hold=0.0)
+
+
+def test_the_server_thread_takes_its_niceness(make: Callable) -> None:
+    """``nice``: the server thread's own niceness (5 here: raising it needs no privilege), not the process's."""
+    import os
+
+    emu, raw = make(rate_hz=1000.0, nice=5)
+    raw.send(2, 0)
+    raw.record()
+    assert emu.nice_error is None and emu._thread is not None
+    tid = emu._thread.native_id
+    assert tid is not None and os.getpriority(os.PRIO_PROCESS, tid) == 5
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) != 5
