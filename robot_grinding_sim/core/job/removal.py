@@ -135,14 +135,26 @@ def accumulate_steps(grid: RemovalGrid, setup: Any, record: dict[str, FloatArray
         points = X[:, :3, 3] + record["lever"][steps]
         w = setup.cell.tool.spindle_speed
         for j, i in enumerate(steps.tolist()):
-            nodes = grid.nodes_near(points[j], tool.footprint_radius(float(depth[i])) + grid.spacing)
-            grid.accumulate_footprint(nodes, tool.penetration_at(grid.points[nodes], X[j]), points[j],
-                                      record["normal"][i], float(record["fn_mean"][i]), X[j, :3, 3], w * X[j, :3, 2],
-                                      v_centre[j], float(dts[i]))
+            accumulate_tool(grid, tool, X[j], points[j], record["normal"][i], float(record["fn_mean"][i]),
+                            float(depth[i]), w, v_centre[j], float(dts[i]))
         return
     radii = np.array([patch_radius(setup.tool_radius, float(depth[i])) for i in steps.tolist()])
     grid.accumulate_many(X[:, :3, 3] + record["lever"][steps], record["normal"][steps], record["fn_mean"][steps],
                          radii, X[:, :3, 3], setup.cell.tool.spindle_speed * X[:, :3, 2], v_centre, dts[steps])
+
+
+def accumulate_tool(grid: RemovalGrid, tool: Any, X_tcp: FloatArray, point: FloatArray, normal: FloatArray,
+                    force: float, depth: float, spindle_speed: float, v_centre: FloatArray, dt: float) -> float:
+    """One step's removal under a tool with a patch (wheel, pad, disc) at tcp pose ``X_tcp`` (4, 4):
+    the pressure at the nodes within its footprint proportional to their depth inside the tool
+    (:meth:`~robot_grinding_sim.core.geometry.tools.Tool.penetration_at`, the Winkler law), summing
+    to ``force`` N, the abrasive turning at ``spindle_speed`` rad/s about the tcp z through the tcp,
+    the tcp moving at ``v_centre`` (3,) m/s; ``point``, ``normal`` (3,) the contact, ``depth`` its
+    penetration (m, the footprint's reach). What the job's map, the graph's replay and the plan's
+    prediction all call; returns the volume removed (m^3)."""
+    nodes = grid.nodes_near(point, tool.footprint_radius(depth) + grid.spacing)
+    return grid.accumulate_footprint(nodes, tool.penetration_at(grid.points[nodes], X_tcp), point, normal, force,
+                                     X_tcp[:3, 3], spindle_speed * X_tcp[:3, 2], v_centre, dt)
 
 
 def accumulate_state(grid: RemovalGrid, model: Any, tcp: str, spindle_speed: float, X_tcp: FloatArray,
@@ -235,10 +247,8 @@ def replay_removal(setup: Any, t: FloatArray, q: FloatArray, qd: FloatArray, for
         fn = float(force_tcp[i] @ (X[i, :3, :3].T @ geom.normal))
         tool = getattr(setup, "tool", None)
         if fn > 0.0 and tool is not None and tool.distributed:  # under the tool's own footprint
-            nodes = grid.nodes_near(geom.point, tool.footprint_radius(-geom.gap) + grid.spacing)
-            grid.accumulate_footprint(nodes, tool.penetration_at(grid.points[nodes], X[i]), geom.point, geom.normal,
-                                      fn, X[i, :3, 3], setup.cell.tool.spindle_speed * X[i, :3, 2],
-                                      model.jacobian(q[i], tcp)[:3] @ qd[i], float(dts[i]))
+            accumulate_tool(grid, tool, X[i], geom.point, geom.normal, fn, -geom.gap, setup.cell.tool.spindle_speed,
+                            model.jacobian(q[i], tcp)[:3] @ qd[i], float(dts[i]))
         elif fn > 0.0:
             accumulate_state(grid, model, tcp, setup.cell.tool.spindle_speed, X[i], q[i], qd[i], geom.point,
                              geom.normal, fn, patch_radius(setup.tool_radius, -geom.gap), float(dts[i]))
@@ -278,6 +288,10 @@ def predict_removal(setup: Any, step: float | None = None) -> RemovalGrid:
     law = setup.law
     R, t = setup.X_BP[:3, :3], setup.X_BP[:3, 3]
     pen = setup.penetration
+    tool = getattr(setup, "tool", None)
+    if tool is not None and tool.distributed:
+        _predict_patch(setup, grid, ds)
+        return grid
     for p in setup.plan.passes:
         L = float(p.arc[-1] - p.arc[0])
         s = np.linspace(float(p.arc[0]), float(p.arc[-1]), max(2, int(math.ceil(L / ds)) + 1))
@@ -295,6 +309,50 @@ def predict_removal(setup: Any, step: float | None = None) -> RemovalGrid:
         centres = pts + (setup.tool_radius - d)[:, None] * nrm
         grid.accumulate_many(pts, nrm, force, radii, centres, -cell.tool.spindle_speed * nrm, pr.feed * tan, dt)
     return grid
+
+
+def _predict_patch(setup: Any, grid: RemovalGrid, ds: float) -> None:
+    """:func:`predict_removal` for a tool with a patch: the tool at the plan's tcp poses (interpolated
+    along the pass every ``ds`` m: positions linearly, rotations by slerp), lifted along the normal
+    over the lead-in and lead-out as the trajectory lifts it, pressing with the Winkler force of its
+    penetration on a plane (the target force along the pass), the pressure under its own footprint
+    (:func:`accumulate_tool`); the tcp moves at the feed on the surface times the tcp path's stretch."""
+    from scipy.spatial.transform import Rotation, Slerp
+
+    from robot_grinding_sim.core.planning.trajectory import lead_lift
+
+    cell, tool = setup.cell, setup.tool
+    pr, k_w = cell.process, cell.contact.stiffness
+    R, t = setup.X_BP[:3, :3], setup.X_BP[:3, 3]
+    pen = setup.penetration
+    for p, pos, quat in zip(setup.plan.passes, setup.plan.tcp_positions, setup.plan.tcp_quaternions, strict=True):
+        arc = np.asarray(p.arc, dtype=float)
+        L = float(arc[-1] - arc[0])
+        s = np.linspace(float(arc[0]), float(arc[-1]), max(2, int(math.ceil(L / ds)) + 1))
+
+        def along(a: FloatArray, s: FloatArray = s, arc: FloatArray = arc) -> FloatArray:
+            return np.column_stack([np.interp(s, arc, a[:, j]) for j in range(a.shape[1])])
+
+        pts, nrm, tcp = along(p.points) @ R.T + t, along(p.normals) @ R.T, along(np.asarray(pos)) @ R.T + t
+        nrm /= np.linalg.norm(nrm, axis=1, keepdims=True)
+        keep = np.r_[True, np.diff(arc) > 0]
+        rot = Slerp(arc[keep], Rotation.from_quat(np.asarray(quat)[keep]))(np.clip(s, arc[keep][0], arc[keep][-1]))
+        Rt = R @ rot.as_matrix()
+        d = np.full(len(s), pen)
+        lift = np.zeros(len(s))
+        if pr.lead_in > 0:
+            lift = lead_lift(s, pr.lead_in, pen, pr.engage_gap)
+            d = np.maximum(pen - lift, 0.0)
+        tcp = tcp + lift[:, None] * nrm
+        v_tcp = pr.feed * np.gradient(tcp, s, axis=0)
+        dt = (s[1] - s[0]) / pr.feed
+        for i in range(len(s)):
+            if d[i] <= 0.0:
+                continue
+            X = np.eye(4)
+            X[:3, :3], X[:3, 3] = Rt[i], tcp[i]
+            accumulate_tool(grid, tool, X, pts[i], nrm[i], tool.plane_force(float(d[i]), k_w), float(d[i]),
+                            cell.tool.spindle_speed, v_tcp[i], dt)
 
 
 def cross_section(grid: RemovalGrid, point: FloatArray, tangent: FloatArray, normal: FloatArray

@@ -332,10 +332,7 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
     radius = tool.radius
     depth_plan = None
     if plan_data is None and cell.removal.target_depth > 0:  # plan for the depth: the cell's force, feed, stepover
-        if tool.distributed:
-            raise InputError(f"removal.target_depth: the depth plan is made for a ball (its footprint); the "
-                             f"{tool.shape} tool ({cell.tool.link!r}) grinds at process.target_force: set it to 0")
-        cell, depth_plan = depth_cell(cell, radius)
+        cell, depth_plan = depth_cell(cell, tool)
         cfg = dataclasses.replace(cfg, cell=cell)
         if given is not None and not math.isclose(given.pass_params.stepover, cell.passes.stepover, rel_tol=1e-9):
             raise InputError(f"the passes given were planned {given.pass_params.stepover:g} m apart; the depth plan "
@@ -415,19 +412,34 @@ def removal_plan_entry(depth_plan: Any, plan: Any, cell: CellConfig) -> dict[str
     return {**depth_plan.as_dict(), "cycle_time_s": t_cycle, "pass_length_m": lengths, "passes": len(plan.passes)}
 
 
-def depth_cell(cell: CellConfig, radius: float) -> tuple[CellConfig, Any]:
-    """The cell for a removal depth (``removal.target_depth``): the depth plan
-    (:func:`~robot_grinding_sim.core.planning.depth.plan_depth`, the ball of ``radius`` m) sets the
-    stepover (the layers' passes interleaved: n layers s apart shifted by s/n are the passes s/n
-    apart), the feed (on the surface), the force and the lead-in; (new cell, the DepthPlan)."""
+def depth_footprint(cell: CellConfig, tool: Any) -> Any:
+    """The depth planner's footprint of the cell's tool: the ball's groove
+    (:class:`~robot_grinding_sim.core.planning.depth.BallFootprint`, ``tool`` a Tool or the ball's
+    radius in m) or a patch tool's (:class:`~robot_grinding_sim.core.planning.depth.ToolFootprint`:
+    the Winkler pressure over its own patch), at the cell's lead, tilt, spindle speed and k_p."""
     from robot_grinding_sim.core.contact import registry
-    from robot_grinding_sim.core.planning.depth import BallFootprint, DepthLimits, plan_depth, tool_axis
+    from robot_grinding_sim.core.planning.depth import BallFootprint, ToolFootprint, tool_axis
 
     rc, c, pr = cell.removal, cell.contact, cell.process
-    footprint = BallFootprint(radius, c.stiffness, registry.get(c.model).static_exponent(c),
-                              cell.tool.spindle_speed, rc.kp, rc.pressure, tool_axis(pr.lead, pr.tilt))
+    if getattr(tool, "distributed", False):
+        return ToolFootprint(tool, c.stiffness, cell.tool.spindle_speed, rc.kp, pr.lead, pr.tilt)
+    radius = float(getattr(tool, "radius", tool))
+    return BallFootprint(radius, c.stiffness, registry.get(c.model).static_exponent(c), cell.tool.spindle_speed,
+                         rc.kp, rc.pressure, tool_axis(pr.lead, pr.tilt))
+
+
+def depth_cell(cell: CellConfig, tool: Any) -> tuple[CellConfig, Any]:
+    """The cell for a removal depth (``removal.target_depth``): the depth plan
+    (:func:`~robot_grinding_sim.core.planning.depth.plan_depth`, the footprint of ``tool``:
+    :func:`depth_footprint`) sets the stepover (the layers' passes interleaved: n layers s apart
+    shifted by s/n are the passes s/n apart), the feed (on the surface), the force and the lead-in;
+    (new cell, the DepthPlan)."""
+    from robot_grinding_sim.core.planning.depth import DepthLimits, plan_depth
+
+    rc = cell.removal
     limits = DepthLimits(rc.force_min, rc.force_max, rc.feed_min, rc.feed_max)
-    dp = plan_depth(footprint, rc.target_depth, cell.process.target_force, limits, rc.hold_force, rc.stepover_ripple)
+    dp = plan_depth(depth_footprint(cell, tool), rc.target_depth, cell.process.target_force, limits, rc.hold_force,
+                    rc.stepover_ripple)
     new = cell.replace(**{"passes.stepover": dp.stepover / dp.layers, "process.feed": dp.feed,
                           "process.target_force": dp.force, "process.lead_in": dp.lead_in,
                           "process.feed_on_surface": True})

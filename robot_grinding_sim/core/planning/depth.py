@@ -46,6 +46,11 @@ _GL_W2 = np.r_[0.5 * _GL_HW, 0.5 * _GL_HW]
 GROOVE_SAMPLES = 801
 #: feeds above this (m/s) are taken as "no feed removes as little"
 MAX_FEED = 1e3
+#: feeds below this (m/s) are taken as "no feed removes as much" (a tool whose sliding is the feed's
+#: alone, a pad that does not turn: each pass removes k_p F / W whatever the feed)
+MIN_FEED = 1e-9
+#: the most layers a depth plan makes (more: D is named as not reached)
+MAX_LAYERS = 100
 #: the stepover's ripple tolerance: (max - min) / (max + min) of the sum of grooves
 DEFAULT_RIPPLE = 0.02
 
@@ -55,6 +60,10 @@ class Footprint(Protocol):
 
     def half_width(self, force: float) -> float:
         """Half the groove's width across the travel at normal force ``force`` (N), m."""
+        ...
+
+    def half_length(self, force: float) -> float:
+        """The patch's reach along the travel from the contact point (m): the lead-in's unit."""
         ...
 
     def groove(self, y: FloatArray, force: float, feed: float) -> FloatArray:
@@ -95,6 +104,10 @@ class BallFootprint:
         """The patch radius a = sqrt(2 R d), m (the removal map's, :func:`~.preston.patch_radius`)."""
         return math.sqrt(2.0 * self.radius * self.penetration(force))
 
+    def half_length(self, force: float) -> float:
+        """The patch's reach along the travel (m): its radius."""
+        return self.half_width(force)
+
     def groove(self, y: FloatArray, force: float, feed: float) -> FloatArray:
         """h(y) = (k_p / v_f) integral p(x, y) |v(x, y)| dx over the chord |x| < s, s^2 = a^2 - y^2,
         with x = s sin(t) (the Hertz pressure's square root then integrates smoothly); v the
@@ -118,6 +131,136 @@ class BallFootprint:
         else:
             integrand = force / (math.pi * a * a) * speed * s * c
         return self.preston_coefficient / feed * (integrand @ _GL_W2) * 0.5 * math.pi
+
+
+class ToolFootprint:
+    """A tool with a patch (wheel, pad, disc: a :class:`~robot_grinding_sim.core.geometry.tools.Tool`
+    whose ``distributed`` is True) pressed into a plane by the Winkler law and ground about its tcp z.
+
+    The tool is placed as the planner places it on a waypoint (:func:`~.planner.tcp_frames`): the tcp's
+    axes ``Ry(lead) Rx(tilt) rule`` in the pass frame F0 (x the travel, z into the part), its point of
+    first touch (:meth:`Tool.contact_offset`) on the waypoint, pressed in by the penetration ``d`` that
+    holds ``F`` on a plane (:meth:`Tool.static_penetration`). The pressure at a surface point is
+    proportional to the point's depth inside the tool (:meth:`Tool.penetration_at`, what the removal
+    map of the simulation weighs its nodes by) and sums to F over the patch (as the map scales it);
+    the abrasive slides at the feed plus the spindle's
+    ``w`` about the tcp z through the tcp (what the map uses). The groove is then
+    ``h(y) = (k_p / v_f) integral p(x, y) |v(x, y)| dx``, ``p = F d / integral d dA`` (``k_w d`` where
+    the depths hold F: the wheel and the pad), by the trapezoid rule over the patch's extent along the
+    travel (``samples`` points; the pressure is cached per force).
+
+    Frame of ``y``: the depth planner's, ``y = n x x`` (to the left of the travel): F0's -y.
+    Units: m, N, s, rad/s; ``pressure_stiffness`` k_w in N/m^3.
+    """
+
+    def __init__(self, tool: Any, pressure_stiffness: float, spindle_speed: float = 0.0,
+                 preston_coefficient: float = 9.5e-12, lead: float = 0.0, tilt: float = 0.0,
+                 samples: int = 401) -> None:
+        from scipy.spatial.transform import Rotation
+
+        if not getattr(tool, "distributed", False):
+            raise InputError("ToolFootprint is for a tool with a patch (wheel, pad, disc); the ball's is BallFootprint")
+        self.tool = tool
+        self.pressure_stiffness = float(pressure_stiffness)
+        self.spindle_speed = float(spindle_speed)
+        self.preston_coefficient = float(preston_coefficient)
+        self.samples = int(samples)
+        self.rotation = Rotation.from_euler("YX", [lead, tilt]).as_matrix() @ tool.rule  # tcp axes in F0
+        self._patches: dict[float, tuple[FloatArray, tuple[float, float, float, float]]] = {}
+        self._pressure: dict[tuple[float, int, float, float], tuple[FloatArray, FloatArray, FloatArray]] = {}
+        self._scales: dict[tuple[str, float], float] = {}
+
+    def penetration(self, force: float) -> float:
+        """d (m) with the tool's Winkler force on a plane equal to ``force`` N."""
+        return self.tool.static_penetration(None, max(force, 0.0), self.pressure_stiffness)
+
+    def pose(self, force: float) -> FloatArray:
+        """The tcp pose (4, 4) in F0 at ``force`` N: the planner's, the waypoint at F0's origin."""
+        X = np.eye(4)
+        X[:3, :3] = self.rotation
+        ox, oy = self.tool.contact_offset(self.rotation)
+        X[:3, 3] = (-ox, -oy, self.penetration(force) - self.tool.standoff(self.rotation))
+        return X
+
+    def extent(self, force: float) -> tuple[float, float, float, float]:
+        """(x0, x1, y0, y1) m in F0: a box holding the patch in contact at ``force`` N (found on an
+        801 x 801 grid about the waypoint, then on one over the box found and 10 % round it: the ends
+        of a thin patch, a disc's chord, thinner than the first grid's cells; two cells of margin)."""
+        key = float(force)
+        if key not in self._patches:
+            X = self.pose(force)
+            r = 1.2 * self.tool.footprint_radius(self.penetration(force)) + 1e-6
+            box = (-r, r, -r, r)
+            for k in range(2):  # the whole neighbourhood, then the box found and 10 % round it (a thin patch's ends)
+                if k:
+                    mx, my = 0.1 * (box[1] - box[0]), 0.1 * (box[3] - box[2])
+                    box = (box[0] - mx, box[1] + mx, box[2] - my, box[3] + my)
+                gx, gy = np.linspace(box[0], box[1], 801), np.linspace(box[2], box[3], 801)
+                Xg, Yg = np.meshgrid(gx, gy, indexing="ij")
+                P = np.column_stack([Xg.ravel(), Yg.ravel(), np.zeros(Xg.size)])
+                hit = (self.tool.penetration_at(P, X) > 0.0).reshape(Xg.shape)
+                if not hit.any():
+                    box = (0.0, 0.0, 0.0, 0.0)
+                    break
+                ix, iy = np.flatnonzero(hit.any(axis=1)), np.flatnonzero(hit.any(axis=0))
+                cx, cy = gx[1] - gx[0], gy[1] - gy[0]
+                box = (gx[ix[0]] - 2 * cx, gx[ix[-1]] + 2 * cx, gy[iy[0]] - 2 * cy, gy[iy[-1]] + 2 * cy)
+            self._patches[key] = (X, box)
+        return self._patches[key][1]
+
+    def half_width(self, force: float) -> float:
+        """Half the groove's width across the travel (m): the patch's farthest reach from the pass line."""
+        x0, x1, y0, y1 = self.extent(force)
+        return float(max(abs(y0), abs(y1))) if x1 > x0 else 0.0
+
+    def half_length(self, force: float) -> float:
+        """The patch's farthest reach along the travel from the waypoint (m)."""
+        x0, x1, _, _ = self.extent(force)
+        return float(max(abs(x0), abs(x1)))
+
+    def _scale(self, force: float) -> float:
+        """F / integral d dA (1/m^2 x N/m): the pressure per metre of depth that sums to ``force`` over
+        the patch, as the removal map scales its nodes' (k_w where the tool's depths hold F exactly:
+        the wheel, the pad; a disc's depths along its axis are cos a of the depth under its face)."""
+        key = ("scale", float(force))
+        if key not in self._scales:
+            x0, x1, y0, y1 = self.extent(force)
+            x, y = np.linspace(x0, x1, self.samples), np.linspace(y0, y1, 801)
+            Xg, Yg = np.meshgrid(x, y, indexing="ij")
+            P = np.column_stack([Xg.ravel(), Yg.ravel(), np.zeros(Xg.size)])
+            d = self.tool.penetration_at(P, self._patches[float(force)][0]).reshape(Xg.shape)
+            total = float(np.trapezoid(np.trapezoid(d, y, axis=1), x))
+            self._scales[key] = force / total if total > 0 else 0.0
+        return self._scales[key]
+
+    def _pressure_at(self, y: FloatArray, force: float) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """(x (X,), the points (K, X, 3) in F0, the pressure k_w d there (K, X)) for offsets y (K,)."""
+        key = (float(force), len(y), float(y[0]), float(y[-1]))
+        if key not in self._pressure:
+            x0, x1, _, _ = self.extent(force)
+            X = self._patches[float(force)][0]
+            x = np.linspace(x0, x1, self.samples)
+            P = np.zeros((len(y), len(x), 3))
+            P[..., 0] = x[None, :]
+            P[..., 1] = -y[:, None]  # F0's y is the planner's -y
+            p = self.tool.penetration_at(P.reshape(-1, 3), X).reshape(len(y), len(x)) * self._scale(force)
+            if len(self._pressure) > 64:
+                self._pressure.clear()
+            self._pressure[key] = (x, P, p)
+        return self._pressure[key]
+
+    def groove(self, y: FloatArray, force: float, feed: float) -> FloatArray:
+        """h(y) = (k_p / v_f) integral p(x, y) |v(x, y)| dx over the patch (class docstring)."""
+        y = np.atleast_1d(np.asarray(y, dtype=float))
+        if feed <= 0.0 or force <= 0.0 or self.half_width(force) <= 0.0:
+            return np.zeros_like(y)
+        x, P, p = self._pressure_at(y, force)
+        X = self._patches[float(force)][0]
+        w = self.spindle_speed * X[:3, 2]
+        r = P - X[:3, 3]
+        vx = feed + w[1] * r[..., 2] - w[2] * r[..., 1]  # v_f e_x + w x r, its part in the surface plane
+        vy = w[2] * r[..., 0] - w[0] * r[..., 2]
+        return self.preston_coefficient / feed * np.trapezoid(p * np.hypot(vx, vy), x, axis=1)
 
 
 def tool_axis(lead: float, tilt: float) -> tuple[float, float, float]:
@@ -216,6 +359,7 @@ class DepthPlan:
     ripple: float  # of the summed grooves (all layers), fraction
     depth_per_layer: float  # predicted mean depth of one layer, m
     lead_in: float  # the lead-in and lead-out length at each pass end, m
+    half_length: float = 0.0  # the patch's reach along the travel, m (the ball's: half_width)
     limiting: str | None = None  # what prevents D (None: D is planned)
     notes: list[str] = field(default_factory=list)
     groove_y: FloatArray | None = None  # (K,) the groove of one pass, m
@@ -242,6 +386,8 @@ def feed_for_depth(footprint: Footprint, force: float, stepover: float, depth: f
         v_new = v * groove_volume(footprint, force, v) / (stepover * depth)
         if not v_new < MAX_FEED:  # the feed's own sliding removes more than D however fast: no feed does
             return math.inf
+        if not v_new > MIN_FEED:  # the removal does not grow as the feed slows: no feed removes D
+            return 0.0
         if abs(v_new - v) <= 1e-9 * v:
             return v_new
         v = v_new
@@ -265,7 +411,8 @@ def plan_depth(footprint: Footprint, depth: float, force: float, limits: DepthLi
     Args:
         force: the force wanted (N): kept if ``force_fixed`` (the user gave force and depth: the
             feed is what is left), else the first choice within ``limits``.
-        lead_in: the length of each pass's lead-in and lead-out, m (default: 4 half-widths).
+        lead_in: the length of each pass's lead-in and lead-out, m (default: 4 times the patch's
+            reach along the travel, :meth:`Footprint.half_length`: the ball's 4 a).
     """
     if not (math.isfinite(depth) and depth > 0):
         raise InputError(f"target-depth must be a positive depth in metres, got {depth!r}")
@@ -306,9 +453,16 @@ def plan_depth(footprint: Footprint, depth: float, force: float, limits: DepthLi
     s, y, h = _stepover(footprint, F, ripple_tolerance)
     layers = 1
     if v < lim.feed_min:  # D needs more than one layer at the slowest feed
-        layers = int(math.ceil(lim.feed_min / v * (1.0 + 1e-9)))
+        layers = int(math.ceil(lim.feed_min / v * (1.0 + 1e-9))) if v > 0 else MAX_LAYERS + 1
+        if layers > MAX_LAYERS:
+            one = groove_volume(footprint, F, lim.feed_min) / s
+            limiting = limiting or (f"layers: D = {depth:g} m needs more than {MAX_LAYERS} layers at {F:.3g} N (one "
+                                    f"layer at the slowest feed {lim.feed_min:g} m/s removes {one:.3g} m; a tool "
+                                    f"sliding at the feed alone removes the same at any feed): more force, a "
+                                    f"turning tool or a less deep D")
+            layers = MAX_LAYERS
         notes.append(f"{layers} layers of D/{layers}: one layer would need {v:.3g} m/s, under {lim.feed_min:g} m/s")
-    v = feed_for_depth(footprint, F, s, depth / layers, v * layers)
+    v = max(feed_for_depth(footprint, F, s, depth / layers, v * layers), lim.feed_min if limiting else 0.0)
     if v > lim.feed_max * (1.0 + 1e-9):
         need = (f"needs {v:.3g} m/s" if math.isfinite(v) else
                 "cannot be removed at any feed (the feed's own sliding removes more)")
@@ -319,8 +473,9 @@ def plan_depth(footprint: Footprint, depth: float, force: float, limits: DepthLi
     hg = footprint.groove(y, F, v)
     rip = ripple(summed_grooves(y, hg, s, layers)[1])
     hw = footprint.half_width(F)
-    return DepthPlan(depth, F, v, s, layers, hw, rip, per_layer, 4.0 * hw if lead_in is None else lead_in,
-                     limiting, notes, y, hg)
+    hl = footprint.half_length(F)
+    return DepthPlan(depth, F, v, s, layers, hw, rip, per_layer, 4.0 * hl if lead_in is None else lead_in,
+                     hl, limiting, notes, y, hg)
 
 
 def check_cycle_time(dp: DepthPlan, pass_length: float, passes: int, overhead: float, limit: float) -> float:
