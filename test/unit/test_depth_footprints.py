@@ -156,3 +156,38 @@ def test_a_pad_that_does_not_turn_names_the_layers_it_would_need(pad) -> None:
     dp = plan_depth(ToolFootprint(pad, 2e7, 0.0, KP), 5e-6, F, force_fixed=True)
     assert dp.limiting is not None and dp.limiting.startswith("layers: ") and "100 layers" in dp.limiting
     assert dp.layers == 100 and dp.feed >= 1e-3
+
+
+def test_the_maps_check_takes_the_plans_groove_width(wheel) -> None:
+    """depth_figures (the check simulate and the plan's prediction report) leaves out the rows within
+    the plan's groove half-width of the region's edge (plan.json removal_plan ``half_width``) and
+    the patch's reach along the travel (``half_length``) past the lead-in; before, it read keys the
+    plan never writes (``half_width_m``) and took the ball's sqrt(2 R d) of the wheel's radius."""
+    from types import SimpleNamespace
+
+    from robot_grinding_sim.core.config import CellConfig
+    from robot_grinding_sim.core.contact.preston import RemovalGrid
+    from robot_grinding_sim.core.job.removal import depth_figures
+    from robot_grinding_sim.core.planning.waypoints import Pass
+
+    s, n, length, hw, hl = 1e-3, 40, 0.06, 0.0125, 0.002
+    cell = CellConfig().replace(**{"removal.target_depth": 5e-6, "passes.stepover": s, "process.lead_in": 0.008})
+    passes = []
+    for k in range(n):
+        x = np.linspace(0.0, length, 61)
+        pts = np.column_stack([x, np.full_like(x, k * s), np.zeros_like(x)])
+        passes.append(Pass(k, k, 0, pts, np.tile([0.0, 0.0, 1.0], (61, 1)), np.tile([1.0, 0.0, 0.0], (61, 1)), x,
+                           np.zeros((61, 2)), np.zeros(61, dtype=np.int64)))
+    plan = SimpleNamespace(passes=passes, removal_plan={"stepover": s, "half_width": hw, "half_length": hl})
+    g = np.arange(-0.005, 0.065, 5e-4)
+    X, Y = np.meshgrid(g, np.arange(-0.005, n * s + 0.005, 5e-4), indexing="ij")
+    grid = RemovalGrid(np.column_stack([X.ravel(), Y.ravel(), np.zeros(X.size)]), np.full(X.size, 2.5e-7))
+    grid.depth[:] = 5e-6
+    setup = SimpleNamespace(cell=cell, plan=plan, X_BP=np.eye(4), tool=wheel, tool_radius=wheel.radius,
+                            penetration=1e-4)
+    fig = depth_figures(setup, grid)
+    assert fig["rows_in_region"] == n - 2 * math.ceil(hw / s)  # 14 of 40
+    along = grid.points[fig["in_region"], 0]
+    assert along.min() >= 0.008 + hl - 1e-9 and along.max() <= length - 0.008 - hl + 1e-9
+    assert along.min() < 0.008 + hl + 1e-3  # not the wheel's half width (12.5 mm) past the lead-in
+    assert fig["within_band"] == 1.0

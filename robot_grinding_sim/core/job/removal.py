@@ -195,9 +195,10 @@ def pass_lines(plan: Any, X: FloatArray) -> list[Any]:
 
 def depth_figures(setup: Any, grid: RemovalGrid) -> dict[str, Any] | None:
     """The uniformity figures (:func:`~robot_grinding_sim.core.planning.depth.uniformity`) of a map of
-    the job against ``removal.target_depth``; None when no depth was planned. The stepover and the
-    groove's half-width are the plan's (plan.json ``removal_plan``, else the cell's stepover and the
-    patch radius at the target force)."""
+    the job against ``removal.target_depth``; None when no depth was planned. The passes' spacing is
+    the cell's ``passes.stepover`` (the depth plan's stepover over its layers); the groove's half-width
+    and the patch's reach along the travel are the plan's (plan.json ``removal_plan``), else the
+    tool's patch radius at the planned penetration."""
     from robot_grinding_sim.core.planning.depth import uniformity
 
     cell = setup.cell
@@ -205,10 +206,13 @@ def depth_figures(setup: Any, grid: RemovalGrid) -> dict[str, Any] | None:
     if not D > 0:
         return None
     rp = getattr(setup.plan, "removal_plan", None) or {}
-    stepover = float(rp.get("stepover_m", cell.passes.stepover))
-    half_width = float(rp.get("half_width_m", patch_radius(setup.tool_radius, setup.penetration)))
+    tool = getattr(setup, "tool", None)
+    patch = (tool.footprint_radius(setup.penetration) if tool is not None and tool.distributed
+             else patch_radius(setup.tool_radius, setup.penetration))
+    half_width = float(rp.get("half_width", patch))
     return uniformity(grid.points, grid.depth, grid.inside, pass_lines(setup.plan, setup.X_BP), D,
-                      cell.removal.depth_band, stepover, half_width, cell.process.lead_in)
+                      cell.removal.depth_band, cell.passes.stepover, half_width, cell.process.lead_in,
+                      float(rp.get("half_length", half_width)))
 
 
 def replay_removal(setup: Any, t: FloatArray, q: FloatArray, qd: FloatArray, force_tcp: FloatArray) -> RemovalGrid:

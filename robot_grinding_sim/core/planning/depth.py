@@ -462,7 +462,8 @@ def plan_depth(footprint: Footprint, depth: float, force: float, limits: DepthLi
                                     f"turning tool or a less deep D")
             layers = MAX_LAYERS
         notes.append(f"{layers} layers of D/{layers}: one layer would need {v:.3g} m/s, under {lim.feed_min:g} m/s")
-    v = max(feed_for_depth(footprint, F, s, depth / layers, v * layers), lim.feed_min if limiting else 0.0)
+    # the most each layer removes when D is out of the layers' reach; else the feed for D / layers
+    v = lim.feed_min if layers == MAX_LAYERS and limiting else feed_for_depth(footprint, F, s, depth / layers, v * layers)
     if v > lim.feed_max * (1.0 + 1e-9):
         need = (f"needs {v:.3g} m/s" if math.isfinite(v) else
                 "cannot be removed at any feed (the feed's own sliding removes more)")
@@ -507,17 +508,19 @@ def _resampled(p: PassLine, step: float) -> tuple[FloatArray, FloatArray]:
 
 
 def uniformity(points: FloatArray, depth: FloatArray, inside: NDArray[np.bool_], passes: list[PassLine],
-               target: float, band: float, stepover: float, half_width: float, lead_in: float) -> dict[str, Any]:
+               target: float, band: float, stepover: float, half_width: float, lead_in: float,
+               half_length: float | None = None) -> dict[str, Any]:
     """How even a removal map is against the target depth (m).
 
     The region is the ground area the passes remove D from: the nodes (``points`` (N, 3) m, their
     ``depth`` (N,) m, ``inside`` (N,) on the face) whose nearest pass point is at most a stepover
     away, on a pass that has neighbours over the whole groove width on both sides (the outermost
     ``ceil(half_width / stepover)`` rows left out: their outer side is the region's edge), and
-    between the lead-in and the lead-out (arc length at least ``lead_in + half_width`` from both
-    pass ends: the force ramps over the lead-in, and the patch reaches half_width beyond it).
+    between the lead-in and the lead-out (arc length at least ``lead_in + half_length`` from both
+    pass ends: the force ramps over the lead-in, and the patch reaches ``half_length`` (m, along the
+    travel; default half_width: the ball's) beyond it).
 
-    The end of a pass is everything within the lead-in plus half_width of its ends, and beyond
+    The end of a pass is everything within the lead-in plus half_length of its ends, and beyond
     them within half_width: the end-of-pass depth is the deepest node there over the region's
     median (a tool at rest in contact there shows as a ratio well above 1).
 
@@ -546,7 +549,7 @@ def uniformity(points: FloatArray, depth: FloatArray, inside: NDArray[np.bool_],
     edge = int(math.ceil(half_width / stepover - 1e-9))
     inner_rows = set(rows[edge:len(rows) - edge]) if len(rows) > 2 * edge else set()
     row_of = np.array([p.row for p in passes])[k_pass]
-    margin = lead_in + half_width
+    margin = lead_in + (half_width if half_length is None else half_length)
     in_rows = np.isin(row_of, list(inner_rows))
     region = inside & in_rows & (dist <= stepover) & (arc >= margin) & (arc <= length - margin)
     at_end = inside & in_rows & (((dist <= stepover) & ((arc < margin) | (arc > length - margin)))
