@@ -463,7 +463,8 @@ def plan_depth(footprint: Footprint, depth: float, force: float, limits: DepthLi
             layers = MAX_LAYERS
         notes.append(f"{layers} layers of D/{layers}: one layer would need {v:.3g} m/s, under {lim.feed_min:g} m/s")
     # the most each layer removes when D is out of the layers' reach; else the feed for D / layers
-    v = lim.feed_min if layers == MAX_LAYERS and limiting else feed_for_depth(footprint, F, s, depth / layers, v * layers)
+    capped = layers == MAX_LAYERS and limiting is not None
+    v = lim.feed_min if capped else feed_for_depth(footprint, F, s, depth / layers, v * layers)
     if v > lim.feed_max * (1.0 + 1e-9):
         need = (f"needs {v:.3g} m/s" if math.isfinite(v) else
                 "cannot be removed at any feed (the feed's own sliding removes more)")
