@@ -362,6 +362,8 @@ class DepthPlan:
     half_length: float = 0.0  # the patch's reach along the travel, m (the ball's: half_width)
     limiting: str | None = None  # what prevents D (None: D is planned)
     notes: list[str] = field(default_factory=list)
+    #: per face target depths: {face: {target_depth, feed, feed_scale (over ``feed``), depth_per_layer, limiting}}
+    faces: dict[str, dict[str, Any]] = field(default_factory=dict)
     groove_y: FloatArray | None = None  # (K,) the groove of one pass, m
     groove_h: FloatArray | None = None  # (K,) m
 
@@ -480,6 +482,30 @@ def plan_depth(footprint: Footprint, depth: float, force: float, limits: DepthLi
                      hl, limiting, notes, y, hg)
 
 
+def plan_face_depths(footprint: Footprint, dp: DepthPlan, depths: dict[int, float],
+                     limits: DepthLimits | None = None) -> dict[str, dict[str, Any]]:
+    """Per face target depths on the job's plan ``dp`` (its force, stepover and layers: one groove
+    shape for the job): each face's feed for its depth ``depths[face]`` (m) (:func:`feed_for_depth`),
+    kept within the feed range, the range named in the face's ``limiting`` when its D needs more.
+    Sets and returns ``dp.faces``."""
+    lim = (limits or DepthLimits()).validate()
+    out: dict[str, dict[str, Any]] = {}
+    for face, D in sorted(depths.items()):
+        v = feed_for_depth(footprint, dp.force, dp.stepover, D / dp.layers, dp.feed)
+        limiting = None
+        if not lim.feed_min * (1 - 1e-9) <= v <= lim.feed_max * (1 + 1e-9):
+            edge = lim.feed_max if v > lim.feed_max else lim.feed_min
+            need = f"needs {v:.3g} m/s" if math.isfinite(v) and v > 0 else "is out of reach of any feed"
+            limiting = (f"feed range: face {face}'s D = {D:g} m {need} at the job's {dp.force:.3g} N and "
+                        f"{dp.layers} layer(s), outside [{lim.feed_min:g}, {lim.feed_max:g}] m/s")
+            v = edge
+        out[str(face)] = {"target_depth": D, "feed": v, "feed_scale": v / dp.feed,
+                          "depth_per_layer": groove_volume(footprint, dp.force, v) / dp.stepover,
+                          "limiting": limiting}
+    dp.faces = out
+    return out
+
+
 def check_cycle_time(dp: DepthPlan, pass_length: float, passes: int, overhead: float, limit: float) -> float:
     """The cycle time (s) of ``passes`` passes of total length ``pass_length`` m per layer at the
     plan's feed plus ``overhead`` s per pass (approach, retreat, link); names the cycle time
@@ -511,7 +537,7 @@ def _resampled(p: PassLine, step: float) -> tuple[FloatArray, FloatArray]:
 def uniformity(points: FloatArray, depth: FloatArray, inside: NDArray[np.bool_], passes: list[PassLine],
                target: float, band: float, stepover: float, half_width: float, lead_in: float,
                half_length: float | None = None) -> dict[str, Any]:
-    """How even a removal map is against the target depth (m).
+    """How even a removal map is against the target depth (m; or (N,) one per node: per face depths).
 
     The region is the ground area the passes remove D from: the nodes (``points`` (N, 3) m, their
     ``depth`` (N,) m, ``inside`` (N,) on the face) whose nearest pass point is at most a stepover
@@ -555,15 +581,17 @@ def uniformity(points: FloatArray, depth: FloatArray, inside: NDArray[np.bool_],
     region = inside & in_rows & (dist <= stepover) & (arc >= margin) & (arc <= length - margin)
     at_end = inside & in_rows & (((dist <= stepover) & ((arc < margin) | (arc > length - margin)))
                                  | (((arc <= 1e-9) | (arc >= length - 1e-9)) & (dist <= half_width + stepover)))
-    out: dict[str, Any] = {"target_depth_m": target, "band": band, "region_nodes": int(region.sum()),
+    job_target = float(target) if np.ndim(target) == 0 else float(np.max(target))
+    out: dict[str, Any] = {"target_depth_m": job_target, "band": band, "region_nodes": int(region.sum()),
                            "rows": len(rows), "rows_in_region": len(inner_rows)}
     if not region.any():
         out.update({"within_band": 0.0, "note": "no region: too few passes for the groove width or too short"})
         out["in_region"], out["out_of_band"] = region, np.zeros_like(region)
         return out
     d = np.asarray(depth, dtype=float)
+    T = np.broadcast_to(np.asarray(target, dtype=float), d.shape)  # a depth per node (per face targets)
     dr = d[region]
-    ok = np.abs(dr - target) <= band * target
+    ok = np.abs(dr - T[region]) <= band * T[region]
     idx = np.flatnonzero(region)
 
     def where(i: int) -> dict[str, Any]:
@@ -579,7 +607,7 @@ def uniformity(points: FloatArray, depth: FloatArray, inside: NDArray[np.bool_],
         out.update({"end_of_pass_depth_m": float(d[e]), "end_of_pass_ratio": float(d[e] / med) if med > 0 else None,
                     "end_of_pass": where(e)})
     out["in_region"] = region
-    out["out_of_band"] = region & ~(np.abs(d - target) <= band * target)
+    out["out_of_band"] = region & ~(np.abs(d - T) <= band * T)
     return out
 
 
@@ -607,6 +635,8 @@ def uniformity_text(fig: dict[str, Any] | None, what: str = "removal") -> list[s
         out.append(f"  end of pass: deepest {fig['end_of_pass_depth_m'] * 1e6:.3f} um = "
                    f"{fig['end_of_pass_ratio']:.3f} x the pass depth (pass {w['pass']}, "
                    f"{w['arc_m'] * 1e3:.1f} mm along it)")
+    for face, ff in (fig.get("faces") or {}).items():  # per face target depths: each face against its own D
+        out += ["  " + line for line in uniformity_text(ff, f"face {face}")]
     return out
 
 
@@ -617,6 +647,9 @@ def depth_plan_text(rp: dict[str, Any]) -> list[str]:
            f"{rp['lead_in'] * 1e3:.1f} mm; summed grooves +-{rp['ripple']:.1%}; "
            f"about {rp.get('cycle_time_s', 0):.0f} s"]
     out += [f"  {n}" for n in rp.get("notes", [])]
+    for face, f in (rp.get("faces") or {}).items():
+        out.append(f"  face {face}: {f['target_depth'] * 1e6:g} um at feed {f['feed'] * 1e3:.2f} mm/s"
+                   + (f"; not reached: {f['limiting']}" if f.get("limiting") else ""))
     if rp.get("limiting"):
         out.append(f"  D is not reached: {rp['limiting']}")
     pred = (rp.get("predicted") or {}).get("uniformity")
