@@ -103,3 +103,13 @@ def test_the_pass_runs_at_each_faces_feed() -> None:
     ok = np.isfinite(want)
     assert ok.sum() > 10 and np.allclose(speed[mid[1:]][ok], want[ok], rtol=2e-2)
     assert math.isclose(seg.arc[-1], g.arc[-1], rel_tol=1e-9)
+
+
+def test_a_plan_without_face_depths_has_none_and_keeps_its_groove() -> None:
+    """plan.json's removal_plan ``faces`` is {} for one D (a positional DepthPlan once put the groove's
+    offsets there and the depths in groove_y)."""
+    fp = BallFootprint(0.02, 1e5, 1.0, -1047.2, 9.5e-12)
+    dp = plan_depth(fp, 5e-6, 5.0)
+    assert dp.faces == {} and dp.as_dict()["faces"] == {}
+    assert dp.groove_y is not None and dp.groove_y[0] < 0 < dp.groove_y[-1] and dp.groove_h.max() > 0
+    assert dp.as_dict()["groove"]["y_m"][0] == pytest.approx(-dp.half_width)

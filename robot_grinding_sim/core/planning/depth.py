@@ -479,7 +479,7 @@ def plan_depth(footprint: Footprint, depth: float, force: float, limits: DepthLi
     hw = footprint.half_width(F)
     hl = footprint.half_length(F)
     return DepthPlan(depth, F, v, s, layers, hw, rip, per_layer, 4.0 * hl if lead_in is None else lead_in,
-                     hl, limiting, notes, y, hg)
+                     hl, limiting, notes, groove_y=y, groove_h=hg)
 
 
 def plan_face_depths(footprint: Footprint, dp: DepthPlan, depths: dict[int, float],
