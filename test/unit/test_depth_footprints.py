@@ -29,7 +29,8 @@ from scipy.integrate import quad
 
 from robot_grinding_sim.core.geometry.tools import cell_tool
 from robot_grinding_sim.core.job.setup import load_robot_model
-from robot_grinding_sim.core.planning.depth import ToolFootprint, groove_volume, plan_depth
+from robot_grinding_sim.core.planning.depth import groove_volume, plan_depth
+from robot_grinding_sim.core.planning.footprints import ToolFootprint
 
 URDF = Path(__file__).resolve().parents[2] / "urdf"
 KP, F, V = 9.5e-12, 5.0, 0.01

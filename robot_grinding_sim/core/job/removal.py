@@ -358,9 +358,9 @@ def predict_removal(setup: Any, step: float | None = None) -> RemovalGrid:
 
 def _feed_scale(setup: Any, p: Any, s: FloatArray) -> FloatArray:
     """(len(s),) the feed over process.feed at arc lengths ``s`` of pass ``p``: its faces' (per face
-    target depths, :func:`~robot_grinding_sim.core.planning.trajectory.face_feed_scales`; the
+    target depths, :func:`~robot_grinding_sim.core.planning.depth.face_feed_scales`; the
     trajectory interpolates the same between waypoints), else 1."""
-    from robot_grinding_sim.core.planning.trajectory import face_feed_scales
+    from robot_grinding_sim.core.planning.depth import face_feed_scales
 
     scales = face_feed_scales(getattr(setup.plan, "removal_plan", None))
     if not scales:

@@ -417,10 +417,11 @@ def removal_plan_entry(depth_plan: Any, plan: Any, cell: CellConfig) -> dict[str
 def depth_footprint(cell: CellConfig, tool: Any) -> Any:
     """The depth planner's footprint of the cell's tool: the ball's groove
     (:class:`~robot_grinding_sim.core.planning.depth.BallFootprint`, ``tool`` a Tool or the ball's
-    radius in m) or a patch tool's (:class:`~robot_grinding_sim.core.planning.depth.ToolFootprint`:
+    radius in m) or a patch tool's (:class:`~robot_grinding_sim.core.planning.footprints.ToolFootprint`:
     the Winkler pressure over its own patch), at the cell's lead, tilt, spindle speed and k_p."""
     from robot_grinding_sim.core.contact import registry
-    from robot_grinding_sim.core.planning.depth import BallFootprint, ToolFootprint, tool_axis
+    from robot_grinding_sim.core.planning.depth import BallFootprint, tool_axis
+    from robot_grinding_sim.core.planning.footprints import ToolFootprint
 
     rc, c, pr = cell.removal, cell.contact, cell.process
     if getattr(tool, "distributed", False):

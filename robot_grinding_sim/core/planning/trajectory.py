@@ -39,6 +39,7 @@ from scipy.spatial.transform import Rotation, Slerp
 
 from robot_grinding_sim.core.config import ProcessConfig
 from robot_grinding_sim.core.errors import GrindingSimError, PlanningError
+from robot_grinding_sim.core.planning.depth import set_face_feeds
 from robot_grinding_sim.core.planning.links import bridged_path, ik_branches
 from robot_grinding_sim.core.planning.path_ik import first_configuration, solve_ik, targets
 from robot_grinding_sim.core.robot.ik import IKSolver
@@ -162,8 +163,7 @@ class PassPath:
     retreat: float | None = None
     #: (N,) arc length of the contact point along the surface at each sample, m (None: not known)
     surface_arc: FloatArray | None = None
-    #: (N,) the feed at each sample over process.feed (per face target depths: the face's feed; None: 1)
-    feed_scale: FloatArray | None = None
+    feed_scale: FloatArray | None = None  #: (N,) the feed over process.feed at each sample (per face depths)
 
     def lengths(self, process: ProcessConfig) -> tuple[float, float]:
         """(approach, retreat) lengths along the normal, m."""
@@ -318,11 +318,9 @@ def pass_episode(model: Any, g: PassPath, process: ProcessConfig, offset: float,
         segs.append(Segment("dwell", g.index, np.array([t, t + process.dwell]), np.vstack([qa[-1], qa[-1]]),
                             np.zeros((2, model.nq))))
         t += process.dwell
-    # the pass at the feed, knots at the resampled path; a feed that varies along the pass (g.feed_scale)
-    # runs the same profile on the stretched length sigma = integral ds / scale, then ds/dt = scale dsigma/dt
-    scale = None if g.feed_scale is None else np.asarray(g.feed_scale, dtype=float)
-    sigma = along if scale is None else along[0] + np.r_[0.0, np.cumsum(np.diff(along) * 0.5
-                                                                        * (1.0 / scale[1:] + 1.0 / scale[:-1]))]
+    # the pass at the feed x g.feed_scale, knots at the resampled path: the profile on sigma = integral ds / scale
+    scale = np.ones(len(along)) if g.feed_scale is None else np.asarray(g.feed_scale, dtype=float)
+    sigma = along[0] + np.r_[0.0, np.cumsum(np.diff(along) * 0.5 * (1.0 / scale[1:] + 1.0 / scale[:-1]))]
     s_of_t, T = smooth_profile(float(sigma[-1] - sigma[0]), process.feed, FEED_RAMP)
     tt = np.linspace(0.0, T, 4001)
     ss = s_of_t(tt) + sigma[0]
@@ -332,7 +330,7 @@ def pass_episode(model: Any, g: PassPath, process: ProcessConfig, offset: float,
     keep[-1] = True
     t_knots, arc, along_k = t_knots[keep], g.arc[keep], along[keep]
     t_knots[-1] = T
-    sd_knots = np.interp(t_knots, tt, np.gradient(ss, tt)) * (1.0 if scale is None else scale[keep])
+    sd_knots = np.interp(t_knots, tt, np.gradient(ss, tt)) * scale[keep]
     sd_knots[0] = sd_knots[-1] = 0.0
     qp = solve_ik(model, targets(P[keep], g.rotations[keep]), qa[-1], what=f"pass {g.index}",
                   label=lambda k: g.waypoint(float(arc[k])))
@@ -491,13 +489,6 @@ class JobPaths:
     detours: list[tuple[FloatArray, FloatArray] | None] = field(default_factory=list)
 
 
-def face_feed_scales(removal_plan: dict[str, Any] | None) -> dict[int, float]:
-    """{face: its feed over the job's} of a depth plan with per face target depths (plan.json
-    ``removal_plan.faces``); {} without."""
-    faces = (removal_plan or {}).get("faces") or {}
-    return {int(k): float(v["feed_scale"]) for k, v in faces.items()}
-
-
 def job_paths(plan: Any) -> JobPaths:
     """The root-frame pass paths and links of a :class:`~robot_grinding_sim.core.planning.planner.Plan`."""
     X_BP = plan.workpiece_pose
@@ -508,12 +499,7 @@ def job_paths(plan: Any) -> JobPaths:
             if m.kind in ("approach", "retreat")}
     for g in passes:  # the plan's approach and retreat lengths (longer where the part is near)
         g.approach, g.retreat = ends.get(("approach", g.index)), ends.get(("retreat", g.index))
-    scales = face_feed_scales(getattr(plan, "removal_plan", None))
-    if scales:  # per face target depths: each waypoint at its face's feed
-        for g, p, pos in zip(passes, plan.passes, plan.tcp_positions, strict=True):
-            w = np.array([scales.get(int(f), 1.0) for f in p.face])
-            a = np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(np.asarray(pos), axis=0), axis=1))]  # pass_path's arc
-            g.feed_scale = np.interp(g.arc, a, w)
+    set_face_feeds(plan, passes)  # per face target depths: each waypoint at its face's feed
     links = [(m.positions @ Rb.T + pb, Rb @ Rotation.from_quat(m.quaternions).as_matrix())
              for m in plan.moves if m.kind == "link"]
     if len(links) != max(len(passes) - 1, 0):
