@@ -153,7 +153,8 @@ def graph(
             ``urdf/ur10e_grinding.urdf``; empty string: each node's own default).
         use_sim_time: default True in sim (the nodes follow dynamics_node's /clock), False in real.
         plan_file: plan.json for grinding_executive (None: it runs the planner's latched plan, and
-            planner_node plans at start-up; given: planner_node waits for ~/plan).
+            planner_node plans at start-up; given: planner_node publishes it, and dynamics_node starts
+            at rest on its first knot).
         start: the executive starts the job as soon as it has a plan and a joint state.
 
     Raises:
@@ -178,8 +179,10 @@ def graph(
             ("sim",),
             "simulated arm: computed-torque control on RNEA dynamics; /joint_states, /clock",
             params_files=config_files("dynamics_node"),
-            # it owns sim time, so it must not wait for a /clock itself
-            parameters={**with_urdf, "use_sim_time": False, "publish_clock": sim_time},
+            # it owns sim time, so it must not wait for a /clock itself; with a plan it starts at rest
+            # on the plan's first knot, where the in-process job starts
+            parameters={**with_urdf, "use_sim_time": False, "publish_clock": sim_time,
+                        **({"plan_file": str(Path(plan_file).resolve())} if plan_file else {})},
         ),
         NodeSpec(
             "hardware_driver",

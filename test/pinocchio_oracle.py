@@ -40,3 +40,15 @@ def effective_mass(urdf: str, q: np.ndarray, n: np.ndarray, point: np.ndarray | 
     M = np.triu(M) + np.triu(M, 1).T
     x = J.T @ n
     return 1.0 / float(x @ np.linalg.solve(M, x))
+
+
+def frame_position(urdf: str, q: np.ndarray, names: list[str], frame: str = "tcp") -> np.ndarray:
+    """(3,) m: the origin of ``frame`` in the root frame at joint values ``q`` (len(names),) rad given in
+    the order of ``names`` (Pinocchio's forward kinematics)."""
+    pm = _model(str(urdf))
+    data = pm.createData()
+    qp = pin.neutral(pm)
+    for name, value in zip(names, q, strict=True):
+        qp[pm.joints[pm.getJointId(name)].idx_q] = value
+    pin.framesForwardKinematics(pm, data, qp)
+    return np.array(data.oMf[pm.getFrameId(frame)].translation)

@@ -6,7 +6,7 @@ graph_bag`` (dynamics_node, collision_node, contact_solver_node, planner_node on
 grinding_executive, recorder; DDS on loopback, a domain id of its own), with the plan's cell
 parameters given to every node; on a terminal a progress bar follows the job (cli/job_watch.py).
 Then both bags are read back and each pass's mean force along the
-tool axis compared (:mod:`robot_grinding_sim.core.record.pass_forces`); ``summary.json`` gets
+tool's pressing axis compared (:mod:`robot_grinding_sim.core.record.pass_forces`); ``summary.json`` gets
 ``graph_vs_inprocess``. The graph's output is kept in ``graph.log``.
 """
 
@@ -145,13 +145,25 @@ def run_through_graph(out: Path, cell: Any, as_json: bool = False,
     """
     from robot_grinding_sim.core.config import cell_yaml
     from robot_grinding_sim.core.planning.plan_io import atomic_write
-    from robot_grinding_sim.core.record.pass_forces import compare_pass_forces, pass_force_means
+    from robot_grinding_sim.core.record.pass_forces import (
+        compare_pass_forces,
+        pass_force_means,
+        plan_pressing_axes,
+    )
 
     out = Path(out)
     plan, bag, log = out / "plan.json", out / "graph_bag", out / "graph.log"
     if bag.exists():
         raise click.ClickException(f"{bag} exists already; choose a new --out or remove it")
     domain = graph_domain_id()
+    if cell.workpiece.link:
+        # the robot holds the part: the executive's move from robot.home to the plan's start is a
+        # joint move, not checked against the tool standing in the cell (it swung the part through
+        # the ball); the arm starts where the in-process run starts, at the plan's first point
+        from robot_grinding_sim.core.planning.plan_io import read_plan
+
+        start = read_plan(plan)["trajectory"]["positions"][0]
+        cell = cell.replace(**{"robot.home": [float(v) for v in start]})
     with tempfile.TemporaryDirectory(prefix="grinding_graph_") as tmp:
         params = Path(tmp) / "cell.yaml"
         text = cell_yaml(cell, header="the plan's cell, for every node of the graph run")
@@ -172,12 +184,14 @@ def run_through_graph(out: Path, cell: Any, as_json: bool = False,
         last = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()][-1:]
         raise click.ClickException(f"the node graph did not run the job to its end (exit code {code}); see {log}"
                                    + (f" (its last line: {last[0]})" if last else ""))
-    rows = compare_pass_forces(pass_force_means(out / "bag"), pass_force_means(bag))
+    axes = plan_pressing_axes(json.loads(plan.read_text()))
+    rows = compare_pass_forces(pass_force_means(out / "bag", axes=axes), pass_force_means(bag, axes=axes))
     entry = {"passes": rows,
              "max_abs_relative_difference": max(abs(r["relative_difference"]) for r in rows),
              "wall_time_s": wall, "dynamics_node": dict(dynamics or {}), "bag": str(bag), "log": str(log),
              "ros_domain_id": domain,
-             "force": "mean of -F_z of /contact/wrench (tool axis, tcp frame) over each pass's progress window"}
+             "force": "mean of -F . a of /contact/wrench (tcp frame) over each pass's progress window, a the pass's "
+                      "pressing axis (its waypoints' inward normal in tcp axes; the ball's: -F_z)"}
     summary_path = out / "summary.json"
     summary = json.loads(summary_path.read_text())
     if ((summary.get("removal") or {}).get("uniformity")) is not None:  # a depth was planned: the graph's map
@@ -186,7 +200,7 @@ def run_through_graph(out: Path, cell: Any, as_json: bool = False,
     summary.setdefault("outputs", {})["graph_bag"] = str(bag)
     atomic_write(summary_path, json.dumps(summary, indent=2))
     if not as_json:
-        click.echo(f"graph vs in-process (force along the tool axis, {wall:.0f} s wall):")
+        click.echo(f"graph vs in-process (force along the tool's pressing axis, {wall:.0f} s wall):")
         click.echo(f"{'pass':>4} {'in-process N':>13} {'graph N':>9} {'diff':>8}")
         for r in rows:
             click.echo(f"{r['pass']:>4} {r['inprocess_mean_n']:>13.4f} {r['graph_mean_n']:>9.4f} "

@@ -68,6 +68,13 @@ class WorkpieceConfig:
                                    range=(-1, 100000))
     pose: tuple[float, ...] = param((0.7, 0.0, 0.0, 0.0, 0.0, 0.0), "pose of the part frame in base_link: x y z "
                                     "(m) roll pitch yaw (rad, fixed axes x-y-z)", length=6, range=(-100.0, 100.0))
+    link: str = param("", "the link of the URDF the part is fixed to when the robot holds it against a tool "
+                      "standing in the cell (the tool's links, tool.tcp_link among them, fixed to the root link); "
+                      "empty: the part stands in the cell at workpiece.pose and the robot carries the tool")
+    grasp: tuple[float, ...] = param((0.0, 0.0, 0.0, 0.0, 0.0, 0.0), "with workpiece.link: pose of the part frame "
+                                     "in that link: x y z (m) roll pitch yaw (rad, fixed axes x-y-z); "
+                                     "workpiece.pose is then the frame the plan is written in (the part's "
+                                     "nominal pose)", length=6, range=(-100.0, 100.0))
     deflection: float = param(2e-4, "chordal tolerance of the part's tessellation (contacts of mesh parts; "
                               "broad phase and display of CAD parts)", unit="m", range=(1e-7, 1e-2))
     closed: str = param("auto", "a mesh part is a solid (true, must be watertight), a one-sided surface "

@@ -1,7 +1,10 @@
-"""collision_node: where the ball tool touches the part, and the arm's clearance to it.
+"""collision_node: where the tool touches the part, and the arm's clearance to it.
 
 A thin adapter over :mod:`robot_grinding_sim.core.geometry.tool_contact`, the same contact query
-the in-process job uses: the tool is the sphere of ``tool.link`` centred on ``tool.tcp_link``; the
+the in-process job uses (:func:`~robot_grinding_sim.core.job.setup.contact_query`): the tool is the
+collision primitive of ``tool.link`` as ``tool.shape`` (a ball centred on ``tool.tcp_link``, a
+wheel on its periphery, a pad, a disc on its face: core/geometry/tools.py; a tool with a patch
+takes the Winkler law, ``contact.*``, its onset stiffness from ``process.target_force``); the
 workpiece (``workpiece.*`` of config/cell.yaml: a built-in part or a CAD/mesh file, its ground
 face, its pose) answers from its exact CAD surface (one face of a CAD part) or from its triangles
 (mesh parts). The arm's other links are checked against the part for clearance.
@@ -13,16 +16,19 @@ Subscribes (relative names):
 Publishes:
 - ``contact/points`` (sensor_msgs/PointCloud2, frame ``base_frame``, stamp of the joint state),
   for every joint state: one point while the tool's gap to the part is below ``contact_margin``,
-  none otherwise; float64 fields x, y, z (the closest point on the part, m), normal_x, normal_y,
-  normal_z (unit, out of the part towards the tool), depth (penetration, m; negative: the gap of a
-  near contact).
+  none otherwise; float64 fields x, y, z (the closest point on the part, m; a patch's
+  pressure-weighted centre), normal_x, normal_y, normal_z (unit, out of the part towards the
+  tool), depth (penetration, m; negative: the gap of a near contact; a patch: its equivalent
+  penetration F / K), stiffness (a patch's k_w A_c, N/m; -1 for the ball: the law's own):
+  core/geometry/tool_contact.py ``CONTACT_ROW``.
 - ``~/min_distance`` (std_msgs/Float64): smallest signed distance (m) between the arm's links
   (all but the tool) and the part, at most ``min_distance_rate`` Hz of stamp time.
 - ``~/markers`` (visualization_msgs/MarkerArray): the contact point and normal and, once, the part.
 
 Parameters: ``ros2 param describe /collision_node <name>``; robot_grinding_sim/ros/schemas.py.
-Bad parameters (missing files, a link not in the URDF, a tool that is not a ball) stop the node at
-start-up naming the parameter; bad messages (NaN, missing joints) are logged and skipped.
+Bad parameters (missing files, a link not in the URDF, a tool whose shape or law does not fit)
+stop the node at start-up naming the parameter; bad messages (NaN, missing joints) are logged and
+skipped.
 """
 
 from __future__ import annotations
@@ -38,7 +44,6 @@ from sensor_msgs.msg import JointState, PointCloud2
 from std_msgs.msg import Float64
 from visualization_msgs.msg import Marker, MarkerArray
 
-from robot_grinding_sim.core.config import group_from_values
 from robot_grinding_sim.core.geometry.tool_contact import (
     WORKPIECE,
 )
@@ -57,16 +62,16 @@ class CollisionNode(Node):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
-        node = set_up_node(self, NODE_NAME, cell=False, links=("tool.tcp_link", "tool.link"))
+        node = set_up_node(self, NODE_NAME, links=("tool.tcp_link", "tool.link"))
         self.p = p = node.params
-        tool = group_from_values("tool", p)
+        tool = node.cell.tool
         self.model = m = node.model
         self.tcp = tool.tcp_link
         self.base_frame = node.base_frame
-        self.scene, self.query, part, X_BP, source, radius, exact = tool_scene(p, m, NODE_NAME)
-        wp = group_from_values("workpiece", p)
-        self.part_mesh = part.tessellate(deflection=wp.deflection)  # the whole part, for display
-        self.X_BP = X_BP
+        ts = tool_scene(p, m, NODE_NAME, node.cell)
+        self.scene, self.query = ts.scene, ts.query
+        self.part_mesh = ts.part.tessellate(deflection=node.cell.workpiece.deflection)  # the whole part, for display
+        self.X_BP = ts.X_BP
         robot_names = self.scene.add_robot(m, np.zeros(m.nq))
         tool_objects = set(self.scene.robot_objects_of(tool.link))
         self.arm_names = [n for n in robot_names if n not in tool_objects]
@@ -88,12 +93,12 @@ class CollisionNode(Node):
         self.marker_rate = float(p["marker_rate"])
         self.add_post_set_parameters_callback(self._on_set)
         # every numerical path once (numba kernels load) before the first message
-        self.query.query(m.fk(np.zeros(m.nq), self.tcp)[:3, 3])
+        self.query.query(m.fk(np.zeros(m.nq), self.tcp))
         if self.arm_names:
             self.scene.min_distance(self.arm_names, [WORKPIECE])
         self.get_logger().info(
-            f"ball tool r = {radius * 1e3:g} mm at '{self.tcp}' vs {source} "
-            f"({'exact CAD surface' if exact else 'triangles'}); {len(self.arm_names)} arm objects; "
+            f"{ts.tool.shape} tool r = {ts.radius * 1e3:g} mm at '{self.tcp}' vs {ts.source} "
+            f"({'exact CAD surface' if ts.exact else 'triangles'}); {len(self.arm_names)} arm objects; "
             f"frame {self.base_frame}")
 
     def _on_set(self, params: list[Any]) -> None:
@@ -103,7 +108,7 @@ class CollisionNode(Node):
 
     def _on_joints(self, data: bytes) -> None:
         ns, q, _ = self.js_reader.read(data)
-        rows = self.query.rows(self.model.fk(q, self.tcp)[:3, 3], self.margin)
+        rows = self.query.rows(self.model.fk(q, self.tcp), self.margin)  # the tcp pose: a tool with a patch turns
         self.pub_points.publish(self.points_writer.encode(ns, rows))
         t = ns * 1e-9
         if t < self._next_md - 1.0:  # time went backwards (sim reset): restart the rate limits

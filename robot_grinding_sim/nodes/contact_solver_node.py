@@ -9,7 +9,8 @@ state (``contact.*`` of config/cell.yaml: Kelvin-Voigt F = max(0, K d + D d'), o
 Hunt-Crossley family).
 
 Subscribes: ``contact/points`` (sensor_msgs/PointCloud2, fields x y z normal_x normal_y normal_z
-depth, frame ``base_frame``; the deepest point is the contact), ``joint_states``
+depth stiffness, frame ``base_frame``; the deepest point is the contact, with its stiffness: a
+tool with a patch's k_w A_c, -1 the law's own), ``joint_states``
 (sensor_msgs/JointState; positions and velocities, matched to the points by stamp).
 
 Publishes (stamp of the joint state):
@@ -120,14 +121,18 @@ class ContactSolverNode(Node):
 
     def _start_removal(self, p: dict[str, Any], cell: Any) -> None:
         from robot_grinding_sim.core.contact.preston import face_grid
-        from robot_grinding_sim.core.geometry.tool_contact import tool_sphere_radius
+        from robot_grinding_sim.core.job.setup import job_tool
 
         part, faces, X_BP, source = load_workpiece(p, self.model, NODE_NAME)
         if getattr(part.face(faces[0]), "is_mesh", False):
             self.get_logger().warning(f"no removal map: {source} is a mesh (it needs a CAD face)")
             return
         try:
-            self.tool_radius = tool_sphere_radius(self.model, self.tcp)
+            self.tool = job_tool(self.model, cell)  # the pressure under its own footprint
+        except InputError as exc:
+            raise ParameterError("contact.model" if "contact.model" in str(exc) else "tool.link", str(exc),
+                                 NODE_NAME) from None
+        try:
             self.removal = face_grid(part.face(faces[0]), cell.removal.grid_spacing, X_BP,
                                      preston_coefficient=cell.removal.kp,
                                      pressure=cell.removal.pressure)
@@ -141,7 +146,6 @@ class ContactSolverNode(Node):
                                f"{rc.grid_spacing * 1e3:g} mm, k_p {rc.kp:g} m^2/N")
 
     def _remove(self, t: float, q: np.ndarray, qd: np.ndarray, rom: Any) -> None:
-        from robot_grinding_sim.core.contact.preston import patch_radius
         from robot_grinding_sim.core.job.removal import accumulate_state
 
         if self._removal_t is not None and 0.0 <= t - self._removal_t < self.p["removal_interval"]:
@@ -153,7 +157,7 @@ class ContactSolverNode(Node):
         if force > 0.0:
             kin = self.side.kinematics(q, need_minv=False)  # computed for this very state by from_rows
             accumulate_state(self.removal, self.model, self.tcp, self.spindle_speed, kin.X, q, qd, rom.point,
-                             rom.normal, force, patch_radius(self.tool_radius, -rom.gap), t - prev, J_tcp=kin.J)
+                             rom.normal, force, -rom.gap, t - prev, self.tool, J_tcp=kin.J)
 
     def _publish_removal(self) -> None:
         # a display (RViz, the recorder): with no one listening, building it only stalls the loop

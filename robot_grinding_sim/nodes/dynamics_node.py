@@ -141,12 +141,11 @@ class DynamicsNode(Node):
         self.joint_names = list(names)
         self._to_model = np.array([self.joint_names.index(j) for j in m.joint_names])  # ros -> model
         self._to_ros = np.array([m.joint_names.index(j) for j in self.joint_names])  # model -> ros
-        try:  # the same check as grinding check-config and the commands' cells
-            self.q_home = check_home(m, cell.robot.home)
-        except ParameterError as exc:
-            raise ParameterError(exc.name, exc.problem, NODE_NAME) from None
+        q_start = self.q_home = self._checked_home(cell.robot.home, "robot.home")
+        if p["plan_file"]:
+            q_start = self._plan_start(p["plan_file"])
         try:
-            self.stepper = ArmContactStepper(m, self.q_home, cell.servo, cell.sim.gravity, self.tcp)
+            self.stepper = ArmContactStepper(m, q_start, cell.servo, cell.sim.gravity, self.tcp)
         except InputError as exc:
             raise ParameterError("robot.home", str(exc), NODE_NAME) from None
         self.sim = self.stepper.arm
@@ -212,6 +211,31 @@ class DynamicsNode(Node):
             f"{f' in lockstep (interval {self.interval * 1e3:g} ms)' if self.lockstep else ''}, real-time factor "
             f"{p['real_time_factor']:g}, {'publishing /clock' if p['publish_clock'] else 'wall-clock stamps'}")
 
+    def _checked_home(self, q: Any, name: str) -> np.ndarray:
+        """Positions (n,) of parameter ``name`` checked as robot.home is (grinding check-config and
+        the commands' cells: the URDF's joint order, within the limits); ParameterError naming it."""
+        try:
+            return check_home(self.model, q)
+        except ParameterError as exc:
+            raise ParameterError(name, exc.problem.replace("robot.home", name), NODE_NAME) from None
+
+    def _plan_start(self, path: str) -> np.ndarray:
+        """The first knot (n,) of the job trajectory of plan.json ``path``, checked against this robot
+        (its joints, in its order, within the limits); ParameterError naming ``plan_file``. The arm
+        starts there as the in-process job does: the executive's joint move from robot.home to the
+        start (straight in joint space, not checked against the part) would sweep a tool the plan
+        turns on the way, a wheel or a disc, through the part."""
+        from robot_grinding_sim.core.planning.plan_io import read_plan, trajectory_from_dict
+
+        try:
+            data = read_plan(path)
+            if not data.get("trajectory"):
+                raise InputError(f"{path}: the plan has no job trajectory (plan it with a robot)")
+            q = trajectory_from_dict(data["trajectory"], self.model).positions[0]
+        except InputError as exc:
+            raise ParameterError("plan_file", str(exc), NODE_NAME) from None
+        return self._checked_home(q, "plan_file")
+
     def _settings(self) -> None:
         """The scheduler's run-time parameters (at start and after each set)."""
         sched, value = self.sched, lambda name: self.get_parameter(name).value
@@ -230,7 +254,7 @@ class DynamicsNode(Node):
         for name in ("tool.link", "ft_sensor.frame"):
             if p[name] not in self.model.link_names:
                 raise ParameterError(name, f"no link {p[name]!r} in {self.model.source}", NODE_NAME)
-        scene = tool_scene(p, self.model, NODE_NAME)
+        scene = tool_scene(p, self.model, NODE_NAME, cell)
         try:
             side = ContactSide(self.model, cell.contact, self.tcp, cell.tool.spindle_speed, query=scene.query)
         except InputError as exc:

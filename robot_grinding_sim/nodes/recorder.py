@@ -218,6 +218,7 @@ class RecorderNode(Node):
             return None
         from robot_grinding_sim.core.errors import GrindingSimError
         from robot_grinding_sim.core.record.tf_tree import RobotTf, static_pose
+        from robot_grinding_sim.core.sim.held_part import part_transforms
 
         model = load_robot(p, self.get_name())
         try:
@@ -225,7 +226,7 @@ class RecorderNode(Node):
         except InputError as exc:
             raise ParameterError("workpiece.pose", str(exc), self.get_name()) from None
         try:
-            tree = RobotTf(model, Path(model.source).read_text(), [(model.root_link, "workpiece", X_BP)])
+            tree = RobotTf(model, Path(model.source).read_text(), part_transforms(model, X_BP))
         except (OSError, GrindingSimError) as exc:
             raise ParameterError("robot.description_file", str(exc), self.get_name()) from None
         return TfStream(tree, self._bag.typestore, float(p["computed_tf_rate"]))
@@ -482,6 +483,11 @@ class RecorderNode(Node):
         )
         if lost:
             self.get_logger().warning(f"the bag is incomplete: {lost}")
+
+    def messages_taken(self) -> int:
+        """Messages taken from the subscriptions so far (run_node drains them after a stop until this
+        stops growing: what the graph published just before it stopped is in the bag)."""
+        return sum(self._received.values())
 
     @property
     def stats(self) -> dict[str, int]:

@@ -382,9 +382,10 @@ def arrays_to_joint_trajectory(
 # --------------------------------------------------------------------------------------------------
 # contact point clouds
 
-#: Fields of the contact point cloud (/contact/points): position (m), unit normal, depth (m), all
-#: float64: the contact is integrated from them, and float32 positions 1 m from the base would be
-#: off by 0.06 um (1 % of the force at a 5 um series compliance).
+#: Fields of the contact point cloud (/contact/points): position (m), unit normal, depth (m) and
+#: the stiffness of a tool's patch (N/m; -1: the law's own; core.geometry.tool_contact.CONTACT_ROW),
+#: all float64: the contact is integrated from them, and float32 positions 1 m from the base would
+#: be off by 0.06 um (1 % of the force at a 5 um series compliance).
 CONTACT_FIELDS = ROW_FIELDS
 
 _NUMPY_OF_POINTFIELD = {
@@ -409,7 +410,7 @@ def array_to_pointcloud2(
     """(N, F) float array -> unordered PointCloud2 (height 1) with fields ``fields``, float64
     (``double``, the default) or float32.
 
-    Default fields: x, y, z, normal_x, normal_y, normal_z, depth (the contact cloud).
+    Default fields: x, y, z, normal_x, normal_y, normal_z, depth, stiffness (the contact cloud).
     """
     pts = np.asarray(points, dtype=float)
     if pts.ndim == 1 and pts.size == 0:

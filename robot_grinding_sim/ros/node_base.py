@@ -88,6 +88,10 @@ class StopRequested(BaseException):  # a request, not an error: no "Error" suffi
 STOP_GRACE_S = 1.0
 #: how long the teardown after ``close()`` (executor, node, context) may take, s
 TEARDOWN_S = 3.0
+#: after a stop, a node with ``messages_taken()`` (the recorder) keeps taking what its subscriptions
+#: already hold until none came for DRAIN_QUIET_S, at most DRAIN_S, s
+DRAIN_S = 0.5
+DRAIN_QUIET_S = 0.1
 
 _ABORT_HOOKS: list[Callable[[], Any]] = []
 
@@ -102,9 +106,9 @@ def at_abort(hook: Callable[[], Any]) -> None:
 class _Stopper:
     """SIGINT/SIGTERM handling of one node process (see the module docstring).
 
-    ``phase``: ``"construct"`` (a signal aborts the process), ``"spin"``, ``"stopping"`` (the
-    executor shuts down), ``"close"`` (the node's ``close()`` runs), ``"teardown"`` (after it),
-    ``"done"``.
+    ``phase``: ``"construct"`` (a signal aborts the process), ``"spin"``, ``"drain"`` (a recorder
+    takes what its subscriptions hold; a second signal ends it), ``"stopping"`` (the executor shuts
+    down), ``"close"`` (the node's ``close()`` runs), ``"teardown"`` (after it), ``"done"``.
     """
 
     def __init__(self) -> None:
@@ -196,7 +200,7 @@ class _Stopper:
     def _watch(self) -> None:
         """Bound the stop (module docstring): a callback holding the main thread, a stalled teardown."""
         self.event.wait()
-        if not self._wait_phase(("close", "teardown", "done"), STOP_GRACE_S):
+        if not self._wait_phase(("close", "teardown", "done"), STOP_GRACE_S + DRAIN_S):
             self._say(f"the node did not reach close() {STOP_GRACE_S:.0f} s after the stop signal (a callback or "
                       "the executor holds the main thread): closing it from here")
             self.close_node()
@@ -406,6 +410,7 @@ def _run(stopper: _Stopper, node_factory: Callable[[], Any], args: Sequence[str]
         except (StopRequested, ExternalShutdownException):
             pass
         stopper.stop()  # however the loop ended (a shut-down context too): the watchdog bounds what follows
+        _drain(node, executor, stopper, logger)
         stopper.set_phase("stopping")
         # the node leaves the executor first: the EventsExecutor then unhooks its entities'
         # middleware callbacks, so no DDS thread calls into an entity while destroy_node frees it
@@ -424,6 +429,32 @@ def _run(stopper: _Stopper, node_factory: Callable[[], Any], args: Sequence[str]
 
         compat.shutdown()  # keeps our SIGINT/SIGTERM handlers (rclpy would reset them to SIG_DFL)
         stopper.set_phase("done")
+
+
+def _drain(node: Any, executor: Any, stopper: Any, logger: Any) -> None:
+    """A node that counts what it takes (``messages_taken()``: the recorder) keeps taking, after the stop,
+    the messages its subscriptions already hold: the graph's last states, published just before the
+    publishers were stopped, are not lost with the middleware's queue. Until nothing new came for
+    DRAIN_QUIET_S, at most DRAIN_S (a graph still publishing does not hold the stop)."""
+    taken = getattr(node, "messages_taken", None)
+    if not callable(taken):
+        return
+    stopper.set_phase("drain")
+    start = last_change = time.monotonic()
+    try:
+        last = taken()
+        while node.context.ok() and stopper.signals < 2 and time.monotonic() - start < DRAIN_S:
+            executor.spin_once(timeout_sec=DRAIN_QUIET_S / 4)
+            now, n = time.monotonic(), taken()
+            if n != last:
+                last, last_change = n, now
+            elif now - last_change >= DRAIN_QUIET_S:
+                break
+    except StopRequested:
+        pass
+    except Exception as e:  # the bag matters more than the drain (an external shutdown ends it too)
+        if type(e).__name__ != "ExternalShutdownException":
+            logger.warning(f"draining the subscriptions after the stop: {e}")
 
 
 class _Throttle:
@@ -546,8 +577,18 @@ def load_robot(params: dict[str, Any], node_name: str, tip_link: str | None = No
     from robot_grinding_sim.core.resources import URDF_DEFAULT, package_file
 
     urdf = params["robot.description_file"] or str(package_file(URDF_DEFAULT))
+    tcp = params.get("tool.tcp_link") or "tcp"
     try:
-        model = load_robot_model(urdf, tip_link or None, params.get("robot.package_dirs") or ())
+        if params.get("workpiece.link") and (tip_link or tcp) == tcp:
+            # the robot holds the part (core/sim/held_part.py): the tool centre relative to the part,
+            # built as the in-process job builds it
+            from robot_grinding_sim.core.config import CellConfig
+            from robot_grinding_sim.core.job.setup import held_part_model
+
+            held = {k: v for k, v in params.items() if k.split(".")[0] in ("robot", "workpiece") and v is not None}
+            model = held_part_model(CellConfig().replace(**held, **{"tool.tcp_link": tcp}))
+        else:
+            model = load_robot_model(urdf, tip_link or None, params.get("robot.package_dirs") or ())
     except ParameterError as exc:
         raise ParameterError(exc.name, exc.problem, node_name) from None
     except InputError as exc:

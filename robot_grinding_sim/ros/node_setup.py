@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.sim.held_part import output_frame
 from robot_grinding_sim.ros.node_base import load_robot
 from robot_grinding_sim.ros.parameters import ParameterError, declare_parameters
 from robot_grinding_sim.ros.schemas import node_specs
@@ -88,7 +89,8 @@ def load_cell(params: dict[str, Any], name: str, *, cell: bool = True, robot: bo
                 check_robot_for_job(model, cfg, set(params))  # what this node declared
             except ParameterError as exc:
                 raise ParameterError(exc.name, exc.problem, name) from None
-        base_frame = params.get("base_frame") or model.root_link
+        # a held part (core/sim/held_part.py): the geometry is in its nominal frame, which moves with it
+        base_frame = params.get("base_frame") or output_frame(model)
     return NodeCell(params, cfg, model, base_frame)
 
 

@@ -34,14 +34,16 @@ BASE_FRAME = ParamSpec("base_frame", "", "frame of the node's outputs; empty: th
 #: cell groups each node declares
 NODE_GROUPS: dict[str, tuple[str, ...]] = {
     # workpiece, contact, ft_sensor: coupling local only (the contact and the F/T sensor in the arm's process)
-    "dynamics_node": ("robot", "tool", "servo", "sim", "workpiece", "contact", "ft_sensor"),
-    "collision_node": ("robot", "workpiece", "tool"),
+    # process: process.target_force, the onset stiffness of a tool with a patch (core.job.setup.contact_query)
+    "dynamics_node": ("robot", "tool", "servo", "sim", "workpiece", "contact", "ft_sensor", "process"),
+    "collision_node": ("robot", "workpiece", "tool", "contact", "process"),
     "contact_solver_node": ("robot", "workpiece", "tool", "contact", "ft_sensor", "sim", "removal"),
     "planner_node": ("robot", "workpiece", "tool", "contact", "servo", "sim", "ft_sensor", "passes", "process",
                      "optimise"),
-    "grinding_executive": ("robot", "tool", "process", "execution"),
+    # workpiece: for a part the robot holds (workpiece.link: the tool centre relative to the part)
+    "grinding_executive": ("robot", "tool", "process", "execution", "workpiece"),
     "recorder": ("robot", "workpiece"),
-    "description_publisher": ("robot",),
+    "description_publisher": ("robot", "workpiece"),
     # sim: for sim.gravity only (the tool's weight in the F/T compensation); admittance: force_control;
     # process: for process.max_tcp_speed only (the guard's limit is the planner's)
     "hardware_driver": ("robot", "tool", "ft_sensor", "sim", "admittance", "process"),
@@ -57,6 +59,9 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
         BASE_FRAME,
         ParamSpec("joint_names", [], "joint order of joint_states and of position commands; empty: the URDF's",
                   type="string_array", read_only=True),
+        ParamSpec("plan_file", "", "a plan.json: the arm starts at rest on its job trajectory's first knot, where "
+                  "the in-process job starts (grinding bringup sim --plan-file and sim.launch.py plan_file:=... "
+                  "set it); empty: at robot.home", read_only=True),
         ParamSpec("update_rate", 250.0, "wall-clock timer rate that advances the simulation, Hz",
                   range=(1.0, 2000.0), read_only=True),
         ParamSpec("real_time_factor", 1.0, "sim seconds per wall second", range=(0.01, 100.0)),

@@ -275,7 +275,7 @@ class PointCloudWriter:
 
 
 def pointcloud_from_bytes(data: bytes, what: str = "contact/points") -> tuple[str, int, FloatArray]:
-    """contact/points bytes -> (frame_id, stamp ns, rows (N, 7)) through rclpy and
+    """contact/points bytes -> (frame_id, stamp ns, rows (N, 8)) through rclpy and
     :func:`~robot_grinding_sim.ros.conversions.pointcloud2_to_array` (any point layout)."""
     msg = deserialize_message(data, PointCloud2)
     rows = cv.pointcloud2_to_array(msg)

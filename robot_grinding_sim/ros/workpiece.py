@@ -41,8 +41,9 @@ def load_workpiece(values: dict[str, Any], model: Any, node_name: str) -> tuple[
 class ToolScene(NamedTuple):
     """The tool's contact scene (:func:`tool_scene`): ``scene`` (the collision scene with the
     workpiece), ``query`` (its ToolContactQuery), ``part``, ``X_BP`` (4, 4) part pose in the base
-    frame, ``source`` (a description), ``radius`` (the tool's ball, m), ``exact`` (the CAD surface,
-    not triangles)."""
+    frame, ``source`` (a description), ``radius`` (the tool's radius, m: the ball's, the wheel's or
+    disc's, the pad's half width), ``exact`` (the CAD surface, not triangles), ``tool`` (the
+    :class:`~robot_grinding_sim.core.geometry.tools.Tool`)."""
 
     scene: Any
     query: Any
@@ -51,24 +52,33 @@ class ToolScene(NamedTuple):
     source: str
     radius: float
     exact: bool
+    tool: Any
 
 
-def tool_scene(values: dict[str, Any], model: Any, node_name: str) -> ToolScene:
-    """The contact scene of the tool's ball and the workpiece
-    (:func:`..core.geometry.tool_contact.workpiece_scene`) and its query, from the ``tool.*`` and
-    ``workpiece.*`` parameters; ParameterError naming the parameter."""
-    from robot_grinding_sim.core.geometry.tool_contact import ToolContactQuery, tool_sphere_radius, workpiece_scene
+def tool_scene(values: dict[str, Any], model: Any, node_name: str, cell: Any) -> ToolScene:
+    """The contact scene of the cell's tool and the workpiece and its query, from the ``tool.*``,
+    ``contact.*``, ``process.target_force`` and ``workpiece.*`` parameters (``cell``: their
+    CellConfig): the in-process job's (:func:`~robot_grinding_sim.core.job.setup.job_tool`,
+    :func:`~robot_grinding_sim.core.geometry.tool_contact.workpiece_scene`,
+    :func:`~robot_grinding_sim.core.job.setup.contact_query`); ParameterError naming the parameter."""
+    from robot_grinding_sim.core.geometry.tool_contact import workpiece_scene
+    from robot_grinding_sim.core.job.setup import contact_query, job_tool, static_penetration
 
-    tool = group_from_values("tool", values)
     try:
-        radius = tool_sphere_radius(model, tool.tcp_link, tool.link)
+        tool = job_tool(model, cell)
     except InputError as exc:
-        raise ParameterError("tool.link", str(exc), node_name) from None
+        raise ParameterError("contact.model" if "contact.model" in str(exc) else "tool.link", str(exc),
+                             node_name) from None
+    try:
+        penetration = static_penetration(tool, cell)
+    except InputError as exc:
+        raise ParameterError("process.target_force", str(exc), node_name) from None
     part, faces, X_BP, source = load_workpiece(values, model, node_name)
     wp = group_from_values("workpiece", values)
     closed = {"auto": None, "true": True, "false": False}[wp.closed]
     try:
-        scene, exact = workpiece_scene(part, faces, X_BP, radius, wp.deflection, closed)
+        scene, exact = workpiece_scene(part, faces, X_BP, tool.radius, wp.deflection, closed)
+        query = contact_query(scene, tool, cell, penetration)
     except InputError as exc:
         raise ParameterError("workpiece.part", str(exc), node_name) from None
-    return ToolScene(scene, ToolContactQuery(scene), part, X_BP, source, float(radius), bool(exact))
+    return ToolScene(scene, query, part, X_BP, source, float(tool.radius), bool(exact), tool)

@@ -101,8 +101,9 @@ def test_tool_pushed_into_a_flat_part(launch_node, probe, flat_part) -> None:
     msg = publish_until(probe, pub, joint_state(Q0, stamp=2.0), points, procs)
     assert msg.header.frame_id == "base_link"
     rows = cv.pointcloud2_to_array(msg)
-    assert rows.shape == (1, 7)
-    x, y, z, nx, ny, nz, d = rows[0]
+    assert rows.shape == (1, 8)
+    x, y, z, nx, ny, nz, d, k = rows[0]
+    assert k == -1.0  # a point contact: the law's own stiffness
     # float64 fields; the STL file stores float32 vertices (the slab's top within ~1e-9 m)
     np.testing.assert_allclose([x, y, z], [tcp[0], tcp[1], top], atol=5e-9)
     np.testing.assert_allclose([nx, ny, nz], [0, 0, 1], atol=1e-9)
@@ -110,9 +111,10 @@ def test_tool_pushed_into_a_flat_part(launch_node, probe, flat_part) -> None:
 
     m_msg = probe.wait_for(lambda: next((m for m in model_sub.messages if m.data[0] == 2.0), None),
                            what="contact/model for the stamp", procs=procs)
-    assert m_msg.layout.dim[0].label == "normal_contact_model" and len(m_msg.data) == 22
+    assert m_msg.layout.dim[0].label == "normal_contact_model" and len(m_msg.data) == 27
     t_m, rom = cv.msg_to_contact_model(m_msg)
     assert t_m == 2.0 and rom.gap == -d and rom.stiffness == K
+    assert rom.force_ratio == 0.0 and rom.slip_speed == 0.001  # the cell's tangential law (contact.*)
     np.testing.assert_allclose(rom.normal, [0, 0, 1], atol=1e-9)
     assert rom.mass == pytest.approx(effective_mass(str(URDF), Q0, np.array([0.0, 0.0, 1.0])), rel=1e-9)
 
@@ -136,7 +138,7 @@ def test_tool_pushed_into_a_flat_part(launch_node, probe, flat_part) -> None:
     # clear of the part: no contact point, "nothing near" on contact/model, zero contact force
     lifted = Q0 + np.array([0, -0.05, 0, 0, 0, 0])
     msg = publish_until(probe, pub, joint_state(lifted, stamp=3.0), points, procs)
-    assert cv.pointcloud2_to_array(msg).shape == (0, 7)
+    assert cv.pointcloud2_to_array(msg).shape == (0, 8)
     m_msg = probe.wait_for(lambda: next((m for m in model_sub.messages if m.data[0] == 3.0), None),
                            what="contact/model 'nothing near'", procs=procs)
     assert list(m_msg.data) == [3.0]
@@ -163,7 +165,7 @@ def test_malformed_messages_are_logged_and_skipped(launch_node, probe, flat_part
 
     # a contact cloud with a NaN depth and one without the depth field, straight to the solver
     cloud_pub = probe.publisher(PointCloud2, "/contact/points", wait_subscribers=0)
-    nan_cloud = cv.array_to_pointcloud2(np.array([[0, 0, 0, 0, 0, 1, np.nan]]), "base_link", cv.sec_to_time(1.7))
+    nan_cloud = cv.array_to_pointcloud2(np.array([[0, 0, 0, 0, 0, 1, np.nan, -1]]), "base_link", cv.sec_to_time(1.7))
     short_cloud = cv.array_to_pointcloud2(np.zeros((1, 3)), "base_link", cv.sec_to_time(1.8), fields=("x", "y", "z"))
     cloud_pub.publish(nan_cloud)
     cloud_pub.publish(short_cloud)
@@ -235,7 +237,7 @@ def test_collision_node_answers_from_the_exact_cad_surface(launch_node, probe) -
         depth_ref = R_BALL - dist_mm * 1e-3
         msg = publish_until(probe, pub, joint_state(q, stamp=10.0 + k), points, [col])
         rows = cv.pointcloud2_to_array(msg)
-        assert rows.shape == (1, 7), rows
+        assert rows.shape == (1, 8), rows
         worst = max(worst, abs(rows[0, 6] - depth_ref))
         assert rows[0, 6] == pytest.approx(depth_ref, abs=1e-6), (k, rows[0], depth_ref)
         np.testing.assert_allclose(rows[0, 3:6], n, atol=1e-3)

@@ -146,21 +146,21 @@ def test_negative_time_rejected() -> None:
 
 def test_pointcloud_round_trip_and_layout() -> None:
     rng = np.random.default_rng(1)
-    pts = rng.normal(size=(5, 7))
+    pts = rng.normal(size=(5, 8))
     msg = cv.array_to_pointcloud2(pts, "world")  # the contact cloud: float64 (no rounding of positions)
-    assert msg.point_step == 56 and msg.width == 5 and len(msg.data) == 280
-    assert [f.name for f in msg.fields] == list(cv.CONTACT_FIELDS)
-    assert [f.offset for f in msg.fields] == [0, 8, 16, 24, 32, 40, 48]
+    assert msg.point_step == 64 and msg.width == 5 and len(msg.data) == 320
+    assert [f.name for f in msg.fields] == ["x", "y", "z", "normal_x", "normal_y", "normal_z", "depth", "stiffness"]
+    assert [f.offset for f in msg.fields] == [0, 8, 16, 24, 32, 40, 48, 56]
     assert {f.datatype for f in msg.fields} == {PointField.FLOAT64}
     np.testing.assert_array_equal(cv.pointcloud2_to_array(msg), pts)
     # read independently of our reader: little-endian float64 rows
-    np.testing.assert_array_equal(np.frombuffer(bytes(msg.data), "<f8").reshape(5, 7), pts)
+    np.testing.assert_array_equal(np.frombuffer(bytes(msg.data), "<f8").reshape(5, 8), pts)
     single = cv.array_to_pointcloud2(pts.astype(np.float32).astype(float), "world", double=False)
-    assert single.point_step == 28 and [f.offset for f in single.fields] == [0, 4, 8, 12, 16, 20, 24]
-    np.testing.assert_array_equal(np.frombuffer(bytes(single.data), "<f4").reshape(5, 7),
+    assert single.point_step == 32 and [f.offset for f in single.fields] == [0, 4, 8, 12, 16, 20, 24, 28]
+    np.testing.assert_array_equal(np.frombuffer(bytes(single.data), "<f4").reshape(5, 8),
                                   pts.astype(np.float32))
-    empty = cv.array_to_pointcloud2(np.zeros((0, 7)), "world")
-    assert cv.pointcloud2_to_array(empty).shape == (0, 7)
+    empty = cv.array_to_pointcloud2(np.zeros((0, 8)), "world")
+    assert cv.pointcloud2_to_array(empty).shape == (0, 8)
 
 
 def test_pointcloud_foreign_layout_and_errors() -> None:

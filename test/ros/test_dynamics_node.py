@@ -217,6 +217,34 @@ def test_contact_wrench_is_balanced_by_the_motors(launch_node, probe) -> None:
     assert node.wait_exit() == 0
 
 
+def test_with_a_plan_file_the_arm_starts_at_rest_on_its_first_knot(launch_node, probe, tmp_path: Path) -> None:
+    """plan_file (bringup sim --plan-file sets it): the first joint state is the plan's first knot
+    (read here from plan.json with the json module), at rest, not robot.home; a plan planned for
+    another robot is refused naming plan_file."""
+    import json
+
+    from robot_grinding_sim.core.config import CellConfig
+    from robot_grinding_sim.core.job.plan_job import plan_job
+    from robot_grinding_sim.core.planning import plan_io
+
+    path = plan_io.write_plan(plan_job(CellConfig(), optimise=False, max_passes=1, pass_length=0.01,
+                                       check_collisions=False), tmp_path / "plan.json")
+    q0 = np.array(json.loads(path.read_text())["trajectory"]["positions"][0])
+    assert np.abs(q0 - Q0).max() > 0.1  # not where robot.home puts it
+    node, js = _start(launch_node, probe, plan_file=str(path))
+    first = js.messages[0]  # held there by the servo (the reference is the start)
+    np.testing.assert_allclose(_positions(first), q0, atol=1e-6)
+    np.testing.assert_allclose(first.velocity, 0.0, atol=1e-4)
+    node.proc.terminate()
+    assert node.wait_exit() == 0
+    data = json.loads(path.read_text())
+    data["trajectory"]["joint_names"][0] = "base_joint"
+    (tmp_path / "other.json").write_text(json.dumps(data))
+    node = launch_node("dynamics_node", params_file=CONFIG, params={"plan_file": str(tmp_path / "other.json")})
+    assert node.wait_exit() == 1
+    assert "parameter 'plan_file'" in node.log() and "base_joint" in node.log(), node.log()[-3000:]
+
+
 @pytest.mark.parametrize(
     ("params", "text"),
     [
@@ -230,6 +258,7 @@ def test_contact_wrench_is_balanced_by_the_motors(launch_node, probe) -> None:
         ({"servo.bandwidth": -1.0}, "parameter 'servo.bandwidth': -1.0 is below the minimum"),
         ({"coupling": "euler"}, "parameter 'coupling': 'euler' is not one of"),
         ({"joint_state_decimation": 5}, "parameter 'joint_state_decimation': 5: with lockstep"),
+        ({"plan_file": "/nonexistent/plan.json"}, "parameter 'plan_file': /nonexistent/plan.json: no such file"),
     ],
 )
 def test_bad_parameter_stops_the_node_at_start_up(launch_node, params: dict, text: str) -> None:

@@ -87,7 +87,7 @@ def test_joint_state_reader_errors_name_the_problem(case: str, match: str) -> No
 
 @pytest.mark.parametrize("n", [0, 1, 3])
 def test_point_cloud_bytes_are_array_to_pointcloud2(n: int) -> None:
-    rows = RNG.normal(size=(n, 7))
+    rows = RNG.normal(size=(n, len(cv.CONTACT_FIELDS)))
     data = wire.PointCloudWriter("base_link").encode(42_000_000_007, rows)
     msg = deserialize_message(data, PointCloud2)
     ref = cv.array_to_pointcloud2(rows, "base_link", cv.sec_to_time(42.000000007))
@@ -108,7 +108,7 @@ def test_point_cloud_bytes_are_array_to_pointcloud2(n: int) -> None:
 
 def test_point_cloud_reader_reads_another_layout() -> None:
     """float32 fields in another order (another publisher): read by name."""
-    rows = RNG.normal(size=(2, 7)).astype(np.float32).astype(float)
+    rows = RNG.normal(size=(2, len(cv.CONTACT_FIELDS))).astype(np.float32).astype(float)
     fields = list(cv.CONTACT_FIELDS)[::-1]
     msg = cv.array_to_pointcloud2(rows[:, ::-1], "base_link", cv.sec_to_time(3.0), fields=fields, double=False)
     frame, ns, back = wire.PointCloudReader("base_link").read(serialize_message(msg))

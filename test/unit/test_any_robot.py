@@ -71,6 +71,14 @@ def test_arm_plans_and_simulates_the_curved_panel(tmp_path, arm):
         worst = max(worst, _segment_distance(data.oMf[fid].translation, planned))
     assert worst <= abs(result.offsets[0]) + 2e-5
 
+    # plan.json names the frame the pose and trajectory are in: this URDF's root link (read with lxml)
+    tree = etree.parse(str(urdf))
+    (root,) = set(tree.xpath("/robot/link/@name")) - set(tree.xpath("/robot/joint/child/@link"))
+    setup.plan.trajectory = traj
+    data = json.loads(plan_io.plan_text(setup.plan))
+    assert data["part"]["workpiece_pose"]["frame"] == data["trajectory"]["frame"] == root
+    assert plan_io.trajectory_from_dict(data["trajectory"]).frame == root
+
 
 def test_simulate_cli_writes_the_wrenches_in_the_cells_frames(tmp_path):
     """`grinding simulate` on the Panda: the bag's contact wrench is in tool.tcp_link, the sensor's in

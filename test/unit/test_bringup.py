@@ -480,12 +480,14 @@ def test_plan_file_and_start_reach_the_executive(monkeypatch: pytest.MonkeyPatch
     assert by["grinding_executive"]["plan_file"] == str(plan.resolve())
     assert by["grinding_executive"]["autostart"] is True
     assert by["planner_node"]["plan_file"] == str(plan.resolve())  # it shows the plan the executive runs
+    # the simulated arm starts at rest on the plan's first knot, where the in-process job starts
+    assert by["dynamics_node"]["plan_file"] == str(plan.resolve())
     _, nodes, _, _ = _run_launch("sim", monkeypatch)
     by = {n.kwargs["name"]: {k: v for p in n.kwargs["parameters"] if isinstance(p, dict) for k, v in p.items()}
           for n in nodes}
     # no plan_file: the graph leaves it at config/<node>.yaml's '' (a launch dict cannot drop a key)
     assert by["grinding_executive"]["autostart"] is False
-    for name in ("grinding_executive", "planner_node"):
+    for name in ("grinding_executive", "planner_node", "dynamics_node"):
         assert by[name]["plan_file"] == ""
         config = yaml.safe_load(bu.package_file(f"config/{name}.yaml").read_text())
         assert next(iter(config.values()))["ros__parameters"]["plan_file"] == ""

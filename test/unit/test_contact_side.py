@@ -102,3 +102,35 @@ def test_tangential_force_opposes_the_sliding_velocity(model) -> None:
     w_r = np.cross(1000.0 * T[:3, 2], p - T[:3, 3])
     w_r -= (w_r @ n) * n
     np.testing.assert_allclose(rest.tangential, -0.3 * w_r / math.sqrt(w_r @ w_r + 1e-6), rtol=1e-9)
+
+
+def test_a_patch_row_carries_its_stiffness_to_the_model(model) -> None:
+    """The contact row of a tool with a patch (a wheel, pad or disc; collision_node's
+    /contact/points) carries the patch stiffness k_w A_c: the model and the force take it in place of
+    the law's; the ball's row carries -1 (the law's own), and a row without the column (a cloud of 7
+    fields) is the ball's. The damping follows the patch stiffness (the same damping ratio)."""
+    from robot_grinding_sim.core.errors import InputError
+    from robot_grinding_sim.core.geometry.tool_contact import CONTACT_ROW, ROW_FIELDS, ContactGeometry
+
+    assert ROW_FIELDS == ("x", "y", "z", "normal_x", "normal_y", "normal_z", "depth", "stiffness")
+    side = _side(model, cr=0.6, model="winkler", stiffness=2e8)  # k_w, N/m^3: never the model's K
+    row, q, qd, T, n, p, v = _case(model)
+    K_patch = 4.0e4  # N/m
+    patch = np.c_[row, [[K_patch]]]
+    rom = side.from_rows(0.5, q, np.zeros(6), patch)
+    m_eff = effective_mass(str(URDF), q, n, point=p)
+    assert rom.stiffness == K_patch and rom.gap == -DEPTH
+    assert rom.damping == pytest.approx(2 * kv_zeta_clamped(0.6) * math.sqrt(K_patch * m_eff), rel=1e-9)
+    assert side.normal_force(rom) == pytest.approx(K_patch * DEPTH, rel=1e-9)
+    # the geometry's row and back: the same contact
+    g = ContactGeometry.from_rows(patch, T[:3, 3])
+    np.testing.assert_array_equal(g.row(), patch[0])
+    assert g.row().shape == (CONTACT_ROW.size,)
+    # the ball: the law's own stiffness, with or without the column
+    ball = _side(model)
+    for r in (row, np.c_[row, [[-1.0]]]):
+        assert ball.from_rows(0.5, q, np.zeros(6), r).stiffness == K
+    for bad, what in ((np.c_[row, [[0.0]]], "stiffness 0.0"), (np.c_[row, [[-5.0]]], "stiffness -5.0"),
+                      (row[:, :6], "got shape"), (np.c_[row, [[1.0, 2.0]]], "got shape")):
+        with pytest.raises(InputError, match=what):
+            ContactGeometry.from_rows(bad, T[:3, 3])

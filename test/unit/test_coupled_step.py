@@ -110,7 +110,7 @@ def test_contact_model_layout_round_trip_and_bad_arrays(panel) -> None:
     for name in [f.name for f in NormalContactModel.layout.fields] + ["model"]:
         np.testing.assert_array_equal(getattr(back, name), getattr(rom, name))
     good = rom.to_array()
-    for bad, text in ((good[:-1], "expected 22 values"), (np.r_[good[:5], np.nan, good[6:]], "NaN"),
+    for bad, text in ((good[:-1], "expected 27 values"), (np.r_[good[:5], np.nan, good[6:]], "NaN"),
                       (np.r_[good[:1], 7.0, good[2:]], "unknown law id"),
                       (np.r_[good[:10], 2.0 * good[10:13], good[13:]], "unit vector")):
         with pytest.raises(InputError, match=text):

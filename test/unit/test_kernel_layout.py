@@ -15,17 +15,19 @@ from robot_grinding_sim.core.layout import STATUS, Layout
 from robot_grinding_sim.core.sim import compiled_step as cstep
 from robot_grinding_sim.core.sim.coupled_step import LAYOUT, NormalContactModel
 
-#: contact/model's data before issue 23 (coupled_step.LAYOUT then)
+#: contact/model's data before issue 23 (coupled_step.LAYOUT then), with the tangential law's sliding,
+#: force_ratio and slip_speed appended (issue 24 item 3: the arm step takes that force implicitly)
 WIRE = ("t", "model", "stiffness", "damping", "cr", "exponent", "v_floor", "mass", "gap", "rate",
         "normal_x", "normal_y", "normal_z", "point_x", "point_y", "point_z",
-        "centre_x", "centre_y", "centre_z", "tangential_x", "tangential_y", "tangential_z")
+        "centre_x", "centre_y", "centre_z", "tangential_x", "tangential_y", "tangential_z",
+        "sliding_x", "sliding_y", "sliding_z", "force_ratio", "slip_speed")
 
 
 def test_contact_model_wire_is_unchanged() -> None:
-    assert LAYOUT == WIRE and cstep.ROM.size == 22
+    assert LAYOUT == WIRE and cstep.ROM.size == 27
     assert registry.names()[:4] == ("kelvin_voigt", "hunt_crossley", "lankarani_nikravesh", "flores")
     R = cstep.R
-    assert (R.gap, R.normal, R.point, R.centre, R.tangential) == (8, 10, 13, 16, 19)
+    assert (R.gap, R.normal, R.point, R.centre, R.tangential, R.sliding, R.slip_speed) == (8, 10, 13, 16, 19, 22, 26)
 
 
 def test_layout_generates_indices_names_and_a_view_of_the_array() -> None:
@@ -46,7 +48,7 @@ def test_layout_generates_indices_names_and_a_view_of_the_array() -> None:
 
 
 def test_contact_model_is_a_view_of_its_array() -> None:
-    a = np.zeros(22)
+    a = np.zeros(27)
     a[cstep.R.model], a[cstep.R.stiffness], a[cstep.R.mass], a[cstep.R.normal + 2] = 1.0, 2e7, 3.0, 1.0
     rom = NormalContactModel.from_array(a)
     assert rom.to_array() is a and rom.model == "hunt_crossley" and rom.law_id == 1

@@ -319,3 +319,43 @@ def test_the_shipped_tool_files_describe_their_tool(name: str, shape: str) -> No
     assert tool.shape == shape
     d = tool.static_penetration(None, cell.process.target_force, cell.contact.stiffness)
     assert 1e-5 < d < 0.01 * tool.radius
+
+
+@pytest.mark.parametrize("urdf, shape", [(WHEEL_URDF, "wheel"), (PAD_URDF, "pad"), (DISC_URDF, "disc")])
+def test_each_pass_presses_along_the_axis_the_graph_comparison_reads(urdf: Path, shape: str, tmp_path: Path) -> None:
+    """The per-pass pressing axis the graph comparison reads the force along
+    (core.record.pass_forces.plan_pressing_axes, from plan.json's waypoints): at the planned tcp
+    poses of every pass on the flat plate (written to plan.json and read back), the contact's
+    outward normal, found by the tool's query on the exact surface, points back along it in tcp
+    axes. The wheel keeps its roll from pass to pass (half a turn about its axis on the way back):
+    its axis is across tcp z and flips with the passes; the pad's is its tcp z."""
+    import json
+
+    from scipy.spatial.transform import Rotation
+
+    from robot_grinding_sim.core.config import CellConfig
+    from robot_grinding_sim.core.planning import plan_io, planner
+    from robot_grinding_sim.core.record.pass_forces import plan_pressing_axes
+
+    tool = cell_tool(load_robot_model(str(urdf), "tcp"), "tcp", "abrasive_head", shape, 0.001)
+    cell = CellConfig().replace(**{"contact.model": "winkler", "contact.stiffness": 2e8, "passes.stepover": 0.04})
+    plan = planner.plan("flat_plate", None, cell.passes, planner.tool_parameters(cell, tool), robot=None,
+                        link_clearance_check=False)
+    data = json.loads(plan_io.write_plan(plan, tmp_path / "plan.json").read_text())
+    axes = plan_pressing_axes(data)
+    assert sorted(axes) == list(range(len(plan.passes))) and len(axes) >= 2
+    part = parts.load_part("flat_plate")
+    scene, _ = workpiece_scene(part, plan.faces, np.eye(4), tool.radius)
+    q = ToolContactQuery(scene, shape=tool, pressure_stiffness=2e8, floor_area=1e-9)
+    for ps in data["passes"]:
+        for w in ps["waypoints"][:: max(1, len(ps["waypoints"]) // 4)]:
+            X = np.eye(4)
+            X[:3, :3] = Rotation.from_quat(w["tcp"]["orientation"]).as_matrix()
+            X[:3, 3] = w["tcp"]["position"]
+            g = q.query(X)
+            assert g.gap < 0.0  # pressing
+            np.testing.assert_allclose(X[:3, :3].T @ g.normal, -axes[ps["index"]], atol=1e-6)
+    if shape == "pad":
+        np.testing.assert_allclose(axes[0], [0.0, 0.0, 1.0], atol=1e-9)
+    elif shape == "wheel":
+        assert abs(axes[0][2]) < 1e-9 and axes[0] @ axes[1] == pytest.approx(-1.0, abs=1e-9)

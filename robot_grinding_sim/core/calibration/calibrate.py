@@ -241,7 +241,7 @@ def with_orientation_sweep(traj: Any, model: Any, lift: float = 0.25, tilt: floa
     first = traj.segments[0]["pass_index"] if traj.segments else 0
     segments = [{"kind": "link", "pass_index": int(first), "start": 0, "stop": n_new + 1}]
     segments += [{**s, "start": s["start"] + n_new, "stop": s["stop"] + n_new} for s in traj.segments]
-    return JointTrajectory(list(traj.joint_names), traj.tip_link, t_all, pos, vel, segments, arc)
+    return JointTrajectory(list(traj.joint_names), traj.tip_link, t_all, pos, vel, segments, arc, traj.frame)
 
 
 def calibration_plan(plan_data: dict[str, Any], model: Any, trajectory: Any = None,
@@ -329,7 +329,7 @@ def _sub_trajectory(traj: Any, start: int) -> Any:
             if s["start"] >= start]
     arc = None if traj.arc is None else traj.arc[start:]
     return JointTrajectory(list(traj.joint_names), traj.tip_link, traj.times[start:] - traj.times[start],
-                           traj.positions[start:], traj.velocities[start:], segs, arc)
+                           traj.positions[start:], traj.velocities[start:], segs, arc, traj.frame)
 
 
 def _clock_offset(bag: str | os.PathLike[str], traj: Any) -> float:

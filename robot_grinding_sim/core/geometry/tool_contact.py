@@ -30,6 +30,7 @@ from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.geometry.collision import FOOT_TOLERANCE, CollisionScene
 from robot_grinding_sim.core.geometry.meshquery import signed_closest_world
 from robot_grinding_sim.core.geometry.projector import FaceProjector, face_closest
+from robot_grinding_sim.core.layout import Layout
 
 FloatArray = NDArray[np.float64]
 
@@ -38,9 +39,20 @@ _PROJECTORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 TOOL = "tool"
 WORKPIECE = "workpiece"
-#: Columns of a contact row (the /contact/points cloud): the point on the part (m), the part's
-#: outward unit normal, the penetration depth (m; negative: the gap of a near contact).
-ROW_FIELDS = ("x", "y", "z", "normal_x", "normal_y", "normal_z", "depth")
+#: A contact row (a point of the /contact/points cloud, collision_node -> contact_solver_node): the
+#: point on the part (m), the part's outward unit normal, the penetration depth (m; negative: the
+#: gap of a near contact) and the contact's stiffness (a tool with a patch: k_w A_c, N/m, its depth
+#: then the equivalent penetration F / K; -1: the law's own, a point contact such as the ball's).
+CONTACT_ROW = Layout("contact_row", (
+    ("x", 1, "m", "closest point on the part"), ("y", 1, "m", ""), ("z", 1, "m", ""),
+    ("normal", 3, "", "outward unit normal of the part"),
+    ("depth", 1, "m", "penetration (negative: the gap of a near contact)"),
+    ("stiffness", 1, "N/m", "patch stiffness k_w A_c of a tool with a patch; -1: the law's own"),
+))
+#: Columns of a contact row, in order (:data:`CONTACT_ROW`'s element names: the cloud's fields)
+ROW_FIELDS = CONTACT_ROW.names
+#: a row without its last column (stiffness): a point contact (clouds of the ball before the column)
+POINT_ROW_LEN = CONTACT_ROW.index.stiffness
 
 
 @dataclass(frozen=True)
@@ -68,28 +80,38 @@ class ContactGeometry:
         return -self.gap
 
     def row(self) -> FloatArray:
-        """The contact as a row of :data:`ROW_FIELDS` (7,)."""
-        return np.array([*self.point, *self.normal, self.depth])
+        """The contact as a row of :data:`ROW_FIELDS` (:data:`CONTACT_ROW`, (8,))."""
+        return np.array([*self.point, *self.normal, self.depth, self.stiffness])
 
     @classmethod
     def from_rows(cls, rows: FloatArray, centre: FloatArray) -> ContactGeometry | None:
-        """The contact of rows (k, 7) of :data:`ROW_FIELDS` for the tool at ``centre`` (3,): the
-        deepest row (a ball touches at one point); None for no rows.
+        """The contact of rows (k, 8) of :data:`ROW_FIELDS` for the tool at ``centre`` (3,): the
+        deepest row (one point of a ball, one patch of a wheel, pad or disc) with its stiffness;
+        None for no rows. Rows (k, 7) without the stiffness column are point contacts (stiffness
+        -1: the law's own).
 
         Raises:
-            InputError: NaN or inf, or a normal that is not a unit vector.
+            InputError: rows of another width, NaN or inf, a normal that is not a unit vector, a
+                stiffness that is neither > 0 nor -1.
         """
-        rows = np.asarray(rows, dtype=np.float64).reshape(-1, len(ROW_FIELDS))
+        rows = np.asarray(rows, dtype=np.float64)
+        if rows.ndim != 2 or rows.shape[1] not in (CONTACT_ROW.size, POINT_ROW_LEN):
+            raise InputError(f"contact rows: expected (k, {CONTACT_ROW.size}) values ({', '.join(ROW_FIELDS)}), "
+                             f"got shape {rows.shape}")
         if len(rows) == 0:
             return None
         if not np.isfinite(rows).all():
             raise InputError("contact rows: NaN or inf values")
-        r = rows[int(np.argmax(rows[:, 6]))]
-        n = r[3:6]
+        i = CONTACT_ROW.index
+        r = rows[int(np.argmax(rows[:, i.depth]))]
+        n = r[CONTACT_ROW.slice("normal")]
         norm = float(np.linalg.norm(n))
         if not 0.9 < norm < 1.1:
             raise InputError(f"contact rows: normal {n.tolist()} is not a unit vector")
-        return cls(-float(r[6]), n / norm, r[:3].copy(), np.asarray(centre, dtype=np.float64).copy())
+        k = float(r[i.stiffness]) if len(r) > i.stiffness else -1.0
+        if not (k > 0.0 or k == -1.0):
+            raise InputError(f"contact rows: stiffness {k} is neither > 0 (a patch's, N/m) nor -1 (the law's own)")
+        return cls(-float(r[i.depth]), n / norm, r[:3].copy(), np.asarray(centre, dtype=np.float64).copy(), k)
 
 
 def tool_sphere_radius(model: Any, tcp_link: str, tool_link: str | None = None) -> float:
@@ -98,6 +120,7 @@ def tool_sphere_radius(model: Any, tcp_link: str, tool_link: str | None = None) 
     Raises:
         InputError: naming the URDF and links when there is no such sphere.
     """
+    model = getattr(model, "robot", model)  # a held part's robot (sim/held_part.py): the tool where it stands
     q0 = np.zeros(model.nq)
     if tcp_link not in model.link_names:
         raise InputError(f"{model.source}: no link {tcp_link!r} (links: {', '.join(model.link_names)})")
@@ -110,8 +133,7 @@ def tool_sphere_radius(model: Any, tcp_link: str, tool_link: str | None = None) 
             return float(g.params["radius"])
     which = f"of link {tool_link!r} " if tool_link else ""
     raise InputError(f"{model.source}: no sphere collision geometry {which}centred on the tool centre point "
-                     f"{tcp_link!r} (the node graph takes the ball only; wheel, pad and disc run in process: "
-                     "grinding simulate)")
+                     f"{tcp_link!r} (this needs a ball tool)")
 
 
 def workpiece_scene(part: Any, faces: Sequence[int], X_BP: FloatArray, tool_radius: float,
@@ -416,7 +438,7 @@ class ToolContactQuery:
         return ContactGeometry(float(dist), n, np.asarray(p_part, dtype=np.float64), c.copy())
 
     def rows(self, pose: FloatArray, margin: float) -> FloatArray:
-        """Contact rows (k, 7) of :data:`ROW_FIELDS`: one while the gap is below ``margin`` (m), else none
-        (``pose``: as :meth:`query`)."""
+        """Contact rows (k, 8) of :data:`ROW_FIELDS`: one while the gap is below ``margin`` (m), else none
+        (``pose``: as :meth:`query`; a tool with a patch needs the tcp pose (4, 4))."""
         geom = self.query(pose)
-        return geom.row()[None] if geom.gap < margin else np.zeros((0, len(ROW_FIELDS)))
+        return geom.row()[None] if geom.gap < margin else np.zeros((0, CONTACT_ROW.size))

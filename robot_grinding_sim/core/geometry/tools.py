@@ -406,6 +406,7 @@ def cell_tool(model: Any, tcp_link: str, tool_link: str | None = None, shape: st
     Raises:
         InputError: naming the URDF, the links and the parameters when there is no such geometry.
     """
+    model = getattr(model, "robot", model)  # a held part's robot (sim/held_part.py): the tool where it stands
     if tcp_link not in model.link_names:
         raise InputError(f"{model.source}: no link {tcp_link!r} (tool.tcp_link; links: {', '.join(model.link_names)})")
     if shape != "auto" and shape not in SHAPES:

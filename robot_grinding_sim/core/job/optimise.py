@@ -6,6 +6,8 @@ mean normal force over the pass is compared with the target. The offset starts a
 planner's d = F/K) and moves by secant steps on mean force vs offset; the first step uses the
 series stiffness of the servo-controlled arm and the contact, K k_arm / (K + k_arm) with
 k_arm = Kp m at the pass's end (Kelvin-Voigt; the Hunt-Crossley family: the contact's local stiffness n F / d).
+Where the force fell as the offset grew (not monotonic there: a held part's grinding friction can turn
+the arm's wrist onto another branch) the next offset is half the model's step from the best one so far.
 A pass stops below ``optimise.goal`` x target or after ``optimise.max_iterations`` simulations;
 it converged if its best error is within ``optimise.tolerance``. The best offset is kept.
 
@@ -113,13 +115,22 @@ def optimise_pass(setup: JobSetup | EpisodeSetup, g: Any, q_seed: np.ndarray,
             on_iteration(g.index, len(got), tried[-1], res.mean)
         if abs(res.mean - F) <= opt.goal * F or len(got) >= opt.max_iterations:
             break
+        if registry.get(cell.contact.model).family == LINEAR:  # the series stiffness of arm and contact
+            end = next(s for s in traj.segments if s["kind"] == "pass")["stop"] - 1  # the pass's last knot
+            _, model_slope = series_stiffness(setup, traj.positions[end], g.normals[0])  # type: ignore[arg-type]
+        else:  # K d^n at rest: the contact's local stiffness dF/dd = n F / d at the target
+            model_slope = F * cell.contact.exponent / setup.penetration
         if len(got) >= 2 and abs(tried[-1] - tried[-2]) > 0 and abs(got[-1] - got[-2]) > 1e-9:
             slope = (got[-1] - got[-2]) / (tried[-1] - tried[-2])
-        elif registry.get(cell.contact.model).family == LINEAR:  # the series stiffness of arm and contact
-            end = next(s for s in traj.segments if s["kind"] == "pass")["stop"] - 1  # the pass's last knot
-            _, slope = series_stiffness(setup, traj.positions[end], g.normals[0])  # type: ignore[arg-type]
-        else:  # K d^n at rest: the contact's local stiffness dF/dd = n F / d at the target
-            slope = F * cell.contact.exponent / setup.penetration
+            if not slope > 0 and model_slope > 0:
+                # the force fell as the offset grew: the force is not monotonic in the offset there (a
+                # held part's grinding friction can turn the arm's wrist onto another branch): half the
+                # model's step from the best offset so far
+                k = min(range(len(got)), key=lambda i: abs(got[i] - F))
+                tried.append(tried[k] + 0.5 * (F - got[k]) / model_slope)
+                continue
+        else:
+            slope = model_slope
         if not slope > 0:
             break
         tried.append(tried[-1] + (F - res.mean) / slope)

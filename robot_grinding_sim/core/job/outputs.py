@@ -96,6 +96,7 @@ def write_bag(path: Path, result: Any, w_tcp: np.ndarray, w_ft: np.ndarray) -> d
     from robot_grinding_sim.core.planning.trajectory import progress_samples
     from robot_grinding_sim.core.record import cdr_batch
     from robot_grinding_sim.core.record.bagwriter import BagWriter
+    from robot_grinding_sim.core.sim.held_part import output_frame
 
     rec = result.record
     model = result.setup.model
@@ -103,7 +104,7 @@ def write_bag(path: Path, result: Any, w_tcp: np.ndarray, w_ft: np.ndarray) -> d
         for topic, typ in TOPICS.items():
             bag.add_topic(topic, typ)
         joint_state = cdr_batch.joint_state(list(model.joint_names))
-        tool_pose = cdr_batch.pose_stamped(model.root_link)
+        tool_pose = cdr_batch.pose_stamped(output_frame(model))  # a held part's: its nominal frame
         ns = stamps_ns(rec["ts"])
         for s in range(0, len(ns), BLOCK):
             e = min(len(ns), s + BLOCK)

@@ -171,14 +171,20 @@ def accumulate_tool(grid: RemovalGrid, tool: Any, X_tcp: FloatArray, point: Floa
 
 def accumulate_state(grid: RemovalGrid, model: Any, tcp: str, spindle_speed: float, X_tcp: FloatArray,
                      q: FloatArray, qd: FloatArray, point: FloatArray, normal: FloatArray, force: float,
-                     radius: float, dt: float, J_tcp: FloatArray | None = None) -> float:
+                     depth: float, dt: float, tool: Any, J_tcp: FloatArray | None = None) -> float:
     """One state's removal over ``dt`` s: the contact at ``point`` / ``normal`` (base_link) with normal
-    ``force`` (N) and patch ``radius`` (m); the spindle turning at ``spindle_speed`` (rad/s) about the
-    tcp's z axis (``X_tcp`` (4, 4)), the tool centre moving with the arm at (q, qd) (``J_tcp``: the
-    tcp's (6, n) Jacobian at q if the caller has it). What the job's replay and contact_solver_node
-    both call; returns the volume removed (m^3)."""
+    ``force`` (N) at penetration ``depth`` (m; a tool with a patch: its equivalent penetration);
+    the spindle turning at ``spindle_speed`` (rad/s) about the tcp's z axis (``X_tcp`` (4, 4)), the
+    tool centre moving with the arm at (q, qd) (``J_tcp``: the tcp's (6, n) Jacobian at q if the
+    caller has it). ``tool``: the :class:`~robot_grinding_sim.core.geometry.tools.Tool` (a patch's
+    pressure under its own footprint, the ball's spherical patch), or a float, the ball's radius (m).
+    What the job's replay and contact_solver_node both call; returns the volume removed (m^3)."""
     v_centre = (model.jacobian(q, tcp) if J_tcp is None else J_tcp)[:3] @ qd
-    return grid.accumulate(point, normal, force, radius, X_tcp[:3, 3], spindle_speed * X_tcp[:3, 2], v_centre, dt)
+    if not isinstance(tool, float | int) and tool.distributed:
+        return accumulate_tool(grid, tool, X_tcp, point, normal, force, depth, spindle_speed, v_centre, dt)
+    radius = float(tool) if isinstance(tool, float | int) else tool.radius
+    return grid.accumulate(point, normal, force, patch_radius(radius, depth), X_tcp[:3, 3],
+                           spindle_speed * X_tcp[:3, 2], v_centre, dt)
 
 
 def removal_summary(grid: RemovalGrid, per_pass: list[dict[str, Any]], cfg: Any,
@@ -289,13 +295,10 @@ def replay_removal(setup: Any, t: FloatArray, q: FloatArray, qd: FloatArray, for
         if geom.gap >= 0.0:
             continue
         fn = float(force_tcp[i] @ (X[i, :3, :3].T @ geom.normal))
-        tool = getattr(setup, "tool", None)
-        if fn > 0.0 and tool is not None and tool.distributed:  # under the tool's own footprint
-            accumulate_tool(grid, tool, X[i], geom.point, geom.normal, fn, -geom.gap, setup.cell.tool.spindle_speed,
-                            model.jacobian(q[i], tcp)[:3] @ qd[i], float(dts[i]))
-        elif fn > 0.0:
+        if fn > 0.0:  # under the tool's own footprint (the ball's patch)
             accumulate_state(grid, model, tcp, setup.cell.tool.spindle_speed, X[i], q[i], qd[i], geom.point,
-                             geom.normal, fn, patch_radius(setup.tool_radius, -geom.gap), float(dts[i]))
+                             geom.normal, fn, -geom.gap, float(dts[i]), getattr(setup, "tool", None) or
+                             float(setup.tool_radius))
     return grid
 
 

@@ -190,6 +190,8 @@ def check_robot_for_job(model: Any, cell: CellConfig, names: Any = None) -> None
                                  f"not found: {how}")
     has_geometry = {g.link for g in model.collision_geometry}
     chain_links = _chain_links(model)
+    if getattr(model, "holder_link", None) is not None:  # the part on the robot: the sensor may carry it
+        chain_links += [k for k in _chain_links(model, model.holder_link) if k not in chain_links]
     for key, links in (("tool.link", (cell.tool.link,)), ("tool.links", tuple(cell.tool.links))):
         if not wanted(key):
             continue
@@ -218,8 +220,8 @@ def check_robot_for_job(model: Any, cell: CellConfig, names: Any = None) -> None
                              f"the tool): name one of {', '.join(chain_links)}")
 
 
-def _chain_links(model: Any) -> list[str]:
-    """The links on the path from the root to the tip link, root first (URDF parent links)."""
+def _chain_links(model: Any, tip: str | None = None) -> list[str]:
+    """The links on the path from the root to ``tip`` (default the tip link), root first (URDF parent links)."""
     from lxml import etree
 
     try:
@@ -228,7 +230,7 @@ def _chain_links(model: Any) -> list[str]:
         return list(model.link_names)
     parent = {j.find("child").get("link"): j.find("parent").get("link") for j in root.findall("joint")
               if j.find("child") is not None and j.find("parent") is not None}
-    out = [model.tip_link]
+    out = [model.tip_link if tip is None else tip]
     while out[-1] in parent:
         out.append(parent[out[-1]])
     return out[::-1]
@@ -279,20 +281,70 @@ def job_tool(model: Any, cell: CellConfig) -> Tool:
     return tool
 
 
-def contact_query(scene: Any, tool: Tool, cell: CellConfig, penetration: float) -> ToolContactQuery:
+def static_penetration(tool: Tool, cell: CellConfig, law: Any = None) -> float:
+    """The penetration (m) that holds ``process.target_force`` at rest on a plane with the cell's
+    contact law (``law``: its model, default made from ``contact.*``): the planned penetration."""
+    law = make_contact_law(cell.contact) if law is None else law
+    return tool.static_penetration(law, cell.process.target_force, cell.contact.stiffness)
+
+
+def contact_query(scene: Any, tool: Tool, cell: CellConfig, penetration: float | None = None) -> ToolContactQuery:
     """The tool's contact query on the workpiece scene; a tool with a patch takes its patch
-    stiffness at no less than a quarter of its area at the planned ``penetration`` (m) on a plane
-    (the onset: a patch that starts at zero area)."""
+    stiffness at no less than a quarter of its area at the planned ``penetration`` (m; default
+    :func:`static_penetration`) on a plane (the onset: a patch that starts at zero area). The
+    in-process job's query and the node graph's (collision_node, dynamics_node ``coupling: local``)."""
+    if tool.distributed and penetration is None:
+        penetration = static_penetration(tool, cell)
     floor = 0.25 * tool.plane_area(penetration) if tool.distributed else 0.0
     return ToolContactQuery(scene, shape=tool, pressure_stiffness=cell.contact.stiffness, floor_area=floor)
 
 
 def cell_robot_model(cell: CellConfig) -> Any:
     """The cell's robot (:func:`load_robot_model`) with what a job needs of it checked
-    (:func:`check_robot_for_job`: ``robot.home``, meshes, tool links, the F/T frame)."""
-    model = load_robot_model(cell.robot.description_file, cell.tool.tcp_link, cell.robot.package_dirs)
+    (:func:`check_robot_for_job`: ``robot.home``, meshes, tool links, the F/T frame).
+
+    With ``workpiece.link`` (the robot holds the part, the tool stands in the cell): the arm's chain
+    ends at that link, and the job sees it through
+    :class:`~robot_grinding_sim.core.sim.held_part.HeldPartModel` (the tool centre relative to the
+    part at ``workpiece.pose``)."""
+    wp = cell.workpiece
+    if not wp.link:
+        model = load_robot_model(cell.robot.description_file, cell.tool.tcp_link, cell.robot.package_dirs)
+    else:
+        model = held_part_model(cell)
     check_robot_for_job(model, cell)
     return model
+
+
+def held_part_model(cell: CellConfig, X_BP0: Any = None) -> Any:
+    """The robot of a cell whose robot holds the part (``workpiece.link``): loaded with that link
+    as the tip of its chain, seen as :class:`~robot_grinding_sim.core.sim.held_part.HeldPartModel`
+    with the part at ``X_BP0`` (default ``workpiece.pose``).
+
+    Raises:
+        ParameterError: naming ``workpiece.link`` or ``tool.tcp_link``.
+    """
+    from robot_grinding_sim.core.parameters import ParameterError
+    from robot_grinding_sim.core.planning.planner import pose_matrix
+    from robot_grinding_sim.core.sim.held_part import HeldPartModel
+
+    wp = cell.workpiece
+    try:
+        robot = load_robot_model(cell.robot.description_file, wp.link, cell.robot.package_dirs)
+    except ParameterError as exc:
+        raise ParameterError("workpiece.link", exc.problem.replace(
+            "add the tool centre point (a link fixed to the tool at its centre, z out of the tool) to the URDF",
+            "add the link the part is fixed to (the flange, or a gripper on it) to the URDF")) from None
+    if cell.tool.tcp_link not in robot.link_names:
+        raise ParameterError("tool.tcp_link", f"{cell.tool.tcp_link!r} is not a link of {robot.source}: add the tool "
+                             "centre point (a link fixed to the tool standing in the cell, at its centre, z out of "
+                             f"the tool) to the URDF, or name one of its links ({', '.join(robot.link_names)})")
+    X0 = pose_matrix(wp.pose) if X_BP0 is None else np.asarray(X_BP0, dtype=float)
+    try:
+        return HeldPartModel(robot, cell.tool.tcp_link, wp.link, pose_matrix(wp.grasp), X0)
+    except InputError as exc:
+        key = "tool.tcp_link" if str(exc).startswith("tool.tcp_link") else "workpiece.link"
+        raise ParameterError(key, str(exc).split(" ", 1)[1]) from None
 
 
 def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, passes: Any = None,
@@ -340,7 +392,7 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
                              f"for removal.target_depth {cell.removal.target_depth:g} m needs "
                              f"{cell.passes.stepover:g} m (plan them with depth_cell's cell)")
     law = make_contact_law(cell.contact)
-    penetration = tool.static_penetration(law, cell.process.target_force, cell.contact.stiffness)
+    penetration = static_penetration(tool, cell, law)
     if penetration >= radius:
         raise InputError(f"process.target_force {cell.process.target_force} N with contact.stiffness "
                          f"{cell.contact.stiffness} needs a penetration of {penetration} m, not below the tool "
@@ -382,6 +434,8 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
     if depth_plan is not None:  # before the paths: per face depths set their feeds along the passes
         cell.removal.depths(list(plan.faces))  # a face named that the plan does not grind: refused
         plan.removal_plan = removal_plan_entry(depth_plan, plan, cell)
+    if getattr(model, "holder_link", None) is not None and not np.allclose(model.X_BP0, plan.workpiece_pose):
+        model = held_part_model(cell, plan.workpiece_pose)  # the frame the plan's poses are in
     paths = job_paths(plan)
     closed = {"auto": None, "true": True, "false": False}[wp.closed]
     scene, exact = workpiece_scene(part, plan.faces, plan.workpiece_pose, radius, wp.deflection, closed)

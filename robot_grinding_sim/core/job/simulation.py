@@ -184,8 +184,8 @@ def simulate_compiled(step: CoupledStep, rec: Record, t_end: float, on_step: Cal
         count = batch - int(round(t / dt)) % 100  # to the next multiple of 100 steps from t = 0
         code, t = cstep.run_batch(laws, phases, t, dt, t_end, count, st, cs_state, fp, side.cp, geo,
                                   side.query.tool_arrays, knots, coeffs, last, ctrl.arm, ctrl.gravity, sim.gravity, jt,
-                                  jd, bd, ws, body, X, arm_side.wrench_body, arm_side.wrench_X, arm_side.project, h,
-                                  rec.ix, *rec.step_rows, *rec.out_rows, out, rom, b, sv)
+                                  jd, bd, ws, body, X, *arm_side.held, arm_side.wrench_body, arm_side.wrench_X,
+                                  arm_side.project, h, rec.ix, *rec.step_rows, *rec.out_rows, out, rom, b, sv)
         wall = time.perf_counter() - wall
         if code == 0 and wall > 0.0:  # about PROGRESS_S per batch (the first call also loads the kernels)
             batch = int(min(BATCH, max(200.0, batch * PROGRESS_S / wall))) // 100 * 100

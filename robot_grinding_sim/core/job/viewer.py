@@ -53,9 +53,10 @@ from robot_grinding_sim.core.record.tf_tree import (
     TfStream,
     add_tf_topics,
 )
+from robot_grinding_sim.core.sim.held_part import PART_FRAME, output_frame, part_transforms
 
 #: frame of the part (its pose in the robot's root link: workpiece.pose / the plan's)
-WORKPIECE_FRAME = "workpiece"
+WORKPIECE_FRAME = PART_FRAME
 #: cell of the removal map's display mesh, m (contact_solver_node's removal_marker_cell default)
 REMOVAL_DISPLAY_CELL = 0.001
 
@@ -77,7 +78,7 @@ def write_viewer_topics(bag: Any, result: Any, tf_rate: float = DEFAULT_TF_RATE)
     model, rec = setup.model, result.record
     urdf = Path(model.source).read_text()
     X_BP = np.asarray(setup.X_BP, dtype=float)
-    root = model.root_link
+    root = output_frame(model)  # a held part's: its nominal frame (sim/held_part.py)
     latched = [TopicQos(reliable=True, transient_local=True, depth=1)]
     scene = SceneMessages(bag.typestore, root)
     stamps = np.round(np.asarray(rec["ts"], dtype=float) * 1e9).astype(np.int64)
@@ -87,7 +88,7 @@ def write_viewer_topics(bag: Any, result: Any, tf_rate: float = DEFAULT_TF_RATE)
     bag.write(DESCRIPTION_TOPIC, t0, scene.serialize(scene.description(urdf), STRING_TYPE))
 
     add_tf_topics(bag)
-    stream = TfStream(RobotTf(model, urdf, [(root, WORKPIECE_FRAME, X_BP)]), bag.typestore, tf_rate)
+    stream = TfStream(RobotTf(model, urdf, part_transforms(model, X_BP)), bag.typestore, tf_rate)
     tf_steps: list[int] = []
     for s in range(0, len(stamps), BLOCK):
         e = min(len(stamps), s + BLOCK)

@@ -393,6 +393,13 @@ def set_face_feeds(plan: Any, paths: list[Any]) -> None:
             g.feed_scale = np.interp(g.arc, a, np.array([scales.get(int(f), 1.0) for f in p.face]))
 
 
+def stretched_arc(along: FloatArray, feed_scale: FloatArray | None) -> tuple[FloatArray, FloatArray]:
+    """(sigma, scale) of a pass whose feed is ``feed_scale`` (N,) times the job's at arc lengths ``along``
+    (N,) m (None: 1): sigma = integral ds / scale (trapezoid), the length the pass is timed on at the job's feed."""
+    scale = np.ones(len(along)) if feed_scale is None else np.asarray(feed_scale, dtype=float)
+    return along[0] + np.r_[0.0, np.cumsum(np.diff(along) * 0.5 * (1.0 / scale[1:] + 1.0 / scale[:-1]))], scale
+
+
 def check_cycle_time(dp: DepthPlan, pass_length: float, passes: int, overhead: float, limit: float) -> float:
     """The cycle time (s) of ``passes`` passes of total length ``pass_length`` m per layer at the
     plan's feed plus ``overhead`` s per pass (approach, retreat, link); names the cycle time

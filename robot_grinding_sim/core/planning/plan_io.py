@@ -100,7 +100,7 @@ def plan_to_dict(plan: Any) -> dict[str, Any]:
             "source": plan.source,
             "file_unit": plan.unit,
             "faces": list(plan.faces),
-            "workpiece_pose": {"frame": "base_link", **_pose(plan.workpiece_pose)},
+            "workpiece_pose": {"frame": base_frame(plan), **_pose(plan.workpiece_pose)},
             "up": _r(plan.up),
         },
         "parameters": plan.parameters(),
@@ -227,10 +227,16 @@ def plan_arrays(data: dict[str, Any]) -> dict[str, np.ndarray]:
             "tcp": np.array(tcp, dtype=float).reshape(-1, 3), "pass_index": np.array(idx, dtype=int)}
 
 
+def base_frame(plan: Any) -> str:
+    """The frame of the plan's workpiece pose and trajectory: the robot's root link the trajectory was
+    made for (``base_link`` when the plan has no robot)."""
+    return plan.trajectory.frame if plan.trajectory is not None else "base_link"
+
+
 def trajectory_to_dict(traj: Any) -> dict[str, Any]:
     """The job trajectory as plan.json's ``trajectory`` object (docs/planner.md)."""
     return {
-        "frame": "base_link",
+        "frame": traj.frame,
         "tip_link": traj.tip_link,
         "joint_names": list(traj.joint_names),
         "interpolation": "cubic_hermite",
@@ -271,7 +277,8 @@ def trajectory_from_dict(data: dict[str, Any], model: Any = None) -> Any:
     bad = [s for s in segments if not 0 <= s["start"] < s["stop"] <= len(times)]
     if bad:
         raise InputError(f"plan trajectory: segment {bad[0]} outside the {len(times)} knots")
-    traj = JointTrajectory(names, str(data.get("tip_link", "tcp")), times, pos, vel, segments, arc)
+    traj = JointTrajectory(names, str(data.get("tip_link", "tcp")), times, pos, vel, segments, arc,
+                           str(data.get("frame") or "base_link"))
     if model is not None:
         check_trajectory(traj, model)
     return traj

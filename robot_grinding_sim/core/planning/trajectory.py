@@ -39,7 +39,7 @@ from scipy.spatial.transform import Rotation, Slerp
 
 from robot_grinding_sim.core.config import ProcessConfig
 from robot_grinding_sim.core.errors import GrindingSimError, PlanningError
-from robot_grinding_sim.core.planning.depth import set_face_feeds
+from robot_grinding_sim.core.planning.depth import set_face_feeds, stretched_arc
 from robot_grinding_sim.core.planning.links import bridged_path, ik_branches
 from robot_grinding_sim.core.planning.path_ik import first_configuration, solve_ik, targets
 from robot_grinding_sim.core.robot.ik import IKSolver
@@ -68,6 +68,7 @@ class JointTrajectory:
             ``pass_index``, ``start``, ``stop`` (knot indices, stop exclusive; consecutive moves
             share their boundary knot, where the arm is at rest).
         arc: (M,) arc length along the pass at pass knots, m; NaN elsewhere.
+        frame: the robot's root link the joint values and any Cartesian pose refer to.
     """
 
     joint_names: list[str]
@@ -77,6 +78,7 @@ class JointTrajectory:
     velocities: FloatArray
     segments: list[dict[str, Any]] = field(default_factory=list)
     arc: FloatArray | None = None
+    frame: str = "base_link"
 
     @property
     def duration(self) -> float:
@@ -163,7 +165,8 @@ class PassPath:
     retreat: float | None = None
     #: (N,) arc length of the contact point along the surface at each sample, m (None: not known)
     surface_arc: FloatArray | None = None
-    feed_scale: FloatArray | None = None  #: (N,) the feed over process.feed at each sample (per face depths)
+    #: (N,) feed / process.feed per sample (per face depths): the pass timed on sigma = integral ds / scale
+    feed_scale: FloatArray | None = None
 
     def lengths(self, process: ProcessConfig) -> tuple[float, float]:
         """(approach, retreat) lengths along the normal, m."""
@@ -318,13 +321,10 @@ def pass_episode(model: Any, g: PassPath, process: ProcessConfig, offset: float,
         segs.append(Segment("dwell", g.index, np.array([t, t + process.dwell]), np.vstack([qa[-1], qa[-1]]),
                             np.zeros((2, model.nq))))
         t += process.dwell
-    # the pass at the feed x g.feed_scale, knots at the resampled path: the profile on sigma = integral ds / scale
-    scale = np.ones(len(along)) if g.feed_scale is None else np.asarray(g.feed_scale, dtype=float)
-    sigma = along[0] + np.r_[0.0, np.cumsum(np.diff(along) * 0.5 * (1.0 / scale[1:] + 1.0 / scale[:-1]))]
+    sigma, scale = stretched_arc(along, g.feed_scale)
     s_of_t, T = smooth_profile(float(sigma[-1] - sigma[0]), process.feed, FEED_RAMP)
     tt = np.linspace(0.0, T, 4001)
-    ss = s_of_t(tt) + sigma[0]
-    ss[-1] = sigma[-1]
+    ss = np.r_[s_of_t(tt[:-1]) + sigma[0], sigma[-1]]  # the pass at the feed, knots at the resampled path
     t_knots = np.interp(sigma, ss, tt)
     keep = np.r_[True, np.diff(t_knots) > 1e-9]
     keep[-1] = True
@@ -474,7 +474,7 @@ def join_segments(model: Any, segments: Sequence[Segment]) -> JointTrajectory:
         n_done += len(s.t) - first
         table.append({"kind": s.kind, "pass_index": int(s.pass_index), "start": start, "stop": n_done})
     return JointTrajectory(list(model.joint_names), model.tip_link, np.concatenate(t), np.vstack(q), np.vstack(qd),
-                           table, np.concatenate(arc))
+                           table, np.concatenate(arc), str(getattr(model, "root_link", "base_link")))
 
 
 @dataclass

@@ -3,25 +3,32 @@
 Both the in-process job's bag and a node graph's recording carry ``/contact/wrench`` (the contact
 wrench on the tool, frame ``tcp``) and ``/grinding/progress`` (``[pass_index, arc_length_m,
 stamp_s]``, docs/compare.md). :func:`pass_force_means` takes each pass's window from the bag's own
-progress samples (first to last sample of that pass) and averages the force along the tool axis
-over it: ``-F_z`` in ``tcp`` (the tool's z points into the surface; with lead and tilt 0 it is the
-surface normal). The same code reads both bags, so the comparison is like with like.
+progress samples (first to last sample of that pass) and averages the force along the tool's
+pressing axis over it: by default ``-F_z`` in ``tcp`` (a ball's or a pad's z points into the
+surface; with lead and tilt 0 it is the surface normal); a wheel or a disc presses along another
+axis of the tcp, each pass's from the plan (:func:`plan_pressing_axes`). The same code reads both
+bags, so the comparison is like with like.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.record.bag import read_progress, read_wrench
 
+FloatArray = NDArray[np.float64]
+
 
 @dataclass(frozen=True)
 class PassForce:
-    """One pass: index, window (s, the bag's clock), mean force along the tool axis (N), samples."""
+    """One pass: index, window (s, the bag's clock), mean force along the pressing axis (N), samples."""
 
     index: int
     t0: float
@@ -31,11 +38,14 @@ class PassForce:
 
 
 def pass_force_means(bag: str | os.PathLike[str], wrench_topic: str = "/contact/wrench",
-                     progress_topic: str = "/grinding/progress") -> list[PassForce]:
-    """Mean force along the tool axis over every pass of the bag, in pass order.
+                     progress_topic: str = "/grinding/progress",
+                     axes: Mapping[int, Any] | None = None) -> list[PassForce]:
+    """Mean force along the tool's pressing axis over every pass of the bag, in pass order: the mean
+    of -F . a, a the pass's axis in ``axes`` (pass index -> unit (3,) in the wrench's frame, tcp,
+    pointing into the surface: :func:`plan_pressing_axes`); None: tcp z for every pass (-F_z).
 
     Raises:
-        InputError: the bag lacks a topic, or a pass has no wrench sample in its window.
+        InputError: the bag lacks a topic, a pass has no wrench sample in its window or no axis.
     """
     w = read_wrench(bag, wrench_topic)
     p = read_progress(bag, progress_topic)
@@ -46,7 +56,38 @@ def pass_force_means(bag: str | os.PathLike[str], wrench_topic: str = "/contact/
         sel = (w.t >= t0) & (w.t <= t1)
         if not sel.any():
             raise InputError(f"{bag}: no {wrench_topic} sample inside pass {idx} ({t0:.3f} .. {t1:.3f} s)")
-        out.append(PassForce(idx, t0, t1, float(-w.force[sel, 2].mean()), int(sel.sum())))
+        if axes is not None and idx not in axes:
+            raise InputError(f"{bag}: pass {idx} has no pressing axis (the plan has passes {sorted(axes)})")
+        a = np.array([0.0, 0.0, 1.0]) if axes is None else np.asarray(axes[idx], dtype=float)
+        out.append(PassForce(idx, t0, t1, float(-(w.force[sel] @ a).mean()), int(sel.sum())))
+    return out
+
+
+def plan_pressing_axes(plan: Mapping[str, Any]) -> dict[int, FloatArray]:
+    """Per pass of a plan.json (its parsed dict): the direction (3,) in the tcp frame that points into
+    the surface, the waypoints' inward normal -n turned into the tcp's axes (R^T (-n), R the
+    waypoint's tcp orientation, both in the part frame), averaged over the pass and normalised. The
+    ball's and the pad's tcp z; a wheel presses across its axis, on the side the planner turned it
+    to (a symmetric tool keeps the previous pass's roll: half a turn about its axis on the way back).
+
+    Raises:
+        InputError: a pass without waypoints, or with normals or orientations that are not finite.
+    """
+    from scipy.spatial.transform import Rotation
+
+    out: dict[int, FloatArray] = {}
+    for ps in plan.get("passes", []):
+        wps = ps.get("waypoints") or []
+        try:
+            n = np.array([w["normal"] for w in wps], dtype=float).reshape(-1, 3)
+            quat = np.array([w["tcp"]["orientation"] for w in wps], dtype=float).reshape(-1, 4)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"plan pass {ps.get('index')}: waypoints without normal and tcp orientation "
+                             f"({exc})") from None
+        if len(n) == 0 or not (np.isfinite(n).all() and np.isfinite(quat).all()):
+            raise InputError(f"plan pass {ps.get('index')}: no finite waypoint normals and tcp orientations")
+        a = np.einsum("kji,kj->i", Rotation.from_quat(quat).as_matrix(), -n / np.linalg.norm(n, axis=1)[:, None])
+        out[int(ps["index"])] = a / np.linalg.norm(a)
     return out
 
 

@@ -23,7 +23,7 @@ from scipy.spatial.transform import Rotation
 
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.resources import default_urdf
-from robot_grinding_sim.core.robot.kernels import cholesky_solve, jacobian_pose, link_pose
+from robot_grinding_sim.core.robot.kernels import cholesky_solve, link_pose, tcp_kinematics
 
 FloatArray = NDArray[np.float64]
 
@@ -114,25 +114,26 @@ def pose_error(target, X, w, e):
 
 
 @njit(cache=True)
-def dls_solve(target, seed, lower, upper, w, tol_p, tol_r, max_iter, lam0, body, Xb, jt, jd, ws, q_out):
+def dls_solve(target, seed, lower, upper, w, tol_p, tol_r, max_iter, lam0, body, Xb, jt, jd, ws, hbody, H, q_out):
     """The damped-least-squares iteration of :meth:`IKSolver.solve` compiled: q (n,) into q_out;
     returns (converged, position error m, rotation error rad). body, Xb, jt, jd, ws: the model's
-    kernel arrays of the tip link (:meth:`~robot_grinding_sim.core.robot.dynamics.RobotModel.kernel_arrays`)."""
+    kernel arrays of the tip link (:meth:`~robot_grinding_sim.core.robot.dynamics.RobotModel.kernel_arrays`);
+    hbody, H: a held part's (:func:`~robot_grinding_sim.core.robot.kernels.tcp_kinematics`: the
+    tip's pose relative to the part; hbody < -1 for none)."""
     n = seed.shape[0]
     q, q_new = np.empty(n), np.empty(n)
     for j in range(n):
         q[j] = min(max(seed[j], lower[j]), upper[j])
-    T, J = np.empty((4, 4)), np.empty((6, n))
-    zero = np.zeros(3)
+    T, J, Jt = np.empty((4, 4)), np.empty((6, n)), np.empty((6, n))
     e, e_new, x = np.empty(6), np.empty(6), np.empty(6)
     A, L = np.empty((6, 6)), np.zeros((6, 6))
-    jacobian_pose(q, body, Xb, zero, bool(False), jt, jd, ws, T, J)
+    tcp_kinematics(q, jt, jd, ws, body, Xb, hbody, H, T, J)
     ep, er = pose_error(target, T, w, e)
     lam = lam0
     for _ in range(max_iter):
         if ep < tol_p and er < tol_r:
             break
-        jacobian_pose(q, body, Xb, zero, bool(False), jt, jd, ws, T, J)
+        tcp_kinematics(q, jt, jd, ws, body, Xb, hbody, H, T, J)
         for r in range(3, 6):
             for j in range(n):
                 J[r, j] *= w
@@ -149,7 +150,10 @@ def dls_solve(target, seed, lower, upper, w, tol_p, tol_r, max_iter, lam0, body,
             for a in range(6):
                 s += J[a, j] * x[a]
             q_new[j] = min(max(q[j] + s, lower[j]), upper[j])
-        link_pose(q_new, body, Xb, jt, jd, ws, T)
+        if hbody < -1:
+            link_pose(q_new, body, Xb, jt, jd, ws, T)
+        else:  # the pose relative to the held part (its Jacobian unused here)
+            tcp_kinematics(q_new, jt, jd, ws, body, Xb, hbody, H, T, Jt)
         ep_new, er_new = pose_error(target, T, w, e_new)
         if np.sqrt(np.dot(e_new, e_new)) < np.sqrt(np.dot(e, e)):
             q[:] = q_new
@@ -198,7 +202,9 @@ class IKSolver:
         self.lower = np.where(np.isfinite(lo), lo, -4 * math.pi)
         self.upper = np.where(np.isfinite(hi), hi, 4 * math.pi)
         jt, jd, _, ws, body, X = model.kernel_arrays(model.tip_link)
-        self._kernel = (body, X, jt, jd, ws)
+        # a held part's model (core/sim/held_part.py): the tip relative to the part
+        hbody, H = getattr(model, "held_kernel", (-2, np.zeros((2, 4, 4))))
+        self._kernel = (body, X, jt, jd, ws, int(hbody), H)
 
     def solve(self, T: FloatArray, seed: FloatArray) -> tuple[FloatArray, bool, float, float]:
         """IK for one target pose T (4, 4) from ``seed`` (nq,): (q, converged, position err, rotation err)."""

@@ -504,6 +504,44 @@ def jacobian_pose(q, body, X, point, use_point, jt, jd, ws, T, J):
 
 
 @njit(cache=True)
+def tcp_kinematics(q, jt, jd, ws, body, X, hbody, H, T, J):
+    """Pose T (4, 4) and Jacobian J (6, n) [linear; angular] of the tool centre at q, relative to
+    the part.
+
+    The part stands in the cell (``hbody`` < -1): the tool centre's own pose and Jacobian in the
+    root frame. The robot holds the part (``hbody`` >= -1: the body the part is fixed to; H (2, 4, 4):
+    H[0] the part frame in that body, X_hP; H[1] the part's nominal pose X_BP0, where the plan and
+    the contact query put it): the tool centre as seen from the part, carried to the nominal part,
+    T = X_BP0 inv(X_BP(q)) X_BT(q), and its Jacobian J = diag(A, A) (J_tool - J_holder), both
+    evaluated at the tool centre, A = R_BP0 R_BP(q)^T. The part's contact query, the gap's rate
+    n^T J qd, the effective mass 1 / (n^T J M^-1 J^T n) and the torques J^T w of a wrench w (in
+    those axes, about the tool centre, on the tool) are then those of the tool against the moving
+    part: nothing downstream knows which of the two the arm carries."""
+    if jacobian_pose(q, body, X, np.zeros(3), bool(False), jt, jd, ws, T, J) != -1 or body < 0:
+        link_pose(q, body, X, jt, jd, ws, T)
+    if hbody < -1:
+        return
+    n = q.shape[0]
+    P = np.empty((4, 4))
+    link_pose(q, hbody, H[0], jt, jd, ws, P)  # the part's pose X_BP(q)
+    Jh = np.empty((6, n))
+    c = np.array([T[0, 3], T[1, 3], T[2, 3]])
+    jacobian_kernel(q, hbody, H[0], c, True, jt, jd, ws, Jh)  # the part's point at the tool centre
+    R0 = np.ascontiguousarray(H[1][:3, :3])
+    RPt = np.ascontiguousarray(P[:3, :3].T)
+    A = R0 @ RPt
+    # inv(X_BP) X_BT: R_P^T (R_T, p_T - p_P)
+    Pinv = np.eye(4)
+    Pinv[:3, :3] = RPt
+    Pinv[:3, 3] = -(RPt @ np.ascontiguousarray(P[:3, 3]))
+    Tv = np.ascontiguousarray(H[1]) @ (Pinv @ T)
+    Jd = J - Jh
+    J[:3] = A @ np.ascontiguousarray(Jd[:3])
+    J[3:] = A @ np.ascontiguousarray(Jd[3:])
+    T[:] = Tv
+
+
+@njit(cache=True)
 def effective_mass_kernel(q, body, X, point, nvec, jt, jd, bd, ws):
     """1 / (n^T J M^-1 J^T n) for the translational Jacobian J of ``point`` on ``body``. Returns
     -1.0 for a non-finite q or point, -2.0 if M is not positive definite, inf if J^T n = 0."""

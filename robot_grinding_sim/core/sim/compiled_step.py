@@ -52,9 +52,8 @@ from robot_grinding_sim.core.robot.kernels import (
     cholesky_factor,
     cholesky_subst,
     crba_sample,
-    jacobian_kernel,
-    jacobian_pose,
     link_pose,
+    tcp_kinematics,
 )
 
 #: the contact model along the normal (what contact_solver_node publishes on contact/model, in
@@ -74,6 +73,10 @@ ROM = Layout("normal_contact_model", (
     ("point", 3, "m", "closest point on the part"),
     ("centre", 3, "m", "tool centre"),
     ("tangential", 3, "", "tangential force per newton of normal force"),
+    ("sliding", 3, "m/s", "the abrasive's sliding velocity at the contact point (tangential)"),
+    ("force_ratio", 1, "", "the grinding force ratio Ft/Fn of the tangential force"),
+    ("slip_speed", 1, "m/s", "its regularisation speed: t(v) = -force_ratio v / sqrt(v^2 + slip_speed^2) (the arm "
+     "step takes the tangential force implicitly with these)"),
 ))
 R = ROM.index
 #: the contact side's parameters
@@ -116,10 +119,21 @@ E = STATUS.code
 
 
 @njit(cache=True)
-def tcp_kinematics(q, jt, jd, ws, body, X, T, J):
-    """Pose T (4, 4) and Jacobian J (6, n) [linear; angular] of the tool centre at q."""
-    if jacobian_pose(q, body, X, np.zeros(3), bool(False), jt, jd, ws, T, J) != -1 or body < 0:
-        link_pose(q, body, X, jt, jd, ws, T)
+def held_wrench(q, jt, jd, ws, X, hbody, H, w, wX, wh):
+    """The held part's side of a wrench w (6,) on the tool (:func:`tcp_kinematics`' axes, torque
+    about the tool centre): the wrench on the part wh (6,) in root axes about the tool centre, and
+    wX (4, 4) the pose of that point in the part's body hbody, so that the torques of wh on body
+    hbody at wX are J^T w (the tool fixed in the cell at X (4, 4), ``body`` -1)."""
+    P = np.empty((4, 4))
+    link_pose(q, hbody, H[0], jt, jd, ws, P)
+    At = np.ascontiguousarray(P[:3, :3]) @ np.ascontiguousarray(H[1][:3, :3].T)  # A^T
+    wh[:3] = -(At @ np.ascontiguousarray(w[:3]))
+    wh[3:] = -(At @ np.ascontiguousarray(w[3:]))
+    B = np.empty((4, 4))
+    link_pose(q, hbody, np.eye(4), jt, jd, ws, B)  # the body's frame
+    wX[:] = np.eye(4)
+    for i in range(3):
+        wX[i, 3] = B[0, i] * (X[0, 3] - B[0, 3]) + B[1, i] * (X[1, 3] - B[1, 3]) + B[2, i] * (X[2, 3] - B[2, 3])
 
 
 @njit(cache=True)
@@ -184,6 +198,10 @@ def rom_from_geometry(t, q, qd, gap, nrm, pt, kp, T, J, cp, jt, jd, bd, ws, M, L
     for i in range(3):
         rom[R.normal + i], rom[R.point + i], rom[R.centre + i] = nrm[i], pt[i], T[i, 3]
         rom[R.tangential + i] = k * sl[i]
+    # the law and its sliding velocity (for the arm step's implicit tangential force)
+    for i in range(3):
+        rom[R.sliding + i] = sl[i]
+    rom[R.force_ratio], rom[R.slip_speed] = max(ratio, 0.0), cp[C.slip_speed]
     return m
 
 
@@ -212,7 +230,7 @@ def reach_check(t, dt, gap, vn, speed, cs):
 
 @njit(cache=True)
 def arm_side(laws, phases, t, dt, st, have_rom, rom, f_prev, knots, coeffs, last, t_traj, arm, g_ctrl, g, jt, jd,
-             bd, ws, body, X, wbody, wX, project, T, J, M, L, have_kin, hc_u, h_out, es, out, b, sv):
+             bd, ws, body, X, hbody, H, wbody, wX, project, T, J, M, L, have_kin, hc_u, h_out, es, out, b, sv):
     """The arm side of one step (coupled_step module docstring) from state st (ST_ROWS, n) at t
     into out: trial step under f_prev, free acceleration along n, free flight, the LINEAR family's
     closed form or the variable-step engine's step (onset, release, the integrated laws in contact:
@@ -235,7 +253,7 @@ def arm_side(laws, phases, t, dt, st, have_rom, rom, f_prev, knots, coeffs, last
         return code, es
     q0, qd0 = st[0], st[QD]
     if not have_kin:
-        tcp_kinematics(q0, jt, jd, ws, body, X, T, J)
+        tcp_kinematics(q0, jt, jd, ws, body, X, hbody, H, T, J)
         if not mass_factor(q0, jt, jd, bd, ws, M, L):
             return E.mass_not_pd, es
     nx, ny, nz = rom[R.normal], rom[R.normal + 1], rom[R.normal + 2]
@@ -257,12 +275,20 @@ def arm_side(laws, phases, t, dt, st, have_rom, rom, f_prev, knots, coeffs, last
         ip = R.point
         lx, ly, lz = rom[ip] - rom[ic], rom[ip + 1] - rom[ic + 1], rom[ip + 2] - rom[ic + 2]
         w[3], w[4], w[5] = ly * w[2] - lz * w[1], lz * w[0] - lx * w[2], lx * w[1] - ly * w[0]
-    code = arm_advance(t, dt, st, knots, coeffs, last, t_traj, bool(True), arm, g_ctrl, g, jt, jd, bd, ws, wbody,
-                       wX, w, M, L, bool(True), out)
+    if hbody >= -1 and f_trial > 0.0:  # the robot holds the part: the wrench acts on it
+        wh, wXh = np.empty(6), np.empty((4, 4))
+        held_wrench(q0, jt, jd, ws, X, hbody, H, w, wXh, wh)
+        code = arm_advance(t, dt, st, knots, coeffs, last, t_traj, bool(True), arm, g_ctrl, g, jt, jd, bd, ws, hbody,
+                           wXh, wh, M, L, bool(True), out)
+    else:
+        code = arm_advance(t, dt, st, knots, coeffs, last, t_traj, bool(True), arm, g_ctrl, g, jt, jd, bd, ws, wbody,
+                           wX, w, M, L, bool(True), out)
     if code != 0:
         return code, es
+    if f_trial > 0.0 and rom[R.force_ratio] > 0.0 and rom[R.slip_speed] > 0.0:
+        tangential_implicit(dt, f_trial, rom, J, L, lx, ly, lz, qd0, out)
     J1 = np.empty((6, n))
-    jacobian_kernel(out[0], body, X, np.zeros(3), bool(False), jt, jd, ws, J1)
+    tcp_kinematics(out[0], jt, jd, ws, body, X, hbody, H, np.empty((4, 4)), J1)
     Jn1 = normal_row(J1, nx, ny, nz, lx, ly, lz)
     vn1_arm = np.dot(Jn1, out[QD])
     dx_arm = 0.5 * np.dot(Jn + Jn1, out[0] - q0)
@@ -303,6 +329,69 @@ def arm_side(laws, phases, t, dt, st, have_rom, rom, f_prev, knots, coeffs, last
         sv[V.ns] = ns
         arm_side_finish(dt, x1, v1, project, out, b, sv)
     return E.ok, es
+
+
+@njit(cache=True)
+def tangential_implicit(dt, f, rom, J, L, lx, ly, lz, qd0, out):
+    """The trial step's tangential grinding force made implicit. The force is f t(v) (f the trial
+    normal force, N; t(v) = -force_ratio v / sqrt(v^2 + slip_speed^2) per newton against the
+    abrasive's sliding velocity v at the contact point, lever l from the tool centre); the trial step
+    applied t(v0), v0 rom's sliding velocity. Backward Euler takes it at the step's end: v solves
+    v = v1' + dt f W (t(v) - t(v0)) (Newton, with halving), v1' = v0 + P Jc (qd1' - qd0) the
+    trial step's end, W = P Jc M^-1 Jc^T P the arm's mobility at the contact (P = I - n n^T, Jc
+    (3, n) the contact point's Jacobian from the tool centre's J (6, n) at the start, L the Cholesky
+    factor of M there); the joint velocities and positions of out get the extra force
+    df = f (t(v) - t(v0)) (3,) (root axes, tangent plane) as an impulse, dqd = dt M^-1 (P Jc)^T df,
+    dq = dt dqd (the arm's semi-implicit Euler). |t| <= force_ratio holds at the end as at the
+    start. Explicit, a damper f force_ratio / slip_speed against the arm's sideways mass m_t at the
+    contact with dt f force_ratio / (slip_speed m_t) > 2 (a part held off the wrist's axis) made the
+    sliding velocity and the force alternate step by step."""
+    n = qd0.shape[0]
+    nx, ny, nz = rom[R.normal], rom[R.normal + 1], rom[R.normal + 2]
+    ratio, s = rom[R.force_ratio], rom[R.slip_speed]
+    Jt = np.empty((3, n))
+    for j in range(n):
+        # the contact point's velocity v + w x l, its tangential part
+        a0 = J[0, j] - (ly * J[5, j] - lz * J[4, j])
+        a1 = J[1, j] - (lz * J[3, j] - lx * J[5, j])
+        a2 = J[2, j] - (lx * J[4, j] - ly * J[3, j])
+        an = a0 * nx + a1 * ny + a2 * nz
+        Jt[0, j], Jt[1, j], Jt[2, j] = a0 - an * nx, a1 - an * ny, a2 - an * nz
+    Y = np.empty((n, 3))  # M^-1 Jt^T
+    y = np.empty(n)
+    for r in range(3):
+        cholesky_subst(L, np.ascontiguousarray(Jt[r]), y)
+        Y[:, r] = y
+    W = Jt @ Y
+    v0 = np.array([rom[R.sliding], rom[R.sliding + 1], rom[R.sliding + 2]])
+    t0 = -ratio * v0 / math.sqrt(np.dot(v0, v0) + s * s)
+    vp = v0 + Jt @ (out[QD] - qd0)
+    fW = dt * f * W
+    v = vp.copy()
+    tv = -ratio * v / math.sqrt(np.dot(v, v) + s * s)
+    res = v - vp - fW @ (tv - t0)
+    err = math.sqrt(np.dot(res, res))
+    for _ in range(50):
+        if err <= 1e-13:
+            break
+        r = math.sqrt(np.dot(v, v) + s * s)
+        dT = -(ratio / r) * (np.eye(3) - np.outer(v, v) / (r * r))
+        step = np.linalg.solve(np.eye(3) - fW @ dT, res)
+        lam = 1.0
+        while True:
+            vn = v - lam * step
+            tn = -ratio * vn / math.sqrt(np.dot(vn, vn) + s * s)
+            rn = vn - vp - fW @ (tn - t0)
+            en = math.sqrt(np.dot(rn, rn))
+            if en < err or lam < 1e-6:
+                break
+            lam *= 0.5
+        v, tv, res, err = vn, tn, rn, en
+    df = f * (tv - t0)
+    for j in range(n):
+        dv = dt * (Y[j, 0] * df[0] + Y[j, 1] * df[1] + Y[j, 2] * df[2])
+        out[QD, j] += dv
+        out[0, j] += dt * dv
 
 
 @njit(cache=True)
@@ -393,7 +482,7 @@ def record_step(t0, dt, st1, sv, rom, have_rom, h, ix, rts, rq, rqd, rtau, rfn, 
 
 
 @njit(cache=True)
-def contact_side(t, dt, st, cs, cp, geo, tool, jt, jd, bd, ws, body, X, T, J, M, L, rom):
+def contact_side(t, dt, st, cs, cp, geo, tool, jt, jd, bd, ws, body, X, hbody, H, T, J, M, L, rom):
     """The contact side at the arm's state: the compiled tool query on the CAD face (geo: the
     arguments of :func:`~robot_grinding_sim.core.geometry.tool_contact.ball_contact` after the
     centre; tool: the tool's kernel arrays, :meth:`~robot_grinding_sim.core.geometry.tools.Tool.kernel_arrays`,
@@ -405,7 +494,7 @@ def contact_side(t, dt, st, cs, cp, geo, tool, jt, jd, bd, ws, body, X, T, J, M,
         cs[1] = np.inf
         return 0
     q, qd = st[0], st[QD]
-    tcp_kinematics(q, jt, jd, ws, body, X, T, J)
+    tcp_kinematics(q, jt, jd, ws, body, X, hbody, H, T, J)
     g = np.empty(6)
     gap, kp = tool_contact(T, geo, tool[0], tool[1], tool[2], tool[3], tool[4], g)
     cs[1] = gap
@@ -419,8 +508,8 @@ def contact_side(t, dt, st, cs, cp, geo, tool, jt, jd, bd, ws, body, X, T, J, M,
 
 @njit(cache=True)
 def run_batch(laws, phases, t, dt, t_end, max_steps, st, cs, fp, cp, geo, tool, knots, coeffs, last, arm, g_ctrl, g,
-              jt, jd, bd, ws, body, X, wbody, wX, project, h, ix, rts, rq, rqd, rtau, rfn, rnrm, rtan, rlev, ot, ofn,
-              odepth, oidx, out, rom, b, sv):
+              jt, jd, bd, ws, body, X, hbody, H, wbody, wX, project, h, ix, rts, rq, rqd, rtau, rfn, rnrm, rtan, rlev,
+              ot, ofn, odepth, oidx, out, rom, b, sv):
     """Steps of ``dt`` from state st at t until t_end or ``max_steps`` steps.
 
     laws: the registry's kernels (cp[C.model] the law), phases its integrator for that law
@@ -437,13 +526,13 @@ def run_batch(laws, phases, t, dt, t_end, max_steps, st, cs, fp, cp, geo, tool, 
     for _ in range(max_steps):
         if not t < t_end - 1e-12:
             return E.ok, t
-        have = contact_side(t, dt, st, cs, cp, geo, tool, jt, jd, bd, ws, body, X, T, J, M, L, rom)
+        have = contact_side(t, dt, st, cs, cp, geo, tool, jt, jd, bd, ws, body, X, hbody, H, T, J, M, L, rom)
         if have < 0:
             return E.normal_mass_singular, t
         # with a model the contact side left the step's kinematics at st's q in T, J, M, L
         code, es = arm_side(laws, phases, t, dt, st, have == 1, rom, fp[0], knots, coeffs, last, 0.0, arm, g_ctrl, g,
-                            jt, jd, bd, ws, body, X, wbody, wX, project, T, J, M, L, have == 1, cp[C.u], h, es, out,
-                            b, sv)
+                            jt, jd, bd, ws, body, X, hbody, H, wbody, wX, project, T, J, M, L, have == 1, cp[C.u], h,
+                            es, out, b, sv)
         if code != E.ok:
             return code, t
         sv[V.gap0] = cs[1]

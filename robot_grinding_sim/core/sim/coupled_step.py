@@ -63,6 +63,7 @@ from robot_grinding_sim.core.robot.arm_sim import ArmSimulator, ArmState, Comput
 from robot_grinding_sim.core.robot.spatial import cross3
 from robot_grinding_sim.core.sim import compiled_step as cs
 from robot_grinding_sim.core.sim.compiled_step import ROM
+from robot_grinding_sim.core.sim.held_part import held_kernel
 
 FloatArray = NDArray[np.float64]
 
@@ -386,6 +387,7 @@ class ArmContactStepper:
         self._laws: dict[tuple, ContactModel] = {}
         self._kernels = registry.kernels()
         self.kernel = model.kernel_arrays(tcp_link)
+        self.held = held_kernel(model)  # the part on the robot (sim/held_part.py), or not
         # the trial wrench acts as ArmSimulator.set_wrench(w, "") puts it: on the tip link
         _, _, _, _, self.wrench_body, self.wrench_X = model.kernel_arrays(model.tip_link)
 
@@ -428,8 +430,8 @@ class ArmContactStepper:
         phases = registry.integrator(rom.law_id if rom is not None else 0)
         code, es = cs.arm_side(self._kernels, phases, st.t, float(dt), cur, rom is not None, a, self.f_prev, knots,
                                coeffs, last, t_traj, ctrl.arm, ctrl.gravity, arm.gravity, jt, jd, bd, ws, body, X,
-                               self.wrench_body, self.wrench_X, self.project, np.empty((4, 4)), np.empty((6, n)),
-                               np.empty((n, n)), np.zeros((n, n)), False, hc_u, h_out, es, out, b, sv)
+                               *self.held, self.wrench_body, self.wrench_X, self.project, np.empty((4, 4)),
+                               np.empty((6, n)), np.empty((n, n)), np.zeros((n, n)), False, hc_u, h_out, es, out, b, sv)
         et = ef = ex = np.empty(0)
         if code in (cs.E.state_not_finite, cs.E.mass_not_pd):
             raise InputError(f"{self.model.source}: arm step at t = {st.t} s: {STATUS.message(code)} (q "

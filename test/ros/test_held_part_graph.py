@@ -1,0 +1,98 @@
+"""The robot holds the part through the node graph (issue 24 item 3): the UR10e carries the curved
+panel past the ball standing in the cell (test/held_part_cell.py), one short pass by ``grinding
+simulate --graph``: in process, then through real node processes (bringup sim, DDS on loopback,
+the test's own domain), from one parameter file.
+
+Independent references: the graph bag read with the ``mcap`` library and ``cdr_reader`` (not the
+package's reader), Pinocchio's kinematics of the same URDF. The graph's mean normal force over the
+pass is within 2 % of the in-process run's; the frames are truthful: the part frame hangs from the
+holder link at the grasp, the nominal frame (where the contact geometry is written) from the part,
+and a contact point collision_node reports, carried through that tf chain and Pinocchio's pose of
+the holder at the joint state of its stamp, lies on the standing ball (radius minus depth from its
+centre)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+import pytest
+from cdr_reader import header_stamp, read_mcap
+from held_part_cell import GRASP, held_cell_values, held_part_urdf
+
+from robot_grinding_sim.core.planning.planner import pose_matrix
+
+pytestmark = pytest.mark.ros
+
+def _matrix(tf: dict) -> np.ndarray:
+    t, r = tf["translation"], tf["rotation"]
+    X = np.eye(4)
+    X[:3, :3] = pin.Quaternion(r["w"], r["x"], r["y"], r["z"]).toRotationMatrix()
+    X[:3, 3] = [t["x"], t["y"], t["z"]]
+    return X
+
+
+def test_the_held_part_runs_a_pass_through_the_graph(tmp_path: Path) -> None:
+    urdf = held_part_urdf(tmp_path / "ur10e_held.urdf")
+    params = tmp_path / "held.yaml"
+    params.write_text(json.dumps({"/**": {"ros__parameters": held_cell_values(urdf)}}))
+    out = tmp_path / "run"
+    env = {**os.environ, "GRINDING_GRAPH_DOMAIN_ID": os.environ["ROS_DOMAIN_ID"], "PYTHONUNBUFFERED": "1"}
+    r = subprocess.run([sys.executable, "-m", "robot_grinding_sim.cli", "simulate", "--params", str(params),
+                        "--max-passes", "1", "--pass-length", "0.02", "--graph", "--out", str(out)],
+                       capture_output=True, text=True, env=env, timeout=1800)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "job done" in (out / "graph.log").read_text()
+
+    m = read_mcap(out / "graph_bag", ["/contact/wrench", "/grinding/progress", "/joint_states", "/tf_static",
+                                      "/collision_node/markers"])
+    t_pass = [p["data"][2] for p in m["/grinding/progress"] if p["data"][0] == 0]
+    t0, t1 = min(t_pass), max(t_pass)
+    f = [-w["wrench"]["force"]["z"] for w in m["/contact/wrench"] if t0 <= header_stamp(w) <= t1]
+    assert len(f) > 100
+    graph = float(np.mean(f))
+    summary = json.loads((out / "summary.json").read_text())
+    inproc = summary["graph_vs_inprocess"]["passes"][0]["inprocess_mean_n"]
+    print(f"\nheld part, one pass: in-process {inproc:.4f} N, graph {graph:.4f} N")
+    assert inproc > 1.0  # N: the pass grinds
+    assert graph == pytest.approx(inproc, rel=0.02)
+    assert {w["header"]["frame_id"] for w in m["/contact/wrench"]} == {"tcp"}
+
+    # the part's frames: the part at the grasp in the sensor, the nominal frame in the part
+    static = {(tf["header"]["frame_id"], tf["child_frame_id"]): _matrix(tf["transform"])
+              for msg in m["/tf_static"] for tf in msg["transforms"]}
+    X_hP = static[("ft_sensor", "workpiece")]
+    np.testing.assert_allclose(X_hP, pose_matrix(GRASP), atol=1e-12)
+    X_PN = static[("workpiece", "workpiece_nominal")]
+    np.testing.assert_allclose(np.linalg.inv(X_PN), pose_matrix(summary["cell"]["workpiece.pose"]), atol=1e-12)
+    assert not [k for k in static if k[1] == "workpiece" and k[0] != "ft_sensor"]
+
+    # a contact point in the nominal frame, through tf and Pinocchio, is on the standing ball
+    radius = json.loads((out / "plan.json").read_text())["tool"]["radius"]
+    pm = pin.buildModelFromUrdf(str(urdf))
+    data = pm.createData()
+    states = {(js["header"]["stamp"]["sec"], js["header"]["stamp"]["nanosec"]): js for js in m["/joint_states"]}
+    checked = 0
+    for msg in m["/collision_node/markers"]:
+        for mk in msg["markers"]:
+            if mk["ns"] != "contacts" or not mk["points"]:
+                continue
+            assert mk["header"]["frame_id"] == "workpiece_nominal"
+            js = states.get((mk["header"]["stamp"]["sec"], mk["header"]["stamp"]["nanosec"]))
+            if js is None:
+                continue
+            q = np.array([js["position"][js["name"].index(pm.names[k])] for k in range(1, pm.njoints)])
+            pin.framesForwardKinematics(pm, data, q)
+            X_B_ft = data.oMf[pm.getFrameId("ft_sensor")].homogeneous
+            centre = data.oMf[pm.getFrameId("tcp")].translation
+            p = mk["points"][0]
+            p_B = (X_B_ft @ X_hP @ X_PN @ np.array([p["x"], p["y"], p["z"], 1.0]))[:3]
+            # on the part's surface, inside the ball by the depth (0.05 mm at 5 N)
+            assert radius - 2e-4 <= np.linalg.norm(p_B - centre) <= radius + 1e-9
+            checked += 1
+    assert checked >= 3, checked
