@@ -34,6 +34,20 @@ def parse_pose(text: str, what: str = "--workpiece-pose") -> list[float]:
     return v
 
 
+def _job_depth(text: str) -> float:
+    """--target-depth's job depth (removal.target_depth): the number given, or among per-face entries
+    'FACE:DEPTH;...' the bare number, else the first face's (the per-face ones go to removal.face_depths)."""
+    from robot_grinding_sim.core.config import parse_face_depths
+
+    try:
+        depths = parse_face_depths(str(text).replace("removal.face_depths", ""))
+    except InputError as exc:
+        raise InputError(str(exc).replace("parameter 'removal.face_depths'", "--target-depth")) from None
+    if depths[None] > 0:
+        return depths[None]
+    return next(v for k, v in depths.items() if k is not None)
+
+
 def _show(v: Any) -> str:
     return " ".join(f"{x:g}" for x in v) if isinstance(v, (list, tuple)) else f"{v:g}" if isinstance(v, float) \
         else str(v)
@@ -67,10 +81,11 @@ def common_cell_options(f: Any) -> Any:
         cell_option("--servo-bandwidth", "servo.bandwidth", type=FINITE),
         cell_option("--feed", "process.feed", type=FINITE),
         cell_option("--stepover", "passes.stepover", type=FINITE),
-        cell_option("--target-depth", "removal.target_depth", type=FINITE,
+        cell_option("--target-depth", "removal.target_depth", type=str, convert=_job_depth,
                     help="Plan for this removal depth, m: stepover, feed, force and layers chosen so the predicted "
                          "removal over the region is even at it (with --target-force the force is held and the "
-                         "feed chosen)"),
+                         "feed chosen); per face 'FACE:DEPTH;...' (e.g. '3:5e-6;4:1e-5'; a bare number among "
+                         "them is the other faces' depth) [removal.target_depth, removal.face_depths]"),
         cell_option("--unit", "workpiece.unit"),
         cell_option("--workpiece-pose", "workpiece.pose", convert=parse_pose),
         cell_option("--face", "workpiece.faces", multiple=True, type=int, default=(),
@@ -142,6 +157,8 @@ def build_cell(options: Mapping[str, Any], base: CellConfig | None = None,
         v = convert(v) if convert else v
         if v is not None:
             values[name] = v
+    if options.get("removal__target_depth") is not None and ":" in str(options["removal__target_depth"]):
+        values["removal.face_depths"] = str(options["removal__target_depth"])  # per face: FACE:DEPTH;...
     if options.get("process__target_force") is not None and options.get("removal__target_depth") is not None:
         values["removal.hold_force"] = True  # force and depth given together: the feed is what is left
     values.update(extra or {})

@@ -88,7 +88,7 @@ def _robot_plan(cell: Any, part: Any, faces: list[int] | None, optimise: bool | 
     if cell.removal.target_depth > 0:  # the passes at the depth plan's stepover (the job then plans it again)
         from robot_grinding_sim.core.job.setup import depth_cell
 
-        cell = depth_cell(cell, tool.radius)[0]
+        cell = depth_cell(cell, tool)[0]
     passes = planner.plan(part, faces, cell.passes.validate(), planner.tool_parameters(cell, tool), robot=None,
                           workpiece_pose=np.asarray(cell.workpiece.pose, dtype=float), on_stage=on_stage)
     if max_passes is not None or pass_length is not None:

@@ -242,6 +242,36 @@ def parse_approach(text: str) -> dict[int | None, tuple[float, float, float] | N
     return out
 
 
+def parse_face_depths(text: str, default: float = 0.0) -> dict[int | None, float]:
+    """``removal.face_depths`` ('FACE:DEPTH;...', metres; a bare number is the job's depth) as {face
+    index or None (the job's, ``default`` unless the text gives one): depth m}. Raises InputError
+    naming the parameter and the entry."""
+    name = "removal.face_depths"
+    out: dict[int | None, float] = {None: float(default)}
+    for entry in (e for e in str(text).split(";") if e.strip()):
+        face, sep, what = entry.partition(":")
+        key: int | None = None
+        if sep:
+            try:
+                key = int(face)
+            except ValueError:
+                raise InputError(f"parameter '{name}': {face.strip()!r} in {entry.strip()!r} is not a face index") \
+                    from None
+            if key < 0:
+                raise InputError(f"parameter '{name}': face {key} in {entry.strip()!r} is not a face index")
+        try:
+            depth = float(what if sep else entry)
+        except ValueError:
+            depth = math.nan
+        if not (math.isfinite(depth) and 0.0 < depth <= 1e-2):
+            raise InputError(f"parameter '{name}': {entry.strip()!r}: the depth must be a number of metres in "
+                             f"(0, 0.01]")
+        if key in out and key is not None:
+            raise InputError(f"parameter '{name}': face {key} is given twice")
+        out[key] = depth
+    return out
+
+
 @dataclass(frozen=True)
 class ProcessConfig:
     """The grinding process: force, feed, tool orientation and the motion around each pass."""
@@ -320,6 +350,10 @@ class RemovalConfig:
                                 "stepover, feed, force and layers are chosen so the predicted removal over the "
                                 "region is even at this depth; 0: plan for the force only", unit="m",
                                 range=(0.0, 1e-2))
+    face_depths: str = param("", "per face target depths when several faces are ground: 'FACE:DEPTH' entries "
+                             "separated by ';' (e.g. '3:5e-6;4:1e-5', metres; grinding plan --target-depth "
+                             "'3:5e-6;4:1e-5'); faces not named take target_depth. One force and stepover for "
+                             "the job, the feed set per face (varied along a pass that crosses faces)")
     hold_force: bool = param(False, "the depth plan keeps process.target_force (the feed is what is left to "
                              "choose); false: it may move the force within [force_min, force_max]")
     stepover_ripple: float = param(0.02, "the depth plan's stepover is the largest at which the summed grooves of "
@@ -334,6 +368,17 @@ class RemovalConfig:
     feed_max: float = param(0.05, "the depth plan keeps the feed at or below this", unit="m/s", range=(1e-5, 10.0))
     cycle_time_max: float = param(0.0, "> 0: the depth plan says so when the job would take longer", unit="s",
                                   range=(0.0, 1e6))
+
+    def depths(self, faces: list[int] | tuple[int, ...] | None = None) -> dict[int | None, float]:
+        """{face index or None (the job's): target depth, m} of ``target_depth`` and ``face_depths``
+        (:func:`parse_face_depths`); with ``faces``, every face named must be one of them."""
+        out = parse_face_depths(self.face_depths, self.target_depth)
+        if faces is not None:
+            unknown = sorted(k for k in out if k is not None and k not in faces)
+            if unknown:
+                raise InputError(f"parameter 'removal.face_depths': face {unknown[0]} is not one of the selected "
+                                 f"faces {list(faces)}")
+        return out
 
     @property
     def kp(self) -> float:
@@ -491,6 +536,7 @@ def config_from_mapping(values: Mapping[str, Any], allow_unknown: bool = False) 
     if w * dt >= limit:
         raise InputError(f"parameter 'sim.dt': {dt} s is too long for the servo (servo.bandwidth {w} rad/s): "
                          f"computed torque under semi-implicit Euler needs dt < {limit / w:.4g} s")
+    parse_face_depths(cfg.removal.face_depths, cfg.removal.target_depth)
     return cfg
 
 

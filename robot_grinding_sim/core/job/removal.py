@@ -39,15 +39,27 @@ def job_grid(setup: Any) -> RemovalGrid:
     uv = np.vstack([p.uv for p in passes])
     faces = np.concatenate([p.face for p in passes])
     part = setup.part
-    if hasattr(part, "face") and np.isfinite(uv).all() and len(set(faces.tolist())) == 1:
-        face = part.face(int(faces[0]))
-        s = face.derivatives(uv[:, 0], uv[:, 1])
-        lu = max(float(np.median(np.linalg.norm(s.du, axis=1))), 1e-12)
-        lv = max(float(np.median(np.linalg.norm(s.dv, axis=1))), 1e-12)
-        u0, u1, v0, v1 = face.uv_bounds
-        box = (max(u0, uv[:, 0].min() - margin / lu), min(u1, uv[:, 0].max() + margin / lu),
-               max(v0, uv[:, 1].min() - margin / lv), min(v1, uv[:, 1].max() + margin / lv))
-        return face_grid(face, cfg.grid_spacing, setup.X_BP, box, **kw)
+    if hasattr(part, "face") and np.isfinite(uv).all():
+        grids = []
+        for f in sorted(set(faces.tolist())):  # each face the passes touch, over their (u, v) box on it
+            face, on = part.face(int(f)), faces == f
+            s = face.derivatives(uv[on, 0], uv[on, 1])
+            lu = max(float(np.median(np.linalg.norm(s.du, axis=1))), 1e-12)
+            lv = max(float(np.median(np.linalg.norm(s.dv, axis=1))), 1e-12)
+            u0, u1, v0, v1 = face.uv_bounds
+            box = (max(u0, uv[on, 0].min() - margin / lu), min(u1, uv[on, 0].max() + margin / lu),
+                   max(v0, uv[on, 1].min() - margin / lv), min(v1, uv[on, 1].max() + margin / lv))
+            g = face_grid(face, cfg.grid_spacing, setup.X_BP, box, **kw)
+            g.node_face = np.full(len(g.points), int(f))
+            grids.append(g)
+        if len(grids) == 1:
+            return grids[0]
+        # several faces: one grid of all their nodes (no (u, v) layout: maps are drawn as points)
+        out = RemovalGrid(np.vstack([g.points for g in grids]), np.concatenate([g.areas for g in grids]),
+                          np.vstack([g.normals for g in grids]), None, **kw)
+        out.inside = np.concatenate([g.inside for g in grids])
+        out.node_face = np.concatenate([g.node_face for g in grids])
+        return out
     return plane_grid(np.vstack([p.points for p in passes]), np.vstack([p.normals for p in passes]),
                       cfg.grid_spacing, setup.X_BP, **kw)
 
@@ -135,14 +147,26 @@ def accumulate_steps(grid: RemovalGrid, setup: Any, record: dict[str, FloatArray
         points = X[:, :3, 3] + record["lever"][steps]
         w = setup.cell.tool.spindle_speed
         for j, i in enumerate(steps.tolist()):
-            nodes = grid.nodes_near(points[j], tool.footprint_radius(float(depth[i])) + grid.spacing)
-            grid.accumulate_footprint(nodes, tool.penetration_at(grid.points[nodes], X[j]), points[j],
-                                      record["normal"][i], float(record["fn_mean"][i]), X[j, :3, 3], w * X[j, :3, 2],
-                                      v_centre[j], float(dts[i]))
+            accumulate_tool(grid, tool, X[j], points[j], record["normal"][i], float(record["fn_mean"][i]),
+                            float(depth[i]), w, v_centre[j], float(dts[i]))
         return
     radii = np.array([patch_radius(setup.tool_radius, float(depth[i])) for i in steps.tolist()])
     grid.accumulate_many(X[:, :3, 3] + record["lever"][steps], record["normal"][steps], record["fn_mean"][steps],
                          radii, X[:, :3, 3], setup.cell.tool.spindle_speed * X[:, :3, 2], v_centre, dts[steps])
+
+
+def accumulate_tool(grid: RemovalGrid, tool: Any, X_tcp: FloatArray, point: FloatArray, normal: FloatArray,
+                    force: float, depth: float, spindle_speed: float, v_centre: FloatArray, dt: float) -> float:
+    """One step's removal under a tool with a patch (wheel, pad, disc) at tcp pose ``X_tcp`` (4, 4):
+    the pressure at the nodes within its footprint proportional to their depth inside the tool
+    (:meth:`~robot_grinding_sim.core.geometry.tools.Tool.penetration_at`, the Winkler law), summing
+    to ``force`` N, the abrasive turning at ``spindle_speed`` rad/s about the tcp z through the tcp,
+    the tcp moving at ``v_centre`` (3,) m/s; ``point``, ``normal`` (3,) the contact, ``depth`` its
+    penetration (m, the footprint's reach). What the job's map, the graph's replay and the plan's
+    prediction all call; returns the volume removed (m^3)."""
+    nodes = grid.nodes_near(point, tool.footprint_radius(depth) + grid.spacing)
+    return grid.accumulate_footprint(nodes, tool.penetration_at(grid.points[nodes], X_tcp), point, normal, force,
+                                     X_tcp[:3, 3], spindle_speed * X_tcp[:3, 2], v_centre, dt)
 
 
 def accumulate_state(grid: RemovalGrid, model: Any, tcp: str, spindle_speed: float, X_tcp: FloatArray,
@@ -156,13 +180,11 @@ def accumulate_state(grid: RemovalGrid, model: Any, tcp: str, spindle_speed: flo
     pressure under its own footprint, the ball's spherical patch), or a float, the ball's radius (m).
     What the job's replay and contact_solver_node both call; returns the volume removed (m^3)."""
     v_centre = (model.jacobian(q, tcp) if J_tcp is None else J_tcp)[:3] @ qd
-    spin = spindle_speed * X_tcp[:3, 2]
     if not isinstance(tool, float | int) and tool.distributed:
-        nodes = grid.nodes_near(point, tool.footprint_radius(depth) + grid.spacing)
-        return grid.accumulate_footprint(nodes, tool.penetration_at(grid.points[nodes], X_tcp), point, normal, force,
-                                         X_tcp[:3, 3], spin, v_centre, dt)
+        return accumulate_tool(grid, tool, X_tcp, point, normal, force, depth, spindle_speed, v_centre, dt)
     radius = float(tool) if isinstance(tool, float | int) else tool.radius
-    return grid.accumulate(point, normal, force, patch_radius(radius, depth), X_tcp[:3, 3], spin, v_centre, dt)
+    return grid.accumulate(point, normal, force, patch_radius(radius, depth), X_tcp[:3, 3],
+                           spindle_speed * X_tcp[:3, 2], v_centre, dt)
 
 
 def removal_summary(grid: RemovalGrid, per_pass: list[dict[str, Any]], cfg: Any,
@@ -191,20 +213,52 @@ def pass_lines(plan: Any, X: FloatArray) -> list[Any]:
 
 def depth_figures(setup: Any, grid: RemovalGrid) -> dict[str, Any] | None:
     """The uniformity figures (:func:`~robot_grinding_sim.core.planning.depth.uniformity`) of a map of
-    the job against ``removal.target_depth``; None when no depth was planned. The stepover and the
-    groove's half-width are the plan's (plan.json ``removal_plan``, else the cell's stepover and the
-    patch radius at the target force)."""
-    from robot_grinding_sim.core.planning.depth import uniformity
+    the job against ``removal.target_depth``; None when no depth was planned. The passes' spacing is
+    the cell's ``passes.stepover`` (the depth plan's stepover over its layers); the groove's half-width
+    and the patch's reach along the travel are the plan's (plan.json ``removal_plan``), else the
+    tool's patch radius at the planned penetration. With per face target depths (``removal_plan.faces``
+    and a grid over several faces) each node is held to its own face's D, the nodes within the
+    transition (the patch's reach along the travel, one waypoint spacing and one grid spacing) of a
+    face of another D are left out, and ``faces`` holds each face's figures against its D."""
+    from robot_grinding_sim.core.planning.depth import public, uniformity
 
     cell = setup.cell
     D = cell.removal.target_depth
     if not D > 0:
         return None
     rp = getattr(setup.plan, "removal_plan", None) or {}
-    stepover = float(rp.get("stepover_m", cell.passes.stepover))
-    half_width = float(rp.get("half_width_m", patch_radius(setup.tool_radius, setup.penetration)))
-    return uniformity(grid.points, grid.depth, grid.inside, pass_lines(setup.plan, setup.X_BP), D,
-                      cell.removal.depth_band, stepover, half_width, cell.process.lead_in)
+    tool = getattr(setup, "tool", None)
+    patch = (tool.footprint_radius(setup.penetration) if tool is not None and tool.distributed
+             else patch_radius(setup.tool_radius, setup.penetration))
+    half_width = float(rp.get("half_width", patch))
+    lines = pass_lines(setup.plan, setup.X_BP)
+    args = (cell.removal.depth_band, cell.passes.stepover, half_width, cell.process.lead_in,
+            float(rp.get("half_length", half_width)))
+    per_face = {int(k): float(v["target_depth"]) for k, v in (rp.get("faces") or {}).items()}
+    node_face = getattr(grid, "node_face", None)
+    if not per_face or node_face is None:
+        return uniformity(grid.points, grid.depth, grid.inside, lines, D, *args)
+    # each node against its own face's D, and each face's figures apart; the depth cannot step at an
+    # edge between faces of different D faster than the patch passes over it and the feed changes (one
+    # waypoint spacing): nodes nearer than that to another face's are the transition, not the region
+    from scipy.spatial import cKDTree
+
+    target = np.array([per_face.get(int(f), D) for f in node_face])
+    band = float(rp.get("half_length", half_width)) + cell.passes.spacing + grid.spacing
+    settled = grid.inside.copy()
+    for f in sorted(set(node_face.tolist())):
+        mine, other = node_face == f, (node_face != f) & grid.inside
+        if other.any() and np.any(target[other] != target[mine][0]):
+            near = cKDTree(grid.points[other]).query(grid.points[mine], distance_upper_bound=band)[0] < band
+            settled[np.flatnonzero(mine)[near]] = False
+    out = uniformity(grid.points, grid.depth, settled, lines, target, *args)
+    out["target_depth_m"] = D
+    out["face_transition_m"] = band
+    out["faces"] = {}
+    for f in sorted(set(node_face.tolist())):
+        fig = uniformity(grid.points, grid.depth, settled & (node_face == f), lines, per_face.get(int(f), D), *args)
+        out["faces"][str(f)] = public(fig)
+    return out
 
 
 def replay_removal(setup: Any, t: FloatArray, q: FloatArray, qd: FloatArray, force_tcp: FloatArray) -> RemovalGrid:
@@ -281,6 +335,10 @@ def predict_removal(setup: Any, step: float | None = None) -> RemovalGrid:
     law = setup.law
     R, t = setup.X_BP[:3, :3], setup.X_BP[:3, 3]
     pen = setup.penetration
+    tool = getattr(setup, "tool", None)
+    if tool is not None and tool.distributed:
+        _predict_patch(setup, grid, ds)
+        return grid
     for p in setup.plan.passes:
         L = float(p.arc[-1] - p.arc[0])
         s = np.linspace(float(p.arc[0]), float(p.arc[-1]), max(2, int(math.ceil(L / ds)) + 1))
@@ -294,10 +352,68 @@ def predict_removal(setup: Any, step: float | None = None) -> RemovalGrid:
             d = np.maximum(pen - lead_lift(s, pr.lead_in, pen, pr.engage_gap), 0.0)
         force = np.array([law.static_force(float(x)) if x > 0 else 0.0 for x in d])
         radii = np.array([patch_radius(setup.tool_radius, float(x)) for x in d])
-        dt = np.full(len(s), (s[1] - s[0]) / pr.feed)
+        feed = pr.feed * _feed_scale(setup, p, s)
+        dt = (s[1] - s[0]) / feed
         centres = pts + (setup.tool_radius - d)[:, None] * nrm
-        grid.accumulate_many(pts, nrm, force, radii, centres, -cell.tool.spindle_speed * nrm, pr.feed * tan, dt)
+        grid.accumulate_many(pts, nrm, force, radii, centres, -cell.tool.spindle_speed * nrm, feed[:, None] * tan, dt)
     return grid
+
+
+def _feed_scale(setup: Any, p: Any, s: FloatArray) -> FloatArray:
+    """(len(s),) the feed over process.feed at arc lengths ``s`` of pass ``p``: its faces' (per face
+    target depths, :func:`~robot_grinding_sim.core.planning.depth.face_feed_scales`; the
+    trajectory interpolates the same between waypoints), else 1."""
+    from robot_grinding_sim.core.planning.depth import face_feed_scales
+
+    scales = face_feed_scales(getattr(setup.plan, "removal_plan", None))
+    if not scales:
+        return np.ones(len(s))
+    return np.interp(s, np.asarray(p.arc, dtype=float), np.array([scales.get(int(f), 1.0) for f in p.face]))
+
+
+def _predict_patch(setup: Any, grid: RemovalGrid, ds: float) -> None:
+    """:func:`predict_removal` for a tool with a patch: the tool at the plan's tcp poses (interpolated
+    along the pass every ``ds`` m: positions linearly, rotations by slerp), lifted along the normal
+    over the lead-in and lead-out as the trajectory lifts it, pressing with the Winkler force of its
+    penetration on a plane (the target force along the pass), the pressure under its own footprint
+    (:func:`accumulate_tool`); the tcp moves at the feed on the surface times the tcp path's stretch."""
+    from scipy.spatial.transform import Rotation, Slerp
+
+    from robot_grinding_sim.core.planning.trajectory import lead_lift
+
+    cell, tool = setup.cell, setup.tool
+    pr, k_w = cell.process, cell.contact.stiffness
+    R, t = setup.X_BP[:3, :3], setup.X_BP[:3, 3]
+    pen = setup.penetration
+    for p, pos, quat in zip(setup.plan.passes, setup.plan.tcp_positions, setup.plan.tcp_quaternions, strict=True):
+        arc = np.asarray(p.arc, dtype=float)
+        L = float(arc[-1] - arc[0])
+        s = np.linspace(float(arc[0]), float(arc[-1]), max(2, int(math.ceil(L / ds)) + 1))
+
+        def along(a: FloatArray, s: FloatArray = s, arc: FloatArray = arc) -> FloatArray:
+            return np.column_stack([np.interp(s, arc, a[:, j]) for j in range(a.shape[1])])
+
+        pts, nrm, tcp = along(p.points) @ R.T + t, along(p.normals) @ R.T, along(np.asarray(pos)) @ R.T + t
+        nrm /= np.linalg.norm(nrm, axis=1, keepdims=True)
+        keep = np.r_[True, np.diff(arc) > 0]
+        rot = Slerp(arc[keep], Rotation.from_quat(np.asarray(quat)[keep]))(np.clip(s, arc[keep][0], arc[keep][-1]))
+        Rt = R @ rot.as_matrix()
+        d = np.full(len(s), pen)
+        lift = np.zeros(len(s))
+        if pr.lead_in > 0:
+            lift = lead_lift(s, pr.lead_in, pen, pr.engage_gap)
+            d = np.maximum(pen - lift, 0.0)
+        tcp = tcp + lift[:, None] * nrm
+        feed = pr.feed * _feed_scale(setup, p, s)
+        v_tcp = feed[:, None] * np.gradient(tcp, s, axis=0)
+        dts = (s[1] - s[0]) / feed
+        for i in range(len(s)):
+            if d[i] <= 0.0:
+                continue
+            X = np.eye(4)
+            X[:3, :3], X[:3, 3] = Rt[i], tcp[i]
+            accumulate_tool(grid, tool, X, pts[i], nrm[i], tool.plane_force(float(d[i]), k_w), float(d[i]),
+                            cell.tool.spindle_speed, v_tcp[i], float(dts[i]))
 
 
 def cross_section(grid: RemovalGrid, point: FloatArray, tangent: FloatArray, normal: FloatArray

@@ -384,10 +384,8 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
     radius = tool.radius
     depth_plan = None
     if plan_data is None and cell.removal.target_depth > 0:  # plan for the depth: the cell's force, feed, stepover
-        if tool.distributed:
-            raise InputError(f"removal.target_depth: the depth plan is made for a ball (its footprint); the "
-                             f"{tool.shape} tool ({cell.tool.link!r}) grinds at process.target_force: set it to 0")
-        cell, depth_plan = depth_cell(cell, radius)
+        cell, depth_plan = depth_cell(cell, tool, None if list(cell.workpiece.faces) == [-1]
+                                      else [int(f) for f in cell.workpiece.faces])
         cfg = dataclasses.replace(cfg, cell=cell)
         if given is not None and not math.isclose(given.pass_params.stepover, cell.passes.stepover, rel_tol=1e-9):
             raise InputError(f"the passes given were planned {given.pass_params.stepover:g} m apart; the depth plan "
@@ -433,14 +431,15 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
     tm["load_and_plan_s"] = time.perf_counter() - t0
     if not plan.passes:
         raise PlanningError("the plan has no passes")
+    if depth_plan is not None:  # before the paths: per face depths set their feeds along the passes
+        cell.removal.depths(list(plan.faces))  # a face named that the plan does not grind: refused
+        plan.removal_plan = removal_plan_entry(depth_plan, plan, cell)
     if getattr(model, "holder_link", None) is not None and not np.allclose(model.X_BP0, plan.workpiece_pose):
         model = held_part_model(cell, plan.workpiece_pose)  # the frame the plan's poses are in
     paths = job_paths(plan)
     closed = {"auto": None, "true": True, "false": False}[wp.closed]
     scene, exact = workpiece_scene(part, plan.faces, plan.workpiece_pose, radius, wp.deflection, closed)
     tm["scene_s"] = time.perf_counter() - t0 - tm["load_and_plan_s"]
-    if depth_plan is not None:
-        plan.removal_plan = removal_plan_entry(depth_plan, plan, cell)
     setup = JobSetup(cfg, model, part, plan, list(plan.faces), plan.workpiece_pose, scene, exact,
                      contact_query(scene, tool, cell, penetration), law, paths, penetration, radius, source,
                      plan_data, tm, plan.trajectory if plan_data is not None else None, tool)
@@ -469,19 +468,40 @@ def removal_plan_entry(depth_plan: Any, plan: Any, cell: CellConfig) -> dict[str
     return {**depth_plan.as_dict(), "cycle_time_s": t_cycle, "pass_length_m": lengths, "passes": len(plan.passes)}
 
 
-def depth_cell(cell: CellConfig, radius: float) -> tuple[CellConfig, Any]:
-    """The cell for a removal depth (``removal.target_depth``): the depth plan
-    (:func:`~robot_grinding_sim.core.planning.depth.plan_depth`, the ball of ``radius`` m) sets the
-    stepover (the layers' passes interleaved: n layers s apart shifted by s/n are the passes s/n
-    apart), the feed (on the surface), the force and the lead-in; (new cell, the DepthPlan)."""
+def depth_footprint(cell: CellConfig, tool: Any) -> Any:
+    """The depth planner's footprint of the cell's tool: the ball's groove
+    (:class:`~robot_grinding_sim.core.planning.depth.BallFootprint`, ``tool`` a Tool or the ball's
+    radius in m) or a patch tool's (:class:`~robot_grinding_sim.core.planning.footprints.ToolFootprint`:
+    the Winkler pressure over its own patch), at the cell's lead, tilt, spindle speed and k_p."""
     from robot_grinding_sim.core.contact import registry
-    from robot_grinding_sim.core.planning.depth import BallFootprint, DepthLimits, plan_depth, tool_axis
+    from robot_grinding_sim.core.planning.depth import BallFootprint, tool_axis
+    from robot_grinding_sim.core.planning.footprints import ToolFootprint
 
     rc, c, pr = cell.removal, cell.contact, cell.process
-    footprint = BallFootprint(radius, c.stiffness, registry.get(c.model).static_exponent(c),
-                              cell.tool.spindle_speed, rc.kp, rc.pressure, tool_axis(pr.lead, pr.tilt))
+    if getattr(tool, "distributed", False):
+        return ToolFootprint(tool, c.stiffness, cell.tool.spindle_speed, rc.kp, pr.lead, pr.tilt)
+    radius = float(getattr(tool, "radius", tool))
+    return BallFootprint(radius, c.stiffness, registry.get(c.model).static_exponent(c), cell.tool.spindle_speed,
+                         rc.kp, rc.pressure, tool_axis(pr.lead, pr.tilt))
+
+
+def depth_cell(cell: CellConfig, tool: Any, faces: list[int] | None = None) -> tuple[CellConfig, Any]:
+    """The cell for a removal depth (``removal.target_depth``): the depth plan
+    (:func:`~robot_grinding_sim.core.planning.depth.plan_depth`, the footprint of ``tool``:
+    :func:`depth_footprint`) sets the stepover (the layers' passes interleaved: n layers s apart
+    shifted by s/n are the passes s/n apart), the feed (on the surface), the force and the lead-in;
+    per face target depths (``removal.face_depths``, faces among ``faces`` when given) their feeds
+    (:func:`~robot_grinding_sim.core.planning.depth.plan_face_depths`); (new cell, the DepthPlan)."""
+    from robot_grinding_sim.core.planning.depth import DepthLimits, plan_depth, plan_face_depths
+
+    rc = cell.removal
     limits = DepthLimits(rc.force_min, rc.force_max, rc.feed_min, rc.feed_max)
-    dp = plan_depth(footprint, rc.target_depth, cell.process.target_force, limits, rc.hold_force, rc.stepover_ripple)
+    footprint = depth_footprint(cell, tool)
+    dp = plan_depth(footprint, rc.target_depth, cell.process.target_force, limits, rc.hold_force,
+                    rc.stepover_ripple)
+    per_face = {k: v for k, v in rc.depths(faces).items() if k is not None}
+    if per_face:
+        plan_face_depths(footprint, dp, per_face, limits)
     new = cell.replace(**{"passes.stepover": dp.stepover / dp.layers, "process.feed": dp.feed,
                           "process.target_force": dp.force, "process.lead_in": dp.lead_in,
                           "process.feed_on_surface": True})

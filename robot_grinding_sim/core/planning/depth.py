@@ -46,6 +46,11 @@ _GL_W2 = np.r_[0.5 * _GL_HW, 0.5 * _GL_HW]
 GROOVE_SAMPLES = 801
 #: feeds above this (m/s) are taken as "no feed removes as little"
 MAX_FEED = 1e3
+#: feeds below this (m/s) are taken as "no feed removes as much" (a tool whose sliding is the feed's
+#: alone, a pad that does not turn: each pass removes k_p F / W whatever the feed)
+MIN_FEED = 1e-9
+#: the most layers a depth plan makes (more: D is named as not reached)
+MAX_LAYERS = 100
 #: the stepover's ripple tolerance: (max - min) / (max + min) of the sum of grooves
 DEFAULT_RIPPLE = 0.02
 
@@ -55,6 +60,10 @@ class Footprint(Protocol):
 
     def half_width(self, force: float) -> float:
         """Half the groove's width across the travel at normal force ``force`` (N), m."""
+        ...
+
+    def half_length(self, force: float) -> float:
+        """The patch's reach along the travel from the contact point (m): the lead-in's unit."""
         ...
 
     def groove(self, y: FloatArray, force: float, feed: float) -> FloatArray:
@@ -94,6 +103,10 @@ class BallFootprint:
     def half_width(self, force: float) -> float:
         """The patch radius a = sqrt(2 R d), m (the removal map's, :func:`~.preston.patch_radius`)."""
         return math.sqrt(2.0 * self.radius * self.penetration(force))
+
+    def half_length(self, force: float) -> float:
+        """The patch's reach along the travel (m): its radius."""
+        return self.half_width(force)
 
     def groove(self, y: FloatArray, force: float, feed: float) -> FloatArray:
         """h(y) = (k_p / v_f) integral p(x, y) |v(x, y)| dx over the chord |x| < s, s^2 = a^2 - y^2,
@@ -216,8 +229,11 @@ class DepthPlan:
     ripple: float  # of the summed grooves (all layers), fraction
     depth_per_layer: float  # predicted mean depth of one layer, m
     lead_in: float  # the lead-in and lead-out length at each pass end, m
+    half_length: float = 0.0  # the patch's reach along the travel, m (the ball's: half_width)
     limiting: str | None = None  # what prevents D (None: D is planned)
     notes: list[str] = field(default_factory=list)
+    #: per face target depths: {face: {target_depth, feed, feed_scale (over ``feed``), depth_per_layer, limiting}}
+    faces: dict[str, dict[str, Any]] = field(default_factory=dict)
     groove_y: FloatArray | None = None  # (K,) the groove of one pass, m
     groove_h: FloatArray | None = None  # (K,) m
 
@@ -242,6 +258,8 @@ def feed_for_depth(footprint: Footprint, force: float, stepover: float, depth: f
         v_new = v * groove_volume(footprint, force, v) / (stepover * depth)
         if not v_new < MAX_FEED:  # the feed's own sliding removes more than D however fast: no feed does
             return math.inf
+        if not v_new > MIN_FEED:  # the removal does not grow as the feed slows: no feed removes D
+            return 0.0
         if abs(v_new - v) <= 1e-9 * v:
             return v_new
         v = v_new
@@ -265,7 +283,8 @@ def plan_depth(footprint: Footprint, depth: float, force: float, limits: DepthLi
     Args:
         force: the force wanted (N): kept if ``force_fixed`` (the user gave force and depth: the
             feed is what is left), else the first choice within ``limits``.
-        lead_in: the length of each pass's lead-in and lead-out, m (default: 4 half-widths).
+        lead_in: the length of each pass's lead-in and lead-out, m (default: 4 times the patch's
+            reach along the travel, :meth:`Footprint.half_length`: the ball's 4 a).
     """
     if not (math.isfinite(depth) and depth > 0):
         raise InputError(f"target-depth must be a positive depth in metres, got {depth!r}")
@@ -306,9 +325,18 @@ def plan_depth(footprint: Footprint, depth: float, force: float, limits: DepthLi
     s, y, h = _stepover(footprint, F, ripple_tolerance)
     layers = 1
     if v < lim.feed_min:  # D needs more than one layer at the slowest feed
-        layers = int(math.ceil(lim.feed_min / v * (1.0 + 1e-9)))
+        layers = int(math.ceil(lim.feed_min / v * (1.0 + 1e-9))) if v > 0 else MAX_LAYERS + 1
+        if layers > MAX_LAYERS:
+            one = groove_volume(footprint, F, lim.feed_min) / s
+            limiting = limiting or (f"layers: D = {depth:g} m needs more than {MAX_LAYERS} layers at {F:.3g} N (one "
+                                    f"layer at the slowest feed {lim.feed_min:g} m/s removes {one:.3g} m; a tool "
+                                    f"sliding at the feed alone removes the same at any feed): more force, a "
+                                    f"turning tool or a less deep D")
+            layers = MAX_LAYERS
         notes.append(f"{layers} layers of D/{layers}: one layer would need {v:.3g} m/s, under {lim.feed_min:g} m/s")
-    v = feed_for_depth(footprint, F, s, depth / layers, v * layers)
+    # the most each layer removes when D is out of the layers' reach; else the feed for D / layers
+    capped = layers == MAX_LAYERS and limiting is not None
+    v = lim.feed_min if capped else feed_for_depth(footprint, F, s, depth / layers, v * layers)
     if v > lim.feed_max * (1.0 + 1e-9):
         need = (f"needs {v:.3g} m/s" if math.isfinite(v) else
                 "cannot be removed at any feed (the feed's own sliding removes more)")
@@ -319,8 +347,57 @@ def plan_depth(footprint: Footprint, depth: float, force: float, limits: DepthLi
     hg = footprint.groove(y, F, v)
     rip = ripple(summed_grooves(y, hg, s, layers)[1])
     hw = footprint.half_width(F)
-    return DepthPlan(depth, F, v, s, layers, hw, rip, per_layer, 4.0 * hw if lead_in is None else lead_in,
-                     limiting, notes, y, hg)
+    hl = footprint.half_length(F)
+    return DepthPlan(depth, F, v, s, layers, hw, rip, per_layer, 4.0 * hl if lead_in is None else lead_in,
+                     hl, limiting, notes, groove_y=y, groove_h=hg)
+
+
+def plan_face_depths(footprint: Footprint, dp: DepthPlan, depths: dict[int, float],
+                     limits: DepthLimits | None = None) -> dict[str, dict[str, Any]]:
+    """Per face target depths on the job's plan ``dp`` (its force, stepover and layers: one groove
+    shape for the job): each face's feed for its depth ``depths[face]`` (m) (:func:`feed_for_depth`),
+    kept within the feed range, the range named in the face's ``limiting`` when its D needs more.
+    Sets and returns ``dp.faces``."""
+    lim = (limits or DepthLimits()).validate()
+    out: dict[str, dict[str, Any]] = {}
+    for face, D in sorted(depths.items()):
+        v = feed_for_depth(footprint, dp.force, dp.stepover, D / dp.layers, dp.feed)
+        limiting = None
+        if not lim.feed_min * (1 - 1e-9) <= v <= lim.feed_max * (1 + 1e-9):
+            edge = lim.feed_max if v > lim.feed_max else lim.feed_min
+            need = f"needs {v:.3g} m/s" if math.isfinite(v) and v > 0 else "is out of reach of any feed"
+            limiting = (f"feed range: face {face}'s D = {D:g} m {need} at the job's {dp.force:.3g} N and "
+                        f"{dp.layers} layer(s), outside [{lim.feed_min:g}, {lim.feed_max:g}] m/s")
+            v = edge
+        out[str(face)] = {"target_depth": D, "feed": v, "feed_scale": v / dp.feed,
+                          "depth_per_layer": groove_volume(footprint, dp.force, v) / dp.stepover,
+                          "limiting": limiting}
+    dp.faces = out
+    return out
+
+
+def face_feed_scales(removal_plan: dict[str, Any] | None) -> dict[int, float]:
+    """{face: its feed over the job's} of a plan with per face depths (plan.json ``removal_plan.faces``)."""
+    faces = (removal_plan or {}).get("faces") or {}
+    return {int(k): float(v["feed_scale"]) for k, v in faces.items()}
+
+
+def set_face_feeds(plan: Any, paths: list[Any]) -> None:
+    """Each pass path's ``feed_scale`` (the trajectory's :class:`~.trajectory.PassPath`, samples at
+    ``arc`` on the TCP path) from its waypoints' faces (linear between waypoints), for a plan with
+    per face depths; nothing without."""
+    scales = face_feed_scales(getattr(plan, "removal_plan", None))
+    if scales:
+        for g, p, pos in zip(paths, plan.passes, plan.tcp_positions, strict=True):
+            a = np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(np.asarray(pos), axis=0), axis=1))]  # pass_path's arc
+            g.feed_scale = np.interp(g.arc, a, np.array([scales.get(int(f), 1.0) for f in p.face]))
+
+
+def stretched_arc(along: FloatArray, feed_scale: FloatArray | None) -> tuple[FloatArray, FloatArray]:
+    """(sigma, scale) of a pass whose feed is ``feed_scale`` (N,) times the job's at arc lengths ``along``
+    (N,) m (None: 1): sigma = integral ds / scale (trapezoid), the length the pass is timed on at the job's feed."""
+    scale = np.ones(len(along)) if feed_scale is None else np.asarray(feed_scale, dtype=float)
+    return along[0] + np.r_[0.0, np.cumsum(np.diff(along) * 0.5 * (1.0 / scale[1:] + 1.0 / scale[:-1]))], scale
 
 
 def check_cycle_time(dp: DepthPlan, pass_length: float, passes: int, overhead: float, limit: float) -> float:
@@ -352,17 +429,19 @@ def _resampled(p: PassLine, step: float) -> tuple[FloatArray, FloatArray]:
 
 
 def uniformity(points: FloatArray, depth: FloatArray, inside: NDArray[np.bool_], passes: list[PassLine],
-               target: float, band: float, stepover: float, half_width: float, lead_in: float) -> dict[str, Any]:
-    """How even a removal map is against the target depth (m).
+               target: float, band: float, stepover: float, half_width: float, lead_in: float,
+               half_length: float | None = None) -> dict[str, Any]:
+    """How even a removal map is against the target depth (m; or (N,) one per node: per face depths).
 
     The region is the ground area the passes remove D from: the nodes (``points`` (N, 3) m, their
     ``depth`` (N,) m, ``inside`` (N,) on the face) whose nearest pass point is at most a stepover
     away, on a pass that has neighbours over the whole groove width on both sides (the outermost
     ``ceil(half_width / stepover)`` rows left out: their outer side is the region's edge), and
-    between the lead-in and the lead-out (arc length at least ``lead_in + half_width`` from both
-    pass ends: the force ramps over the lead-in, and the patch reaches half_width beyond it).
+    between the lead-in and the lead-out (arc length at least ``lead_in + half_length`` from both
+    pass ends: the force ramps over the lead-in, and the patch reaches ``half_length`` (m, along the
+    travel; default half_width: the ball's) beyond it).
 
-    The end of a pass is everything within the lead-in plus half_width of its ends, and beyond
+    The end of a pass is everything within the lead-in plus half_length of its ends, and beyond
     them within half_width: the end-of-pass depth is the deepest node there over the region's
     median (a tool at rest in contact there shows as a ratio well above 1).
 
@@ -391,20 +470,22 @@ def uniformity(points: FloatArray, depth: FloatArray, inside: NDArray[np.bool_],
     edge = int(math.ceil(half_width / stepover - 1e-9))
     inner_rows = set(rows[edge:len(rows) - edge]) if len(rows) > 2 * edge else set()
     row_of = np.array([p.row for p in passes])[k_pass]
-    margin = lead_in + half_width
+    margin = lead_in + (half_width if half_length is None else half_length)
     in_rows = np.isin(row_of, list(inner_rows))
     region = inside & in_rows & (dist <= stepover) & (arc >= margin) & (arc <= length - margin)
     at_end = inside & in_rows & (((dist <= stepover) & ((arc < margin) | (arc > length - margin)))
                                  | (((arc <= 1e-9) | (arc >= length - 1e-9)) & (dist <= half_width + stepover)))
-    out: dict[str, Any] = {"target_depth_m": target, "band": band, "region_nodes": int(region.sum()),
+    job_target = float(target) if np.ndim(target) == 0 else float(np.max(target))
+    out: dict[str, Any] = {"target_depth_m": job_target, "band": band, "region_nodes": int(region.sum()),
                            "rows": len(rows), "rows_in_region": len(inner_rows)}
     if not region.any():
         out.update({"within_band": 0.0, "note": "no region: too few passes for the groove width or too short"})
         out["in_region"], out["out_of_band"] = region, np.zeros_like(region)
         return out
     d = np.asarray(depth, dtype=float)
+    T = np.broadcast_to(np.asarray(target, dtype=float), d.shape)  # a depth per node (per face targets)
     dr = d[region]
-    ok = np.abs(dr - target) <= band * target
+    ok = np.abs(dr - T[region]) <= band * T[region]
     idx = np.flatnonzero(region)
 
     def where(i: int) -> dict[str, Any]:
@@ -420,7 +501,7 @@ def uniformity(points: FloatArray, depth: FloatArray, inside: NDArray[np.bool_],
         out.update({"end_of_pass_depth_m": float(d[e]), "end_of_pass_ratio": float(d[e] / med) if med > 0 else None,
                     "end_of_pass": where(e)})
     out["in_region"] = region
-    out["out_of_band"] = region & ~(np.abs(d - target) <= band * target)
+    out["out_of_band"] = region & ~(np.abs(d - T) <= band * T)
     return out
 
 
@@ -448,6 +529,8 @@ def uniformity_text(fig: dict[str, Any] | None, what: str = "removal") -> list[s
         out.append(f"  end of pass: deepest {fig['end_of_pass_depth_m'] * 1e6:.3f} um = "
                    f"{fig['end_of_pass_ratio']:.3f} x the pass depth (pass {w['pass']}, "
                    f"{w['arc_m'] * 1e3:.1f} mm along it)")
+    for face, ff in (fig.get("faces") or {}).items():  # per face target depths: each face against its own D
+        out += ["  " + line for line in uniformity_text(ff, f"face {face}")]
     return out
 
 
@@ -458,6 +541,9 @@ def depth_plan_text(rp: dict[str, Any]) -> list[str]:
            f"{rp['lead_in'] * 1e3:.1f} mm; summed grooves +-{rp['ripple']:.1%}; "
            f"about {rp.get('cycle_time_s', 0):.0f} s"]
     out += [f"  {n}" for n in rp.get("notes", [])]
+    for face, f in (rp.get("faces") or {}).items():
+        out.append(f"  face {face}: {f['target_depth'] * 1e6:g} um at feed {f['feed'] * 1e3:.2f} mm/s"
+                   + (f"; not reached: {f['limiting']}" if f.get("limiting") else ""))
     if rp.get("limiting"):
         out.append(f"  D is not reached: {rp['limiting']}")
     pred = (rp.get("predicted") or {}).get("uniformity")

@@ -39,6 +39,7 @@ from scipy.spatial.transform import Rotation, Slerp
 
 from robot_grinding_sim.core.config import ProcessConfig
 from robot_grinding_sim.core.errors import GrindingSimError, PlanningError
+from robot_grinding_sim.core.planning.depth import set_face_feeds, stretched_arc
 from robot_grinding_sim.core.planning.links import bridged_path, ik_branches
 from robot_grinding_sim.core.planning.path_ik import first_configuration, solve_ik, targets
 from robot_grinding_sim.core.robot.ik import IKSolver
@@ -164,6 +165,8 @@ class PassPath:
     retreat: float | None = None
     #: (N,) arc length of the contact point along the surface at each sample, m (None: not known)
     surface_arc: FloatArray | None = None
+    #: (N,) feed / process.feed per sample (per face depths): the pass timed on sigma = integral ds / scale
+    feed_scale: FloatArray | None = None
 
     def lengths(self, process: ProcessConfig) -> tuple[float, float]:
         """(approach, retreat) lengths along the normal, m."""
@@ -318,17 +321,16 @@ def pass_episode(model: Any, g: PassPath, process: ProcessConfig, offset: float,
         segs.append(Segment("dwell", g.index, np.array([t, t + process.dwell]), np.vstack([qa[-1], qa[-1]]),
                             np.zeros((2, model.nq))))
         t += process.dwell
-    # the pass at the feed, knots at the resampled path
-    s_of_t, T = smooth_profile(float(along[-1] - along[0]), process.feed, FEED_RAMP)
+    sigma, scale = stretched_arc(along, g.feed_scale)
+    s_of_t, T = smooth_profile(float(sigma[-1] - sigma[0]), process.feed, FEED_RAMP)
     tt = np.linspace(0.0, T, 4001)
-    ss = s_of_t(tt) + along[0]
-    ss[-1] = along[-1]
-    t_knots = np.interp(along, ss, tt)
+    ss = np.r_[s_of_t(tt[:-1]) + sigma[0], sigma[-1]]  # the pass at the feed, knots at the resampled path
+    t_knots = np.interp(sigma, ss, tt)
     keep = np.r_[True, np.diff(t_knots) > 1e-9]
     keep[-1] = True
     t_knots, arc, along_k = t_knots[keep], g.arc[keep], along[keep]
     t_knots[-1] = T
-    sd_knots = np.interp(t_knots, tt, np.gradient(ss, tt))
+    sd_knots = np.interp(t_knots, tt, np.gradient(ss, tt)) * scale[keep]
     sd_knots[0] = sd_knots[-1] = 0.0
     qp = solve_ik(model, targets(P[keep], g.rotations[keep]), qa[-1], what=f"pass {g.index}",
                   label=lambda k: g.waypoint(float(arc[k])))
@@ -497,6 +499,7 @@ def job_paths(plan: Any) -> JobPaths:
             if m.kind in ("approach", "retreat")}
     for g in passes:  # the plan's approach and retreat lengths (longer where the part is near)
         g.approach, g.retreat = ends.get(("approach", g.index)), ends.get(("retreat", g.index))
+    set_face_feeds(plan, passes)  # per face target depths: each waypoint at its face's feed
     links = [(m.positions @ Rb.T + pb, Rb @ Rotation.from_quat(m.quaternions).as_matrix())
              for m in plan.moves if m.kind == "link"]
     if len(links) != max(len(passes) - 1, 0):

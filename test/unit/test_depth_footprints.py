@@ -1,0 +1,194 @@
+"""The depth planner's footprints of the tools with a patch (core.planning.depth.ToolFootprint: wheel,
+pad, disc from the shipped URDFs) against closed forms and scipy quadrature written here, from the
+geometry alone (not from Tool.penetration_at, which the footprint and the removal map share).
+
+A straight pass at feed v_f and force F over a plane, Winkler pressure p = k_w d, Preston
+``h(y) = (k_p / v_f) integral p |v| dx`` along the travel:
+
+- wheel on its periphery (radius R, width L, spindle w about its axis across the feed): every point
+  of the chord slides at |v_f +- w (R - d)| (the axis R - d above the plane), so across the width
+  ``h = k_p |v_f +- w (R - d)| F / (v_f L)``, F = k_w L seg(R, d) (seg by quad of the chord's depth);
+- pad flat on the plane (side a along the travel, b across): without spindle ``h = k_p F / b``; turned
+  at w about its normal through its centre ``h(y) = (k_p F / (A v_f)) integral sqrt((v_f -+ w y)^2 +
+  (w x)^2) dx`` over |x| < a / 2 (the closed form of that integral);
+- disc on its face at angle a: the face under the plane is the segment h_s = d / sin a high; at a
+  lateral offset y it reaches u(y) = sqrt(R^2 - y^2) - (R - h_s) beyond the chord, each point s beyond
+  it s sin a deep and s cos a along the travel: without spindle ``h(y) = k_p k_w sin a cos a u^2 / 2``;
+  with the spindle about the face normal, quad over s of k_w s sin a |v_f e_x + w n x rho| cos a ds,
+  rho the point from the face's centre in the face plane.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.integrate import quad
+
+from robot_grinding_sim.core.geometry.tools import cell_tool
+from robot_grinding_sim.core.job.setup import load_robot_model
+from robot_grinding_sim.core.planning.depth import groove_volume, plan_depth
+from robot_grinding_sim.core.planning.footprints import ToolFootprint
+
+URDF = Path(__file__).resolve().parents[2] / "urdf"
+KP, F, V = 9.5e-12, 5.0, 0.01
+
+
+def tool_of(name: str, shape: str, spacing: float, angle: float = 0.2):
+    return cell_tool(load_robot_model(str(URDF / name), "tcp"), "tcp", "abrasive_head", shape, spacing, angle)
+
+
+@pytest.fixture(scope="module")
+def wheel():
+    return tool_of("ur10e_flap_wheel.urdf", "wheel", 0.001)
+
+
+@pytest.fixture(scope="module")
+def pad():
+    return tool_of("ur10e_sanding_pad.urdf", "pad", 0.0025)
+
+
+def either(got: np.ndarray, refs: list[np.ndarray], rtol: float, atol: float) -> None:
+    """got matches one of refs (the spindle's sense in F0 is the URDF's, not fixed here)."""
+    errs = [float(np.max(np.abs(got - r) / np.abs(r))) - rtol for r in refs]
+    assert min(errs) <= atol, errs
+
+
+@pytest.mark.parametrize("w", [0.0, 300.0, 628.3])
+def test_wheel_groove_is_flat_across_its_width_at_the_rim_speed(wheel, w: float) -> None:
+    k_w = 2e8
+    R, L = wheel.dims["radius"], wheel.dims["length"]
+    fp = ToolFootprint(wheel, k_w, w, KP)
+    d = fp.penetration(F)
+    seg, _ = quad(lambda x: d - (R - math.sqrt(R * R - x * x)), -math.sqrt(2 * R * d - d * d),
+                  math.sqrt(2 * R * d - d * d), epsabs=1e-16, epsrel=1e-12)
+    assert k_w * L * seg == pytest.approx(F, rel=1e-9)  # the penetration holds F
+    assert fp.half_width(F) == pytest.approx(L / 2, rel=6e-3)  # found on a grid: two cells of 1.2 x the span / 800
+    y = np.linspace(-0.45 * L, 0.45 * L, 31)
+    h = fp.groove(y, F, V)
+    refs = [np.full_like(y, KP * abs(V + s * w * (R - d)) * F / (V * L)) for s in (1.0, -1.0)]
+    either(h, refs, 2e-3, 0.0)
+    assert np.all(fp.groove(np.array([-0.52 * L, 0.52 * L]), F, V) == 0.0)
+
+
+@pytest.mark.parametrize("w", [0.0, 50.0])
+def test_pad_groove_is_kp_F_over_its_width_and_the_turning_pads_closed_form(pad, w: float) -> None:
+    k_w = 2e7
+    a, b = sorted(pad.dims["size"])[1:]  # the shipped pad's face: 50 x 50 mm (square: along = across)
+    fp = ToolFootprint(pad, k_w, w, KP)
+    assert k_w * a * b * fp.penetration(F) == pytest.approx(F, rel=1e-9)
+    y = np.linspace(-0.45 * b, 0.45 * b, 25)
+    h = fp.groove(y, F, V)
+    if w == 0.0:
+        np.testing.assert_allclose(h, KP * F / b, rtol=3e-3)
+        return
+
+    def closed(yy: np.ndarray, sense: float) -> np.ndarray:
+        c = np.abs(V - sense * w * yy)  # the speed on the line x = 0
+
+        def prim(x: float) -> np.ndarray:  # integral of sqrt(c^2 + w^2 x^2) dx
+            return 0.5 * x * np.sqrt(c * c + (w * x) ** 2) + c * c / (2 * w) * np.arcsinh(w * x / np.maximum(c, 1e-300))
+
+        return KP * F / (a * b * V) * (prim(a / 2) - prim(-a / 2))
+
+    either(h, [closed(y, 1.0), closed(y, -1.0)], 3e-3, 0.0)
+
+
+def disc_reference(R: float, angle: float, d: float, k_w: float, w: float, sense: float, y: float) -> float:
+    """h(y) of the disc by quad over the segment's depth along the face (module docstring)."""
+    hs = d / math.sin(angle)
+    u = math.sqrt(max(R * R - y * y, 0.0)) - (R - hs)
+    if u <= 0:
+        return 0.0
+    n = np.array([-math.sin(angle), 0.0, math.cos(angle)])  # face normal into the part, F0
+    e = np.array([math.cos(angle), 0.0, math.sin(angle)])  # from the centre toward the low rim, down
+    lat = np.array([0.0, 1.0, 0.0])
+
+    def integrand(s: float) -> float:
+        rho = (R - hs + s) * e + y * lat  # from the face centre, s beyond the chord
+        v = np.array([V, 0.0, 0.0]) + sense * w * np.cross(n, rho)
+        return k_w * s * math.sin(angle) * math.hypot(v[0], v[1]) * math.cos(angle)
+
+    val, _ = quad(integrand, 0.0, u, epsabs=1e-20, epsrel=1e-10)
+    return KP / V * val
+
+
+@pytest.mark.parametrize("angle, w", [(0.2, 0.0), (0.2, 837.8), (0.5, 300.0)])
+def test_disc_groove_against_quadrature_over_its_segment(angle: float, w: float) -> None:
+    k_w = 1e10
+    disc = tool_of("ur10e_disc_grinder.urdf", "disc", 0.0005, angle)
+    R = disc.dims["radius"]
+    fp = ToolFootprint(disc, k_w, w, KP, samples=801)
+    d = fp.penetration(F)
+    hw = math.sqrt(R * R - (R - d / math.sin(angle)) ** 2)  # half the chord
+    assert fp.half_width(F) == pytest.approx(hw, rel=6e-3)  # found on a grid: two cells of 1.2 x the span / 800
+    y = np.linspace(-0.9 * hw, 0.9 * hw, 19)
+    h = fp.groove(y, F, V)
+    if w == 0.0:
+        u = np.sqrt(R * R - y * y) - (R - d / math.sin(angle))
+        np.testing.assert_allclose(h, KP * k_w * math.sin(angle) * math.cos(angle) * u * u / 2, rtol=5e-3)
+        return
+    refs = [np.array([disc_reference(R, angle, d, k_w, w, s, float(t)) for t in y]) for s in (1.0, -1.0)]
+    either(h, refs, 5e-3, 0.0)
+
+
+@pytest.mark.parametrize("which", ["wheel", "pad"])
+def test_a_patch_tools_depth_plan_removes_the_target_on_average(which: str, wheel, pad) -> None:
+    """The plan with a patch tool: mean of the summed grooves at its stepover and feed is D; the
+    volume per length is Preston's k_p F v_bar / v_f (no spindle: v_bar = v_f, A = k_p F)."""
+    tool, k_w = (wheel, 2e8) if which == "wheel" else (pad, 2e7)
+    fp0 = ToolFootprint(tool, k_w, 0.0, KP)
+    assert groove_volume(fp0, F, V) == pytest.approx(KP * F, rel=3e-3)
+    fp = ToolFootprint(tool, k_w, 100.0 if which == "wheel" else 50.0, KP)  # the pad: a rotary polisher
+    dp = plan_depth(fp, 5e-6, F, force_fixed=True)
+    assert dp.limiting is None
+    assert dp.depth_per_layer * dp.layers == pytest.approx(5e-6, rel=1e-3)
+    assert groove_volume(fp, dp.force, dp.feed) / dp.stepover * dp.layers == pytest.approx(5e-6, rel=1e-3)
+    assert dp.ripple <= 0.02 + 1e-9
+    assert dp.half_length == pytest.approx(fp.half_length(dp.force))
+    assert dp.lead_in == pytest.approx(4 * dp.half_length)
+
+
+def test_a_pad_that_does_not_turn_names_the_layers_it_would_need(pad) -> None:
+    """Sliding at the feed alone, each pass removes k_p F / W whatever the feed (24 nm at 5 N over
+    passes 2 mm apart): 5 um would take thousands of layers; the plan names that limit."""
+    dp = plan_depth(ToolFootprint(pad, 2e7, 0.0, KP), 5e-6, F, force_fixed=True)
+    assert dp.limiting is not None and dp.limiting.startswith("layers: ") and "100 layers" in dp.limiting
+    assert dp.layers == 100 and dp.feed >= 1e-3
+
+
+def test_the_maps_check_takes_the_plans_groove_width(wheel) -> None:
+    """depth_figures (the check simulate and the plan's prediction report) leaves out the rows within
+    the plan's groove half-width of the region's edge (plan.json removal_plan ``half_width``) and
+    the patch's reach along the travel (``half_length``) past the lead-in; before, it read keys the
+    plan never writes (``half_width_m``) and took the ball's sqrt(2 R d) of the wheel's radius."""
+    from types import SimpleNamespace
+
+    from robot_grinding_sim.core.config import CellConfig
+    from robot_grinding_sim.core.contact.preston import RemovalGrid
+    from robot_grinding_sim.core.job.removal import depth_figures
+    from robot_grinding_sim.core.planning.waypoints import Pass
+
+    s, n, length, hw, hl = 1e-3, 40, 0.06, 0.0125, 0.002
+    cell = CellConfig().replace(**{"removal.target_depth": 5e-6, "passes.stepover": s, "process.lead_in": 0.008})
+    passes = []
+    for k in range(n):
+        x = np.linspace(0.0, length, 61)
+        pts = np.column_stack([x, np.full_like(x, k * s), np.zeros_like(x)])
+        passes.append(Pass(k, k, 0, pts, np.tile([0.0, 0.0, 1.0], (61, 1)), np.tile([1.0, 0.0, 0.0], (61, 1)), x,
+                           np.zeros((61, 2)), np.zeros(61, dtype=np.int64)))
+    plan = SimpleNamespace(passes=passes, removal_plan={"stepover": s, "half_width": hw, "half_length": hl})
+    g = np.arange(-0.005, 0.065, 5e-4)
+    X, Y = np.meshgrid(g, np.arange(-0.005, n * s + 0.005, 5e-4), indexing="ij")
+    grid = RemovalGrid(np.column_stack([X.ravel(), Y.ravel(), np.zeros(X.size)]), np.full(X.size, 2.5e-7))
+    grid.depth[:] = 5e-6
+    setup = SimpleNamespace(cell=cell, plan=plan, X_BP=np.eye(4), tool=wheel, tool_radius=wheel.radius,
+                            penetration=1e-4)
+    fig = depth_figures(setup, grid)
+    assert fig["rows_in_region"] == n - 2 * math.ceil(hw / s)  # 14 of 40
+    along = grid.points[fig["in_region"], 0]
+    assert along.min() >= 0.008 + hl - 1e-9 and along.max() <= length - 0.008 - hl + 1e-9
+    assert along.min() < 0.008 + hl + 1e-3  # not the wheel's half width (12.5 mm) past the lead-in
+    assert fig["within_band"] == 1.0
