@@ -140,3 +140,11 @@ def header_stamp(m: dict[str, Any]) -> float:
     bag reader rounds them, so a sample stamped at a window's edge falls on the same side in both)."""
     s = m["header"]["stamp"]
     return (int(s["sec"]) * 1_000_000_000 + int(s["nanosec"])) * 1e-9
+
+
+def pass_forces(m: dict[str, list[dict[str, Any]]], pass_index: int = 0) -> list[float]:
+    """-F_z of /contact/wrench (N, the tool axis in tcp) over pass ``pass_index``'s window on
+    /grinding/progress (first to last stamp of its records), from ``read_mcap``'s result holding both."""
+    t_pass = [p["data"][2] for p in m["/grinding/progress"] if p["data"][0] == pass_index]
+    t0, t1 = min(t_pass), max(t_pass)
+    return [-w["wrench"]["force"]["z"] for w in m["/contact/wrench"] if t0 <= header_stamp(w) <= t1]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cdr_reader import header_stamp, read_mcap
+from cdr_reader import pass_forces, read_mcap
 from third_party_arms import arm_with_ball_tool, cell_values
 
 pytestmark = pytest.mark.ros
@@ -38,9 +38,7 @@ def test_panda_runs_a_pass_through_the_graph(tmp_path: Path) -> None:
 
     m = read_mcap(out / "graph_bag", ["/contact/wrench", "/ft_sensor/wrench", "/grinding/progress",
                                       "/joint_states"])
-    t_pass = [p["data"][2] for p in m["/grinding/progress"] if p["data"][0] == 0]
-    t0, t1 = min(t_pass), max(t_pass)
-    f = [-w["wrench"]["force"]["z"] for w in m["/contact/wrench"] if t0 <= header_stamp(w) <= t1]
+    f = pass_forces(m)
     assert len(f) > 100
     graph = float(np.mean(f))
     summary = json.loads((out / "summary.json").read_text())

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 import pytest
-from cdr_reader import header_stamp, read_mcap
+from cdr_reader import pass_forces, read_mcap
 from held_part_cell import GRASP, held_cell_values, held_part_urdf
 
 from robot_grinding_sim.core.planning.planner import pose_matrix
@@ -51,9 +51,7 @@ def test_the_held_part_runs_a_pass_through_the_graph(tmp_path: Path) -> None:
 
     m = read_mcap(out / "graph_bag", ["/contact/wrench", "/grinding/progress", "/joint_states", "/tf_static",
                                       "/collision_node/markers"])
-    t_pass = [p["data"][2] for p in m["/grinding/progress"] if p["data"][0] == 0]
-    t0, t1 = min(t_pass), max(t_pass)
-    f = [-w["wrench"]["force"]["z"] for w in m["/contact/wrench"] if t0 <= header_stamp(w) <= t1]
+    f = pass_forces(m)
     assert len(f) > 100
     graph = float(np.mean(f))
     summary = json.loads((out / "summary.json").read_text())

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from cdr_reader import header_stamp, read_mcap
+from cdr_reader import header_stamp, pass_forces, read_mcap
 from pinocchio_oracle import frame_position
 from scipy.interpolate import CubicHermiteSpline
 from scipy.spatial.transform import Rotation
@@ -44,9 +44,7 @@ TRAJ_TOPIC = "/joint_trajectory_controller/joint_trajectory"
 def pass_mean_force(bag: Path) -> float:
     """Mean of -F_z of /contact/wrench (the tool axis, tcp frame) over pass 0's progress window."""
     m = read_mcap(bag, ["/contact/wrench", "/grinding/progress"])
-    t_pass = [p["data"][2] for p in m["/grinding/progress"] if p["data"][0] == 0]
-    t0, t1 = min(t_pass), max(t_pass)
-    f = [-w["wrench"]["force"]["z"] for w in m["/contact/wrench"] if t0 <= header_stamp(w) <= t1]
+    f = pass_forces(m)
     assert len(f) > 100, f"{bag}: {len(f)} wrench samples in pass 0"
     return float(np.mean(f))
 
