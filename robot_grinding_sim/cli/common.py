@@ -138,6 +138,18 @@ def progress(total: float | None, description: str, enabled: bool = True, plain:
     class _Handle:
         def __init__(self, prog: Progress | None, task: Any) -> None:
             self._prog, self._task = prog, task
+            self._eta_shown = False  # this stage's time remaining has been drawn at least once
+
+        def _show_eta(self) -> None:
+            # rich redraws on its own 10 Hz clock, so a stage shorter than a few redraws (the
+            # optimisation on a fast machine) would never show its time remaining: draw once as soon
+            # as rich can estimate it (a total and two timed samples), then leave it to the clock.
+            if self._prog is None or self._eta_shown:
+                return
+            task = next(t for t in self._prog.tasks if t.id == self._task)
+            if task.total is not None and task.time_remaining is not None and not task.finished:
+                self._eta_shown = True
+                self._prog.refresh()
 
         @property
         def active(self) -> bool:
@@ -147,6 +159,7 @@ def progress(total: float | None, description: str, enabled: bool = True, plain:
         def advance(self, n: float = 1.0) -> None:
             if self._prog is not None:
                 self._prog.advance(self._task, n)
+                self._show_eta()
 
         def update(self, completed: float, total: float | None = None, description: str | None = None) -> None:
             """Set the work done; ``total`` (> 0) once known turns an open-ended bar into one with
@@ -161,8 +174,10 @@ def progress(total: float | None, description: str, enabled: bool = True, plain:
             new_stage = description is not None and description != task.description
             if total is not None and total > 0 and (total != task.total or new_stage):
                 self._prog.reset(self._task, total=total, completed=completed, **kw)
+                self._eta_shown = False
                 return
             self._prog.update(self._task, completed=completed, **kw)
+            self._show_eta()
 
     if not enabled:
         yield _Handle(None, None)

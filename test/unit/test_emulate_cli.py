@@ -66,7 +66,10 @@ def test_a_niced_node_has_its_autogroup_niced_too() -> None:
         assert os.getpriority(os.PRIO_PROCESS, child.proc.pid) == 5
         group = Path(f"/proc/{child.proc.pid}/autogroup").read_text().split()
         assert group[-2:] == ["nice", "5"], group
-        assert group[0] != Path("/proc/self/autogroup").read_text().split()[0]  # not this session's group
+        # not this session's group; a process in a non-root cpu cgroup (a CI container) reads an
+        # empty file, being in no autogroup at all
+        own = Path("/proc/self/autogroup").read_text().split()
+        assert not own or group[0] != own[0], (group, own)
     finally:
         child.proc.kill()
         child.proc.wait()

@@ -47,3 +47,24 @@ def test_plan_shows_a_bar_with_an_eta_on_stderr(tmp_path) -> None:
         etas = [m for ln in lines if (m := ETA.search(ln))]
         assert etas, f"no {stage!r} bar line with an ETA: {lines[-3:]!r}"
     assert "optimising" not in ANSI.sub("", res.stdout) and out.is_file()
+
+
+def test_a_stage_shorter_than_a_redraw_still_draws_its_time_remaining(monkeypatch) -> None:
+    """rich redraws on a 10 Hz clock; a stage that is over before the first redraw (the optimisation
+    of two short passes on a fast machine) must still draw its time remaining once it is known."""
+    import io
+    import sys
+
+    from robot_grinding_sim.cli.common import progress
+
+    err = io.StringIO()
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "150")
+    monkeypatch.setattr(sys, "stderr", err)
+    with progress(None, "stage") as bar:
+        bar.update(0.0, 10.0, description="short")
+        for k in (1.0, 2.0, 3.0):  # no pause: all within one redraw period
+            bar.update(k)
+        bar.update(0.0, 5.0, description="next")  # the next stage takes the bar, as the job's final run does
+    lines = [ln for ln in re.split(r"[\r\n]", ANSI.sub("", err.getvalue())) if ln.startswith("short")]
+    assert any(ETA.search(ln) for ln in lines), lines
