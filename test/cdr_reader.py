@@ -15,6 +15,8 @@ import struct
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 PRIMITIVES: dict[str, tuple[str, int]] = {
     "bool": ("?", 1), "byte": ("B", 1), "char": ("B", 1), "uint8": ("B", 1), "int8": ("b", 1),
     "int16": ("h", 2), "uint16": ("H", 2), "int32": ("i", 4), "uint32": ("I", 4),
@@ -142,9 +144,22 @@ def header_stamp(m: dict[str, Any]) -> float:
     return (int(s["sec"]) * 1_000_000_000 + int(s["nanosec"])) * 1e-9
 
 
-def pass_forces(m: dict[str, list[dict[str, Any]]], pass_index: int = 0) -> list[float]:
-    """-F_z of /contact/wrench (N, the tool axis in tcp) over pass ``pass_index``'s window on
-    /grinding/progress (first to last stamp of its records), from ``read_mcap``'s result holding both."""
-    t_pass = [p["data"][2] for p in m["/grinding/progress"] if p["data"][0] == pass_index]
-    t0, t1 = min(t_pass), max(t_pass)
+def pass_forces(m: dict[str, list[dict[str, Any]]], pass_index: int = 0,
+                plan: dict[str, Any] | None = None) -> list[float]:
+    """-F_z of /contact/wrench (N, the tool axis in tcp) over pass ``pass_index``'s window, from
+    ``read_mcap``'s result holding both topics: without ``plan`` first to last stamp of its
+    /grinding/progress records; with the plan.json (parsed) its pass segment (first to last knot)
+    shifted onto the bag's clock by the median over the records inside the pass's arc range of
+    (stamp - the plan's time at the record's arc), which lost records do not move."""
+    rec = [p["data"] for p in m["/grinding/progress"] if p["data"][0] == pass_index]
+    t0, t1 = min(r[2] for r in rec), max(r[2] for r in rec)
+    if plan is not None:
+        traj = plan["trajectory"]
+        (seg,) = [s for s in traj["segments"] if s["kind"] == "pass" and s["pass_index"] == pass_index]
+        tau = np.asarray(traj["times"][seg["start"]:seg["stop"]], dtype=float)
+        arc = np.asarray(traj["arc_length"][seg["start"]:seg["stop"]], dtype=float)
+        first = np.r_[True, np.diff(arc) > 0]  # where the arc moves, so time(arc) has one value
+        shifts = [r[2] - np.interp(r[1], arc[first], tau[first]) for r in rec if arc[0] < r[1] < arc[-1]]
+        shift = float(np.median(shifts))
+        t0, t1 = tau[0] + shift, tau[-1] + shift
     return [-w["wrench"]["force"]["z"] for w in m["/contact/wrench"] if t0 <= header_stamp(w) <= t1]

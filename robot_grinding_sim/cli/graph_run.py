@@ -148,6 +148,7 @@ def run_through_graph(out: Path, cell: Any, as_json: bool = False,
     from robot_grinding_sim.core.record.pass_forces import (
         compare_pass_forces,
         pass_force_means,
+        plan_pass_timing,
         plan_pressing_axes,
     )
 
@@ -156,6 +157,7 @@ def run_through_graph(out: Path, cell: Any, as_json: bool = False,
     if bag.exists():
         raise click.ClickException(f"{bag} exists already; choose a new --out or remove it")
     domain = graph_domain_id()
+    cell = ran_cell(plan, cell)
     if cell.workpiece.link:
         # the robot holds the part: the executive's move from robot.home to the plan's start is a
         # joint move, not checked against the tool standing in the cell (it swung the part through
@@ -184,14 +186,17 @@ def run_through_graph(out: Path, cell: Any, as_json: bool = False,
         last = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()][-1:]
         raise click.ClickException(f"the node graph did not run the job to its end (exit code {code}); see {log}"
                                    + (f" (its last line: {last[0]})" if last else ""))
-    axes = plan_pressing_axes(json.loads(plan.read_text()))
-    rows = compare_pass_forces(pass_force_means(out / "bag", axes=axes), pass_force_means(bag, axes=axes))
+    data = json.loads(plan.read_text())
+    axes, timing = plan_pressing_axes(data), plan_pass_timing(data)
+    rows = compare_pass_forces(pass_force_means(out / "bag", axes=axes, timing=timing),
+                               pass_force_means(bag, axes=axes, timing=timing))
     entry = {"passes": rows,
              "max_abs_relative_difference": max(abs(r["relative_difference"]) for r in rows),
              "wall_time_s": wall, "dynamics_node": dict(dynamics or {}), "bag": str(bag), "log": str(log),
              "ros_domain_id": domain,
-             "force": "mean of -F . a of /contact/wrench (tcp frame) over each pass's progress window, a the pass's "
-                      "pressing axis (its waypoints' inward normal in tcp axes; the ball's: -F_z)"}
+             "force": "mean of -F . a of /contact/wrench (tcp frame) over each pass's window (the plan's pass "
+                      "segment placed on the bag's clock by its progress samples), a the pass's pressing axis (its "
+                      "waypoints' inward normal in tcp axes; the ball's: -F_z)"}
     summary_path = out / "summary.json"
     summary = json.loads(summary_path.read_text())
     if ((summary.get("removal") or {}).get("uniformity")) is not None:  # a depth was planned: the graph's map
@@ -213,6 +218,16 @@ def run_through_graph(out: Path, cell: Any, as_json: bool = False,
     return entry
 
 
+def ran_cell(plan: Path, cell: Any) -> Any:
+    """The cell the in-process run ran with: ``plan``'s own (plan.json ``cell``: the depth plan's
+    stepover, feed and lead-in, the offsets' cell values), else ``cell``. The caller's cell is the
+    one before planning: with it the graph's nodes and its removal figures would use another
+    stepover and lead-in than the run they are compared with."""
+    from robot_grinding_sim.core.planning.plan_io import cell_of, read_plan
+
+    return cell_of(read_plan(plan), plan) or cell
+
+
 def graph_removal(plan: Path, bag: Path, cell: Any) -> dict[str, Any]:
     """The removal map of the graph's run (``graph_bag``: /joint_states and /contact/wrench, the
     joint velocities by differences) replayed on the job's grid
@@ -225,7 +240,7 @@ def graph_removal(plan: Path, bag: Path, cell: Any) -> dict[str, Any]:
     from robot_grinding_sim.core.planning.depth import public
     from robot_grinding_sim.core.record.bag import read_joint_states, read_wrench
 
-    setup = setup_job(JobConfig(cell=cell, plan_file=str(plan)))
+    setup = setup_job(JobConfig(cell=ran_cell(plan, cell), plan_file=str(plan)))
     t, names, q = read_joint_states(bag)
     order = [names.index(n) for n in setup.model.joint_names]
     q = q[:, order]

@@ -51,7 +51,7 @@ def test_the_held_part_runs_a_pass_through_the_graph(tmp_path: Path) -> None:
 
     m = read_mcap(out / "graph_bag", ["/contact/wrench", "/grinding/progress", "/joint_states", "/tf_static",
                                       "/collision_node/markers"])
-    f = pass_forces(m)
+    f = pass_forces(m, 0, json.loads((out / "plan.json").read_text()))  # the plan's pass window
     assert len(f) > 100
     graph = float(np.mean(f))
     summary = json.loads((out / "summary.json").read_text())

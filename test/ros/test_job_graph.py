@@ -41,10 +41,11 @@ TARGET = 5.0
 TRAJ_TOPIC = "/joint_trajectory_controller/joint_trajectory"
 
 
-def pass_mean_force(bag: Path) -> float:
-    """Mean of -F_z of /contact/wrench (the tool axis, tcp frame) over pass 0's progress window."""
+def pass_mean_force(bag: Path, plan: dict) -> float:
+    """Mean of -F_z of /contact/wrench (the tool axis, tcp frame) over pass 0's window (the plan's
+    pass segment placed by the progress records)."""
     m = read_mcap(bag, ["/contact/wrench", "/grinding/progress"])
-    f = pass_forces(m)
+    f = pass_forces(m, 0, plan)
     assert len(f) > 100, f"{bag}: {len(f)} wrench samples in pass 0"
     return float(np.mean(f))
 
@@ -63,7 +64,7 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_one_pass_through_the_graph_holds_the_force_and_follows_the_plan(job: Path) -> None:
     summary = json.loads((job / "summary.json").read_text())
     plan = json.loads((job / "plan.json").read_text())
-    f_in, f_graph = pass_mean_force(job / "bag"), pass_mean_force(job / "graph_bag")
+    f_in, f_graph = pass_mean_force(job / "bag", plan), pass_mean_force(job / "graph_bag", plan)
     print(f"pass 0: in-process {f_in:.4f} N, graph {f_graph:.4f} N ({(f_graph - f_in) / f_in:+.3%})")
     assert f_graph == pytest.approx(TARGET, rel=0.05)
     assert f_graph == pytest.approx(f_in, rel=0.02)
