@@ -69,12 +69,8 @@ class EmulatedSession:
     terminal) and :attr:`codes` holds the exit codes (emulated cell first).
     """
 
-    def __init__(self, tmp: Path, port: int | None = None, real_nice: int = 0) -> None:
+    def __init__(self, tmp: Path, port: int | None = None) -> None:
         self.tmp = tmp
-        #: niceness of the real graph: the emulated cell stands for an arm and a sensor with their own
-        #: processors, and a real graph starving it on two shared cores makes its physics (and so the
-        #: measured force) depend on the load (a test of the measured force's accuracy sets 10)
-        self.real_nice = real_nice
         self.port = port or free_udp_port()
         self.domain = os.environ["ROS_DOMAIN_ID"]
         self.env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -84,10 +80,11 @@ class EmulatedSession:
         self.codes: list[int] = []
 
     # -- processes -----------------------------------------------------------------------------
-    def _spawn(self, args: Sequence[str], log: Path, nice: int = 0) -> subprocess.Popen[bytes]:
-        prefix = ["nice", "-n", str(nice)] if nice else []  # nice execs: the pid is the group's leader
+    def _spawn(self, args: Sequence[str], log: Path) -> subprocess.Popen[bytes]:
+        # the emulated cell runs on the arm's clock with its sensor (issue 21), so neither graph needs
+        # a niceness for its physics to hold on two loaded cores
         with log.open("ab") as fh:
-            return subprocess.Popen([*prefix, *grinding(), *args], stdout=fh, stderr=subprocess.STDOUT,
+            return subprocess.Popen([*grinding(), *args], stdout=fh, stderr=subprocess.STDOUT,
                                     start_new_session=True, env=self.env)
 
     @property
@@ -132,7 +129,7 @@ class EmulatedSession:
             args += ["--params-file", str(p)]
         if bag is not None:
             args += ["--record", str(bag)]
-        self.real = self._spawn([*args, *extra], self.real_log, self.real_nice)
+        self.real = self._spawn([*args, *extra], self.real_log)
         ready = ["[collision_node] [INFO]", "[contact_solver_node] [INFO]", "job ready"]
         if bag is not None:
             ready += ["[recorder] [INFO]", "recording /"]
