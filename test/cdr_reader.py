@@ -144,22 +144,28 @@ def header_stamp(m: dict[str, Any]) -> float:
     return (int(s["sec"]) * 1_000_000_000 + int(s["nanosec"])) * 1e-9
 
 
+def pass_window(m: dict[str, list[dict[str, Any]]], pass_index: int = 0,
+                plan: dict[str, Any] | None = None) -> tuple[float, float]:
+    """Pass ``pass_index``'s window (s, the bag's clock) from ``read_mcap``'s /grinding/progress:
+    without ``plan`` the first to last stamp of its records; with the plan.json (parsed) its pass
+    segment (first to last knot) shifted onto the bag's clock by the median over the records inside
+    the pass's arc range of (stamp - the plan's time at the record's arc), which lost records do not
+    move."""
+    rec = [p["data"] for p in m["/grinding/progress"] if p["data"][0] == pass_index]
+    if plan is None:
+        return min(r[2] for r in rec), max(r[2] for r in rec)
+    traj = plan["trajectory"]
+    (seg,) = [s for s in traj["segments"] if s["kind"] == "pass" and s["pass_index"] == pass_index]
+    tau = np.asarray(traj["times"][seg["start"]:seg["stop"]], dtype=float)
+    arc = np.asarray(traj["arc_length"][seg["start"]:seg["stop"]], dtype=float)
+    first = np.r_[True, np.diff(arc) > 0]  # where the arc moves, so time(arc) has one value
+    shift = float(np.median([r[2] - np.interp(r[1], arc[first], tau[first]) for r in rec if arc[0] < r[1] < arc[-1]]))
+    return tau[0] + shift, tau[-1] + shift
+
+
 def pass_forces(m: dict[str, list[dict[str, Any]]], pass_index: int = 0,
                 plan: dict[str, Any] | None = None) -> list[float]:
-    """-F_z of /contact/wrench (N, the tool axis in tcp) over pass ``pass_index``'s window, from
-    ``read_mcap``'s result holding both topics: without ``plan`` first to last stamp of its
-    /grinding/progress records; with the plan.json (parsed) its pass segment (first to last knot)
-    shifted onto the bag's clock by the median over the records inside the pass's arc range of
-    (stamp - the plan's time at the record's arc), which lost records do not move."""
-    rec = [p["data"] for p in m["/grinding/progress"] if p["data"][0] == pass_index]
-    t0, t1 = min(r[2] for r in rec), max(r[2] for r in rec)
-    if plan is not None:
-        traj = plan["trajectory"]
-        (seg,) = [s for s in traj["segments"] if s["kind"] == "pass" and s["pass_index"] == pass_index]
-        tau = np.asarray(traj["times"][seg["start"]:seg["stop"]], dtype=float)
-        arc = np.asarray(traj["arc_length"][seg["start"]:seg["stop"]], dtype=float)
-        first = np.r_[True, np.diff(arc) > 0]  # where the arc moves, so time(arc) has one value
-        shifts = [r[2] - np.interp(r[1], arc[first], tau[first]) for r in rec if arc[0] < r[1] < arc[-1]]
-        shift = float(np.median(shifts))
-        t0, t1 = tau[0] + shift, tau[-1] + shift
+    """-F_z of /contact/wrench (N, the tool axis in tcp) over pass ``pass_index``'s window
+    (:func:`pass_window`), from ``read_mcap``'s result holding both topics."""
+    t0, t1 = pass_window(m, pass_index, plan)
     return [-w["wrench"]["force"]["z"] for w in m["/contact/wrench"] if t0 <= header_stamp(w) <= t1]

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cdr_reader import header_stamp, read_mcap
+from cdr_reader import header_stamp, pass_window, read_mcap
 from geometry_msgs.msg import WrenchStamped
 from scipy.spatial.transform import Rotation
 from sensor_msgs.msg import JointState, PointCloud2
@@ -141,8 +141,8 @@ def grinding(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def pass_means(bag: Path, plan: dict) -> dict[int, float]:
-    """Each pass's mean of -F . a over its /grinding/progress window, a the pass's inward normal in
-    tcp axes (plan.json's waypoints: R^T (-n), averaged over the pass)."""
+    """Each pass's mean of -F . a over its window (the plan's pass placed by /grinding/progress), a
+    the pass's inward normal in tcp axes (plan.json's waypoints: R^T (-n), averaged over the pass)."""
     m = read_mcap(bag, ["/contact/wrench", "/grinding/progress"])
     out = {}
     for ps in plan["passes"]:
@@ -150,9 +150,9 @@ def pass_means(bag: Path, plan: dict) -> dict[int, float]:
         n = np.array([w["normal"] for w in ps["waypoints"]])
         a = np.einsum("kji,kj->i", R, -n)
         a /= np.linalg.norm(a)
-        t = [p["data"][2] for p in m["/grinding/progress"] if p["data"][0] == ps["index"]]
+        t0, t1 = pass_window(m, ps["index"], plan)
         f = [-np.dot([w["wrench"]["force"][k] for k in "xyz"], a) for w in m["/contact/wrench"]
-             if min(t) <= header_stamp(w) <= max(t)]
+             if t0 <= header_stamp(w) <= t1]
         assert len(f) > 100, f"{bag}: {len(f)} wrench samples in pass {ps['index']}"
         out[ps["index"]] = float(np.mean(f))
     return out
