@@ -390,7 +390,8 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
 
     Raises:
         InputError: bad parameters or files (the message names them).
-        PlanningError: no passes, or a pass the arm cannot reach.
+        PlanningError: no passes, or none the arm can reach (the waypoints it cannot reach are taken
+            out: core/planning/arm_reach.py).
     """
     from robot_grinding_sim.core.geometry import parts
     from robot_grinding_sim.core.planning import planner
@@ -467,6 +468,12 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
         plan.removal_plan = removal_plan_entry(depth_plan, plan, cell)
     if getattr(model, "holder_link", None) is not None and not np.allclose(model.X_BP0, plan.workpiece_pose):
         model = held_part_model(cell, plan.workpiece_pose, part)  # the frame the plan's poses are in
+    if plan_data is None:  # the passes planned here: the waypoints the arm cannot reach are taken out
+        from robot_grinding_sim.core.planning.arm_reach import trim_unreachable
+
+        if on_stage:
+            on_stage("where the arm reaches")
+        trim_unreachable(plan, part, model, np.asarray(cell.robot.home, dtype=float))
     paths = job_paths(plan)
     closed = {"auto": None, "true": True, "false": False}[wp.closed]
     scene, exact = workpiece_scene(part, plan.faces, plan.workpiece_pose, radius, wp.deflection, closed)

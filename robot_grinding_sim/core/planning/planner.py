@@ -585,8 +585,9 @@ def remake_links(result: Plan, clearance: Any) -> Any:
 
 def arm_reaches_every_waypoint(result: Plan) -> None:
     """Record in the plan's coverage that the arm reaches all of it: a job trajectory was made
-    through every waypoint (an unreachable one refuses the job), so no area is left out for the arm."""
-    if result.coverage is not None and result.trajectory is not None:
+    through every waypoint left (those it cannot reach were taken out before, with their area:
+    arm_reach.trim_unreachable), so no more area is left out for the arm."""
+    if result.coverage is not None and result.trajectory is not None and result.coverage.arm_unreachable_area is None:
         result.coverage.arm_unreachable_area = 0.0
 
 
