@@ -40,25 +40,26 @@ CHECK_STEP = 0.01
 LINE_STEP = 0.002
 
 
-def _as_trajectory(model: Any, q: FloatArray) -> Any:
-    """The joint path (K, n) as a one-segment trajectory of kind :data:`MOVE` (pass 0), for the check."""
+def _as_trajectory(model: Any, t: FloatArray, q: FloatArray) -> Any:
+    """The joint path q (K, n) at times t (K,) s from the move's start as a one-segment trajectory of
+    kind :data:`MOVE` (pass 0), for the check (which names the sample and its time)."""
     from robot_grinding_sim.core.planning.trajectory import JointTrajectory
 
-    t = np.arange(len(q), dtype=float)
     return JointTrajectory(list(model.joint_names), model.tip_link, t, q, np.zeros_like(q),
                            [{"kind": MOVE, "pass_index": 0, "start": 0, "stop": len(q)}], np.full(len(q), np.nan),
                            str(getattr(model, "root_link", "base_link")))
 
 
-def dense_samples(move: cmds.Command, step: float = CHECK_STEP) -> FloatArray:
-    """The command's joint positions (K, n) sampled so that no joint moves more than ``step`` rad
-    between samples (its cubic Hermite between knots)."""
-    out = [move.positions[:1]]
+def dense_samples(move: cmds.Command, step: float = CHECK_STEP) -> tuple[FloatArray, FloatArray]:
+    """The command's times (K,) s and joint positions (K, n) sampled so that no joint moves more than
+    about ``step`` rad between samples (its cubic Hermite between knots)."""
+    times, out = [float(move.times[0])], [move.positions[:1]]
     for k in range(len(move.times) - 1):
         n = max(1, int(math.ceil(float(np.max(np.abs(move.positions[k + 1] - move.positions[k]))) / step)) * 2)
         for t in np.linspace(move.times[k], move.times[k + 1], n + 1)[1:]:
+            times.append(float(t))
             out.append(cmds.sample(move, float(t))[0][None])
-    return np.vstack(out)
+    return np.array(times), np.vstack(out)
 
 
 class StartMoveCheck:
@@ -88,11 +89,12 @@ class StartMoveCheck:
         #: the tool centre's height (m along up, root frame) where the tool clears the whole part
         self.safe_height = self.top + float(tool_radius) + float(clearance)
 
-    def check(self, q: FloatArray) -> None:
-        """Raise PlanningError naming the link and the point of the move where the path q (K, n) hits."""
+    def check(self, t: FloatArray, q: FloatArray) -> None:
+        """Raise PlanningError naming the link, the sample and its time where the move's joint path
+        q (K, n) at times t (K,) s hits the part."""
         from robot_grinding_sim.core.planning.collision_check import check_trajectory_collisions
 
-        check_trajectory_collisions(self.model, _as_trajectory(self.model, q), self.mesh, self.X_BP,
+        check_trajectory_collisions(self.model, _as_trajectory(self.model, t, q), self.mesh, self.X_BP,
                                     self.contact_links, tool_links=self.tool_links)
 
 
@@ -157,7 +159,7 @@ def start_move(check: StartMoveCheck, straight: cmds.Command, vmax: FloatArray, 
 
     q_from, q_to = straight.positions[0], straight.positions[-1]
     try:
-        check.check(dense_samples(straight))
+        check.check(*dense_samples(straight))
         return straight, {"move": "straight"}
     except PlanningError as exc:
         first = str(exc)
@@ -167,7 +169,7 @@ def start_move(check: StartMoveCheck, straight: cmds.Command, vmax: FloatArray, 
         height = safe + k * LINK_LIFT
         try:
             seg = over_the_part(check, q_from, q_to, height, vmax, amax, max_tcp_speed)
-            check.check(seg.q)
+            check.check(seg.t - seg.t[0], seg.q)
         except PlanningError as exc:
             last = str(exc)
             continue
