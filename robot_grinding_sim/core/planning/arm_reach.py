@@ -90,7 +90,7 @@ def trim_unreachable(plan: Any, part: Any, model: Any, q_home: Any) -> dict[str,
         PlanningError: the arm reaches none of the waypoints (or no piece of a pass long enough).
     """
     from robot_grinding_sim.core.planning.gouge import keep_waypoints
-    from robot_grinding_sim.core.planning.planner import _poses_and_moves, clearance_of
+    from robot_grinding_sim.core.planning.planner import clearance_of, poses_and_moves
 
     keep = reachable_waypoints(model, plan, q_home)
     if all(k.all() for k in keep):
@@ -105,7 +105,7 @@ def trim_unreachable(plan: Any, part: Any, model: Any, q_home: Any) -> dict[str,
             break
         plan.passes = kept
         clearance = clearance or clearance_of(part)
-        _poses_and_moves(plan, clearance)
+        poses_and_moves(plan, clearance)
         ends = _end_poses(plan)
         bad = [(i, kind) for (kind, i), T in sorted(ends.items(), key=lambda e: (e[0][1], e[0][0])) if not reach(T)]
         if not bad:
