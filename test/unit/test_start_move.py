@@ -123,19 +123,21 @@ def test_a_start_that_cannot_clear_the_part_is_refused_naming_the_move(job) -> N
     from robot_grinding_sim.core.planning.start_move import StartMoveCheck
 
     cell, plan, model, _, home, _ = job
-    # a roof over the cell just above the tool's safe height: no way up and over
-    roof = trimesh.creation.box(extents=(3.0, 3.0, 0.02))
-    roof.apply_translation((0.0, 0.0, 0.12))
-    mesh = trimesh.util.concatenate([plan.mesh, roof])
-    check = StartMoveCheck(model, mesh, np.eye(4), plan.up, cell.tool, plan.tool.radius, cell.process.clearance)
-    check.X_BP = plan.workpiece_pose  # the plate's frame: the roof is placed in it
+    # a lid over the plate (a fixture above it, clear of the arm at home): the way over the part comes
+    # down through it onto the start however high it goes
+    lid = trimesh.creation.box(extents=(0.3, 0.2, 0.02))
+    lid.apply_translation((0.0, 0.0, 0.15))
+    mesh = trimesh.util.concatenate([plan.mesh, lid])
+    check = StartMoveCheck(model, mesh, plan.workpiece_pose, plan.up, cell.tool, plan.tool.radius,
+                           cell.process.clearance)
+    check.check(np.zeros(1), home[None])  # the arm at home is clear of the plate and the lid
     ex = JobExecution(model, plan, cell.execution, cell.process, check)
     with pytest.raises(GrindingSimError) as err:
         ex.start(0.0, home)
     text = str(err.value)
     print("\n" + text)
     assert "\n" not in text and text.startswith("the move from the arm's joints to the plan's start hits the part")
-    assert "jog the arm clear of the part" in text
+    assert "jog the arm clear of the part" in text and "touches the part at the start move" in text
     assert ex.state == JobState.FAILED and ex.reason == text and ex.sent is None  # nothing sent; no autostart again
 
 
