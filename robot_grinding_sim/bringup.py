@@ -149,8 +149,9 @@ def graph(
         robot_ip, ft_sensor_ip: addresses for the real arm and sensor (real mode only).
         record: output directory of the recorder; None: no recorder.
         rviz: include RViz (ROS installs only).
-        robot_description_file: URDF for every node that loads one (default the package's
-            ``urdf/ur10e_grinding.urdf``; empty string: each node's own default).
+        robot_description_file: URDF for every node that loads one, an override of the parameter
+            files' (None or empty: theirs, a ``--params-file``'s ``robot.description_file`` or
+            config/cell.yaml's, the package's ``urdf/ur10e_grinding.urdf``).
         use_sim_time: default True in sim (the nodes follow dynamics_node's /clock), False in real.
         plan_file: plan.json for grinding_executive (None: it runs the planner's latched plan, and
             planner_node plans at start-up; given: planner_node publishes it, and dynamics_node starts
@@ -166,9 +167,9 @@ def graph(
     if sim and (robot_ip or ft_sensor_ip):
         raise ValueError("robot_ip / ft_sensor_ip apply to mode 'real' only")
     sim_time = sim if use_sim_time is None else bool(use_sim_time)
+    # the URDF as an override (-p) only when given: it would beat the --params-file of the cell, whose
+    # robot.description_file (config/cell.yaml's empty one: the package's) names the arm otherwise
     urdf = robot_description_file
-    if urdf is None:
-        urdf = str(package_file(URDF_DEFAULT, must_exist=False))
     common: dict[str, Any] = {"use_sim_time": sim_time}
     with_urdf: dict[str, Any] = {**common, **({"robot.description_file": urdf} if urdf else {})}
 

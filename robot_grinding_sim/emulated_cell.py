@@ -14,10 +14,8 @@ from typing import Any
 
 from robot_grinding_sim.bringup import (
     MODES,
-    URDF_DEFAULT,
     NodeSpec,
     config_files,
-    package_file,
 )
 
 #: The emulated cell's true parameters (``grinding emulate``): applied after config/cell.yaml and the
@@ -50,7 +48,7 @@ def emulated_cell(
     Args:
         namespace: absolute namespace of the emulated internals.
         controller_topic: the trajectory topic the emulated arm follows.
-        robot_description_file: URDF (default the package's).
+        robot_description_file: URDF (default: the parameter files', config/cell.yaml's the package's).
         overrides: cell parameters of the emulated cell (name -> value), applied to its arm after
             config/emulated_cell.yaml (e.g. ``{"contact.stiffness": 3e5}``).
         netft: netft_emulator's parameters (port, rate, counts, faults).
@@ -59,9 +57,9 @@ def emulated_cell(
         raise ValueError(f"namespace must be absolute and not the root, got {namespace!r}")
     if not controller_topic.startswith("/"):
         raise ValueError(f"controller_topic must be absolute, got {controller_topic!r}")
+    # the URDF only when given: an override (-p) would beat the cell's own --params-file, whose
+    # robot.description_file (config/cell.yaml's empty one: the package's) then names the arm
     urdf = robot_description_file
-    if urdf is None:
-        urdf = str(package_file(URDF_DEFAULT, must_exist=False))
     cell = {"use_sim_time": False, **({"robot.description_file": urdf} if urdf else {}), **(overrides or {})}
     ns = ("__ns", namespace)
     arm_topics = (("joint_states", "/joint_states"),)

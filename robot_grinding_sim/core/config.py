@@ -75,6 +75,17 @@ class WorkpieceConfig:
                                      "in that link: x y z (m) roll pitch yaw (rad, fixed axes x-y-z); "
                                      "workpiece.pose is then the frame the plan is written in (the part's "
                                      "nominal pose)", length=6, range=(-100.0, 100.0))
+    mass: float = param(-1.0, "with workpiece.link: the held part's mass, carried by the arm's dynamics and "
+                        "weighed by an F/T sensor it hangs from; < 0: the part's solid (its CAD volume, or a "
+                        "watertight mesh's) times workpiece.density", unit="kg", range=(-1.0, 1000.0))
+    com: tuple[float, ...] = param((0.0, 0.0, 0.0), "with workpiece.link and workpiece.mass >= 0: the part's "
+                                   "centre of mass in the part frame", unit="m", length=3, range=(-10.0, 10.0))
+    inertia: tuple[float, ...] = param((0.0,) * 6, "with workpiece.link and workpiece.mass >= 0: the part's "
+                                       "inertia about its centre of mass, part frame axes: ixx ixy ixz iyy iyz izz",
+                                       unit="kg m^2", length=6, range=(-1e3, 1e3))
+    density: float = param(-1.0, "density of the part's material (its mass from its volume); < 0: that of "
+                           "removal.material (aluminium 6061-T6 2,700, AISI 1045 steel 7,870, AISI 304 "
+                           "stainless 8,000 kg/m^3, MatWeb)", unit="kg/m^3", range=(-1.0, 1e5))
     deflection: float = param(2e-4, "chordal tolerance of the part's tessellation (contacts of mesh parts; "
                               "broad phase and display of CAD parts)", unit="m", range=(1e-7, 1e-2))
     closed: str = param("auto", "a mesh part is a solid (true, must be watertight), a one-sided surface "
@@ -323,6 +334,11 @@ PRESTON_MATERIALS: dict[str, tuple[float, str]] = {
     "stainless": (7.9e-12, "AISI 304 stainless, annealed, HV 129 (MatWeb): K/H = 1e-2 / 1.27 GPa "
                   "(it work-hardens under the abrasive: calibrate)"),
 }
+
+
+#: densities (kg/m^3) of the materials of removal.material (MatWeb's data sheets of the alloys above):
+#: a held part's mass from its volume (workpiece.density < 0)
+MATERIAL_DENSITY: dict[str, float] = {"aluminium": 2700.0, "steel": 7870.0, "stainless": 8000.0}
 
 
 @dataclass(frozen=True)

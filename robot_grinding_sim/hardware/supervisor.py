@@ -42,7 +42,7 @@ from robot_grinding_sim.core.execution.force_control import NormalForceControl, 
 from robot_grinding_sim.core.parameters import ParameterError
 from robot_grinding_sim.core.robot.command_guard import CommandGuard, GuardParams
 from robot_grinding_sim.core.robot.safety import SafetyLimits, SafetyMonitor, Trip
-from robot_grinding_sim.core.sim.ft import ft_sensor_model
+from robot_grinding_sim.core.sim.ft import ft_sensor_model, sensor_inputs
 from robot_grinding_sim.hardware.ft_stream import FTReadings
 
 __all__ = ["MAX_CARRY_S", "NOT_ACTIVE", "STREAM_LOG_PERIOD", "TARE_WINDOW", "DriverOutputs", "DriverSupervisor",
@@ -107,6 +107,7 @@ class DriverSupervisor:
         self.q_at = 0.0  # when the last joint state arrived, monotonic s
         self.q_stamp: float | None = None  # the last joint state's stamp (the arm's clock), s; None: unstamped
         self.R_WS: FloatArray | None = None  # the sensor's orientation in the base frame
+        self.X_S_tcp: FloatArray | None = None  # a sensor carrying a held part: the tcp's pose in its frame
         self._raw: collections.deque[tuple[float, FloatArray]] = collections.deque(
             maxlen=max(1, int(TARE_WINDOW * ft_rate) + 1))
         self.forwarded = self.refused = 0
@@ -145,9 +146,13 @@ class DriverSupervisor:
         """A measured joint state (n,) rad and (n,) rad/s (None: not published), model order,
         stamped ``stamp`` (s, the arm's clock; None or 0: unstamped, this node's clock stands in)."""
         qd = np.zeros_like(q) if qd is None else qd
-        R = self.model.fk(q, self.ft_frame)[:3, :3]
+        X = None
+        if self.proc.params.part_side:  # the sensor carries a held part: the tool centre moves in its frame
+            R, X = sensor_inputs(self.proc.model, self.model, self.ft_frame, q)
+        else:
+            R = self.model.fk(q, self.ft_frame)[:3, :3]
         with self.lock:
-            self.q, self.qd, self.R_WS = q, qd, R
+            self.q, self.qd, self.R_WS, self.X_S_tcp = q, qd, R, X
             self.q_at = self.monotonic()
             self.q_stamp = float(stamp) if stamp else None
             self.safety.joint_state(self.q_at)
@@ -330,6 +335,13 @@ class DriverSupervisor:
                 self._tripped(self.safety.wrenches(readings.sample_times, processed, now))
         return processed
 
+    def to_tcp(self, wrench_S: FloatArray) -> FloatArray:
+        """(6,) a compensated reading in the sensor frame as the contact wrench on the tool at the tcp,
+        in the tcp frame (the graph's ``/contact/wrench``), at the last joint state (a sensor that
+        carries a held part reads the opposite, on the part, at the tool centre's pose of then)."""
+        with self.lock:
+            return self.proc.to_tcp(wrench_S, self.X_S_tcp)
+
     def check(self) -> None:
         """The timeouts now (F/T data's age, joint states' silence); a trip holds at once."""
         with self.lock:
@@ -423,6 +435,9 @@ def supervisor_from_parameters(p: Mapping[str, Any], cell: Any, model: Any, outp
                              node_name) from None
     safety = SafetyMonitor(SafetyLimits(p["max_force"], p["max_torque"], p["ft_timeout"], p["joint_states_timeout"]))
     fc = None
+    if p["force_control"] and getattr(model, "holder_link", None) is not None:
+        raise ParameterError("force_control", "the normal force control does not run yet with a part the robot "
+                             "holds (workpiece.link): set force_control false", node_name)
     if p["force_control"]:
         try:
             fc = NormalForceControl(model, cell.admittance)

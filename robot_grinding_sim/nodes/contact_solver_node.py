@@ -52,7 +52,7 @@ from visualization_msgs.msg import MarkerArray
 
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.sim.coupled_step import ContactSide
-from robot_grinding_sim.core.sim.ft import ft_sensor_model
+from robot_grinding_sim.core.sim.ft import ft_sensor_model, sensor_inputs
 from robot_grinding_sim.ros import conversions as cv
 from robot_grinding_sim.ros import wire
 from robot_grinding_sim.ros.node_base import guarded, run_node
@@ -224,9 +224,11 @@ class ContactSolverNode(Node):
         if wrench_out:
             self.pub_wrench.publish(self.wrench_writer.encode(stamp, w))
         if ft_out:
-            # the tcp's pose at q is from_rows' (cached): the sensor is rigidly mounted to it
-            R_WS = self.ft.sensor_orientation(self.side.kinematics(q, need_minv=False).X[:3, :3])
-            self.pub_ft.publish(self.ft_writer.encode(stamp, self.ft.measure(w, R_WS, t)))
+            # the tcp's pose at q is from_rows' (cached): a sensor that carries the tool is rigidly
+            # mounted to it (one that carries a held part takes the arm's kinematics)
+            R_WS, X_S_tcp = sensor_inputs(self.ft, self.model, self.ft_frame, q,
+                                          self.side.kinematics(q, need_minv=False).X[:3, :3])
+            self.pub_ft.publish(self.ft_writer.encode(stamp, self.ft.measure(w, R_WS, t, X_S_tcp)))
 
 
 def main(args: list[str] | None = None) -> int:

@@ -104,6 +104,7 @@ from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.job.setup import check_home
 from robot_grinding_sim.core.robot.joint_trajectory import TrajectoryInterpolator
 from robot_grinding_sim.core.sim.coupled_step import ArmContactStepper
+from robot_grinding_sim.core.sim.ft import sensor_inputs
 from robot_grinding_sim.core.sim.scheduler import StepScheduler
 from robot_grinding_sim.ros import conversions as cv
 from robot_grinding_sim.ros import trajectory_wire, wire
@@ -388,8 +389,8 @@ class DynamicsNode(Node):
         if self.ft is not None:
             last = self.local_last
             w = np.zeros(6) if last is None else self.local_side.wrench(*last)
-            R_WS = self.model.fk(st.q, self.ft_frame)[:3, :3]
-            self.pub_ft.publish(self.ft_writer.encode(ns, self.ft.measure(w, R_WS, self.sim_now())))
+            R_WS, X_S_tcp = sensor_inputs(self.ft, self.model, self.ft_frame, st.q)
+            self.pub_ft.publish(self.ft_writer.encode(ns, self.ft.measure(w, R_WS, self.sim_now(), X_S_tcp)))
 
     def publish_pose(self) -> None:
         st = self.sim.state

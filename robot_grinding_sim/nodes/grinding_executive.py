@@ -75,6 +75,7 @@ from robot_grinding_sim.core.errors import GrindingSimError, InputError
 from robot_grinding_sim.core.execution.executive import JobExecution, JobState
 from robot_grinding_sim.core.planning import commands as cmds
 from robot_grinding_sim.core.planning import plan_io
+from robot_grinding_sim.core.planning.start_move import start_check_for
 from robot_grinding_sim.core.record import progress_view as pv
 from robot_grinding_sim.core.record.progress_view import ProgressView, pass_traces, status_anchor
 from robot_grinding_sim.ros import conversions as cv
@@ -162,7 +163,9 @@ class GrindingExecutive(Node):
             raise InputError(f"{source}: the plan has no job trajectory (plan it with a robot: grinding plan "
                              "--robot, or planner_node)")
         plan_io.check_trajectory(plan.trajectory, self.model)
-        job = JobExecution(self.model, plan, self.cell.execution, self.cell.process)
+        # the move to the plan's start is checked against the part, loaded when a start first needs it
+        job = JobExecution(self.model, plan, self.cell.execution, self.cell.process,
+                           lambda: start_check_for(self.model, plan, self.cell))
         return job, f"plan {source}: {len(plan.passes)} passes, {job.duration:.1f} s", plan
 
     def _use(self, prepared: tuple[JobExecution, str, Any]) -> None:
@@ -252,6 +255,10 @@ class GrindingExecutive(Node):
         self._refused_at_send = dict(self._refused)
         self.pub_cmd.publish(stamped(msg, (t.sec, t.nanosec)))
         self.get_logger().info(f"sent {c.kind}: {len(c.times)} points, {c.duration:.2f} s from t = {sent.stamp:.3f} s")
+        report = self.job.start_report if self.job is not None and c.kind == "start" else None
+        if report and report["move"] != "straight":  # the straight joint move to the start hit the part
+            self.get_logger().info(f"the move to the plan's start goes over the part, the tool centre up to "
+                                   f"{report['height_m']:.3f} m (straight: {report['straight']})")
 
     def _service(self, name: str, fn: Any) -> Any:
         def handle(request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
@@ -366,8 +373,11 @@ class GrindingExecutive(Node):
             return
         if self.p["autostart"] and job.state is JobState.READY and self._q is not None \
                 and not job.joint_state_problem and self._controller_listening():
-            self._send(job.start(self._now(), self._q, defer=True))
-            self.view = ProgressView(self._traces)
+            try:
+                self._send(job.start(self._now(), self._q, defer=True))
+                self.view = ProgressView(self._traces)
+            except GrindingSimError as exc:  # the move to the start refused: the job failed, said once
+                self.get_logger().error(f"autostart: {exc}")
             self._state_changed()
         now = self._now()
         before = job.state

@@ -67,6 +67,12 @@ sensor when the mass is negative; gravity ``sim.gravity``), ``ft_sensor.bias`` u
 - ``~/wrench_raw`` (same frame): the reading as received;
 - ``~/wrench_tcp`` (frame ``tool.tcp_link``): the compensated wrench moved to the tcp.
 Readings that arrive before any joint state are published raw only (no orientation to compensate).
+With a part the robot holds (``workpiece.link``, docs/cell.md) and the sensor between the flange
+and the part, the weight compensated (and taken out by ``~/tare``) includes the part's
+(``workpiece.mass``, or its solid at ``workpiece.density``), and ``~/wrench_tcp`` is the contact
+wrench on the standing tool at its tcp (the opposite of what the sensor reads on the part, moved by
+the arm's kinematics at the newest joint state), as the graph's ``/contact/wrench`` gives it;
+``force_control`` is refused there.
 
 Safety (core/robot/safety.py): ``|F|`` over ``max_force`` or ``|T|`` over ``max_torque`` (the
 compensated, filtered wrench, every reading of a read), the newest F/T reading older than
@@ -393,7 +399,7 @@ class HardwareDriver(LifecycleNode):
             self.pub_raw.publish(self._w_sensor.encode(stamp, readings.wrenches[i]))
             if processed is not None:
                 self.pub_wrench.publish(self._w_sensor.encode(stamp, processed[i]))
-                self.pub_tcp.publish(self._w_tcp.encode(stamp, core.proc.to_tcp(processed[i])))
+                self.pub_tcp.publish(self._w_tcp.encode(stamp, core.to_tcp(processed[i])))
 
     # -- supervision ---------------------------------------------------------------------------
     def _supervise(self) -> None:

@@ -585,7 +585,8 @@ def load_robot(params: dict[str, Any], node_name: str, tip_link: str | None = No
             from robot_grinding_sim.core.config import CellConfig
             from robot_grinding_sim.core.job.setup import held_part_model
 
-            held = {k: v for k, v in params.items() if k.split(".")[0] in ("robot", "workpiece") and v is not None}
+            held = {k: v for k, v in params.items()
+                    if (k.split(".")[0] in ("robot", "workpiece") or k == "removal.material") and v is not None}
             model = held_part_model(CellConfig().replace(**held, **{"tool.tcp_link": tcp}))
         else:
             model = load_robot_model(urdf, tip_link or None, params.get("robot.package_dirs") or ())

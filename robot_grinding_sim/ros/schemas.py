@@ -35,7 +35,8 @@ BASE_FRAME = ParamSpec("base_frame", "", "frame of the node's outputs; empty: th
 NODE_GROUPS: dict[str, tuple[str, ...]] = {
     # workpiece, contact, ft_sensor: coupling local only (the contact and the F/T sensor in the arm's process)
     # process: process.target_force, the onset stiffness of a tool with a patch (core.job.setup.contact_query)
-    "dynamics_node": ("robot", "tool", "servo", "sim", "workpiece", "contact", "ft_sensor", "process"),
+    # removal: removal.material, the density of a part the robot holds (its mass in the arm's dynamics)
+    "dynamics_node": ("robot", "tool", "servo", "sim", "workpiece", "contact", "ft_sensor", "process", "removal"),
     "collision_node": ("robot", "workpiece", "tool", "contact", "process"),
     "contact_solver_node": ("robot", "workpiece", "tool", "contact", "ft_sensor", "sim", "removal"),
     "planner_node": ("robot", "workpiece", "tool", "contact", "servo", "sim", "ft_sensor", "passes", "process",
@@ -45,8 +46,9 @@ NODE_GROUPS: dict[str, tuple[str, ...]] = {
     "recorder": ("robot", "workpiece"),
     "description_publisher": ("robot", "workpiece"),
     # sim: for sim.gravity only (the tool's weight in the F/T compensation); admittance: force_control;
-    # process: for process.max_tcp_speed only (the guard's limit is the planner's)
-    "hardware_driver": ("robot", "tool", "ft_sensor", "sim", "admittance", "process"),
+    # process: for process.max_tcp_speed only (the guard's limit is the planner's); workpiece, removal: a
+    # part the robot holds (workpiece.link: its weight on the sensor, removal.material its density)
+    "hardware_driver": ("robot", "tool", "ft_sensor", "sim", "admittance", "process", "workpiece", "removal"),
     # grinding emulate's Net F/T: no cell parameters (it serves what the emulated sensor model reads)
     "netft_emulator": (),
 }

@@ -50,7 +50,7 @@ def test_the_held_part_runs_a_pass_through_the_graph(tmp_path: Path) -> None:
     assert "job done" in (out / "graph.log").read_text()
 
     m = read_mcap(out / "graph_bag", ["/contact/wrench", "/grinding/progress", "/joint_states", "/tf_static",
-                                      "/collision_node/markers"])
+                                      "/collision_node/markers", "/ft_sensor/wrench"])
     f = pass_forces(m, 0, json.loads((out / "plan.json").read_text()))  # the plan's pass window
     assert len(f) > 100
     graph = float(np.mean(f))
@@ -94,3 +94,37 @@ def test_the_held_part_runs_a_pass_through_the_graph(tmp_path: Path) -> None:
             assert radius - 2e-4 <= np.linalg.norm(p_B - centre) <= radius + 1e-9
             checked += 1
     assert checked >= 3, checked
+
+    # the F/T sensor between the flange and the part reads the part's weight and the opposite of the
+    # contact wrench on the tool (at the standing tool centre), in its frame, at each stamp's q
+    from robot_grinding_sim.core.config import CellConfig
+    from robot_grinding_sim.core.job.setup import held_part_inertia
+
+    mass, c_P, _ = held_part_inertia(CellConfig().replace(**held_cell_values(urdf)))
+    g = np.array([0.0, 0.0, -9.81])
+    contact = {(w["header"]["stamp"]["sec"], w["header"]["stamp"]["nanosec"]): w["wrench"]
+               for w in m["/contact/wrench"]}
+    S, T = pm.getFrameId("ft_sensor"), pm.getFrameId("tcp")
+    readings = m["/ft_sensor/wrench"]
+    assert readings and {r["header"]["frame_id"] for r in readings} == {"ft_sensor"}
+    compared = loaded = 0
+    for r in readings:
+        key = (r["header"]["stamp"]["sec"], r["header"]["stamp"]["nanosec"])
+        js, w = states.get(key), contact.get(key)
+        if js is None or w is None:
+            continue
+        q = np.array([js["position"][js["name"].index(pm.names[k])] for k in range(1, pm.njoints)])
+        pin.framesForwardKinematics(pm, data, q)
+        oS, oT = data.oMf[S], data.oMf[T]
+        f_tool = np.array([w["force"][a] for a in "xyz"])
+        t_tool = np.array([w["torque"][a] for a in "xyz"])
+        f_part, t_part = -oT.rotation @ f_tool, -oT.rotation @ t_tool
+        c_W = (oS.homogeneous @ X_hP @ np.r_[c_P, 1.0])[:3]
+        F_W = mass * g + f_part
+        T_W = np.cross(c_W - oS.translation, mass * g) + np.cross(oT.translation - oS.translation, f_part) + t_part
+        ref = np.r_[oS.rotation.T @ F_W, oS.rotation.T @ T_W]
+        got = np.array([r["wrench"]["force"][a] for a in "xyz"] + [r["wrench"]["torque"][a] for a in "xyz"])
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-9 * max(1.0, np.abs(ref).max()))
+        compared += 1
+        loaded += bool(np.linalg.norm(f_tool) > 1.0)
+    assert compared >= 100 and loaded >= 50, (compared, loaded)

@@ -535,3 +535,18 @@ def test_cli_bad_input_exits_2(argv: list[str], text: str, capsys: pytest.Captur
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert text in err and err.count("\n") == 1
+
+
+def test_a_params_files_urdf_is_not_overridden_by_the_packages(tmp_path: Path) -> None:
+    """``grinding bringup --params-file cell.yaml`` (and ``grinding emulate --params-file``) with the
+    cell's own robot.description_file: no ``-p robot.description_file:=`` of the package's URDF comes
+    after it on the nodes' command lines (an override beats every parameter file: a held-part cell ran
+    the package's arm and its nodes refused it)."""
+    from robot_grinding_sim.emulated_cell import emulated_cell
+
+    cell = tmp_path / "cell.yaml"
+    cell.write_text("/**:\n  ros__parameters:\n    robot:\n      description_file: /x/arm.urdf\n")
+    specs = [*bu.graph("sim"), *bu.graph("real", robot_ip="127.0.0.1", ft_sensor_ip="127.0.0.1"), *emulated_cell()]
+    for s in specs:
+        args = s.ros_args([cell])
+        assert str(cell) in args and not any(a.startswith("robot.description_file:=") for a in args), (s.name, args)

@@ -29,6 +29,18 @@ def _cell(urdf, **values: object) -> CellConfig:
     return CellConfig().replace(**{**held_cell_values(urdf), **values})
 
 
+def _pin_model(urdf, cell: CellConfig):
+    """Pinocchio's model of the URDF carrying the held part's body (core/job/setup.held_part_inertia,
+    its own test in test_held_part_ft.py) on the sensor's joint at the grasp, and its data."""
+    from robot_grinding_sim.core.job.setup import held_part_inertia
+
+    pm = pin.buildModelFromUrdf(str(urdf))
+    frame = pm.frames[pm.getFrameId("ft_sensor")]
+    m, c, inertia = held_part_inertia(cell)
+    pm.appendBodyToJoint(frame.parentJoint, pin.Inertia(m, c, inertia), frame.placement * pin.SE3(pose_matrix(GRASP)))
+    return pm, pm.createData()
+
+
 def _polyline_distance(p: np.ndarray, line: np.ndarray) -> float:
     """Distance (m) of point p (3,) from the polyline ``line`` (N, 3)."""
     a, ab = line[:-1], line[1:] - line[:-1]
@@ -82,8 +94,7 @@ def test_relative_kinematics_match_pinocchio(urdf) -> None:
 
 def test_effective_mass_is_pinocchios_along_the_relative_jacobian(urdf) -> None:
     model = cell_robot_model(_cell(urdf))
-    pm = pin.buildModelFromUrdf(str(urdf))
-    data = pm.createData()
+    pm, data = _pin_model(urdf, _cell(urdf))  # the arm carries the part
     q = np.array([0.1, -1.4, 1.7, -1.9, -1.5, 0.2])
     model = type(model)(model.robot, "tcp", "ft_sensor", pose_matrix(GRASP), X_BP0)
     _, J = _pin_relative(urdf, q)
@@ -180,9 +191,8 @@ def test_a_held_plate_pressed_on_the_ball_balances_its_static_force(urdf, held_p
     X0 = setup.X_BP
     f, depth = float(rec["fn"][-1]), float(rec["depth"][-1])
     qe = rec["q"][-1]
-    # Pinocchio: the ball's penetration into the plate at the arm's final q
-    pm = pin.buildModelFromUrdf(str(urdf))
-    data = pm.createData()
+    # Pinocchio: the ball's penetration into the plate at the arm's final q (the arm carries the plate)
+    pm, data = _pin_model(urdf, cell)
     pin.computeJointJacobians(pm, data, qe)
     pin.updateFramePlacements(pm, data)
     ft, tcp = pm.getFrameId("ft_sensor"), pm.getFrameId("tcp")

@@ -121,7 +121,8 @@ def test_unknown_source(tmp_path: Path) -> None:
 def test_unreachable_workpiece_fails_cleanly(tmp_path: Path) -> None:
     out = run("plan", "flat_plate", "--stepover", "0.03", "--spacing", "0.01", "--robot", "default",
               "--workpiece-pose", "2.5 0 0 0 0 0", "--out", "plan.json", cwd=tmp_path)
-    _assert_clean_failure(out, tmp_path, r"pass 0.*unreachable")
+    _assert_clean_failure(out, tmp_path, r"all \d+ waypoints of the passes are unreachable for the arm.*move the "
+                                         r"workpiece closer")
 
 
 def test_place_auto_makes_the_job_on_the_placed_passes_in_memory(tmp_path: Path, monkeypatch) -> None:

@@ -20,7 +20,8 @@ The processing undoes it, in this order:
    follows the orientation without lag.
 3. to the tool centre point: ``w_C = Ad*_{C<-S} w_S`` (force and torque about C, in C), with
    :func:`~robot_grinding_sim.core.contact.ft_sensor.transform_wrench` and the inverse of
-   ``X_S_tcp``.
+   ``X_S_tcp``; for a sensor that carries a held part (``part_side``) at the tcp's pose of the
+   moment, negated (the sensor reads the wrench on the part, the opposite of the one on the tool).
 
 ``tare(y, R_WS)`` is the driver's ``~/tare``: with nothing touching the tool, the reading minus
 the tool's weight at the current orientation becomes the bias (averaged when several readings
@@ -192,9 +193,27 @@ class FTProcessor:
             raise InputError(f"F/T reading must have shape (6,), got {y.shape}")
         return y - self.bias - self.gravity_wrench(R_WS)
 
-    def to_tcp(self, wrench_S: npt.ArrayLike) -> FloatArray:
-        """(6,) a sensor-frame wrench moved to the tcp (torque about the tcp, in the tcp frame)."""
-        return transform_wrench(wrench_S, self.X_tcp_S)
+    @property
+    def model(self) -> FTSensorModel:
+        """The sensor model these parameters describe (its weight, its kinematics)."""
+        return self._model
+
+    def to_tcp(self, wrench_S: npt.ArrayLike, X_S_tcp: npt.ArrayLike | None = None) -> FloatArray:
+        """(6,) a sensor-frame wrench moved to the tcp (torque about the tcp, in the tcp frame): the
+        contact wrench on the tool. A sensor that carries a held part (``params.part_side``) reads the
+        opposite (the wrench on the part) and needs the tcp's pose in the sensor frame now,
+        ``X_S_tcp`` (4, 4) (:func:`~robot_grinding_sim.core.sim.ft.sensor_inputs`)."""
+        if X_S_tcp is None:
+            if self.params.part_side:
+                raise InputError("F/T sensor carrying the part: the tool centre's pose in the sensor frame "
+                                 "(X_S_tcp) is needed to move its reading to the tool centre")
+            return transform_wrench(wrench_S, self.X_tcp_S)
+        X = np.asarray(X_S_tcp, dtype=np.float64)
+        X_tcp_S = np.eye(4)
+        X_tcp_S[:3, :3] = X[:3, :3].T
+        X_tcp_S[:3, 3] = -X[:3, :3].T @ X[:3, 3]
+        w = transform_wrench(wrench_S, X_tcp_S)
+        return -w if self.params.part_side else w
 
     def tare(self, reading: npt.ArrayLike, R_WS: npt.ArrayLike) -> FloatArray:
         """Take the bias from readings with nothing touching the tool.

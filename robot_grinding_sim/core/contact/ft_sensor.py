@@ -11,6 +11,10 @@ so a tool pushed up by the part reads +F along the push:
 - ``Ad*_{S<-C}``: the contact wrench, given at the tool centre point C (force and torque about C,
   expressed in C), moved to S: ``F_S = R_SC F_C``, ``T_S = R_SC T_C + p_SC x F_S`` with
   ``X_SC = (R_SC, p_SC)`` the pose of C in S.
+- a sensor that carries the part (the robot holds it against a tool standing in the cell,
+  ``part_side``): what loads its tool side is the part, pushed by the tool with the opposite of
+  the contact wrench on the tool, ``-w_contact``, and the tool centre moves relative to it, so
+  ``X_SC`` is given with each sample (:func:`~robot_grinding_sim.core.sim.ft.sensor_inputs`).
 - ``w_gravity``: the weight of everything below the measuring face (tool mass m at centre of mass
   c in S): ``F = m R_WS^T g``, ``T = c x F``, with g in the world frame (default (0, 0, -9.81)).
 - ``bias``: a constant offset (strain-gauge drift), N / N m.
@@ -142,6 +146,8 @@ class FTSensorParams:
         noise_std: (6,) standard deviation of the white noise per channel, N and N m (>= 0).
         cutoff_hz: low-pass cut-off, Hz (> 0), or None for no filter.
         seed: seed of the noise generator.
+        part_side: the sensor carries the part, not the tool (module docstring): the contact wrench
+            reaches it with the opposite sign, and ``X_S_tcp`` comes with each sample.
     """
 
     X_S_tcp: FloatArray = field(default_factory=lambda: np.eye(4))
@@ -152,6 +158,7 @@ class FTSensorParams:
     noise_std: FloatArray = field(default_factory=lambda: np.zeros(6))
     cutoff_hz: float | None = None
     seed: int = 0
+    part_side: bool = False
 
     def __post_init__(self) -> None:
         X = np.array(self.X_S_tcp, dtype=np.float64)
@@ -217,17 +224,31 @@ class FTSensorModel:
         tcp's R_W_tcp: the two are rigidly connected (``X_S_tcp``), so no forward kinematics."""
         return np.asarray(R_W_tcp, dtype=float) @ self.params.X_S_tcp[:3, :3].T
 
-    def contact_wrench(self, wrench_tcp: npt.ArrayLike) -> FloatArray:
-        """(6,) the contact wrench at the tcp (in tcp frame) moved to the sensor frame."""
-        return transform_wrench(wrench_tcp, self.params.X_S_tcp)
+    def _X(self, X_S_tcp: npt.ArrayLike | None) -> FloatArray:
+        if X_S_tcp is None:
+            if self.params.part_side:
+                raise InputError("F/T sensor carrying the part: the tool centre's pose in the sensor frame "
+                                 "(X_S_tcp) is needed with each sample")
+            return self.params.X_S_tcp
+        return np.asarray(X_S_tcp, dtype=np.float64)
 
-    def measure(self, wrench_tcp: npt.ArrayLike, R_WS: npt.ArrayLike, t: float) -> FloatArray:
+    def contact_wrench(self, wrench_tcp: npt.ArrayLike, X_S_tcp: npt.ArrayLike | None = None) -> FloatArray:
+        """(6,) the contact wrench at the tcp (in tcp frame) as it loads the sensor, in the sensor
+        frame: moved there; negated for a sensor that carries the part (module docstring).
+        ``X_S_tcp`` (4, 4): the tcp's pose in the sensor frame now (default the params' fixed one)."""
+        w = transform_wrench(wrench_tcp, self._X(X_S_tcp))
+        return -w if self.params.part_side else w
+
+    def measure(self, wrench_tcp: npt.ArrayLike, R_WS: npt.ArrayLike, t: float,
+                X_S_tcp: npt.ArrayLike | None = None) -> FloatArray:
         """One sample of the sensor.
 
         Args:
             wrench_tcp: (6,) contact wrench on the tool at the tcp, in the tcp frame (N, N m).
             R_WS: (3, 3) orientation of the sensor frame in the world.
             t: sample time, s.
+            X_S_tcp: (4, 4) the tcp's pose in the sensor frame at the sample (a sensor that carries
+                the part); default the params' fixed one.
 
         Returns:
             (6,) the reading in the sensor frame (N, N m), after bias, noise, filter and tare.
@@ -236,15 +257,16 @@ class FTSensorModel:
         if not math.isfinite(t):
             raise InputError(f"F/T sensor sample time must be finite, got {t!r}")
         p = self.params
-        raw = self.contact_wrench(wrench_tcp) + self.gravity_wrench(R_WS) + p.bias
+        raw = self.contact_wrench(wrench_tcp, X_S_tcp) + self.gravity_wrench(R_WS) + p.bias
         if (p.noise_std > 0).any():
             raw = raw + p.noise_std * self._rng.standard_normal(6)
         return self.measure_filtered(raw, t) - self.tare_offset
 
-    def measure_many(self, wrench_tcp: npt.ArrayLike, R_WS: npt.ArrayLike, t: npt.ArrayLike) -> FloatArray:
+    def measure_many(self, wrench_tcp: npt.ArrayLike, R_WS: npt.ArrayLike, t: npt.ArrayLike,
+                     X_S_tcp: npt.ArrayLike | None = None) -> FloatArray:
         """:meth:`measure` for K samples in time order at once (wrenches (K, 6), orientations
-        (K, 3, 3), times (K,)): the readings (K, 6), the noise drawn and the filter run as K
-        calls of :meth:`measure` would."""
+        (K, 3, 3), times (K,), the tcp's poses in the sensor frame (K, 4, 4) or None): the
+        readings (K, 6), the noise drawn and the filter run as K calls of :meth:`measure` would."""
         W = np.asarray(wrench_tcp, dtype=np.float64).reshape(-1, 6)
         R = np.asarray(R_WS, dtype=np.float64).reshape(-1, 3, 3)
         ts = np.asarray(t, dtype=np.float64).reshape(-1)
@@ -258,11 +280,16 @@ class FTSensorModel:
         if not np.isfinite(R).all() or np.abs(gram).max() > 1e-6 or (np.linalg.det(R) < 0).any():
             raise InputError("R_WS (sensor orientation) is not a rotation matrix (not orthonormal with det +1)")
         p = self.params
-        Rs, ps = p.X_S_tcp[:3, :3], p.X_S_tcp[:3, 3]
+        X = self._X(X_S_tcp)
+        Rs, ps = X[..., :3, :3], X[..., :3, 3]
+        if X.ndim == 3 and len(X) != len(ts):
+            raise InputError(f"F/T sensor: {len(ts)} samples and {len(X)} tool centre poses")
         raw = np.empty((len(ts), 6))
         F = (Rs @ W[:, :3, None])[:, :, 0]  # stacked 3x3 products: the same rounding as measure()
         raw[:, :3] = F
         raw[:, 3:] = (Rs @ W[:, 3:, None])[:, :, 0] + np.cross(ps, F)
+        if p.part_side:
+            raw = -raw
         G = p.tool_mass * (p.gravity @ R)  # R^T g per sample
         raw[:, :3] += G
         raw[:, 3:] += np.cross(p.tool_com, G)

@@ -4,7 +4,10 @@
 arm (a ros2_control ``joint_trajectory_controller``, the simulated or the real one) and when:
 
 - ``start``: the job from its first knot, preceded by a joint move there when the arm is
-  elsewhere; stamped ``command_lead`` ahead, so the controller has it before it starts;
+  elsewhere; stamped ``command_lead`` ahead, so the controller has it before it starts; with the
+  part (``start_check``) that move is checked against it first and made over the part when the
+  straight one hits it, or the start is refused naming the move
+  (:mod:`~robot_grinding_sim.core.planning.start_move`);
 - ``pause`` / ``resume``: the speed along the plan ramps smoothly to rest / back to the plan
   (:func:`~robot_grinding_sim.core.planning.commands.ramp`): the tool stays on its path;
 - ``stop`` (asked for, or on an error): the motion ramps to rest and, if the tool is at the part
@@ -103,12 +106,17 @@ class JobExecution:
         plan: a :class:`~robot_grinding_sim.core.planning.planner.Plan` with its job trajectory.
         settings: the ``execution.*`` parameters.
         process: the ``process.*`` parameters (retreat distance and time).
+        start_check: the part and the tool's links the move to the plan's start is checked against
+            (:class:`~robot_grinding_sim.core.planning.start_move.StartMoveCheck`), or a callable
+            making it when a start first needs it (loading the part takes a while: in simulation
+            the arm starts on the plan's first knot and never needs it); None: not checked.
 
     Raises:
         InputError: the plan has no job trajectory, or its joints are not the robot's.
     """
 
-    def __init__(self, model: Any, plan: Any, settings: ExecutionConfig, process: ProcessConfig) -> None:
+    def __init__(self, model: Any, plan: Any, settings: ExecutionConfig, process: ProcessConfig,
+                 start_check: Any = None) -> None:
         traj: JointTrajectory | None = getattr(plan, "trajectory", None)
         if traj is None:
             raise InputError("the plan has no job trajectory: make it with `grinding plan` and a robot "
@@ -152,6 +160,9 @@ class JobExecution:
         self._unordered = 0
         #: a deferred start (``start(..., defer=True)``) not released yet: its stamp is provisional
         self.pending = False
+        self.start_check = start_check
+        #: how the last move to the plan's start was made (start_move.start_move's report), or None
+        self.start_report: dict[str, Any] | None = None
 
     # -- where the arm is told to be -----------------------------------------------------------
 
@@ -203,8 +214,21 @@ class JobExecution:
             raise GrindingSimError(f"cannot start: {self.joint_state_problem}")
         q = np.asarray(q_measured, dtype=float)
         job = cmds.remainder(self.traj, 0.0)
+        self.start_report = None
         if np.max(np.abs(q - self.traj.positions[0])) > self.settings.start_tolerance:
             move = self._joint_move(q, self.traj.positions[0])
+            if self.start_check is not None:  # clear of the part, or over it, or refused
+                from robot_grinding_sim.core.planning.start_move import StartMoveCheck, start_move
+
+                try:
+                    if not isinstance(self.start_check, StartMoveCheck):
+                        self.start_check = self.start_check()
+                    scale = self.settings.move_velocity_scale
+                    move, self.start_report = start_move(self.start_check, move, scale * self.vmax,
+                                                         scale * self.amax, self.process.max_tcp_speed)
+                except GrindingSimError as exc:  # nothing sent; an autostart does not try it again
+                    self.state, self.reason = JobState.FAILED, str(exc)
+                    raise
             move.job_times[:] = math.nan  # not on the job yet
             move.job_times[-1] = 0.0
             job = move.then(job, kind="start")

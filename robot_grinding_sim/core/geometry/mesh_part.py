@@ -221,6 +221,17 @@ class MeshPart:
         b = np.asarray(self.mesh.bounds, dtype=float)
         return b[0], b[1]
 
+    def mass_properties(self, density: float) -> tuple[float, FloatArray, FloatArray]:
+        """The part as a solid of uniform ``density`` (kg/m^3): mass (kg), centre of mass (3,) and
+        inertia (3, 3) about it (kg m^2), part frame (trimesh's volume integrals); a mesh that is
+        not watertight encloses no volume: mass 0."""
+        if not self.mesh.is_watertight or not self.mesh.volume > 0.0:
+            return 0.0, np.zeros(3), np.zeros((3, 3))
+        props = self.mesh.mass_properties  # unit density: its mass is the volume
+        inertia = np.asarray(props["inertia"], dtype=float) * density  # about the centre of mass
+        return (float(props["volume"]) * density, np.asarray(props["center_mass"], dtype=float),
+                0.5 * (inertia + inertia.T))
+
     def shared_edges(self, indices: list[int]) -> dict[int, list[Any]]:
         """For each face of ``indices``, its edges shared with another of them (sorted vertex index
         pairs of the part's mesh)."""

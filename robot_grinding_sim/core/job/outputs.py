@@ -69,20 +69,25 @@ def ft_readings(result: Any) -> tuple[np.ndarray, np.ndarray]:
     with the tool's orientation at each sample's step end (:func:`tcp_poses`).
 
     The sensor model is the cell's (:func:`~robot_grinding_sim.core.sim.ft.ft_sensor_model`: the
-    tool's mass from the URDF, bias, noise, filter), the same builder contact_solver_node uses.
+    tool's mass from the URDF, bias, noise, filter), the same builder contact_solver_node uses; a
+    sensor that carries a held part takes the arm's kinematics at each sample (``sensor_inputs``).
     """
-    from robot_grinding_sim.core.sim.ft import ft_sensor_model
+    from robot_grinding_sim.core.sim.ft import ft_sensor_model, sensor_inputs
 
     rec = result.record
-    ft = ft_sensor_model(result.setup.cell, result.setup.model)
+    model, frame = result.setup.model, result.setup.cell.ft_sensor.frame
+    ft = ft_sensor_model(result.setup.cell, model)
+    q = np.asarray(rec["q"], dtype=np.float64).reshape(-1, model.nq)
     K = len(rec["t"])
     w_tcp, out = np.empty((K, 6)), np.empty((K, 6))
     for s in range(0, K, BLOCK):
         e = min(K, s + BLOCK)
-        R = tcp_poses(result, rec["step_index"][s:e])[:, :3, :3]
+        steps = rec["step_index"][s:e]
+        R = tcp_poses(result, steps)[:, :3, :3]
         w_tcp[s:e, :3] = np.einsum("kji,kj->ki", R, rec["force"][s:e])  # R^T f
         w_tcp[s:e, 3:] = np.einsum("kji,kj->ki", R, rec["torque"][s:e])
-        out[s:e] = ft.measure_many(w_tcp[s:e], ft.sensor_orientation(R), rec["t"][s:e])
+        R_WS, X_S_tcp = sensor_inputs(ft, model, frame, q[steps], R)
+        out[s:e] = ft.measure_many(w_tcp[s:e], R_WS, rec["t"][s:e], X_S_tcp)
     return w_tcp, out
 
 

@@ -222,18 +222,10 @@ def check_robot_for_job(model: Any, cell: CellConfig, names: Any = None) -> None
 
 def _chain_links(model: Any, tip: str | None = None) -> list[str]:
     """The links on the path from the root to ``tip`` (default the tip link), root first (URDF parent links)."""
-    from lxml import etree
+    from robot_grinding_sim.core.robot.model import path_from_root
 
-    try:
-        root = etree.parse(str(model.source)).getroot()
-    except (OSError, etree.XMLSyntaxError):
-        return list(model.link_names)
-    parent = {j.find("child").get("link"): j.find("parent").get("link") for j in root.findall("joint")
-              if j.find("child") is not None and j.find("parent") is not None}
-    out = [model.tip_link if tip is None else tip]
-    while out[-1] in parent:
-        out.append(parent[out[-1]])
-    return out[::-1]
+    path = path_from_root(model.source, model.tip_link if tip is None else tip)
+    return list(model.link_names) if path is None else path
 
 
 def check_home(model: Any, home: Any) -> FloatArray:
@@ -316,13 +308,16 @@ def cell_robot_model(cell: CellConfig) -> Any:
     return model
 
 
-def held_part_model(cell: CellConfig, X_BP0: Any = None) -> Any:
+def held_part_model(cell: CellConfig, X_BP0: Any = None, part: Any = None) -> Any:
     """The robot of a cell whose robot holds the part (``workpiece.link``): loaded with that link
     as the tip of its chain, seen as :class:`~robot_grinding_sim.core.sim.held_part.HeldPartModel`
-    with the part at ``X_BP0`` (default ``workpiece.pose``).
+    with the part at ``X_BP0`` (default ``workpiece.pose``), the part's rigid body
+    (:func:`held_part_inertia`; ``part``: the loaded part, default ``workpiece.part``) lumped into the
+    holder's inertia.
 
     Raises:
-        ParameterError: naming ``workpiece.link`` or ``tool.tcp_link``.
+        ParameterError: naming ``workpiece.link``, ``tool.tcp_link``, ``workpiece.mass`` or
+            ``workpiece.inertia``.
     """
     from robot_grinding_sim.core.parameters import ParameterError
     from robot_grinding_sim.core.planning.planner import pose_matrix
@@ -341,10 +336,46 @@ def held_part_model(cell: CellConfig, X_BP0: Any = None) -> Any:
                              f"the tool) to the URDF, or name one of its links ({', '.join(robot.link_names)})")
     X0 = pose_matrix(wp.pose) if X_BP0 is None else np.asarray(X_BP0, dtype=float)
     try:
-        return HeldPartModel(robot, cell.tool.tcp_link, wp.link, pose_matrix(wp.grasp), X0)
+        model = HeldPartModel(robot, cell.tool.tcp_link, wp.link, pose_matrix(wp.grasp), X0)
     except InputError as exc:
         key = "tool.tcp_link" if str(exc).startswith("tool.tcp_link") else "workpiece.link"
         raise ParameterError(key, str(exc).split(" ", 1)[1]) from None
+    model.hold(*held_part_inertia(cell, part))
+    return model
+
+
+def held_part_inertia(cell: CellConfig, part: Any = None) -> tuple[float, FloatArray, FloatArray]:
+    """The held part's rigid body: mass (kg), centre of mass (3,) and inertia (3, 3) about it (kg m^2)
+    in the part frame. ``workpiece.mass`` (with ``workpiece.com``, ``workpiece.inertia``) when it is
+    >= 0; else the part's solid (``part``, default loaded from ``workpiece.part``: its CAD volume, or
+    a watertight mesh's) of ``workpiece.density`` (< 0: that of ``removal.material``).
+
+    Raises:
+        ParameterError: naming ``workpiece.inertia`` (not a physical inertia) or ``workpiece.mass``
+            (a part that encloses no volume and no mass given).
+    """
+    from robot_grinding_sim.core.config import MATERIAL_DENSITY
+    from robot_grinding_sim.core.geometry import parts
+    from robot_grinding_sim.core.parameters import ParameterError
+
+    wp = cell.workpiece
+    if wp.mass >= 0:
+        ixx, ixy, ixz, iyy, iyz, izz = wp.inertia
+        inertia = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+        p = np.linalg.eigvalsh(inertia)  # principal moments: >= 0, each at most the sum of the others
+        if p[0] < -1e-12 * max(p[-1], 1e-300) or p[2] > p[0] + p[1] + 1e-9 * max(p[-1], 1e-300):
+            raise ParameterError("workpiece.inertia", f"{list(wp.inertia)} is not the inertia of a body (its "
+                                 f"principal moments {p.tolist()} must be >= 0, each at most the sum of the others)")
+        return float(wp.mass), np.asarray(wp.com, dtype=float), inertia
+    density = wp.density if wp.density >= 0 else MATERIAL_DENSITY[cell.removal.material]
+    part = parts.load_part(wp.part, wp.unit or None) if part is None else part
+    mass, com, inertia = part.mass_properties(density)
+    if not mass > 0.0:
+        raise ParameterError("workpiece.mass", f"the held part {getattr(part, 'source', wp.part)} encloses no volume "
+                             "(a face, or a mesh that is not watertight), so its mass is not known: give it "
+                             "(workpiece.mass, kg; its centre of mass workpiece.com and inertia workpiece.inertia "
+                             "in the part frame)")
+    return mass, com, inertia
 
 
 def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, passes: Any = None,
@@ -359,7 +390,8 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
 
     Raises:
         InputError: bad parameters or files (the message names them).
-        PlanningError: no passes, or a pass the arm cannot reach.
+        PlanningError: no passes, or none the arm can reach (the waypoints it cannot reach are taken
+            out: core/planning/arm_reach.py).
     """
     from robot_grinding_sim.core.geometry import parts
     from robot_grinding_sim.core.planning import planner
@@ -435,7 +467,13 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
         cell.removal.depths(list(plan.faces))  # a face named that the plan does not grind: refused
         plan.removal_plan = removal_plan_entry(depth_plan, plan, cell)
     if getattr(model, "holder_link", None) is not None and not np.allclose(model.X_BP0, plan.workpiece_pose):
-        model = held_part_model(cell, plan.workpiece_pose)  # the frame the plan's poses are in
+        model = held_part_model(cell, plan.workpiece_pose, part)  # the frame the plan's poses are in
+    if plan_data is None:  # the passes planned here: the waypoints the arm cannot reach are taken out
+        from robot_grinding_sim.core.planning.arm_reach import trim_unreachable
+
+        if on_stage:
+            on_stage("where the arm reaches")
+        trim_unreachable(plan, part, model, np.asarray(cell.robot.home, dtype=float))
     paths = job_paths(plan)
     closed = {"auto": None, "true": True, "false": False}[wp.closed]
     scene, exact = workpiece_scene(part, plan.faces, plan.workpiece_pose, radius, wp.deflection, closed)

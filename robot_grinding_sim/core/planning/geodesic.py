@@ -87,6 +87,7 @@ class CoverageReport:
     away_area: float = 0.0
     margin_area: float = 0.0
     arm_unreachable_area: float | None = None
+    arm_reach: dict[str, Any] | None = None  # the waypoints taken out for that (arm_reach.trim_unreachable)
 
     @property
     def covered_area(self) -> float:
@@ -107,6 +108,8 @@ class CoverageReport:
                                "within_the_margin": self.margin_area,
                                "tool_cannot_touch_without_cutting_the_part": self.unreachable_area,
                                "arm_cannot_reach": self.arm_unreachable_area}}
+        if self.arm_reach is not None:
+            out["arm_reach"] = self.arm_reach
         return out if self.tool_reach is None else {**out, "tool_reach": self.tool_reach}
 
 
@@ -145,14 +148,26 @@ class GeodesicPasses:
         self.up = up / np.linalg.norm(up) if np.linalg.norm(up) > 0 else np.array([0.0, 0.0, 1.0])
         self.distance = self._distance() if distance else np.zeros(self.mesh.n)
 
-    def measure(self, polylines: list[FloatArray]) -> CoverageReport:
+    def measure(self, polylines: list[FloatArray], planned: list[FloatArray] | None = None) -> CoverageReport:
         """The planner's own coverage of the region by pass polylines (list of (N, 3) m), on the part
-        of it the tool reaches when ``reach`` ((n,) bool, gouge.py) is set."""
+        of it the tool reaches when ``reach`` ((n,) bool, gouge.py) is set. ``planned``: the passes
+        before the waypoints the arm cannot reach were taken out (arm_reach.py): what they alone
+        would cover is the area the arm cannot reach (``arm_unreachable_area``), left out of the
+        region measured."""
         reach = getattr(self, "reach", None)
-        if reach is None:
-            return self.account(mesh_coverage(self.mesh, self.region, polylines, self.p.stepover)[0])
-        report = mesh_coverage(self.mesh, self.region & reach, polylines, self.p.stepover)[0]
-        report.unreachable_area = float(self.mesh.area[self.region & ~reach].sum())
+        region = self.region if reach is None else self.region & reach
+        arm = None
+        if planned is not None:
+            s, near = self.p.stepover, COVER_RADIUS * self.p.stepover
+            gap_all = mesh_coverage(self.mesh, region, planned, s)[1]
+            gap_kept = mesh_coverage(self.mesh, region, polylines, s)[1]
+            arm = region & (gap_all <= near) & (gap_kept > near)
+            region = region & ~arm
+        report = mesh_coverage(self.mesh, region, polylines, self.p.stepover)[0]
+        if reach is not None:
+            report.unreachable_area = float(self.mesh.area[self.region & ~reach].sum())
+        if arm is not None:
+            report.arm_unreachable_area = float(self.mesh.area[arm].sum())
         return self.account(report)
 
     def account(self, report: CoverageReport) -> CoverageReport:

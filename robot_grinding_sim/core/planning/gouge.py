@@ -52,11 +52,20 @@ def drop_gouging(passes: list[Any], prepared: Any, radius: float, tolerance: flo
     into the part; a pass split where such waypoints lie inside it; pieces of fewer than
     :data:`MIN_WAYPOINTS` dropped; passes renumbered in order. Returns (passes, figures: dropped
     waypoints, dropped pass length m, passes split, tolerance m)."""
+    keep = [clear_of_part(prepared, p.points + radius * p.normals, radius, tolerance) for p in passes]
+    out, figures = keep_waypoints(passes, keep)
+    return out, {**figures, "tolerance_m": tolerance}
+
+
+def keep_waypoints(passes: list[Any], keep: list[NDArray[np.bool_]]) -> tuple[list[Any], dict[str, Any]]:
+    """The passes with only their waypoints where ``keep`` (one (N,) bool per pass) is true; a pass
+    split where the others lie inside it; pieces of fewer than :data:`MIN_WAYPOINTS` dropped; passes
+    renumbered in order. Returns (passes, figures: dropped waypoints, dropped pass length m, passes
+    split). The one way waypoints leave a plan (the tool's reach here, the arm's in arm_reach.py)."""
     out: list[Any] = []
     dropped = split = 0
     length = 0.0
-    for p in passes:
-        ok = clear_of_part(prepared, p.points + radius * p.normals, radius, tolerance)
+    for p, ok in zip(passes, keep, strict=True):
         if ok.all():
             out.append(p)
             continue
@@ -72,8 +81,7 @@ def drop_gouging(passes: list[Any], prepared: Any, radius: float, tolerance: flo
                                tangents=p.tangents[sl], arc=p.arc[sl] - p.arc[a], uv=p.uv[sl], face=p.face[sl]))
     for k, p in enumerate(out):
         p.index = k
-    return out, {"dropped_waypoints": dropped, "dropped_length_m": length, "split_passes": split,
-                 "tolerance_m": tolerance}
+    return out, {"dropped_waypoints": dropped, "dropped_length_m": length, "split_passes": split}
 
 
 def reachable(prepared: Any, points: FloatArray, normals: FloatArray, radius: float,
@@ -119,4 +127,4 @@ def tool_coverage(gen: Any, passes: list[Any], prepared: Any, radius: float) -> 
     return passes, model, model.account(report)
 
 
-__all__ = ["TOLERANCE", "clear_of_part", "drop_gouging", "reachable", "tool_coverage"]
+__all__ = ["TOLERANCE", "clear_of_part", "drop_gouging", "keep_waypoints", "reachable", "tool_coverage"]

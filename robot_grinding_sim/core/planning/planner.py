@@ -526,7 +526,7 @@ def plan(
     result.up = gen.up
     result.symmetric_tool = symmetric_tool
     result.coverage, result.coverage_model = report, model
-    _poses_and_moves(result, clearance)
+    poses_and_moves(result, clearance)
     t3 = time.perf_counter()
     result.timings = {"load_s": t1 - t0, "passes_s": t2 - t1, "moves_s": t3 - t2}
     result.mesh = clearance.mesh if clearance is not None else None
@@ -537,7 +537,7 @@ def plan(
     return result
 
 
-def _poses_and_moves(result: Plan, clearance: Any, over: dict[int, float] | None = None) -> None:
+def poses_and_moves(result: Plan, clearance: Any, over: dict[int, float] | None = None) -> None:
     """TCP poses of every pass (with the roll rule of a symmetric tool) and the moves between them."""
     tool = result.tool
     tcp_pos, tcp_quat = [], []
@@ -571,7 +571,7 @@ def crop_plan(result: Plan, part: Any, max_passes: int | None = None, pass_lengt
             # where the ball cannot reach is a property of the part, not of the passes kept
             out.coverage.tool_reach = result.coverage.tool_reach
     clearance = _Clearance(part)
-    _poses_and_moves(out, clearance)
+    poses_and_moves(out, clearance)
     out.mesh = clearance.mesh
     out.timings = dict(result.timings)
     return out
@@ -580,13 +580,14 @@ def crop_plan(result: Plan, part: Any, max_passes: int | None = None, pass_lengt
 def remake_links(result: Plan, clearance: Any) -> Any:
     """``remake(over)`` for :func:`~robot_grinding_sim.core.planning.links.search_links`: the plan's
     moves made again with those links over the part (None without the part's clearance)."""
-    return None if clearance is None else (lambda over: _poses_and_moves(result, clearance, over))
+    return None if clearance is None else (lambda over: poses_and_moves(result, clearance, over))
 
 
 def arm_reaches_every_waypoint(result: Plan) -> None:
     """Record in the plan's coverage that the arm reaches all of it: a job trajectory was made
-    through every waypoint (an unreachable one refuses the job), so no area is left out for the arm."""
-    if result.coverage is not None and result.trajectory is not None:
+    through every waypoint left (those it cannot reach were taken out before, with their area:
+    arm_reach.trim_unreachable), so no more area is left out for the arm."""
+    if result.coverage is not None and result.trajectory is not None and result.coverage.arm_unreachable_area is None:
         result.coverage.arm_unreachable_area = 0.0
 
 
@@ -639,6 +640,7 @@ __all__ = [
     "default_face",
     "plan",
     "pose_matrix",
+    "poses_and_moves",
     "robot_reach",
     "tcp_frames",
 ]

@@ -25,6 +25,7 @@ Frames and conventions
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -34,7 +35,7 @@ import numpy as np
 from robot_grinding_sim.core.errors import InputError, ModelError
 from robot_grinding_sim.core.robot import kernels as kn
 from robot_grinding_sim.core.robot.model import KinematicChain, load_chain, parse_chain
-from robot_grinding_sim.core.robot.spatial import spatial_inertia
+from robot_grinding_sim.core.robot.spatial import lump_inertias, spatial_inertia
 
 __all__ = ["RobotModel"]
 
@@ -135,6 +136,35 @@ class RobotModel:
 
     def __repr__(self) -> str:
         return f"RobotModel({self.root_link!r} -> {self.tip_link!r}, nq={self.nq}, joints={self.joint_names})"
+
+    def with_body(self, link: str, mass: float, com: Any, inertia: Any) -> RobotModel:
+        """A copy of the model with a rigid body fixed to ``link`` (a held part, a payload): lumped into
+        the inertia of the body ``link`` moves with, as the URDF's inertials of that body are.
+
+        Args:
+            link: a link of the model that moves with a joint.
+            mass: kg (>= 0). com: (3,) its centre of mass in ``link`` (m).
+            inertia: (3, 3) its inertia about its centre of mass, ``link``'s axes (kg m^2).
+
+        Raises:
+            InputError: not a moving link, or a bad value.
+        """
+        c = self.chain
+        b = c.link_body.get(link, -1) if link in self._link_index else None
+        if b is None or b < 0:
+            raise InputError(f"{self.source}: a body fixed to {link!r} needs a link that moves with a joint")
+        m = float(mass)
+        com = np.asarray(com, dtype=float).reshape(3)
+        inertia = np.asarray(inertia, dtype=float).reshape(3, 3)
+        if not (np.isfinite(m) and m >= 0.0 and np.isfinite(com).all() and np.isfinite(inertia).all()):
+            raise InputError(f"{self.source}: the body on {link!r} needs a finite mass >= 0, centre of mass and "
+                             "inertia")
+        X = c.link_offset[link]  # the link in its body's frame
+        R = X[:3, :3]
+        masses, coms, inertias = c.mass.copy(), c.com.copy(), c.inertia.copy()
+        masses[b], coms[b], inertias[b] = lump_inertias([c.mass[b], m], [c.com[b], X[:3, :3] @ com + X[:3, 3]],
+                                                        [c.inertia[b], R @ inertia @ R.T])
+        return RobotModel(dataclasses.replace(c, mass=masses, com=coms, inertia=inertias))
 
     # ---------------------------------------------------------------------------------------
     # input checks (cheap: shapes here, finiteness inside the kernels)

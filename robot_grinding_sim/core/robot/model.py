@@ -96,6 +96,23 @@ class KinematicChain:
         return len(self.joint_names)
 
 
+def path_from_root(source: str | os.PathLike, link: str) -> list[str] | None:
+    """The links on the path from the URDF's root to ``link`` (URDF parent links), root first; None
+    when the file cannot be read."""
+    from lxml import etree
+
+    try:
+        root = etree.parse(str(source)).getroot()
+    except (OSError, etree.XMLSyntaxError):
+        return None
+    parent = {j.find("child").get("link"): j.find("parent").get("link") for j in root.findall("joint")
+              if j.find("child") is not None and j.find("parent") is not None}
+    out = [link]
+    while out[-1] in parent:
+        out.append(parent[out[-1]])
+    return out[::-1]
+
+
 # --------------------------------------------------------------------------------------------
 # URI resolution
 

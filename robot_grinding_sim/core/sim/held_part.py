@@ -58,7 +58,8 @@ class HeldPartModel:
         X_BP0: (4, 4) the part's nominal pose in the root frame (``workpiece.pose``).
 
     Everything but :meth:`fk`, :meth:`jacobian` and :meth:`effective_mass` of the tool centre
-    (and ``tip_link``, which names it) and :meth:`link_poses` is the robot's own.
+    (and ``tip_link``, which names it) and :meth:`link_poses` is the robot's own, with the part's
+    body (:meth:`hold`) lumped into the holder's inertia.
 
     Raises:
         InputError: the tcp is not fixed to the root, or the holder does not move with the arm.
@@ -84,6 +85,20 @@ class HeldPartModel:
         H[1] = self.X_BP0
         self.held_kernel: tuple[int, FloatArray] = (int(body_h), H)
         self.X_BT = np.array(X_t, dtype=float)
+        #: the held part's body: mass (kg), centre of mass (3,) and inertia about it (3, 3), part frame
+        self.part_mass, self.part_com, self.part_inertia = 0.0, np.zeros(3), np.zeros((3, 3))
+        self._bare = robot  # the arm without the part
+
+    def hold(self, mass: float, com: FloatArray, inertia: FloatArray) -> None:
+        """Carry the part's rigid body: mass (kg), centre of mass com (3,) and inertia (3, 3) about it
+        in the part frame, lumped into the holder's inertia (the arm's dynamics, its mass matrix and
+        the effective mass at the tool, carry the part) and weighed by an F/T sensor it hangs from
+        (:func:`~robot_grinding_sim.core.sim.ft.ft_sensor_model`). Replaces a body held before."""
+        base = self._bare
+        com, inertia = np.asarray(com, dtype=float).reshape(3), np.asarray(inertia, dtype=float).reshape(3, 3)
+        R, p = self.X_hP[:3, :3], self.X_hP[:3, 3]
+        self.robot = base.with_body(self.holder_link, mass, R @ com + p, R @ inertia @ R.T) if mass > 0 else base
+        self.part_mass, self.part_com, self.part_inertia = float(mass), com, inertia
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.robot, name)

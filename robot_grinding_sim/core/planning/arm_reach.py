@@ -1,0 +1,137 @@
+"""Where the arm cannot reach: the waypoints it cannot put the tool on, taken out of the passes.
+
+The planner lays passes wherever the tool can touch the faces; whether the arm can put the tool
+there is the robot's: the inverse kinematics of the tool centre's pose at the waypoint, within the
+joint limits. :func:`trim_unreachable` takes the waypoints the arm cannot reach out of a plan's
+passes (a pass split where they lie inside it, through
+:func:`~robot_grinding_sim.core.planning.gouge.keep_waypoints`, the way the tool's reach takes
+waypoints out) and keeps taking the end waypoint of a pass whose approach start or retreat end is
+out of reach, so that the job runs on the rest. The coverage then counts the area that only the
+waypoints taken out would have ground as "the arm cannot reach" and measures the rest on the area
+left (:meth:`~robot_grinding_sim.core.planning.geodesic.GeodesicPasses.measure`). A plan none of
+whose waypoints the arm reaches is refused in one line.
+
+The IK is the trajectory's (:class:`~robot_grinding_sim.core.robot.ik.IKSolver` at the tolerance
+of :func:`~robot_grinding_sim.core.planning.path_ik.solve_ik`), seeded along each pass by the
+waypoint before it, and from the home configuration and the solver's own seeds where that fails:
+a waypoint counts as reachable when some configuration within the limits puts the tool there.
+Units: m, rad; poses in the robot's root frame.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from robot_grinding_sim.core.errors import PlanningError
+from robot_grinding_sim.core.robot.ik import IKSolver, pose_matrices
+
+FloatArray = NDArray[np.float64]
+
+#: the trajectory's IK tolerance (path_ik.solve_ik): position m, rotation weight m/rad, iterations
+TOL, ROT_WEIGHT, ITERATIONS = 1e-9, 0.2, 100
+#: rounds of taking out pass ends whose approach or retreat is out of reach
+MAX_ROUNDS = 50
+
+
+class _Reach:
+    """IK of single poses: reachable or not, continuing from the configuration found last."""
+
+    def __init__(self, model: Any, q_home: FloatArray) -> None:
+        self.solver = IKSolver(model, tol_position=TOL, tol_rotation=TOL / ROT_WEIGHT, max_iterations=ITERATIONS,
+                               rot_weight=ROT_WEIGHT)
+        self.q_home = np.asarray(q_home, dtype=float)
+        self.q: FloatArray | None = None
+
+    def __call__(self, T: FloatArray) -> bool:
+        if self.q is not None:
+            q, ok, _, _ = self.solver.solve(T, self.q)
+            if ok:
+                self.q = q
+                return True
+        seeds = [self.q_home] + ([self.q] if self.q is not None else [])
+        q, ok, _, _ = self.solver.solve_first(T, seeds)
+        if ok:
+            self.q = q
+        return ok
+
+
+def reachable_waypoints(model: Any, plan: Any, q_home: Any) -> list[NDArray[np.bool_]]:
+    """(N,) bool per pass of ``plan``: the arm (``model``, tip the tcp) reaches the tool centre's pose
+    at the waypoint, within its joint limits. ``q_home`` (n,) rad: the first seed."""
+    reach = _Reach(model, q_home)
+    out = []
+    for pos, quat in zip(plan.tcp_positions, plan.tcp_quaternions, strict=True):
+        T = pose_matrices(np.asarray(pos), np.asarray(quat), plan.workpiece_pose)
+        out.append(np.array([reach(Tk) for Tk in T], dtype=bool))
+    return out
+
+
+def _end_poses(plan: Any) -> dict[tuple[str, int], FloatArray]:
+    """The approach start and retreat end of every pass, (4, 4) root frame, by (kind, pass index)."""
+    out = {}
+    for m in plan.moves:
+        if m.kind in ("approach", "retreat"):
+            k = 0 if m.kind == "approach" else len(m.positions) - 1
+            out[(m.kind, m.pass_index)] = pose_matrices(m.positions[k:k + 1], m.quaternions[k:k + 1],
+                                                        plan.workpiece_pose)[0]
+    return out
+
+
+def trim_unreachable(plan: Any, part: Any, model: Any, q_home: Any) -> dict[str, Any] | None:
+    """Take the waypoints the arm cannot reach out of ``plan`` (see the module docstring): its passes,
+    tool poses and moves made again, its coverage measured again with the area left out for the arm
+    (``coverage.arm_unreachable_area``, ``coverage.arm_reach``: the figures returned). None, and the
+    plan unchanged, when the arm reaches every waypoint.
+
+    Raises:
+        PlanningError: the arm reaches none of the waypoints (or no piece of a pass long enough).
+    """
+    from robot_grinding_sim.core.planning.gouge import keep_waypoints
+    from robot_grinding_sim.core.planning.planner import clearance_of, poses_and_moves
+
+    keep = reachable_waypoints(model, plan, q_home)
+    if all(k.all() for k in keep):
+        return None
+    planned = [p.points for p in plan.passes]
+    total = sum(len(k) for k in keep)
+    passes, clearance = list(plan.passes), None
+    reach = _Reach(model, q_home)
+    for _ in range(MAX_ROUNDS):
+        kept, figures = keep_waypoints(passes, keep)
+        if not kept:
+            break
+        plan.passes = kept
+        clearance = clearance or clearance_of(part)
+        poses_and_moves(plan, clearance)
+        ends = _end_poses(plan)
+        bad = [(i, kind) for (kind, i), T in sorted(ends.items(), key=lambda e: (e[0][1], e[0][0])) if not reach(T)]
+        if not bad:
+            break
+        # the end waypoint of a pass whose approach start or retreat end is out of reach goes too
+        passes = kept
+        keep = [np.ones(len(p), dtype=bool) for p in kept]
+        for i, kind in bad:
+            keep[i][0 if kind == "approach" else -1] = False
+    else:
+        kept = []
+    if not kept:
+        X = plan.workpiece_pose
+        raise PlanningError(f"all {total} waypoints of the passes are unreachable for the arm ({model.source}; "
+                            f"the part at {np.round(X[:3, 3], 3).tolist()} m in {model.root_link}): move the "
+                            "workpiece closer to the robot (workpiece.pose, or grinding plan --place auto)")
+    dropped = total - sum(len(p) for p in plan.passes)
+    figures = {"dropped_waypoints": int(dropped), "waypoints": int(total), "passes": len(plan.passes)}
+    if plan.coverage_model is not None:
+        tool_reach = plan.coverage.tool_reach if plan.coverage is not None else None
+        plan.coverage = plan.coverage_model.measure([p.points for p in plan.passes], planned)
+        plan.coverage.tool_reach = tool_reach
+        plan.coverage.arm_reach = figures
+    if clearance is not None:
+        plan.mesh = clearance.mesh
+    return figures
+
+
+__all__ = ["reachable_waypoints", "trim_unreachable"]
