@@ -18,7 +18,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from robot_grinding_sim.core.contact.preston import RemovalGrid, check_grid_size, face_grid, patch_radius
+from robot_grinding_sim.core.contact.preston import (
+    RemovalGrid,
+    check_grid_size,
+    face_grid,
+    join_grids,
+    patch_radius,
+)
 from robot_grinding_sim.core.record.cdr_batch import BLOCK
 
 FloatArray = NDArray[np.float64]
@@ -28,20 +34,29 @@ GRID_MARGIN = 0.004
 
 
 def job_grid(setup: Any) -> RemovalGrid:
-    """The removal grid of a job: over the passes' region of their face, in ``base_link``."""
-    cfg = setup.cell.removal
+    """The removal grid of a job: over the passes' region of their faces, in ``base_link``
+    (:func:`pass_grid` of the job's cell, passes, part, pose, tool and planned penetration)."""
+    return pass_grid(setup.cell, setup.plan.passes, setup.part, setup.X_BP, getattr(setup, "tool", None),
+                     setup.penetration)
+
+
+def pass_grid(cell: Any, passes: list[Any], part: Any, X_BP: FloatArray, tool: Any, penetration: float) -> RemovalGrid:
+    """The removal grid over the region of ``passes`` (a plan's, in the part frame) on each face of
+    ``part`` they touch: per face a (u, v) grid over their (u, v) box plus a margin (the tool's
+    footprint beyond the passes), ``removal.grid_spacing`` apart, joined into one grid of blocks
+    (:func:`~robot_grinding_sim.core.contact.preston.join_grids`), in the frame ``X_BP`` (4, 4)
+    applied to the part frame. A part without an exact surface: a plane fitted to the passes.
+    What the job's map, the plan's prediction and contact_solver_node (given the plan) use."""
+    cfg = cell.removal
     kw = {"preston_coefficient": cfg.kp, "pressure": cfg.pressure}
-    passes = setup.plan.passes
-    tool = getattr(setup, "tool", None)
     margin = GRID_MARGIN  # a tool with a patch: its footprint beyond the passes
     if tool is not None and tool.distributed:
-        margin = max(GRID_MARGIN, tool.footprint_radius(setup.penetration) + 2.0 * cfg.grid_spacing)
+        margin = max(GRID_MARGIN, tool.footprint_radius(penetration) + 2.0 * cfg.grid_spacing)
     uv = np.vstack([p.uv for p in passes])
     faces = np.concatenate([p.face for p in passes])
-    part = setup.part
     if hasattr(part, "face") and np.isfinite(uv).all():
-        grids = []
-        for f in sorted(set(faces.tolist())):  # each face the passes touch, over their (u, v) box on it
+        grids, ids = [], sorted(set(faces.tolist()))
+        for f in ids:  # each face the passes touch, over their (u, v) box on it
             face, on = part.face(int(f)), faces == f
             s = face.derivatives(uv[on, 0], uv[on, 1])
             lu = max(float(np.median(np.linalg.norm(s.du, axis=1))), 1e-12)
@@ -49,19 +64,10 @@ def job_grid(setup: Any) -> RemovalGrid:
             u0, u1, v0, v1 = face.uv_bounds
             box = (max(u0, uv[on, 0].min() - margin / lu), min(u1, uv[on, 0].max() + margin / lu),
                    max(v0, uv[on, 1].min() - margin / lv), min(v1, uv[on, 1].max() + margin / lv))
-            g = face_grid(face, cfg.grid_spacing, setup.X_BP, box, **kw)
-            g.node_face = np.full(len(g.points), int(f))
-            grids.append(g)
-        if len(grids) == 1:
-            return grids[0]
-        # several faces: one grid of all their nodes (no (u, v) layout: maps are drawn as points)
-        out = RemovalGrid(np.vstack([g.points for g in grids]), np.concatenate([g.areas for g in grids]),
-                          np.vstack([g.normals for g in grids]), None, **kw)
-        out.inside = np.concatenate([g.inside for g in grids])
-        out.node_face = np.concatenate([g.node_face for g in grids])
-        return out
+            grids.append(face_grid(face, cfg.grid_spacing, X_BP, box, **kw))
+        return join_grids(grids, [int(f) for f in ids])
     return plane_grid(np.vstack([p.points for p in passes]), np.vstack([p.normals for p in passes]),
-                      cfg.grid_spacing, setup.X_BP, **kw)
+                      cfg.grid_spacing, X_BP, **kw)
 
 
 def plane_grid(points: FloatArray, normals: FloatArray, spacing: float, X: FloatArray, **kw: Any) -> RemovalGrid:
@@ -165,8 +171,8 @@ def accumulate_tool(grid: RemovalGrid, tool: Any, X_tcp: FloatArray, point: Floa
     penetration (m, the footprint's reach). What the job's map, the graph's replay and the plan's
     prediction all call; returns the volume removed (m^3)."""
     nodes = grid.nodes_near(point, tool.footprint_radius(depth) + grid.spacing)
-    return grid.accumulate_footprint(nodes, tool.penetration_at(grid.points[nodes], X_tcp), point, normal, force,
-                                     X_tcp[:3, 3], spindle_speed * X_tcp[:3, 2], v_centre, dt)
+    return grid.accumulate_footprint(nodes, tool.penetration_at(grid.points[nodes], X_tcp), point, normal,
+                                     force, X_tcp[:3, 3], spindle_speed * X_tcp[:3, 2], v_centre, dt)
 
 
 def accumulate_state(grid: RemovalGrid, model: Any, tcp: str, spindle_speed: float, X_tcp: FloatArray,
