@@ -120,7 +120,9 @@ def test_disc_groove_against_quadrature_over_its_segment(angle: float, w: float)
     k_w = 1e10
     disc = tool_of("ur10e_disc_grinder.urdf", "disc", 0.0005, angle)
     R = disc.dims["radius"]
-    fp = ToolFootprint(disc, k_w, w, KP, samples=801)
+    # the pressure steps from its largest to 0 at the rim: the trapezoid rule along the travel is off by
+    # about half a sample there, and the patch near its ends across the travel is a fifth of its middle's
+    fp = ToolFootprint(disc, k_w, w, KP, samples=1601)
     d = fp.penetration(F)
     hw = math.sqrt(R * R - (R - d / math.sin(angle)) ** 2)  # half the chord
     assert fp.half_width(F) == pytest.approx(hw, rel=6e-3)  # found on a grid: two cells of 1.2 x the span / 800
@@ -192,3 +194,25 @@ def test_the_maps_check_takes_the_plans_groove_width(wheel) -> None:
     assert along.min() >= 0.008 + hl - 1e-9 and along.max() <= length - 0.008 - hl + 1e-9
     assert along.min() < 0.008 + hl + 1e-3  # not the wheel's half width (12.5 mm) past the lead-in
     assert fig["within_band"] == 1.0
+
+
+@pytest.mark.parametrize("angle", [0.2, 0.5])
+def test_disc_patch_is_its_face_segment_seen_along_the_normal(angle: float) -> None:
+    """The disc pressed d into a plane at angle a: its face under the plane is the segment h_s = d / sin a
+    high; seen along the plane's normal each point s beyond the chord is s sin a deep and s cos a along
+    the travel, so the patch reaches d cot a behind the low rim (the waypoint) and on the pass line the
+    depth is d - |x| tan a. (Measured along the disc's axis the patch was 1 / cos^2 a longer: 4.1 % at
+    0.2 rad.)"""
+    disc = tool_of("ur10e_disc_grinder.urdf", "disc", 0.0005, angle)
+    fp = ToolFootprint(disc, 1e10, 0.0, KP, samples=801)
+    d = fp.penetration(F)
+    length = d / math.tan(angle)
+    x0, x1, _, _ = fp.extent(F)
+    assert x1 <= 0.01 * length  # nothing ahead of the low rim (two grid cells of margin)
+    assert fp.half_length(F) == pytest.approx(length, rel=6e-3)  # found on a grid: two cells of margin
+    x = np.linspace(-1.2 * length, 0.0, 241)
+    P = np.column_stack([x, np.zeros_like(x), np.zeros_like(x)])
+    depth = disc.penetration_at(P, fp.pose(F), np.array([0.0, 0.0, -1.0]))
+    np.testing.assert_allclose(depth, np.maximum(d - np.abs(x) * math.tan(angle), 0.0), rtol=0, atol=1e-3 * d)
+    # and the Winkler pressure k_w times that depth holds F over the patch: the footprint's scale is k_w
+    assert fp._scale(F) == pytest.approx(1e10, rel=5e-3)

@@ -171,7 +171,7 @@ def accumulate_tool(grid: RemovalGrid, tool: Any, X_tcp: FloatArray, point: Floa
     penetration (m, the footprint's reach). What the job's map, the graph's replay and the plan's
     prediction all call; returns the volume removed (m^3)."""
     nodes = grid.nodes_near(point, tool.footprint_radius(depth) + grid.spacing)
-    return grid.accumulate_footprint(nodes, tool.penetration_at(grid.points[nodes], X_tcp), point, normal,
+    return grid.accumulate_footprint(nodes, tool.penetration_at(grid.points[nodes], X_tcp, normal), point, normal,
                                      force, X_tcp[:3, 3], spindle_speed * X_tcp[:3, 2], v_centre, dt)
 
 
