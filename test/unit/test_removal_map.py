@@ -111,3 +111,43 @@ def test_node_rows_that_are_not_a_layout_are_refused() -> None:
     flat = RemovalGrid(g.points, g.areas)
     back = grid_from_table(node_table(flat))
     assert back.blocks == [] and back.shape is None and back.node_face is None
+
+
+def test_a_two_face_map_is_written_per_face_and_drawn_per_face(tmp_path: Path) -> None:
+    """plan.json's predicted map and removal.png of a grid over two faces: each face's (u, v) block
+    (its shape, corners, depths row-major: the face's own grid), and one image per face beside the
+    cross-section (the png three panels wide; it drew the nodes as points in one panel)."""
+    import struct
+    from types import SimpleNamespace
+
+    from robot_grinding_sim.core.job.removal import map_entry, plot_removal
+
+    a, b, g = two_faces()
+    m = map_entry(g)
+    assert [f["face"] for f in m["faces"]] == [7, 3] and "shape" not in m
+    for entry, grid in zip(m["faces"], (a, b), strict=True):
+        rows, cols = grid.shape
+        P = grid.points.reshape(rows, cols, 3)
+        assert entry["shape"] == [rows, cols]
+        np.testing.assert_array_equal(entry["corners_m"], [P[0, 0], P[0, -1], P[-1, 0]])
+        np.testing.assert_allclose(entry["depth_um"], np.where(grid.inside, grid.depth, 0.0) * 1e6, atol=5e-4)
+    one = map_entry(join_grids([a], [7]))
+    assert one["shape"] == [30, 40] and one["depth_um"] == one["faces"][0]["depth_um"]
+    # removal.png: a stand-in job (the middle pass along x over face 7) for the cross-section
+    xs = np.linspace(0.0, 0.006, 7)
+    line = SimpleNamespace(index=0, positions=np.column_stack([xs, np.full(7, 0.003), np.full(7, 0.001)]),
+                           normals=np.tile([0.0, 0.0, 1.0], (7, 1)))
+    setup = SimpleNamespace(paths=SimpleNamespace(passes=[line]), tool_radius=0.001,
+                            plan=SimpleNamespace(tool=SimpleNamespace(standoff=0.001)))
+    widths = {}
+    for name, grid in (("two", g), ("one", join_grids([a], [7]))):
+        # against a target depth: each face's region outlined, its nodes out of the band marked
+        region = grid.inside & (grid.depth > 0)
+        figures = {"target_depth_m": 5e-7, "band": 0.1, "region_nodes": int(region.sum()), "in_region": region,
+                   "out_of_band": region & (np.abs(grid.depth - 5e-7) > 5e-8), "within_band": 0.5,
+                   "end_of_pass_ratio": 1.0}
+        plot_removal(tmp_path / f"{name}.png", grid, setup, figures)
+        head = (tmp_path / f"{name}.png").read_bytes()[:24]
+        assert head[:8] == b"\x89PNG\r\n\x1a\n"
+        widths[name] = struct.unpack(">I", head[16:20])[0]  # the IHDR's width, px
+    assert widths["two"] == pytest.approx(1.5 * widths["one"], rel=0.02)  # 3 panels of 6 in, against 2

@@ -310,19 +310,31 @@ def replay_removal(setup: Any, t: FloatArray, q: FloatArray, qd: FloatArray, for
 
 def predicted_map(setup: Any) -> dict[str, Any]:
     """plan.json's ``removal_plan.predicted``: the predicted map's uniformity figures and the map
-    itself (grid shape (rows, cols), depth per node in um rounded to 1 nm, NaN-free: 0 off the face,
-    and three corners (base_link, m) of the grid: first node, end of the first row, start of the last)."""
+    itself, ``map.faces``: per face (u, v) layout of the grid (:attr:`RemovalGrid.blocks`) its face
+    index, shape (rows, cols), depth per node in um rounded to 1 nm (row-major, NaN-free: 0 off
+    the face) and three corners (base_link, m): first node, end of the first row, start of the
+    last. A grid of one face also has that face's ``shape``, ``corners_m`` and ``depth_um`` at the
+    top of ``map`` (as before faces were added)."""
     from robot_grinding_sim.core.planning.depth import public
 
     grid = predict_removal(setup)
     figures = depth_figures(setup, grid)
     out: dict[str, Any] = {"uniformity": public(figures) if figures is not None else None,
                            "max_depth_m": float(grid.depth[grid.inside].max(initial=0.0)), "volume_m3": grid.volume()}
-    if grid.shape is not None:
-        rows, cols = grid.shape
-        P = grid.points.reshape(rows, cols, 3)
-        out["map"] = {"shape": [rows, cols], "corners_m": [P[0, 0].tolist(), P[0, -1].tolist(), P[-1, 0].tolist()],
-                      "depth_um": np.round(np.where(grid.inside, grid.depth, 0.0) * 1e6, 3).tolist()}
+    if grid.blocks:
+        out["map"] = map_entry(grid)
+    return out
+
+
+def map_entry(grid: RemovalGrid) -> dict[str, Any]:
+    """plan.json's ``removal_plan.predicted.map`` of a grid with (u, v) layouts (:func:`predicted_map`)."""
+    depth = np.round(np.where(grid.inside, grid.depth, 0.0) * 1e6, 3)
+    faces = [{"face": f, "shape": [int(P.shape[0]), int(P.shape[1])],
+              "corners_m": [P[0, 0].tolist(), P[0, -1].tolist(), P[-1, 0].tolist()], "depth_um": D.ravel().tolist()}
+             for (f, P), (_, D) in zip(grid.block_arrays(grid.points), grid.block_arrays(depth), strict=True)]
+    out: dict[str, Any] = {"faces": faces}
+    if len(faces) == 1:
+        out.update({k: faces[0][k] for k in ("shape", "corners_m", "depth_um")})
     return out
 
 
@@ -437,7 +449,8 @@ def cross_section(grid: RemovalGrid, point: FloatArray, tangent: FloatArray, nor
 
 
 def plot_removal(path: Path, grid: RemovalGrid, setup: Any, figures: dict[str, Any] | None = None) -> None:
-    """removal.png: the depth map on the face (um) and the depth profile across the middle pass.
+    """removal.png: the depth map on each face (um; a face's (u, v) layout as an image) and the
+    depth profile across the middle pass.
     With a target depth (``figures``: :func:`depth_figures`) the map is coloured against it (blue
     shallower, red deeper, white at D; the colour range D +- 2 x the band), the region's outline drawn
     and the nodes of the region out of the band marked; the profile shows D and its band."""
@@ -446,40 +459,52 @@ def plot_removal(path: Path, grid: RemovalGrid, setup: Any, figures: dict[str, A
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
+    n_maps = max(1, len(grid.blocks))
+    fig, axes = plt.subplots(1, n_maps + 1, figsize=(6 * (n_maps + 1), 4.8), squeeze=False)
+    maps, ax2 = axes[0, :n_maps], axes[0, n_maps]
     depth_um = grid.depth * 1e6
     shown = np.where(grid.inside, depth_um, np.nan)
     D = figures["target_depth_m"] * 1e6 if figures else None
     band = figures["band"] if figures else 0.0
     style = ({"cmap": "inferno"} if D is None else
              {"cmap": "RdBu_r", "vmin": D * (1 - 2 * band), "vmax": D * (1 + 2 * band)})
-    if grid.shape is not None:
-        rows, cols = grid.shape
-        P = grid.points.reshape(rows, cols, 3)
-        su = float(np.linalg.norm(P[0, -1] - P[0, 0])) * 1e3
-        sv = float(np.linalg.norm(P[-1, 0] - P[0, 0])) * 1e3
-        im = ax1.imshow(shown.reshape(rows, cols), origin="lower", extent=(0, su, 0, sv), aspect="equal", **style)
-        if figures and figures.get("region_nodes"):
-            uu, vv = np.meshgrid(np.linspace(0, su, cols), np.linspace(0, sv, rows))
-            ax1.contour(uu, vv, figures["in_region"].reshape(rows, cols).astype(float), levels=[0.5], colors="k",
-                        linewidths=0.8)
-            bad = figures["out_of_band"].reshape(rows, cols)
-            if bad.any():
-                ax1.scatter(uu[bad], vv[bad], s=1, c="lime", marker=".", label=f"out of +-{band:.0%}")
-                ax1.legend(loc="upper right", fontsize=7)
-        ax1.set_xlabel("along u, mm")
-        ax1.set_ylabel("along v, mm")
+    if D is None:  # one colour scale for every face
+        style.update(vmin=0.0, vmax=float(np.nanmax(shown, initial=0.0)) or 1.0)
+    region = figures is not None and bool(figures.get("region_nodes"))
+    if grid.blocks:  # each face's (u, v) layout as an image, the face's own axes
+        for ax, (f, P), (_, S) in zip(maps, grid.block_arrays(grid.points), grid.block_arrays(shown), strict=True):
+            rows, cols = S.shape
+            su = float(np.linalg.norm(P[0, -1] - P[0, 0])) * 1e3
+            sv = float(np.linalg.norm(P[-1, 0] - P[0, 0])) * 1e3
+            im = ax.imshow(S, origin="lower", extent=(0, su, 0, sv), aspect="equal", **style)
+            if region:
+                (_, inr), (_, bad) = (grid.block_arrays(figures[k])[[b[0] for b in grid.blocks].index(f)]
+                                      for k in ("in_region", "out_of_band"))
+                uu, vv = np.meshgrid(np.linspace(0, su, cols), np.linspace(0, sv, rows))
+                if inr.any():
+                    ax.contour(uu, vv, inr.astype(float), levels=[0.5], colors="k", linewidths=0.8)
+                if bad.any():
+                    ax.scatter(uu[bad], vv[bad], s=1, c="lime", marker=".", label=f"out of +-{band:.0%}")
+                    ax.legend(loc="upper right", fontsize=7)
+            ax.set_xlabel("along u, mm")
+            ax.set_ylabel("along v, mm")
+            if n_maps > 1:
+                ax.set_title(f"face {f}", fontsize=9)
+            fig.colorbar(im, ax=ax, label="depth removed, um")
     else:
-        im = ax1.scatter(grid.points[:, 0] * 1e3, grid.points[:, 1] * 1e3, c=shown, s=2, **style)
-        ax1.set_xlabel("x (base_link), mm")
-        ax1.set_ylabel("y (base_link), mm")
-    fig.colorbar(im, ax=ax1, label="depth removed, um")
-    if figures and figures.get("region_nodes"):
-        ax1.set_title(f"removal map: {figures['within_band']:.1%} of the region (outlined) within +-{band:.0%} of "
-                      f"{D:g} um\nend of pass {figures.get('end_of_pass_ratio') or 0:.2f} x the pass depth",
-                      fontsize=9)
+        ax = maps[0]
+        im = ax.scatter(grid.points[:, 0] * 1e3, grid.points[:, 1] * 1e3, c=shown, s=2, **style)
+        ax.set_xlabel("x (base_link), mm")
+        ax.set_ylabel("y (base_link), mm")
+        fig.colorbar(im, ax=ax, label="depth removed, um")
+    ax1 = maps[0]
+    first = f"face {grid.blocks[0][0]}: " if n_maps > 1 else ""
+    if region:
+        ax1.set_title(f"{first}removal map: {figures['within_band']:.1%} of the region (outlined) within "
+                      f"+-{band:.0%} of {D:g} um\nend of pass {figures.get('end_of_pass_ratio') or 0:.2f} x the pass "
+                      f"depth", fontsize=9)
     else:
-        ax1.set_title("removal map (Preston)")
+        ax1.set_title(f"{first}removal map (Preston)")
     passes = setup.paths.passes
     g = passes[len(passes) // 2]
     m = len(g.positions) // 2
