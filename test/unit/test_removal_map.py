@@ -146,6 +146,9 @@ def test_a_two_face_map_is_written_per_face_and_drawn_per_face(tmp_path: Path) -
         figures = {"target_depth_m": 5e-7, "band": 0.1, "region_nodes": int(region.sum()), "in_region": region,
                    "out_of_band": region & (np.abs(grid.depth - 5e-7) > 5e-8), "within_band": 0.5,
                    "end_of_pass_ratio": 1.0}
+        if name == "two":  # per face target depths: each face drawn against its own
+            figures["faces"] = {"7": {"target_depth_m": 5e-7, "within_band": 0.5, "region_nodes": 10},
+                                "3": {"target_depth_m": 8e-7, "within_band": 0.4, "region_nodes": 10}}
         plot_removal(tmp_path / f"{name}.png", grid, setup, figures)
         head = (tmp_path / f"{name}.png").read_bytes()[:24]
         assert head[:8] == b"\x89PNG\r\n\x1a\n"

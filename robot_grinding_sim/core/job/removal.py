@@ -471,11 +471,18 @@ def plot_removal(path: Path, grid: RemovalGrid, setup: Any, figures: dict[str, A
     if D is None:  # one colour scale for every face
         style.update(vmin=0.0, vmax=float(np.nanmax(shown, initial=0.0)) or 1.0)
     region = figures is not None and bool(figures.get("region_nodes"))
+    per_face = (figures or {}).get("faces") or {}  # per face target depths: each face against its own D
     if grid.blocks:  # each face's (u, v) layout as an image, the face's own axes
         for ax, (f, P), (_, S) in zip(maps, grid.block_arrays(grid.points), grid.block_arrays(shown), strict=True):
             rows, cols = S.shape
             su = float(np.linalg.norm(P[0, -1] - P[0, 0])) * 1e3
             sv = float(np.linalg.norm(P[-1, 0] - P[0, 0])) * 1e3
+            own = per_face.get(str(f))
+            if own is not None:
+                Df = own["target_depth_m"] * 1e6
+                style = {**style, "vmin": Df * (1 - 2 * band), "vmax": Df * (1 + 2 * band)}
+                if own.get("region_nodes"):
+                    ax.set_title(f"face {f}: {own['within_band']:.1%} within +-{band:.0%} of {Df:g} um", fontsize=9)
             im = ax.imshow(S, origin="lower", extent=(0, su, 0, sv), aspect="equal", **style)
             if region:
                 (_, inr), (_, bad) = (grid.block_arrays(figures[k])[[b[0] for b in grid.blocks].index(f)]
@@ -488,7 +495,7 @@ def plot_removal(path: Path, grid: RemovalGrid, setup: Any, figures: dict[str, A
                     ax.legend(loc="upper right", fontsize=7)
             ax.set_xlabel("along u, mm")
             ax.set_ylabel("along v, mm")
-            if n_maps > 1:
+            if n_maps > 1 and not ax.get_title():
                 ax.set_title(f"face {f}", fontsize=9)
             fig.colorbar(im, ax=ax, label="depth removed, um")
     else:
@@ -499,11 +506,11 @@ def plot_removal(path: Path, grid: RemovalGrid, setup: Any, figures: dict[str, A
         fig.colorbar(im, ax=ax, label="depth removed, um")
     ax1 = maps[0]
     first = f"face {grid.blocks[0][0]}: " if n_maps > 1 else ""
-    if region:
+    if region and not (per_face and n_maps > 1):  # (per face Ds: each face's title has its own)
         ax1.set_title(f"{first}removal map: {figures['within_band']:.1%} of the region (outlined) within "
                       f"+-{band:.0%} of {D:g} um\nend of pass {figures.get('end_of_pass_ratio') or 0:.2f} x the pass "
                       f"depth", fontsize=9)
-    else:
+    elif not ax1.get_title():
         ax1.set_title(f"{first}removal map (Preston)")
     passes = setup.paths.passes
     g = passes[len(passes) // 2]
@@ -513,6 +520,9 @@ def plot_removal(path: Path, grid: RemovalGrid, setup: Any, figures: dict[str, A
                               else setup.tool_radius) * g.normals[m]
     s, d = cross_section(grid, point, tangent, g.normals[m])
     ax2.plot(s * 1e3, d * 1e6, ".-", ms=3)
+    if D is not None and per_face and grid.node_face is not None:  # the D of the face there
+        here = int(grid.node_face[int(np.argmin(np.linalg.norm(grid.points - point, axis=1)))])
+        D = per_face.get(str(here), {}).get("target_depth_m", D * 1e-6) * 1e6
     if D is not None:
         ax2.axhline(D, color="k", lw=0.8, label=f"target {D:g} um")
         ax2.axhspan(D * (1 - band), D * (1 + band), color="tab:green", alpha=0.15, label=f"+-{band:.0%}")
