@@ -127,17 +127,14 @@ def read_removal_map(path: str | os.PathLike[str], preston_coefficient: float = 
     """(the grid of the bag's last :data:`NODES_TOPIC` message with the depth of its last
     :data:`DEPTH_TOPIC` message, that message's log time in ns). InputError naming the bag when it
     has no such map or the two do not match."""
-    from robot_grinding_sim.core.record.bag import _connections, _iter_messages, open_bag
+    from robot_grinding_sim.core.record.bag import read_messages
 
     table, depth, t_last = None, None, -1
-    with open_bag(path) as reader:
-        for topic, typ in ((NODES_TOPIC, NODES_TYPE), (DEPTH_TOPIC, DEPTH_TYPE)):
-            conns = _connections(reader, path, topic, (typ,), "the removal map")
-            for t_ns, msg, _ in _iter_messages(reader, conns, path, topic):
-                if topic == NODES_TOPIC:
-                    table = cloud_rows(msg, path)
-                else:
-                    depth, t_last = np.asarray(msg.data, dtype=float), t_ns
+    for _, msg in read_messages(path, NODES_TOPIC, (NODES_TYPE,), "the removal map's nodes"):
+        table = cloud_rows(msg, path)
+    for t_ns, msg in read_messages(path, DEPTH_TOPIC, (DEPTH_TYPE,), "the removal map's depths"):
+        depth, t_last = msg.data, t_ns
+    depth = None if depth is None else np.asarray(depth, dtype=float)
     if table is None or depth is None:
         raise InputError(f"bag {path}: no removal map ({NODES_TOPIC} and {DEPTH_TOPIC})")
     if len(depth) != len(table):
