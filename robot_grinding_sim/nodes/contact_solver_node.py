@@ -28,12 +28,13 @@ Publishes (stamp of the joint state):
   Preston's law (:mod:`robot_grinding_sim.core.contact.preston`, the in-process job's code, fed with
   each solved state) on the job's own grid (``plan_file`` given: the grid of the in-process job and
   of the plan's prediction, :func:`~robot_grinding_sim.core.job.removal.pass_grid`, over the passes'
-  region of every face they touch; else the whole of the first face), as
-  (:mod:`robot_grinding_sim.core.record.removal_map`, docs/contact.md):
+  region of every face they touch; else the whole of the first face, drawn only: its map would be
+  about a million nodes), as (:mod:`robot_grinding_sim.core.record.removal_map`, docs/contact.md):
 
-  - ``grinding/removal_nodes`` (sensor_msgs/PointCloud2, latched, frame ``base_frame``, once): the
-    grid's nodes with their normal, area, face and (row, col) in the face's (u, v) layout;
-  - ``grinding/removal_depth`` (std_msgs/Float64MultiArray): the depth at each node (m), every
+  - ``grinding/removal_nodes`` (sensor_msgs/PointCloud2, latched, frame ``base_frame``, once; with
+    ``plan_file``): the grid's nodes with their normal, area, face and (row, col) in the face's
+    (u, v) layout;
+  - ``grinding/removal_depth`` (std_msgs/Float64MultiArray; with ``plan_file``): the depth at each node (m), every
     1 / ``removal_marker_rate`` s of ROS time while it changes and as each contact ends (the last
     one is the map of the run);
   - ``grinding/removal`` (visualization_msgs/MarkerArray, frame ``base_frame``): one vertex-coloured
@@ -166,12 +167,15 @@ class ContactSolverNode(Node):
             raise ParameterError("removal.grid_spacing", str(exc), NODE_NAME) from None
         self.spindle_speed = cell.tool.spindle_speed
         self.pub_removal = self.create_publisher(MarkerArray, "grinding/removal", 2)
-        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        self.pub_removal_nodes = self.create_publisher(PointCloud2, "grinding/removal_nodes", latched)
-        self.pub_removal_depth = self.create_publisher(Float64MultiArray, "grinding/removal_depth", 10)
-        self.pub_removal_nodes.publish(cv.array_to_pointcloud2(node_table(self.removal), self.base_frame,
-                                                               self.get_clock().now().to_msg(), REMOVAL_NODE_FIELDS))
+        self.pub_removal_depth = None
         self._depth_shown = 0.0
+        if passes is not None:  # the map itself only on the job's grid: a whole face at 0.2 mm is ~1M nodes
+            latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+            self.pub_removal_nodes = self.create_publisher(PointCloud2, "grinding/removal_nodes", latched)
+            self.pub_removal_depth = self.create_publisher(Float64MultiArray, "grinding/removal_depth", 10)
+            self.pub_removal_nodes.publish(cv.array_to_pointcloud2(node_table(self.removal), self.base_frame,
+                                                                   self.get_clock().now().to_msg(),
+                                                                   REMOVAL_NODE_FIELDS))
         self.create_timer(1.0 / p["removal_marker_rate"], guarded(self, "removal map")(self._publish_removal))
         rc = cell.removal
         self.get_logger().info(f"removal map: {source}, {int(self.removal.inside.sum())} nodes every "
@@ -197,6 +201,8 @@ class ContactSolverNode(Node):
     def _publish_depth(self) -> None:
         """grinding/removal_depth: the depth at each node of grinding/removal_nodes, m."""
         self._depth_shown = self.removal.work
+        if self.pub_removal_depth is None:
+            return
         d = self.removal.depth
         msg = Float64MultiArray()
         msg.layout.dim = [MultiArrayDimension(label=DEPTH_LABEL, size=len(d), stride=len(d))]
