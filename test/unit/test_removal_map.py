@@ -120,7 +120,7 @@ def test_a_two_face_map_is_written_per_face_and_drawn_per_face(tmp_path: Path) -
     import struct
     from types import SimpleNamespace
 
-    from robot_grinding_sim.core.job.removal import map_entry, plot_removal
+    from robot_grinding_sim.core.job.removal import map_entry, middle_cross_section, plot_removal
 
     a, b, g = two_faces()
     m = map_entry(g)
@@ -135,10 +135,15 @@ def test_a_two_face_map_is_written_per_face_and_drawn_per_face(tmp_path: Path) -
     assert one["shape"] == [30, 40] and one["depth_um"] == one["faces"][0]["depth_um"]
     # removal.png: a stand-in job (the middle pass along x over face 7) for the cross-section
     xs = np.linspace(0.0, 0.006, 7)
-    line = SimpleNamespace(index=0, positions=np.column_stack([xs, np.full(7, 0.003), np.full(7, 0.001)]),
+    line = SimpleNamespace(index=0, row=0, points=np.column_stack([xs, np.full(7, 0.003), np.zeros(7)]), arc=xs,
                            normals=np.tile([0.0, 0.0, 1.0], (7, 1)))
-    setup = SimpleNamespace(paths=SimpleNamespace(passes=[line]), tool_radius=0.001,
-                            plan=SimpleNamespace(tool=SimpleNamespace(standoff=0.001)))
+    setup = SimpleNamespace(plan=SimpleNamespace(passes=[line]), X_BP=np.eye(4))
+    # the profile is across the pass at its middle waypoint's surface point: the nodes at x = 3 mm
+    _, point, (offset, depth) = middle_cross_section(g, setup)
+    np.testing.assert_array_equal(point, [0.003, 0.003, 0.0])
+    column = g.inside & (np.abs(g.points[:, 0] - 0.003) <= 0.5 * SPACING)  # on both faces
+    np.testing.assert_allclose(np.sort(offset), np.sort(g.points[column, 1] - 0.003), atol=1e-12)
+    assert len(offset) == column.sum() > 20
     widths = {}
     for name, grid in (("two", g), ("one", join_grids([a], [7]))):
         # against a target depth: each face's region outlined, its nodes out of the band marked

@@ -448,6 +448,18 @@ def cross_section(grid: RemovalGrid, point: FloatArray, tangent: FloatArray, nor
     return s[order], grid.depth[near][order]
 
 
+def middle_cross_section(grid: RemovalGrid, setup: Any) -> tuple[Any, FloatArray, tuple[FloatArray, FloatArray]]:
+    """(the middle pass (a :class:`~robot_grinding_sim.core.planning.depth.PassLine` in base_link), its
+    middle waypoint's surface point (3,), :func:`cross_section` there): the profile removal.png draws.
+    At the surface point, not the tcp: a disc's tcp is about its radius away along the travel."""
+    k = len(setup.plan.passes) // 2
+    g = pass_lines(setup.plan, setup.X_BP)[k]
+    m = len(g.points) // 2
+    tangent = g.points[min(m + 1, len(g.points) - 1)] - g.points[max(m - 1, 0)]
+    normal = np.asarray(setup.plan.passes[k].normals[m]) @ np.asarray(setup.X_BP)[:3, :3].T
+    return g, g.points[m], cross_section(grid, g.points[m], tangent, normal)
+
+
 def plot_removal(path: Path, grid: RemovalGrid, setup: Any, figures: dict[str, Any] | None = None) -> None:
     """removal.png: the depth map on each face (um; a face's (u, v) layout as an image) and the
     depth profile across the middle pass.
@@ -512,13 +524,7 @@ def plot_removal(path: Path, grid: RemovalGrid, setup: Any, figures: dict[str, A
                       f"depth", fontsize=9)
     elif not ax1.get_title():
         ax1.set_title(f"{first}removal map (Preston)")
-    passes = setup.paths.passes
-    g = passes[len(passes) // 2]
-    m = len(g.positions) // 2
-    tangent = g.positions[min(m + 1, len(g.positions) - 1)] - g.positions[max(m - 1, 0)]
-    point = g.positions[m] - (setup.plan.tool.standoff if setup.plan.tool.standoff is not None
-                              else setup.tool_radius) * g.normals[m]
-    s, d = cross_section(grid, point, tangent, g.normals[m])
+    g, point, (s, d) = middle_cross_section(grid, setup)
     ax2.plot(s * 1e3, d * 1e6, ".-", ms=3)
     if D is not None and per_face and grid.node_face is not None:  # the D of the face there
         here = int(grid.node_face[int(np.argmin(np.linalg.norm(grid.points - point, axis=1)))])
