@@ -227,10 +227,9 @@ def test_a_kelvin_voigt_job_never_compiles_the_integrator(tmp_path):
     the integrated laws' DOP853 (hc_phase; issue 27 item 6), which Hunt-Crossley's do."""
     import json
     import os
+    import shutil
     import subprocess
     import sys
-
-    import shutil
 
     # Hunt-Crossley's run starts from a copy of the Kelvin-Voigt run's cache: what both laws share
     # loads instead of compiling twice (the test's cost halves), and what it still has to compile is
