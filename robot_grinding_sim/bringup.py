@@ -214,7 +214,8 @@ def graph(
             MODES,
             "contact force model -> /contact/wrench (and the simulated /ft_sensor/wrench in sim)",
             params_files=config_files("contact_solver_node"),
-            parameters=with_urdf,
+            # with a plan file its removal map is on the job's grid (the in-process map's)
+            parameters={**with_urdf, **({"plan_file": str(Path(plan_file).resolve())} if plan_file else {})},
             # in real mode the measured /ft_sensor/wrench comes from hardware_driver: the model's
             # sensor output is kept apart as the prediction
             remappings=() if sim else (("ft_sensor/wrench", "ft_sensor/predicted_wrench"),),

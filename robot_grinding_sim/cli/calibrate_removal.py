@@ -2,9 +2,13 @@
 
 The user grinds one straight pass at a known force and feed (the cell's, or ``--force`` /
 ``--feed``), measures the groove's depth across it (a profilometer trace: offset across the pass,
-depth into the part) and gives it here as CSV. The groove the ball's footprint predicts per unit
-k_p (:class:`~robot_grinding_sim.core.planning.depth.BallFootprint`: Hertz pressure, the spindle
-about the normal) is fitted to it (:func:`~robot_grinding_sim.core.planning.depth.fit_preston`):
+depth into the part) and gives it here as CSV. The groove the cell's tool predicts per unit k_p
+(the depth planner's footprint, :func:`~robot_grinding_sim.core.job.setup.depth_footprint`: the
+ball's :class:`~robot_grinding_sim.core.planning.depth.BallFootprint`, Hertz pressure, the spindle
+about the normal; the wheel's, pad's or disc's
+:class:`~robot_grinding_sim.core.planning.footprints.ToolFootprint`, the Winkler pressure over its
+own patch at the cell's lead, tilt and spindle) is fitted to it
+(:func:`~robot_grinding_sim.core.planning.depth.fit_preston`):
 k_p, its standard error, the groove's centre and the rms residual are printed, and ``--out``
 writes ``removal.preston_coefficient`` as a parameter file for ``--params``.
 """
@@ -58,7 +62,8 @@ def read_groove(path: str, offset_unit: str, depth_unit: str) -> tuple[Any, Any]
 @click.option("--depth-unit", type=click.Choice(list(UNITS)), default="m", show_default=True,
               help="Unit of the second column (depth into the part).")
 @click.option("--tool-radius", type=FINITE, default=None,
-              help="Ball radius, m (default: the robot's tool from its URDF).")
+              help="A ball of this radius, m, in place of the robot's tool (default: the robot's tool from its URDF "
+                   "and tool.*: a ball, wheel, pad or disc).")
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="Write removal.preston_coefficient as a parameter file (for --params).")
 @click.option("--params", "params_files", multiple=True, type=click.Path(dir_okay=False),
@@ -69,9 +74,10 @@ def calibrate_removal(groove: str, force: float | None, feed: float | None, offs
                       tool_radius: float | None, out: str | None, params_files: tuple[str, ...],
                       sets: tuple[str, ...], as_json: bool) -> None:
     """Fit the Preston coefficient k_p to GROOVE (CSV: offset across the pass, depth; one straight
-    pass at the cell's force and feed, the spindle turning) and report it with its error."""
-    from robot_grinding_sim.core.contact import registry
-    from robot_grinding_sim.core.planning.depth import BallFootprint, fit_preston, tool_axis
+    pass at the cell's force and feed, the spindle turning; the cell's tool: ball, wheel, pad or
+    disc) and report it with its error."""
+    from robot_grinding_sim.core.job.setup import cell_robot_model, depth_footprint, job_tool
+    from robot_grinding_sim.core.planning.depth import fit_preston
 
     if out is not None:
         check_output(out, "--out")
@@ -79,18 +85,15 @@ def calibrate_removal(groove: str, force: float | None, feed: float | None, offs
     y, h = read_groove(groove, offset_unit, depth_unit)
     F = cell.process.target_force if force is None else force
     v = cell.process.feed if feed is None else feed
-    if tool_radius is None:
-        from robot_grinding_sim.core.geometry.tool_contact import tool_sphere_radius
-        from robot_grinding_sim.core.job.setup import cell_robot_model
-
-        tool_radius = tool_sphere_radius(cell_robot_model(cell), cell.tool.tcp_link, cell.tool.link)
-    if not tool_radius > 0:
+    if tool_radius is not None and not tool_radius > 0:
         raise InputError(f"--tool-radius must be > 0 m, got {tool_radius}")
-    c = cell.contact
-    unit = BallFootprint(tool_radius, c.stiffness, registry.get(c.model).static_exponent(c), cell.tool.spindle_speed,
-                         1.0, cell.removal.pressure, tool_axis(cell.process.lead, cell.process.tilt))
+    tool: Any = float(tool_radius) if tool_radius is not None else job_tool(cell_robot_model(cell), cell)
+    shape = "ball" if tool_radius is not None else tool.shape
+    # the groove per unit k_p: the footprint the depth planner plans with, at k_p = 1
+    unit = depth_footprint(cell, tool, preston_coefficient=1.0)
     fit = fit_preston(y, h, unit, F, v)
-    result = {**fit.as_dict(), "groove": groove, "force_n": F, "feed_m_s": v, "tool_radius_m": tool_radius,
+    result = {**fit.as_dict(), "groove": groove, "force_n": F, "feed_m_s": v, "tool": shape,
+              "tool_radius_m": float(tool_radius if tool_radius is not None else tool.radius),
               "spindle_speed_rad_s": cell.tool.spindle_speed, "previous_m2_per_n": cell.removal.kp}
     if out is not None:
         atomic_write(Path(out), "# grinding calibrate-removal " + groove + f": k_p {fit.preston_coefficient:.4g} m^2/N "
@@ -102,7 +105,7 @@ def calibrate_removal(groove: str, force: float | None, feed: float | None, offs
         return
     d = result
     click.echo(f"k_p = {fit.preston_coefficient:.4g} m^2/N +- {fit.standard_error:.2g} ({d['relative_error']:.1%}) "
-               f"from {fit.samples} points; the cell had {cell.removal.kp:.4g}")
+               f"from {fit.samples} points of the {shape}'s groove; the cell had {cell.removal.kp:.4g}")
     click.echo(f"groove centre at {fit.offset * 1e3:+.3f} mm, deepest {fit.peak_depth * 1e6:.3f} um, rms residual "
                f"{fit.rms_residual * 1e6:.3f} um ({d['rms_residual_of_peak']:.1%} of the deepest)")
     click.echo(f"use it: --set removal.preston_coefficient={fit.preston_coefficient:.4g}"

@@ -29,6 +29,9 @@ from robot_grinding_sim.cli.common import FiniteRange
 
 #: the graph runs slower than real time (lockstep over DDS): give up after this long, s
 GRAPH_TIMEOUT = 3600.0
+#: the node's removal map and the one replayed from the graph's bag agree within this (2-norm,
+#: relative; 0.9 % on one pass, test/ros/test_removal_graph.py): beyond it the run's output says so
+REPLAY_AGREEMENT = 0.03
 
 
 def graph_domain_id() -> int:
@@ -215,6 +218,12 @@ def run_through_graph(out: Path, cell: Any, as_json: bool = False,
 
             for line in uniformity_text(entry["removal"]["uniformity"], "graph removal"):
                 click.echo(line)
+            if "replay" in entry["removal"]:
+                rel = entry["removal"]["replay"]["relative_difference"]
+                click.echo(f"graph removal: contact_solver_node's map; the map replayed from the bag is within "
+                           f"{rel:.2%} of it" + (f" (more than {REPLAY_AGREEMENT:.0%}: the node's map or the bag "
+                                                 f"is not what the run did; see {log})" if rel > REPLAY_AGREEMENT
+                                                else ""))
     return entry
 
 
@@ -229,16 +238,22 @@ def ran_cell(plan: Path, cell: Any) -> Any:
 
 
 def graph_removal(plan: Path, bag: Path, cell: Any) -> dict[str, Any]:
-    """The removal map of the graph's run (``graph_bag``: /joint_states and /contact/wrench, the
-    joint velocities by differences) replayed on the job's grid
-    (:func:`~robot_grinding_sim.core.job.removal.replay_removal`) and its uniformity against the
-    plan's target depth: graph_vs_inprocess ``removal``."""
+    """graph_vs_inprocess ``removal``: the uniformity against the plan's target depth of the map
+    contact_solver_node built in the graph (its last ``/grinding/removal_depth`` on its
+    ``/grinding/removal_nodes`` in ``bag``, :func:`~robot_grinding_sim.core.record.removal_map.read_removal_map`;
+    the node's grid must be the job's, :func:`~robot_grinding_sim.core.job.removal.job_grid`), and
+    as a cross-check the map replayed from the bag's /joint_states and /contact/wrench
+    (:func:`~robot_grinding_sim.core.job.removal.replay_removal`, the joint velocities by
+    differences): ``replay`` holds its figures and how far the two maps are apart. A bag without the
+    node's map (a mesh part, removal off) gets the replay's figures, and ``how`` says so."""
     import numpy as np
 
-    from robot_grinding_sim.core.job.removal import depth_figures, replay_removal
+    from robot_grinding_sim.core.errors import InputError
+    from robot_grinding_sim.core.job.removal import depth_figures, job_grid, replay_removal
     from robot_grinding_sim.core.job.setup import JobConfig, setup_job
     from robot_grinding_sim.core.planning.depth import public
-    from robot_grinding_sim.core.record.bag import read_joint_states, read_wrench
+    from robot_grinding_sim.core.record.bag import has_topic, read_joint_states, read_wrench
+    from robot_grinding_sim.core.record.removal_map import DEPTH_TOPIC, NODES_TOPIC, read_removal_map
 
     setup = setup_job(JobConfig(cell=ran_cell(plan, cell), plan_file=str(plan)))
     t, names, q = read_joint_states(bag)
@@ -249,8 +264,30 @@ def graph_removal(plan: Path, bag: Path, cell: Any) -> dict[str, Any]:
     qd = np.gradient(q, t, axis=0) if len(t) > 2 else np.zeros_like(q)
     w = read_wrench(bag, "/contact/wrench")
     force = np.column_stack([np.interp(t, w.t, w.force[:, k], left=0.0, right=0.0) for k in range(3)])
-    grid = replay_removal(setup, t, q, qd, force)
-    figures = depth_figures(setup, grid)
-    return {"uniformity": public(figures) if figures is not None else None, "volume_m3": grid.volume(),
-            "max_depth_m": float(grid.depth[grid.inside].max(initial=0.0)),
-            "how": "replayed from graph_bag's /joint_states and /contact/wrench on the job's grid"}
+    replayed = replay_removal(setup, t, q, qd, force)
+
+    def entry(grid: Any) -> dict[str, Any]:
+        figures = depth_figures(setup, grid)
+        return {"uniformity": public(figures) if figures is not None else None, "volume_m3": grid.volume(),
+                "max_depth_m": float(grid.depth[grid.inside].max(initial=0.0))}
+
+    if not (has_topic(bag, NODES_TOPIC) and has_topic(bag, DEPTH_TOPIC)):
+        return {**entry(replayed), "how": f"replayed from graph_bag's /joint_states and /contact/wrench on the "
+                                          f"job's grid (the bag has no {NODES_TOPIC} / {DEPTH_TOPIC})"}
+    rc = setup.cell.removal
+    node_map, _ = read_removal_map(bag, rc.kp, rc.pressure)
+    ref = job_grid(setup)
+    if len(node_map.points) != len(ref.points) or not np.allclose(node_map.points, ref.points, rtol=0.0, atol=1e-9):
+        raise InputError(f"{bag}: contact_solver_node's removal map ({len(node_map.points)} nodes) is not on the "
+                         f"job's grid ({len(ref.points)} nodes): was it given the plan (plan_file)?")
+    node_map.node_face = ref.node_face
+    out = {**entry(node_map), "how": f"contact_solver_node's map: the last {DEPTH_TOPIC} on its {NODES_TOPIC} in "
+                                     f"graph_bag (the job's grid)"}
+    inside = ref.inside
+    diff = float(np.linalg.norm((replayed.depth - node_map.depth)[inside]))
+    norm = float(np.linalg.norm(node_map.depth[inside]))
+    out["replay"] = {**entry(replayed), "relative_difference": diff / norm if norm > 0 else 0.0,
+                     "how": "the cross-check: the map replayed from graph_bag's /joint_states and /contact/wrench "
+                            "on the job's grid; relative_difference = |replay - node map| / |node map| over the "
+                            "face's nodes (2-norms)"}
+    return out

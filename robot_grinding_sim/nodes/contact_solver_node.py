@@ -24,11 +24,21 @@ Publishes (stamp of the joint state):
   F/T sensor model reads (core.sim.ft: the wrench moved to the sensor, tool gravity from the URDF,
   bias, noise, low-pass, tare).
 
-- ``grinding/removal`` (visualization_msgs/MarkerArray, frame ``base_frame``) when
-  ``removal.enabled`` and the part is a CAD face: the depth removed so far by Preston's law
-  (:mod:`robot_grinding_sim.core.contact.preston`, the in-process job's code, fed with each solved
-  state), one vertex-coloured TRIANGLE_LIST over the removed region every 1 / ``removal_marker_rate``
-  s of ROS time.
+- the removal map when ``removal.enabled`` and the part is a CAD face: the depth removed so far by
+  Preston's law (:mod:`robot_grinding_sim.core.contact.preston`, the in-process job's code, fed with
+  each solved state) on the job's own grid (``plan_file`` given: the grid of the in-process job and
+  of the plan's prediction, :func:`~robot_grinding_sim.core.job.removal.pass_grid`, over the passes'
+  region of every face they touch; else the whole of the first face, drawn only: its map would be
+  about a million nodes), as (:mod:`robot_grinding_sim.core.record.removal_map`, docs/contact.md):
+
+  - ``grinding/removal_nodes`` (sensor_msgs/PointCloud2, latched, frame ``base_frame``, once; with
+    ``plan_file``): the grid's nodes with their normal, area, face and (row, col) in the face's
+    (u, v) layout;
+  - ``grinding/removal_depth`` (std_msgs/Float64MultiArray; with ``plan_file``): the depth at each node (m), every
+    1 / ``removal_marker_rate`` s of ROS time while it changes and as each contact ends (the last
+    one is the map of the run);
+  - ``grinding/removal`` (visualization_msgs/MarkerArray, frame ``base_frame``): one vertex-coloured
+    TRIANGLE_LIST per face over the removed region, for viewers, with the depth (when listened to).
 
 Services: ``~/tare`` (std_srvs/Trigger): zero the simulated sensor at its current reading.
 
@@ -39,18 +49,22 @@ and skipped; a bad parameter stops the node at start-up naming it.
 from __future__ import annotations
 
 import sys
+from array import array
 from collections import OrderedDict
 from typing import Any
 
 import numpy as np
 from geometry_msgs.msg import WrenchStamped
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import JointState, PointCloud2
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
 from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.record.removal_map import DEPTH_LABEL
+from robot_grinding_sim.core.record.removal_map import NODE_FIELDS as REMOVAL_NODE_FIELDS
 from robot_grinding_sim.core.sim.coupled_step import ContactSide
 from robot_grinding_sim.core.sim.ft import ft_sensor_model, sensor_inputs
 from robot_grinding_sim.ros import conversions as cv
@@ -120,8 +134,11 @@ class ContactSolverNode(Node):
                                f"wrench in '{self.tcp}', contact points in '{self.base_frame}'")
 
     def _start_removal(self, p: dict[str, Any], cell: Any) -> None:
-        from robot_grinding_sim.core.contact.preston import face_grid
-        from robot_grinding_sim.core.job.setup import job_tool
+        from robot_grinding_sim.core.contact.preston import face_grid, join_grids
+        from robot_grinding_sim.core.job.removal import pass_grid
+        from robot_grinding_sim.core.job.setup import job_tool, static_penetration
+        from robot_grinding_sim.core.planning.plan_io import plan_from_dict, read_plan
+        from robot_grinding_sim.core.record.removal_map import node_table
 
         part, faces, X_BP, source = load_workpiece(p, self.model, NODE_NAME)
         if getattr(part.face(faces[0]), "is_mesh", False):
@@ -132,22 +149,44 @@ class ContactSolverNode(Node):
         except InputError as exc:
             raise ParameterError("contact.model" if "contact.model" in str(exc) else "tool.link", str(exc),
                                  NODE_NAME) from None
+        passes = None
+        if p["plan_file"]:  # the job's grid: the passes' region, as the in-process job's map
+            try:
+                passes = plan_from_dict(read_plan(p["plan_file"]), p["plan_file"]).passes
+            except InputError as exc:
+                raise ParameterError("plan_file", str(exc), NODE_NAME) from None
+            source = f"{source}, the passes of {p['plan_file']}"
         try:
-            self.removal = face_grid(part.face(faces[0]), cell.removal.grid_spacing, X_BP,
-                                     preston_coefficient=cell.removal.kp,
-                                     pressure=cell.removal.pressure)
+            if passes is not None:
+                self.removal = pass_grid(cell, passes, part, X_BP, self.tool, static_penetration(self.tool, cell))
+            else:
+                self.removal = join_grids([face_grid(part.face(faces[0]), cell.removal.grid_spacing, X_BP,
+                                                     preston_coefficient=cell.removal.kp,
+                                                     pressure=cell.removal.pressure)], [faces[0]])
         except InputError as exc:
             raise ParameterError("removal.grid_spacing", str(exc), NODE_NAME) from None
         self.spindle_speed = cell.tool.spindle_speed
         self.pub_removal = self.create_publisher(MarkerArray, "grinding/removal", 2)
+        self.pub_removal_depth = None
+        self._depth_shown = 0.0
+        if passes is not None:  # the map itself only on the job's grid: a whole face at 0.2 mm is ~1M nodes
+            latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+            self.pub_removal_nodes = self.create_publisher(PointCloud2, "grinding/removal_nodes", latched)
+            self.pub_removal_depth = self.create_publisher(Float64MultiArray, "grinding/removal_depth", 10)
+            self.pub_removal_nodes.publish(cv.array_to_pointcloud2(node_table(self.removal), self.base_frame,
+                                                                   self.get_clock().now().to_msg(),
+                                                                   REMOVAL_NODE_FIELDS))
         self.create_timer(1.0 / p["removal_marker_rate"], guarded(self, "removal map")(self._publish_removal))
         rc = cell.removal
         self.get_logger().info(f"removal map: {source}, {int(self.removal.inside.sum())} nodes every "
-                               f"{rc.grid_spacing * 1e3:g} mm, k_p {rc.kp:g} m^2/N")
+                               f"{rc.grid_spacing * 1e3:g} mm on {len(self.removal.blocks)} face(s), "
+                               f"k_p {rc.kp:g} m^2/N")
 
     def _remove(self, t: float, q: np.ndarray, qd: np.ndarray, rom: Any) -> None:
         from robot_grinding_sim.core.job.removal import accumulate_state
 
+        if (rom is None or rom.gap >= 0.0) and self.removal.work != self._depth_shown:
+            self._publish_depth()  # a contact has ended: its removal is in the map at once
         if self._removal_t is not None and 0.0 <= t - self._removal_t < self.p["removal_interval"]:
             return  # this state is inside the interval the next one taken stands for
         prev, self._removal_t = self._removal_t, t
@@ -159,7 +198,20 @@ class ContactSolverNode(Node):
             accumulate_state(self.removal, self.model, self.tcp, self.spindle_speed, kin.X, q, qd, rom.point,
                              rom.normal, force, -rom.gap, t - prev, self.tool, J_tcp=kin.J)
 
+    def _publish_depth(self) -> None:
+        """grinding/removal_depth: the depth at each node of grinding/removal_nodes, m."""
+        self._depth_shown = self.removal.work
+        if self.pub_removal_depth is None:
+            return
+        d = self.removal.depth
+        msg = Float64MultiArray()
+        msg.layout.dim = [MultiArrayDimension(label=DEPTH_LABEL, size=len(d), stride=len(d))]
+        msg.data = array("d", d.tobytes())
+        self.pub_removal_depth.publish(msg)
+
     def _publish_removal(self) -> None:
+        if self.removal.work != self._depth_shown:
+            self._publish_depth()
         # a display (RViz, the recorder): with no one listening, building it only stalls the loop
         if self.pub_removal.get_subscription_count() == 0:
             return

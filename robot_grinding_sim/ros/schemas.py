@@ -21,13 +21,14 @@ from robot_grinding_sim.hardware.addresses import DEFAULT_FT_SENSOR_IP, DEFAULT_
 from robot_grinding_sim.hardware.ft_backend import FT_BACKENDS
 
 #: What the recorder records by default: the force comparison's topics, what a 3D viewer needs to
-#: replay the job (robot, TF, part, passes, contacts, removal map), and the executive's commands and
+#: replay the job (robot, TF, part, passes, contacts, removal map and its depths), and the executive's commands and
 #: diagnostics (commanded against measured joints; why a job stopped); in real mode the driver's raw
 #: F/T reading too (weight and bias in: what `grinding calibrate` fits).
 DEFAULT_TOPICS = ["/joint_states", "/contact/wrench", "/ft_sensor/wrench", "/grinding/progress", "/tf", "/tf_static",
                   "/robot_description", "/planner_node/markers", "/collision_node/markers", "/grinding/path",
-                  "/grinding/removal", "/grinding/progress_markers", "/joint_trajectory_controller/joint_trajectory",
-                  "/diagnostics", "/hardware_driver/wrench_raw"]
+                  "/grinding/removal", "/grinding/removal_nodes", "/grinding/removal_depth",
+                  "/grinding/progress_markers", "/joint_trajectory_controller/joint_trajectory", "/diagnostics",
+                  "/hardware_driver/wrench_raw"]
 
 BASE_FRAME = ParamSpec("base_frame", "", "frame of the node's outputs; empty: the URDF's root link", read_only=True)
 
@@ -117,6 +118,9 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
     ],
     "contact_solver_node": [
         BASE_FRAME,
+        ParamSpec("plan_file", "", "a plan.json: the removal map is on the job's own grid (the passes' region of "
+                  "every face they touch, the grid of the in-process job's map and of the plan's prediction); "
+                  "empty: the whole of the first face (grinding bringup --plan-file sets it)", read_only=True),
         ParamSpec("publish_ft", True, "publish ft_sensor/wrench from the F/T sensor model", read_only=True),
         ParamSpec("removal_marker_rate", 1.0, "rate of grinding/removal (the removal map) in ROS time, Hz; 0: off",
                   range=(0.0, 100.0), read_only=True),

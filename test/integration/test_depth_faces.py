@@ -93,6 +93,24 @@ def test_two_faces_each_ground_to_its_own_depth(tmp_path: Path) -> None:
     # the deepest anywhere is on the ridge (the ball rolls its contact over the edge, 1.3 x the deeper
     # face's D in process): within the transition the check leaves out, and no gouge beyond it
     assert sim["removal"]["max_depth_m"] <= 1.5 * 8e-6
+    # the map of two faces has a (u, v) layout per face: plan.json's predicted map per face, and the
+    # removal marker in the bag (the node's display of the map) covers both faces (it was empty)
+    m = json.loads((tmp_path / "plan.json").read_text())["removal_plan"]["predicted"]["map"]
+    assert sorted(f["face"] for f in m["faces"]) == sorted(depths)
+    for f in m["faces"]:
+        assert len(f["depth_um"]) == f["shape"][0] * f["shape"][1]
+        assert max(f["depth_um"]) >= 0.9 * depths[f["face"]] * 1e6
+    from cdr_reader import read_mcap
+    from scipy.spatial import cKDTree
+
+    bag = read_mcap(tmp_path / "sim" / "bag", ["/grinding/removal", "/grinding/removal_nodes"])
+    (cloud,), (markers,) = bag["/grinding/removal_nodes"], bag["/grinding/removal"]
+    rows = np.frombuffer(bytes(bytearray(cloud["data"])), dtype="<f8").reshape(cloud["width"], 11)
+    vertices = np.array([[q["x"], q["y"], q["z"]] for mk in markers["markers"] for q in mk["points"]])
+    assert len(vertices) > 100
+    near = cKDTree(rows[:, :3]).query(vertices)[1]
+    assert set(rows[near, 7].astype(int).tolist()) == set(depths)
+    assert (tmp_path / "sim" / "removal.png").exists()
 
 
 def test_the_flap_wheel_grinds_the_curved_panel_to_an_even_depth(tmp_path: Path) -> None:

@@ -131,6 +131,11 @@ def test_curved_panel_is_ground_to_an_even_depth(tmp_path: Path) -> None:
     before = CellConfig().replace(**{"workpiece.part": "curved_panel", "removal.target_depth": D})
     assert before.passes.stepover != cfg.cell.passes.stepover
     from_bag = graph_removal(tmp_path / "plan.json", tmp_path / "sim" / "bag", before)
+    # the bag's own map (what contact_solver_node publishes; the job writes it) and, as a cross-check,
+    # the map replayed from its joint states and wrenches
+    assert "contact_solver_node" in from_bag["how"]
+    print(f"replayed from the bag: {from_bag['replay']['relative_difference']:.2%} from the bag's map")
+    assert from_bag["replay"]["relative_difference"] <= 0.03
     u, u_sim = from_bag["uniformity"], sim["removal"]["uniformity"]
     assert (u["rows_in_region"], u["region_nodes"]) == (u_sim["rows_in_region"], u_sim["region_nodes"])
     assert u["within_band"] >= 0.95

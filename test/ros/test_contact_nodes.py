@@ -202,6 +202,11 @@ def test_bad_parameter_stops_the_node_naming_it(launch_node, tmp_path) -> None:
     node = launch_node("contact_solver_node", params={"contact.cr": 3.0})
     assert node.wait_exit() == 1
     assert "parameter 'contact.cr': 3.0 is above the maximum 1.0" in node.log()
+    # the plan whose passes the removal map covers: a file that is not there
+    node = launch_node("contact_solver_node", params={"plan_file": str(tmp_path / "missing_plan.json")})
+    assert node.wait_exit() == 1
+    assert "parameter 'plan_file'" in node.log() and "missing_plan.json" in node.log()
+    assert "Traceback" not in node.log()
 
 
 def test_collision_node_answers_from_the_exact_cad_surface(launch_node, probe) -> None:

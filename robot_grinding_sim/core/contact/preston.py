@@ -62,7 +62,8 @@ class RemovalGrid:
         areas: (N,) surface area each node stands for, m^2 (> 0).
         normals: (N, 3) outward unit normals (kept for displays), or None.
         shape: (rows, cols) when the nodes are a regular (u, v) layout in row-major order (for
-            images and triangles), else None.
+            images and triangles), else None. A grid over several faces (:func:`join_grids`) has
+            no shape but :attr:`blocks`: one such layout per face, one after the other.
         preston_coefficient: k_p, m^2/N.
         pressure: ``hertz`` or ``uniform`` over the patch.
     """
@@ -81,7 +82,15 @@ class RemovalGrid:
         if not preston_coefficient >= 0:
             raise InputError(f"removal.preston_coefficient: {preston_coefficient!r} must be >= 0")
         self.normals = None if normals is None else np.asarray(normals, dtype=float).reshape(-1, 3)
+        if shape is not None and shape[0] * shape[1] != len(self.points):
+            raise InputError(f"removal grid: shape {tuple(shape)} does not hold {len(self.points)} nodes")
         self.shape = shape
+        #: the (u, v) layouts of the nodes: (face, first node, rows, cols) each, row-major; the face
+        #: is -1 where the grid does not know it (a grid of one face made apart from a job)
+        self.blocks: list[tuple[int, int, int, int]] = [] if shape is None else [(-1, 0, int(shape[0]),
+                                                                                  int(shape[1]))]
+        #: (N,) the face index of each node (a job's grid: :func:`join_grids`), or None
+        self.node_face: NDArray[np.int64] | None = None
         self.kp = float(preston_coefficient)
         self.pressure = pressure
         self.depth = np.zeros(len(self.points))
@@ -180,22 +189,33 @@ class RemovalGrid:
         return RemovalStats(top, float(d[hit].mean()), int(hit.sum()), float(d @ self.areas))
 
     def display_mesh(self, cell: float, max_blocks: int = 0) -> tuple[FloatArray, NDArray[np.int64], FloatArray]:
-        """A coarse triangle mesh of the removed region for viewers: nodes every ``cell`` m of a
-        regular grid, the largest depth of each block, cut to the blocks around any removal.
-        With ``max_blocks`` > 0 the blocks grow (by whole grid steps) until the region holds at most
-        that many: a whole face at 1 mm is 80,000 triangles, 10 MB as a marker.
+        """A coarse triangle mesh of the removed region for viewers: nodes every ``cell`` m of each
+        (u, v) layout (:attr:`blocks`: one per face), the largest depth of each block, cut to the
+        blocks around any removal. With ``max_blocks`` > 0 the blocks grow (by whole grid steps)
+        until the region of each face holds at most that many over the number of faces: a whole
+        face at 1 mm is 80,000 triangles, 10 MB as a marker.
 
         Returns (vertices (M, 3) m, triangles (T, 3) vertex indices, depth (M,) m); empty arrays
-        when nothing is removed or the grid is not regular."""
-        empty = (np.zeros((0, 3)), np.zeros((0, 3), dtype=np.int64), np.zeros(0))
-        if self.shape is None:
-            return empty
-        hit = np.flatnonzero((self.depth > 0) & self.inside)
+        when nothing is removed or the grid has no layout."""
+        parts = [self._block_mesh(off, rows, cols, cell, max_blocks // max(1, len(self.blocks)) if max_blocks else 0)
+                 for _, off, rows, cols in self.blocks]
+        parts = [m for m in parts if m is not None]
+        if not parts:
+            return np.zeros((0, 3)), np.zeros((0, 3), dtype=np.int64), np.zeros(0)
+        starts = np.cumsum([0] + [len(V) for V, _, _ in parts[:-1]])
+        T = np.vstack([tri + s for (_, tri, _), s in zip(parts, starts, strict=True)])
+        return np.vstack([V for V, _, _ in parts]), T, np.concatenate([d for _, _, d in parts])
+
+    def _block_mesh(self, off: int, rows: int, cols: int, cell: float, max_blocks: int
+                    ) -> tuple[FloatArray, NDArray[np.int64], FloatArray] | None:
+        """:meth:`display_mesh` of the layout of ``rows`` x ``cols`` nodes from node ``off``; None: empty."""
+        span = slice(off, off + rows * cols)
+        depth_b, inside_b = self.depth[span], self.inside[span]
+        hit = np.flatnonzero((depth_b > 0) & inside_b)
         if len(hit) == 0:
-            return empty
-        rows, cols = self.shape
+            return None
         k = max(1, int(round(cell / self.spacing)))
-        P = self.points.reshape(rows, cols, 3)
+        P = self.points[span].reshape(rows, cols, 3)
         # the blocks around the removed nodes, one block of margin: the grid's other blocks hold
         # nothing to show (a face grid has a million nodes; pooling all of them took 20 ms a map)
         hr, hc = hit // cols, hit % cols
@@ -207,18 +227,47 @@ class RemovalGrid:
         c0, c1 = max(lo_c // k - 1, 0), min(hi_c // k + 2, len(ci))
         row_end = ri[r1] if r1 < len(ri) else rows
         col_end = ci[c1] if c1 < len(ci) else cols
-        D = np.where(self.inside.reshape(rows, cols)[ri[r0]:row_end, ci[c0]:col_end],
-                     self.depth.reshape(rows, cols)[ri[r0]:row_end, ci[c0]:col_end], 0.0)
+        inside = inside_b.reshape(rows, cols)
+        window = (slice(ri[r0], row_end), slice(ci[c0], col_end))
+        D = np.where(inside[window], depth_b.reshape(rows, cols)[window], 0.0)
         depth = np.maximum.reduceat(np.maximum.reduceat(D, ri[r0:r1] - ri[r0], axis=0), ci[c0:c1] - ci[c0], axis=1)
         V = P[ri[r0:r1]][:, ci[c0:c1]]
         m, n = depth.shape
         if m < 2 or n < 2:
-            return empty
+            return None
         ids = np.arange(m * n).reshape(m, n)
         a, b, c, d = ids[:-1, :-1].ravel(), ids[:-1, 1:].ravel(), ids[1:, :-1].ravel(), ids[1:, 1:].ravel()
         tri = np.concatenate([np.column_stack([a, b, d]), np.column_stack([a, d, c])])
-        keep = np.concatenate([self.inside.reshape(rows, cols)[ri[r0:r1]][:, ci[c0:c1]][:-1, :-1].ravel()] * 2)
+        keep = np.concatenate([inside[ri[r0:r1]][:, ci[c0:c1]][:-1, :-1].ravel()] * 2)
         return V.reshape(-1, 3), tri[keep], depth.ravel()
+
+    def block_arrays(self, values: FloatArray) -> list[tuple[int, FloatArray]]:
+        """``values`` (N, ...) per node as one (rows, cols, ...) array per layout: [(face, array)]."""
+        v = np.asarray(values)
+        return [(f, v[off:off + rows * cols].reshape(rows, cols, *v.shape[1:])) for f, off, rows, cols in self.blocks]
+
+
+def join_grids(grids: list[RemovalGrid], faces: list[int]) -> RemovalGrid:
+    """One grid of the nodes of ``grids`` (one per face, the same k_p and pressure law), each
+    grid's (u, v) layout kept as a block of the result (:attr:`RemovalGrid.blocks`) with its face
+    index from ``faces``; :attr:`RemovalGrid.node_face` says each node's face. One grid keeps its
+    ``shape``; several have none (their layouts are the blocks)."""
+    if not grids or len(grids) != len(faces):
+        raise InputError("removal grid: join_grids needs one face index per grid, and a grid")
+    first = grids[0]
+    normals = None if any(g.normals is None for g in grids) else np.vstack([g.normals for g in grids])
+    out = RemovalGrid(np.vstack([g.points for g in grids]), np.concatenate([g.areas for g in grids]), normals,
+                      first.shape if len(grids) == 1 else None, preston_coefficient=first.kp, pressure=first.pressure)
+    out.inside = np.concatenate([g.inside for g in grids])
+    out.node_face = np.concatenate([np.full(len(g.points), int(f), dtype=np.int64)
+                                    for g, f in zip(grids, faces, strict=True)])
+    out.blocks, off = [], 0
+    for g, f in zip(grids, faces, strict=True):
+        if g.shape is None:
+            raise InputError("removal grid: join_grids needs grids with a (u, v) layout")
+        out.blocks.append((int(f), off, int(g.shape[0]), int(g.shape[1])))
+        off += len(g.points)
+    return out
 
 
 def patch_radius(tool_radius: float, depth: float) -> float:

@@ -270,19 +270,31 @@ class Tool:
                 np.ascontiguousarray(self.weights, dtype=np.float64),
                 np.full(len(self.elements), -1, dtype=np.int64), tp)
 
-    def penetration_at(self, points: FloatArray, X_tcp: FloatArray) -> FloatArray:
+    def penetration_at(self, points: FloatArray, X_tcp: FloatArray, normal: FloatArray | None = None) -> FloatArray:
         """Depth (m, >= 0) of the points (k, 3) (base frame; on the surface) inside the tool at tcp
         pose X_tcp (4, 4): the footprint whose Winkler pressure is k_w times it. The ball's, the
         wheel's: the radius less the distance from the centre or the axis (within the width); the
-        pad's: the height of the working face above the point (within the face)."""
+        pad's: the height of the working face above the point (within the face); the disc's: how far
+        the working face is below the point along the surface's outward unit ``normal`` (3,) (base
+        frame; needed for the disc, whose face is at an angle to the surface), where that point of
+        the face is within the radius (the face's segment under the surface, seen along the normal:
+        its length along the travel is cos a of the segment's height in the face)."""
         X = np.asarray(X_tcp, dtype=float) @ self.X_TG
         local = (np.asarray(points, dtype=float) - X[:3, 3]) @ X[:3, :3]
         if self.geometry == "sphere":
             return np.maximum(self.radius - np.linalg.norm(local, axis=1), 0.0)
-        if self.kind == DISC:  # under the working face (local z = +- L/2), within the radius
-            face = 0.5 * self.dims["length"] * float(self.dims["face_sign"])
-            depth = np.where(face > 0, face - local[:, 2], local[:, 2] - face)
-            return np.where(np.hypot(local[:, 0], local[:, 1]) <= self.radius, np.maximum(depth, 0.0), 0.0)
+        if self.kind == DISC:
+            if normal is None:
+                raise ValueError("Tool.penetration_at: the disc's depth is along the surface normal; give normal")
+            sign = float(self.dims["face_sign"])
+            face = 0.5 * self.dims["length"] * sign  # the working face at local z = face
+            n = X[:3, :3].T @ np.asarray(normal, dtype=float)  # the outward normal in the disc's frame
+            c = -sign * float(n[2])  # cos of the face's angle to the surface (the face looks into the part)
+            if c <= 1e-9:
+                return np.zeros(len(local))
+            depth = sign * (face - local[:, 2]) / c  # along -normal from the point down to the face
+            foot = local[:, :2] - depth[:, None] * n[None, :2]  # the face's point under it
+            return np.where((depth > 0.0) & (np.hypot(foot[:, 0], foot[:, 1]) <= self.radius), depth, 0.0)
         if self.geometry == "cylinder":
             inside = np.abs(local[:, 2]) <= 0.5 * self.dims["length"]
             return np.where(inside, np.maximum(self.radius - np.hypot(local[:, 0], local[:, 1]), 0.0), 0.0)

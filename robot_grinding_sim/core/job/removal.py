@@ -18,7 +18,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from robot_grinding_sim.core.contact.preston import RemovalGrid, check_grid_size, face_grid, patch_radius
+from robot_grinding_sim.core.contact.preston import (
+    RemovalGrid,
+    check_grid_size,
+    face_grid,
+    join_grids,
+    patch_radius,
+)
 from robot_grinding_sim.core.record.cdr_batch import BLOCK
 
 FloatArray = NDArray[np.float64]
@@ -28,20 +34,29 @@ GRID_MARGIN = 0.004
 
 
 def job_grid(setup: Any) -> RemovalGrid:
-    """The removal grid of a job: over the passes' region of their face, in ``base_link``."""
-    cfg = setup.cell.removal
+    """The removal grid of a job: over the passes' region of their faces, in ``base_link``
+    (:func:`pass_grid` of the job's cell, passes, part, pose, tool and planned penetration)."""
+    return pass_grid(setup.cell, setup.plan.passes, setup.part, setup.X_BP, getattr(setup, "tool", None),
+                     setup.penetration)
+
+
+def pass_grid(cell: Any, passes: list[Any], part: Any, X_BP: FloatArray, tool: Any, penetration: float) -> RemovalGrid:
+    """The removal grid over the region of ``passes`` (a plan's, in the part frame) on each face of
+    ``part`` they touch: per face a (u, v) grid over their (u, v) box plus a margin (the tool's
+    footprint beyond the passes), ``removal.grid_spacing`` apart, joined into one grid of blocks
+    (:func:`~robot_grinding_sim.core.contact.preston.join_grids`), in the frame ``X_BP`` (4, 4)
+    applied to the part frame. A part without an exact surface: a plane fitted to the passes.
+    What the job's map, the plan's prediction and contact_solver_node (given the plan) use."""
+    cfg = cell.removal
     kw = {"preston_coefficient": cfg.kp, "pressure": cfg.pressure}
-    passes = setup.plan.passes
-    tool = getattr(setup, "tool", None)
     margin = GRID_MARGIN  # a tool with a patch: its footprint beyond the passes
     if tool is not None and tool.distributed:
-        margin = max(GRID_MARGIN, tool.footprint_radius(setup.penetration) + 2.0 * cfg.grid_spacing)
+        margin = max(GRID_MARGIN, tool.footprint_radius(penetration) + 2.0 * cfg.grid_spacing)
     uv = np.vstack([p.uv for p in passes])
     faces = np.concatenate([p.face for p in passes])
-    part = setup.part
     if hasattr(part, "face") and np.isfinite(uv).all():
-        grids = []
-        for f in sorted(set(faces.tolist())):  # each face the passes touch, over their (u, v) box on it
+        grids, ids = [], sorted(set(faces.tolist()))
+        for f in ids:  # each face the passes touch, over their (u, v) box on it
             face, on = part.face(int(f)), faces == f
             s = face.derivatives(uv[on, 0], uv[on, 1])
             lu = max(float(np.median(np.linalg.norm(s.du, axis=1))), 1e-12)
@@ -49,19 +64,10 @@ def job_grid(setup: Any) -> RemovalGrid:
             u0, u1, v0, v1 = face.uv_bounds
             box = (max(u0, uv[on, 0].min() - margin / lu), min(u1, uv[on, 0].max() + margin / lu),
                    max(v0, uv[on, 1].min() - margin / lv), min(v1, uv[on, 1].max() + margin / lv))
-            g = face_grid(face, cfg.grid_spacing, setup.X_BP, box, **kw)
-            g.node_face = np.full(len(g.points), int(f))
-            grids.append(g)
-        if len(grids) == 1:
-            return grids[0]
-        # several faces: one grid of all their nodes (no (u, v) layout: maps are drawn as points)
-        out = RemovalGrid(np.vstack([g.points for g in grids]), np.concatenate([g.areas for g in grids]),
-                          np.vstack([g.normals for g in grids]), None, **kw)
-        out.inside = np.concatenate([g.inside for g in grids])
-        out.node_face = np.concatenate([g.node_face for g in grids])
-        return out
+            grids.append(face_grid(face, cfg.grid_spacing, X_BP, box, **kw))
+        return join_grids(grids, [int(f) for f in ids])
     return plane_grid(np.vstack([p.points for p in passes]), np.vstack([p.normals for p in passes]),
-                      cfg.grid_spacing, setup.X_BP, **kw)
+                      cfg.grid_spacing, X_BP, **kw)
 
 
 def plane_grid(points: FloatArray, normals: FloatArray, spacing: float, X: FloatArray, **kw: Any) -> RemovalGrid:
@@ -165,8 +171,8 @@ def accumulate_tool(grid: RemovalGrid, tool: Any, X_tcp: FloatArray, point: Floa
     penetration (m, the footprint's reach). What the job's map, the graph's replay and the plan's
     prediction all call; returns the volume removed (m^3)."""
     nodes = grid.nodes_near(point, tool.footprint_radius(depth) + grid.spacing)
-    return grid.accumulate_footprint(nodes, tool.penetration_at(grid.points[nodes], X_tcp), point, normal, force,
-                                     X_tcp[:3, 3], spindle_speed * X_tcp[:3, 2], v_centre, dt)
+    return grid.accumulate_footprint(nodes, tool.penetration_at(grid.points[nodes], X_tcp, normal), point, normal,
+                                     force, X_tcp[:3, 3], spindle_speed * X_tcp[:3, 2], v_centre, dt)
 
 
 def accumulate_state(grid: RemovalGrid, model: Any, tcp: str, spindle_speed: float, X_tcp: FloatArray,
@@ -304,19 +310,31 @@ def replay_removal(setup: Any, t: FloatArray, q: FloatArray, qd: FloatArray, for
 
 def predicted_map(setup: Any) -> dict[str, Any]:
     """plan.json's ``removal_plan.predicted``: the predicted map's uniformity figures and the map
-    itself (grid shape (rows, cols), depth per node in um rounded to 1 nm, NaN-free: 0 off the face,
-    and three corners (base_link, m) of the grid: first node, end of the first row, start of the last)."""
+    itself, ``map.faces``: per face (u, v) layout of the grid (:attr:`RemovalGrid.blocks`) its face
+    index, shape (rows, cols), depth per node in um rounded to 1 nm (row-major, NaN-free: 0 off
+    the face) and three corners (base_link, m): first node, end of the first row, start of the
+    last. A grid of one face also has that face's ``shape``, ``corners_m`` and ``depth_um`` at the
+    top of ``map`` (as before faces were added)."""
     from robot_grinding_sim.core.planning.depth import public
 
     grid = predict_removal(setup)
     figures = depth_figures(setup, grid)
     out: dict[str, Any] = {"uniformity": public(figures) if figures is not None else None,
                            "max_depth_m": float(grid.depth[grid.inside].max(initial=0.0)), "volume_m3": grid.volume()}
-    if grid.shape is not None:
-        rows, cols = grid.shape
-        P = grid.points.reshape(rows, cols, 3)
-        out["map"] = {"shape": [rows, cols], "corners_m": [P[0, 0].tolist(), P[0, -1].tolist(), P[-1, 0].tolist()],
-                      "depth_um": np.round(np.where(grid.inside, grid.depth, 0.0) * 1e6, 3).tolist()}
+    if grid.blocks:
+        out["map"] = map_entry(grid)
+    return out
+
+
+def map_entry(grid: RemovalGrid) -> dict[str, Any]:
+    """plan.json's ``removal_plan.predicted.map`` of a grid with (u, v) layouts (:func:`predicted_map`)."""
+    depth = np.round(np.where(grid.inside, grid.depth, 0.0) * 1e6, 3)
+    faces = [{"face": f, "shape": [int(P.shape[0]), int(P.shape[1])],
+              "corners_m": [P[0, 0].tolist(), P[0, -1].tolist(), P[-1, 0].tolist()], "depth_um": D.ravel().tolist()}
+             for (f, P), (_, D) in zip(grid.block_arrays(grid.points), grid.block_arrays(depth), strict=True)]
+    out: dict[str, Any] = {"faces": faces}
+    if len(faces) == 1:
+        out.update({k: faces[0][k] for k in ("shape", "corners_m", "depth_um")})
     return out
 
 
@@ -430,8 +448,21 @@ def cross_section(grid: RemovalGrid, point: FloatArray, tangent: FloatArray, nor
     return s[order], grid.depth[near][order]
 
 
+def middle_cross_section(grid: RemovalGrid, setup: Any) -> tuple[Any, FloatArray, tuple[FloatArray, FloatArray]]:
+    """(the middle pass (a :class:`~robot_grinding_sim.core.planning.depth.PassLine` in base_link), its
+    middle waypoint's surface point (3,), :func:`cross_section` there): the profile removal.png draws.
+    At the surface point, not the tcp: a disc's tcp is about its radius away along the travel."""
+    k = len(setup.plan.passes) // 2
+    g = pass_lines(setup.plan, setup.X_BP)[k]
+    m = len(g.points) // 2
+    tangent = g.points[min(m + 1, len(g.points) - 1)] - g.points[max(m - 1, 0)]
+    normal = np.asarray(setup.plan.passes[k].normals[m]) @ np.asarray(setup.X_BP)[:3, :3].T
+    return g, g.points[m], cross_section(grid, g.points[m], tangent, normal)
+
+
 def plot_removal(path: Path, grid: RemovalGrid, setup: Any, figures: dict[str, Any] | None = None) -> None:
-    """removal.png: the depth map on the face (um) and the depth profile across the middle pass.
+    """removal.png: the depth map on each face (um; a face's (u, v) layout as an image) and the
+    depth profile across the middle pass.
     With a target depth (``figures``: :func:`depth_figures`) the map is coloured against it (blue
     shallower, red deeper, white at D; the colour range D +- 2 x the band), the region's outline drawn
     and the nodes of the region out of the band marked; the profile shows D and its band."""
@@ -440,48 +471,64 @@ def plot_removal(path: Path, grid: RemovalGrid, setup: Any, figures: dict[str, A
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
+    n_maps = max(1, len(grid.blocks))
+    fig, axes = plt.subplots(1, n_maps + 1, figsize=(6 * (n_maps + 1), 4.8), squeeze=False)
+    maps, ax2 = axes[0, :n_maps], axes[0, n_maps]
     depth_um = grid.depth * 1e6
     shown = np.where(grid.inside, depth_um, np.nan)
     D = figures["target_depth_m"] * 1e6 if figures else None
     band = figures["band"] if figures else 0.0
     style = ({"cmap": "inferno"} if D is None else
              {"cmap": "RdBu_r", "vmin": D * (1 - 2 * band), "vmax": D * (1 + 2 * band)})
-    if grid.shape is not None:
-        rows, cols = grid.shape
-        P = grid.points.reshape(rows, cols, 3)
-        su = float(np.linalg.norm(P[0, -1] - P[0, 0])) * 1e3
-        sv = float(np.linalg.norm(P[-1, 0] - P[0, 0])) * 1e3
-        im = ax1.imshow(shown.reshape(rows, cols), origin="lower", extent=(0, su, 0, sv), aspect="equal", **style)
-        if figures and figures.get("region_nodes"):
-            uu, vv = np.meshgrid(np.linspace(0, su, cols), np.linspace(0, sv, rows))
-            ax1.contour(uu, vv, figures["in_region"].reshape(rows, cols).astype(float), levels=[0.5], colors="k",
-                        linewidths=0.8)
-            bad = figures["out_of_band"].reshape(rows, cols)
-            if bad.any():
-                ax1.scatter(uu[bad], vv[bad], s=1, c="lime", marker=".", label=f"out of +-{band:.0%}")
-                ax1.legend(loc="upper right", fontsize=7)
-        ax1.set_xlabel("along u, mm")
-        ax1.set_ylabel("along v, mm")
+    if D is None:  # one colour scale for every face
+        style.update(vmin=0.0, vmax=float(np.nanmax(shown, initial=0.0)) or 1.0)
+    region = figures is not None and bool(figures.get("region_nodes"))
+    per_face = (figures or {}).get("faces") or {}  # per face target depths: each face against its own D
+    if grid.blocks:  # each face's (u, v) layout as an image, the face's own axes
+        for ax, (f, P), (_, S) in zip(maps, grid.block_arrays(grid.points), grid.block_arrays(shown), strict=True):
+            rows, cols = S.shape
+            su = float(np.linalg.norm(P[0, -1] - P[0, 0])) * 1e3
+            sv = float(np.linalg.norm(P[-1, 0] - P[0, 0])) * 1e3
+            own = per_face.get(str(f))
+            if own is not None:
+                Df = own["target_depth_m"] * 1e6
+                style = {**style, "vmin": Df * (1 - 2 * band), "vmax": Df * (1 + 2 * band)}
+                if own.get("region_nodes"):
+                    ax.set_title(f"face {f}: {own['within_band']:.1%} within +-{band:.0%} of {Df:g} um", fontsize=9)
+            im = ax.imshow(S, origin="lower", extent=(0, su, 0, sv), aspect="equal", **style)
+            if region:
+                (_, inr), (_, bad) = (grid.block_arrays(figures[k])[[b[0] for b in grid.blocks].index(f)]
+                                      for k in ("in_region", "out_of_band"))
+                uu, vv = np.meshgrid(np.linspace(0, su, cols), np.linspace(0, sv, rows))
+                if inr.any():
+                    ax.contour(uu, vv, inr.astype(float), levels=[0.5], colors="k", linewidths=0.8)
+                if bad.any():
+                    ax.scatter(uu[bad], vv[bad], s=1, c="lime", marker=".", label=f"out of +-{band:.0%}")
+                    ax.legend(loc="upper right", fontsize=7)
+            ax.set_xlabel("along u, mm")
+            ax.set_ylabel("along v, mm")
+            if n_maps > 1 and not ax.get_title():
+                ax.set_title(f"face {f}", fontsize=9)
+            fig.colorbar(im, ax=ax, label="depth removed, um")
     else:
-        im = ax1.scatter(grid.points[:, 0] * 1e3, grid.points[:, 1] * 1e3, c=shown, s=2, **style)
-        ax1.set_xlabel("x (base_link), mm")
-        ax1.set_ylabel("y (base_link), mm")
-    fig.colorbar(im, ax=ax1, label="depth removed, um")
-    if figures and figures.get("region_nodes"):
-        ax1.set_title(f"removal map: {figures['within_band']:.1%} of the region (outlined) within +-{band:.0%} of "
-                      f"{D:g} um\nend of pass {figures.get('end_of_pass_ratio') or 0:.2f} x the pass depth",
-                      fontsize=9)
-    else:
-        ax1.set_title("removal map (Preston)")
-    passes = setup.paths.passes
-    g = passes[len(passes) // 2]
-    m = len(g.positions) // 2
-    tangent = g.positions[min(m + 1, len(g.positions) - 1)] - g.positions[max(m - 1, 0)]
-    point = g.positions[m] - (setup.plan.tool.standoff if setup.plan.tool.standoff is not None
-                              else setup.tool_radius) * g.normals[m]
-    s, d = cross_section(grid, point, tangent, g.normals[m])
+        ax = maps[0]
+        im = ax.scatter(grid.points[:, 0] * 1e3, grid.points[:, 1] * 1e3, c=shown, s=2, **style)
+        ax.set_xlabel("x (base_link), mm")
+        ax.set_ylabel("y (base_link), mm")
+        fig.colorbar(im, ax=ax, label="depth removed, um")
+    ax1 = maps[0]
+    first = f"face {grid.blocks[0][0]}: " if n_maps > 1 else ""
+    if region and not (per_face and n_maps > 1):  # (per face Ds: each face's title has its own)
+        ax1.set_title(f"{first}removal map: {figures['within_band']:.1%} of the region (outlined) within "
+                      f"+-{band:.0%} of {D:g} um\nend of pass {figures.get('end_of_pass_ratio') or 0:.2f} x the pass "
+                      f"depth", fontsize=9)
+    elif not ax1.get_title():
+        ax1.set_title(f"{first}removal map (Preston)")
+    g, point, (s, d) = middle_cross_section(grid, setup)
     ax2.plot(s * 1e3, d * 1e6, ".-", ms=3)
+    if D is not None and per_face and grid.node_face is not None:  # the D of the face there
+        here = int(grid.node_face[int(np.argmin(np.linalg.norm(grid.points - point, axis=1)))])
+        D = per_face.get(str(here), {}).get("target_depth_m", D * 1e-6) * 1e6
     if D is not None:
         ax2.axhline(D, color="k", lw=0.8, label=f"target {D:g} um")
         ax2.axhspan(D * (1 - band), D * (1 + band), color="tab:green", alpha=0.15, label=f"+-{band:.0%}")

@@ -506,21 +506,23 @@ def removal_plan_entry(depth_plan: Any, plan: Any, cell: CellConfig) -> dict[str
     return {**depth_plan.as_dict(), "cycle_time_s": t_cycle, "pass_length_m": lengths, "passes": len(plan.passes)}
 
 
-def depth_footprint(cell: CellConfig, tool: Any) -> Any:
+def depth_footprint(cell: CellConfig, tool: Any, preston_coefficient: float | None = None) -> Any:
     """The depth planner's footprint of the cell's tool: the ball's groove
     (:class:`~robot_grinding_sim.core.planning.depth.BallFootprint`, ``tool`` a Tool or the ball's
     radius in m) or a patch tool's (:class:`~robot_grinding_sim.core.planning.footprints.ToolFootprint`:
-    the Winkler pressure over its own patch), at the cell's lead, tilt, spindle speed and k_p."""
+    the Winkler pressure over its own patch), at the cell's lead, tilt, spindle speed and k_p
+    (``preston_coefficient`` in its place: 1 for the groove per unit k_p that a fit scales)."""
     from robot_grinding_sim.core.contact import registry
     from robot_grinding_sim.core.planning.depth import BallFootprint, tool_axis
     from robot_grinding_sim.core.planning.footprints import ToolFootprint
 
     rc, c, pr = cell.removal, cell.contact, cell.process
+    kp = rc.kp if preston_coefficient is None else float(preston_coefficient)
     if getattr(tool, "distributed", False):
-        return ToolFootprint(tool, c.stiffness, cell.tool.spindle_speed, rc.kp, pr.lead, pr.tilt)
+        return ToolFootprint(tool, c.stiffness, cell.tool.spindle_speed, kp, pr.lead, pr.tilt)
     radius = float(getattr(tool, "radius", tool))
     return BallFootprint(radius, c.stiffness, registry.get(c.model).static_exponent(c), cell.tool.spindle_speed,
-                         rc.kp, rc.pressure, tool_axis(pr.lead, pr.tilt))
+                         kp, rc.pressure, tool_axis(pr.lead, pr.tilt))
 
 
 def depth_cell(cell: CellConfig, tool: Any, faces: list[int] | None = None) -> tuple[CellConfig, Any]:

@@ -13,7 +13,9 @@
 - ``/grinding/progress_markers`` (MarkerArray): the ground part of each pass and the status text,
   5 Hz of sim time (``marker_rate``), as grinding_executive publishes them;
 - ``/grinding/removal`` (MarkerArray): the final removal map (Preston, when ``removal.enabled``)
-  as contact_solver_node draws it, at the last stamp;
+  as contact_solver_node draws it, at the last stamp; and the map itself as contact_solver_node
+  publishes it, ``/grinding/removal_nodes`` and ``/grinding/removal_depth``
+  (:mod:`robot_grinding_sim.core.record.removal_map`: the grid's nodes and their depths);
 - ``/contact/force_marker`` (visualization_msgs/Marker, frame ``base_link``): the contact force on
   the tool (``/contact/wrench`` in base axes) as an arrow from the contact point, 1 cm per N, with
   every ``/tf`` (Foxglove's 3D panel draws no WrenchStamped).
@@ -109,9 +111,12 @@ def write_viewer_topics(bag: Any, result: Any, tf_rate: float = DEFAULT_TF_RATE)
 
     removal = getattr(result, "removal", None)
     if removal is not None:
+        from robot_grinding_sim.core.record.removal_map import write_removal_map
+
+        t1 = int(stamps[-1]) if len(stamps) else 0
+        write_removal_map(bag, removal[0], root, t1)
         V, T, depth = removal[0].display_mesh(REMOVAL_DISPLAY_CELL)
         if len(T):
-            t1 = int(stamps[-1]) if len(stamps) else 0
             bag.add_topic(REMOVAL_TOPIC, MARKER_ARRAY_TYPE, qos=latched)
             bag.write(REMOVAL_TOPIC, t1, scene.serialize(scene.removal_markers(t1, V, T, depth), MARKER_ARRAY_TYPE))
 

@@ -15,6 +15,9 @@ from robot_grinding_sim.core.errors import InputError
 
 FloatArray = NDArray[np.float64]
 
+#: the plane's outward normal in the pass frame F0 (whose z is into the part)
+NORMAL = np.array([0.0, 0.0, -1.0])
+
 
 class ToolFootprint:
     """A tool with a patch (wheel, pad, disc: a :class:`~robot_grinding_sim.core.geometry.tools.Tool`
@@ -81,7 +84,7 @@ class ToolFootprint:
                 gx, gy = np.linspace(box[0], box[1], 801), np.linspace(box[2], box[3], 801)
                 Xg, Yg = np.meshgrid(gx, gy, indexing="ij")
                 P = np.column_stack([Xg.ravel(), Yg.ravel(), np.zeros(Xg.size)])
-                hit = (self.tool.penetration_at(P, X) > 0.0).reshape(Xg.shape)
+                hit = (self.tool.penetration_at(P, X, NORMAL) > 0.0).reshape(Xg.shape)
                 if not hit.any():
                     box = (0.0, 0.0, 0.0, 0.0)
                     break
@@ -104,14 +107,14 @@ class ToolFootprint:
     def _scale(self, force: float) -> float:
         """F / integral d dA (1/m^2 x N/m): the pressure per metre of depth that sums to ``force`` over
         the patch, as the removal map scales its nodes' (k_w where the tool's depths hold F exactly:
-        the wheel, the pad; a disc's depths along its axis are cos a of the depth under its face)."""
+        the wheel, the pad, the disc, their depths along the surface normal)."""
         key = ("scale", float(force))
         if key not in self._scales:
             x0, x1, y0, y1 = self.extent(force)
             x, y = np.linspace(x0, x1, self.samples), np.linspace(y0, y1, 801)
             Xg, Yg = np.meshgrid(x, y, indexing="ij")
             P = np.column_stack([Xg.ravel(), Yg.ravel(), np.zeros(Xg.size)])
-            d = self.tool.penetration_at(P, self._patches[float(force)][0]).reshape(Xg.shape)
+            d = self.tool.penetration_at(P, self._patches[float(force)][0], NORMAL).reshape(Xg.shape)
             total = float(np.trapezoid(np.trapezoid(d, y, axis=1), x))
             self._scales[key] = force / total if total > 0 else 0.0
         return self._scales[key]
@@ -126,7 +129,7 @@ class ToolFootprint:
             P = np.zeros((len(y), len(x), 3))
             P[..., 0] = x[None, :]
             P[..., 1] = -y[:, None]  # F0's y is the planner's -y
-            p = self.tool.penetration_at(P.reshape(-1, 3), X).reshape(len(y), len(x)) * self._scale(force)
+            p = self.tool.penetration_at(P.reshape(-1, 3), X, NORMAL).reshape(len(y), len(x)) * self._scale(force)
             if len(self._pressure) > 64:
                 self._pressure.clear()
             self._pressure[key] = (x, P, p)

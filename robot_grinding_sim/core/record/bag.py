@@ -194,6 +194,17 @@ def _iter_messages(reader: Any, conns: list[Any], path: Any, topic: str) -> Iter
         raise InputError(msg) from exc
 
 
+def read_messages(path: str | os.PathLike[str], topic: str, msgtypes: tuple[str, ...], role: str
+                  ) -> Iterator[tuple[int, Any]]:
+    """(log time ns, decoded message) of every message of ``topic`` in the bag at ``path``, in log
+    order; InputError naming the bag when the topic is missing, of another type than ``msgtypes``
+    (``role``: what the caller reads it as, for the message) or corrupt."""
+    with open_bag(path) as reader:
+        conns = _connections(reader, path, normalize_topic(topic), msgtypes, role)
+        for t_ns, msg, _ in _iter_messages(reader, conns, path, topic):
+            yield t_ns, msg
+
+
 def read_wrench(path: str | os.PathLike[str], topic: str, stamp: str = "header") -> WrenchSeries:
     """Read a force-torque series from ``topic`` of the bag at ``path``.
 
