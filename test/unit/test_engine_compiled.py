@@ -231,7 +231,6 @@ def test_a_kelvin_voigt_job_never_compiles_the_integrator(tmp_path):
     import subprocess
     import sys
 
-
     # Hunt-Crossley's run starts from a copy of the Kelvin-Voigt run's cache: what both laws share
     # loads instead of compiling twice (the test's cost halves), and what it still has to compile is
     # what the Kelvin-Voigt run did not, so hc_phase listed there shows the listener sees it
