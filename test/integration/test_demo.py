@@ -55,7 +55,13 @@ def test_demo_grinds_the_curved_panel_within_5_percent_to_an_even_5_um(tmp_path:
     assert set(msgs) == {"/joint_states", "/contact/wrench", "/ft_sensor/wrench", "/grinding/progress",
                          "/dynamics_node/tool_pose", "/robot_description", "/tf", "/tf_static",
                          "/planner_node/markers", "/grinding/removal", "/grinding/progress_markers",
-                         "/contact/force_marker"}  # the viewer's: test/unit/test_viewer_bag.py
+                         "/contact/force_marker",  # the viewer's: test/unit/test_viewer_bag.py
+                         "/grinding/removal_nodes", "/grinding/removal_depth"}  # the removal map (docs/contact.md)
+    # the map's nodes once, its depths as it grows: one depth per node, the last the deepest anywhere
+    (nodes,) = msgs["/grinding/removal_nodes"]
+    depth = np.asarray(msgs["/grinding/removal_depth"][-1].data)
+    assert nodes.width * nodes.height == len(depth) > 1000
+    assert depth.max() == pytest.approx(s["removal"]["max_depth_m"], rel=1e-6)
     assert len(msgs["/joint_states"]) == s["steps"] > 10_000
     assert {k: len(v) for k, v in msgs.items()} == s["bag_counts"]
     stamps = [m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 for m in msgs["/joint_states"]]
