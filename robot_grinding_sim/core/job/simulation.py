@@ -210,10 +210,12 @@ def simulate_compiled(step: CoupledStep, rec: Record, t_end: float, on_step: Cal
     return steps
 
 
-def simulate_trajectory(setup: JobSetup, traj: JointTrajectory, on_step: Callable[[float], None] | None = None
-                        ) -> Run:
-    """Run a job trajectory from rest at its first knot to its end."""
-    return simulate(setup, traj.interpolator(setup.model), traj.positions[0], traj.duration, on_step=on_step)
+def simulate_trajectory(setup: JobSetup, traj: JointTrajectory, on_step: Callable[[float], None] | None = None,
+                        t_end: float | None = None) -> Run:
+    """Run a job trajectory from rest at its first knot to its end (or to ``t_end`` s: the run up to
+    there is the same, the step being causal)."""
+    end = traj.duration if t_end is None else min(float(t_end), traj.duration)
+    return simulate(setup, traj.interpolator(setup.model), traj.positions[0], end, on_step=on_step)
 
 
 @dataclass
