@@ -361,7 +361,7 @@ def loose_phase(law, lp, st, m, f, tau, out_dt, fine_dt, fine_max, smp, ev, cnt)
     return t_ev, smp, ev
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def engine_step(laws, phases, lp, m, f, st, dt, out_dt, fine_dt, fine_max, smp, ev, cnt):
     """One outer step of dt s from st under mass m and force f, stopping inside it only at events
     (module docstring); the step's end sampled (laws: the registry's kernels, lp[P.law] the law;
@@ -370,7 +370,7 @@ def engine_step(laws, phases, lp, m, f, st, dt, out_dt, fine_dt, fine_max, smp, 
     return law_step(laws[int(lp[P.law])], phases, lp, m, f, st, dt, out_dt, fine_dt, fine_max, smp, ev, cnt)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def law_step(law, phases, lp, m, f, st, dt, out_dt, fine_dt, fine_max, smp, ev, cnt):
     """:func:`engine_step` with the law's kernel."""
     t_end = st[T.t] + dt

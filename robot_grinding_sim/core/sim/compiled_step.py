@@ -481,7 +481,7 @@ def record_step(t0, dt, st1, sv, rom, have_rom, h, ix, rts, rq, rqd, rtau, rfn, 
         ix[I.event] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def contact_side(t, dt, st, cs, cp, geo, tool, jt, jd, bd, ws, body, X, hbody, H, T, J, M, L, rom):
     """The contact side at the arm's state: the compiled tool query on the CAD face (geo: the
     arguments of :func:`~robot_grinding_sim.core.geometry.tool_contact.ball_contact` after the
