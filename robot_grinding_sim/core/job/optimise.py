@@ -1,11 +1,15 @@
 """Force-target optimisation: per pass, the commanded penetration offset that gives the target force.
 
-Each pass is simulated alone (approach from rest, dwell, the pass, retreat: the same builder and
-the same coupled step as the whole job) with an offset along -n added to the planned TCP; its
-mean normal force over the pass is compared with the target. The offset starts at 0 (the
-planner's d = F/K) and moves by secant steps on mean force vs offset; the first step uses the
+Each pass is simulated alone (approach from rest, dwell and the pass, to the pass's end: the retreat
+after it changes nothing before it; the same builder and the same coupled step as the whole job)
+with an offset along -n added to the planned TCP; its mean normal force over the pass is compared
+with the target. The offset starts at 0 (the planner's d = F/K) and moves by secant steps on mean
+force vs offset. The first step: with a ball and a Kelvin-Voigt law, the slope of the line through
+zero force, F0 / (d + offset) (contact and servoed arm in series are linear, so the force is
+proportional to the commanded penetration; the series-stiffness model below missed that slope by
+up to 35 % on a freeform face); with a patch tool (its force is not linear in the penetration) the
 series stiffness of the servo-controlled arm and the contact, K k_arm / (K + k_arm) with
-k_arm = Kp m at the pass's end (Kelvin-Voigt; the Hunt-Crossley family: the contact's local stiffness n F / d).
+k_arm = Kp m at the pass's end; the Hunt-Crossley family: the contact's local stiffness n F / d.
 Where the force fell as the offset grew (not monotonic there: a held part's grinding friction can turn
 the arm's wrist onto another branch) the next offset is half the model's step from the best one so far.
 A pass stops below ``optimise.goal`` x target or after ``optimise.max_iterations`` simulations;
