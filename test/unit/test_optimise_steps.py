@@ -5,8 +5,10 @@
 - The first secant step takes the slope of the line through zero force: with a ball, contact and
   servoed arm in series, the mean force is proportional to the commanded penetration
   (planned penetration + offset), so one simulation gives the slope; checked against a second
-  simulation at the offset it asks for, which lands within the optimiser's goal, where the
-  series-stiffness model's step (k_arm = Kp m at one knot) lands farther off.
+  simulation at the offset it asks for, which lands nearer the target than the series-stiffness
+  model's step (k_arm = Kp m at one knot) on every pass: within 0.1 % on the passes fed one way,
+  7 % high on those fed the other (friction turns the arm's compliance there) where the model's
+  step lands 10 % high.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ def test_a_pass_simulated_to_its_end_has_the_whole_episodes_force(blade) -> None
     assert t_short < t_whole - 0.5 * blade.cell.process.approach_time  # the retreat was not simulated
 
 
-def test_the_first_step_lands_within_the_goal(blade) -> None:
+def test_the_first_step_lands_nearer_than_the_models(blade) -> None:
     cell = blade.cell
     F, goal = cell.process.target_force, cell.optimise.goal
     for g, q in zip(blade.paths.passes, optimise.episode_seeds(blade), strict=True):
@@ -58,8 +60,11 @@ def test_the_first_step_lands_within_the_goal(blade) -> None:
         _, model = optimise.series_stiffness(blade, traj.positions[end], g.normals[0])
         f_ray = _mean(blade, g, q, (F - f0) / ray, True)[0].mean
         f_model = _mean(blade, g, q, (F - f0) / model, True)[0].mean
-        assert abs(f_ray - F) <= goal * F
         assert abs(f_ray - F) < abs(f_model - F)
-        # and the optimiser takes that step: two simulations for the pass
+        assert abs(f_ray - F) <= 0.1 * F
+        if f0 > 0.8 * F:  # the passes fed one way: the force is linear in the penetration there
+            assert abs(f_ray - F) <= goal * F
+        # and the optimiser takes that step (then secant steps while it is off by more than the goal)
         res = optimise.optimise_pass(blade, g, q)
-        assert res.offsets == [0.0, (F - f0) / ray] and len(res.means) == 2
+        assert res.offsets[:2] == [0.0, (F - f0) / ray] and res.means[1] == f_ray
+        assert len(res.means) == (2 if abs(f_ray - F) <= goal * F else 3)
