@@ -7,7 +7,7 @@ with the target. The offset starts at 0 (the planner's d = F/K) and moves by sec
 force vs offset. The first step: with a ball and a Kelvin-Voigt law, the slope of the line through
 zero force, F0 / (d + offset) (contact and servoed arm in series are linear, so the force is
 proportional to the commanded penetration; the series-stiffness model below missed that slope by
-up to 35 % on a freeform face); with a patch tool (its force is not linear in the penetration) the
+up to 36 % on a freeform face); with a patch tool (its force is not linear in the penetration) the
 series stiffness of the servo-controlled arm and the contact, K k_arm / (K + k_arm) with
 k_arm = Kp m at the pass's end; the Hunt-Crossley family: the contact's local stiffness n F / d.
 Where the force fell as the offset grew (not monotonic there: a held part's grinding friction can turn
@@ -155,7 +155,7 @@ def optimise_pass(setup: JobSetup | EpisodeSetup, g: Any, q_seed: np.ndarray,
             if linear and res.mean > RAY_MIN * F and pen > 0.0 and _point_contact(setup):
                 # a ball's force is linear in the commanded penetration, contact and arm in series:
                 # F = k (penetration + offset), so the first simulation gives the slope k itself
-                # (the series-stiffness model's k_arm = Kp m at one knot missed it by up to 35 %)
+                # (the series-stiffness model's k_arm = Kp m at one knot missed it by up to 36 %)
                 slope = res.mean / pen
         if not slope > 0:
             break

@@ -431,7 +431,8 @@ class ArmContactStepper:
         code, es = cs.arm_side(self._kernels, phases, engine_list(), st.t, float(dt), cur, rom is not None, a,
                                self.f_prev, knots, coeffs, last, t_traj, ctrl.arm, ctrl.gravity, arm.gravity, jt, jd,
                                bd, ws, body, X, *self.held, self.wrench_body, self.wrench_X, self.project,
-                               np.empty((4, 4)), np.empty((6, n)), np.empty((n, n)), np.zeros((n, n)), False, hc_u, h_out, es, out, b, sv)
+                               np.empty((4, 4)), np.empty((6, n)), np.empty((n, n)), np.zeros((n, n)), False, hc_u,
+                               h_out, es, out, b, sv)
         et = ef = ex = np.empty(0)
         if code in (cs.E.state_not_finite, cs.E.mass_not_pd):
             raise InputError(f"{self.model.source}: arm step at t = {st.t} s: {STATUS.message(code)} (q "
