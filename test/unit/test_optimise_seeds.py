@@ -89,7 +89,7 @@ def test_each_pass_is_optimised_in_the_configuration_the_job_has_there(two_passe
     seen: list[np.ndarray] = []
     monkeypatch.setattr(optimise, "build_job_trajectory", lambda *a, **k: reconfigured)
     monkeypatch.setattr(optimise, "simulate_trajectory",
-                        lambda setup, traj, on_step=None: seen.append(traj.positions[0].copy())
+                        lambda setup, traj, on_step=None, t_end=None: seen.append(traj.positions[0].copy())
                         or SimpleNamespace(simulated_s=0.0, record=None))
     monkeypatch.setattr(optimise, "pass_statistics", lambda rec, windows: [SimpleNamespace(mean=process.target_force)])
     setup = SimpleNamespace(cell=cell, model=model, paths=paths, penetration=pen, q_home=q_home)

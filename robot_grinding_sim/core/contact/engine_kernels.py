@@ -33,12 +33,15 @@ are replaced by larger ones, which the kernels return. Units SI.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
-from numba import njit
+from numba import boolean, float64, int64, njit, types
+from numba.typed import List
 
 from robot_grinding_sim.core.contact.hc_kernels import (
     FAILED,
+    PHASE_LIST,
     RES_D,
     RES_DMAX,
     RES_FPEAK,
@@ -56,7 +59,7 @@ from robot_grinding_sim.core.contact.kelvin_voigt import (
     form_maximum,
     kv_closed_form,
 )
-from robot_grinding_sim.core.contact.law import ENGAGE, FORCE, IMPACT, LINEAR, LP, RELEASE
+from robot_grinding_sim.core.contact.law import ENGAGE, FORCE, IMPACT, LAW_LIST, LINEAR, LP, RELEASE
 from robot_grinding_sim.core.contact.roots import quadratic_crossing
 from robot_grinding_sim.core.layout import STATUS, Layout
 
@@ -358,7 +361,7 @@ def loose_phase(law, lp, st, m, f, tau, out_dt, fine_dt, fine_max, smp, ev, cnt)
     return t_ev, smp, ev
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def engine_step(laws, phases, lp, m, f, st, dt, out_dt, fine_dt, fine_max, smp, ev, cnt):
     """One outer step of dt s from st under mass m and force f, stopping inside it only at events
     (module docstring); the step's end sampled (laws: the registry's kernels, lp[P.law] the law;
@@ -367,7 +370,7 @@ def engine_step(laws, phases, lp, m, f, st, dt, out_dt, fine_dt, fine_max, smp, 
     return law_step(laws[int(lp[P.law])], phases, lp, m, f, st, dt, out_dt, fine_dt, fine_max, smp, ev, cnt)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def law_step(law, phases, lp, m, f, st, dt, out_dt, fine_dt, fine_max, smp, ev, cnt):
     """:func:`engine_step` with the law's kernel."""
     t_end = st[T.t] + dt
@@ -413,3 +416,36 @@ def normal_step(laws, phases, lp, m, f, x0, v0, dt, out_dt, smp):
             smp[:, :ns] = smp[:, order]
             break
     return smp, ns, st[T.x], st[T.v], whole, code
+
+
+#: :func:`normal_step`'s signature: (laws, phases, lp, m, f, x0, v0, dt, out_dt, smp) -> (smp, ns, x1,
+#: v1, whole, code). The coupled step (compiled_step.arm_side) reaches it as a first-class function
+#: (``engine[0]`` of :func:`engine_list`), as it reaches the laws and the integrator: a direct call
+#: links the engine's kernels into arm_side's and run_batch's compiled modules, and LLVM optimises
+#: that linked code again at each level of the chain (a cold first run compiled it three times:
+#: docs/performance.md, "The first run"); through the function's address it is compiled once
+STEP_SIG = types.Tuple((float64[:, ::1], int64, float64, float64, boolean, int64))(
+    LAW_LIST, PHASE_LIST, float64[::1], float64, float64, float64, float64, float64, float64, float64[:, ::1])
+STEP_TYPE = types.FunctionType(STEP_SIG)
+STEP_LIST = types.ListType(STEP_TYPE)
+
+
+@njit(STEP_LIST(STEP_TYPE), cache=True)
+def new_step_list(step):
+    """A typed list holding the engine step ``step`` (built compiled: see law.new_law_list)."""
+    lst = List.empty_list(STEP_TYPE)
+    lst.append(step)
+    return lst
+
+
+_ENGINE: list[Any] = []
+
+
+def engine_list() -> Any:
+    """:func:`normal_step` as the coupled step's kernels take it: a typed list of one first-class
+    function (``engine[0]``), compiled for :data:`STEP_SIG` on first use (from the cache after the
+    first run)."""
+    if not _ENGINE:
+        normal_step.compile(STEP_SIG)
+        _ENGINE.append(new_step_list(normal_step))
+    return _ENGINE[0]

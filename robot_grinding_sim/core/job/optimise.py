@@ -1,11 +1,15 @@
 """Force-target optimisation: per pass, the commanded penetration offset that gives the target force.
 
-Each pass is simulated alone (approach from rest, dwell, the pass, retreat: the same builder and
-the same coupled step as the whole job) with an offset along -n added to the planned TCP; its
-mean normal force over the pass is compared with the target. The offset starts at 0 (the
-planner's d = F/K) and moves by secant steps on mean force vs offset; the first step uses the
+Each pass is simulated alone (approach from rest, dwell and the pass, to the pass's end: the retreat
+after it changes nothing before it; the same builder and the same coupled step as the whole job)
+with an offset along -n added to the planned TCP; its mean normal force over the pass is compared
+with the target. The offset starts at 0 (the planner's d = F/K) and moves by secant steps on mean
+force vs offset. The first step: with a ball and a Kelvin-Voigt law, the slope of the line through
+zero force, F0 / (d + offset) (contact and servoed arm in series are linear, so the force is
+proportional to the commanded penetration; the series-stiffness model below missed that slope by
+up to 36 % on a freeform face); with a patch tool (its force is not linear in the penetration) the
 series stiffness of the servo-controlled arm and the contact, K k_arm / (K + k_arm) with
-k_arm = Kp m at the pass's end (Kelvin-Voigt; the Hunt-Crossley family: the contact's local stiffness n F / d).
+k_arm = Kp m at the pass's end; the Hunt-Crossley family: the contact's local stiffness n F / d.
 Where the force fell as the offset grew (not monotonic there: a held part's grinding friction can turn
 the arm's wrist onto another branch) the next offset is half the model's step from the best one so far.
 A pass stops below ``optimise.goal`` x target or after ``optimise.max_iterations`` simulations;
@@ -40,6 +44,7 @@ from robot_grinding_sim.core.contact import registry
 from robot_grinding_sim.core.contact.law import LINEAR
 from robot_grinding_sim.core.errors import GrindingSimError
 from robot_grinding_sim.core.geometry.tool_contact import tool_sphere_radius
+from robot_grinding_sim.core.geometry.tools import BALL
 from robot_grinding_sim.core.job.setup import JobSetup
 from robot_grinding_sim.core.job.simulation import pass_statistics, simulate_trajectory
 from robot_grinding_sim.core.planning.trajectory import (
@@ -86,6 +91,18 @@ def episode_seeds(setup: JobSetup) -> list[np.ndarray]:
     return [starts[g.index] for g in setup.paths.passes]
 
 
+#: the first step takes the slope of the line through zero force (:func:`optimise_pass`) when the first
+#: simulation's mean force is above this fraction of the target (below it the tool barely touched)
+RAY_MIN = 0.2
+
+
+def _point_contact(setup: Any) -> bool:
+    """Whether the job's tool touches at a point (the ball), not over a patch whose area grows with
+    the penetration (wheel, pad, disc: the force is not linear in it)."""
+    arrays = getattr(getattr(setup, "query", None), "tool_arrays", None)
+    return arrays is not None and int(arrays[0]) == BALL
+
+
 @dataclass
 class PassOptimisation:
     """One pass's optimisation: the offsets tried (m) and their mean forces (N), simulated time (s)."""
@@ -105,17 +122,20 @@ def optimise_pass(setup: JobSetup | EpisodeSetup, g: Any, q_seed: np.ndarray,
     model = setup.model
     tried, got = [0.0], []
     sim_time = 0.0
+    linear = registry.get(cell.contact.model).family == LINEAR
     while True:
         traj = episode_trajectory(model, g, cell.process, tried[-1], setup.penetration, q_seed)
-        run = simulate_trajectory(setup, traj, on_step)  # type: ignore[arg-type]
+        windows = traj.pass_windows(cell.process.lead_in)
+        # simulated to the pass's end, not through the retreat after it (the mean is over the pass)
+        run = simulate_trajectory(setup, traj, on_step, t_end=windows[0][2] + cell.sim.dt)  # type: ignore[arg-type]
         sim_time += run.simulated_s
-        (res,) = pass_statistics(run.record, traj.pass_windows(cell.process.lead_in))
+        (res,) = pass_statistics(run.record, windows)
         got.append(res.mean)
         if on_iteration:
             on_iteration(g.index, len(got), tried[-1], res.mean)
         if abs(res.mean - F) <= opt.goal * F or len(got) >= opt.max_iterations:
             break
-        if registry.get(cell.contact.model).family == LINEAR:  # the series stiffness of arm and contact
+        if linear:  # the series stiffness of arm and contact
             end = next(s for s in traj.segments if s["kind"] == "pass")["stop"] - 1  # the pass's last knot
             _, model_slope = series_stiffness(setup, traj.positions[end], g.normals[0])  # type: ignore[arg-type]
         else:  # K d^n at rest: the contact's local stiffness dF/dd = n F / d at the target
@@ -131,6 +151,12 @@ def optimise_pass(setup: JobSetup | EpisodeSetup, g: Any, q_seed: np.ndarray,
                 continue
         else:
             slope = model_slope
+            pen = setup.penetration + tried[-1]
+            if linear and res.mean > RAY_MIN * F and pen > 0.0 and _point_contact(setup):
+                # a ball's force is linear in the commanded penetration, contact and arm in series:
+                # F = k (penetration + offset), so the first simulation gives the slope k itself
+                # (the series-stiffness model's k_arm = Kp m at one knot missed it by up to 36 %)
+                slope = res.mean / pen
         if not slope > 0:
             break
         tried.append(tried[-1] + (F - res.mean) / slope)

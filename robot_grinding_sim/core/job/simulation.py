@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from robot_grinding_sim.core.contact.engine_kernels import engine_list
 from robot_grinding_sim.core.contact.registry import integrator, kernels
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.job.setup import JobSetup
@@ -177,12 +178,13 @@ def simulate_compiled(step: CoupledStep, rec: Record, t_end: float, on_step: Cal
     t, dt, h = float(sim.state.t), step.dt, rec.output_dt
     laws = kernels()
     phases = integrator(int(side.cp[cstep.C.model]))
+    engine = engine_list()
     steps0 = int(rec.ix[cstep.I.steps])
     batch = 200
     while True:
         wall = time.perf_counter()
         count = batch - int(round(t / dt)) % 100  # to the next multiple of 100 steps from t = 0
-        code, t = cstep.run_batch(laws, phases, t, dt, t_end, count, st, cs_state, fp, side.cp, geo,
+        code, t = cstep.run_batch(laws, phases, engine, t, dt, t_end, count, st, cs_state, fp, side.cp, geo,
                                   side.query.tool_arrays, knots, coeffs, last, ctrl.arm, ctrl.gravity, sim.gravity, jt,
                                   jd, bd, ws, body, X, *arm_side.held, arm_side.wrench_body, arm_side.wrench_X,
                                   arm_side.project, h, rec.ix, *rec.step_rows, *rec.out_rows, out, rom, b, sv)
@@ -210,10 +212,12 @@ def simulate_compiled(step: CoupledStep, rec: Record, t_end: float, on_step: Cal
     return steps
 
 
-def simulate_trajectory(setup: JobSetup, traj: JointTrajectory, on_step: Callable[[float], None] | None = None
-                        ) -> Run:
-    """Run a job trajectory from rest at its first knot to its end."""
-    return simulate(setup, traj.interpolator(setup.model), traj.positions[0], traj.duration, on_step=on_step)
+def simulate_trajectory(setup: JobSetup, traj: JointTrajectory, on_step: Callable[[float], None] | None = None,
+                        t_end: float | None = None) -> Run:
+    """Run a job trajectory from rest at its first knot to its end (or to ``t_end`` s: the run up to
+    there is the same, the step being causal)."""
+    end = traj.duration if t_end is None else min(float(t_end), traj.duration)
+    return simulate(setup, traj.interpolator(setup.model), traj.positions[0], end, on_step=on_step)
 
 
 @dataclass

@@ -41,7 +41,6 @@ from robot_grinding_sim.core.contact.engine_kernels import (
     S_F,
     S_T,
     S_X,
-    normal_step,
 )
 from robot_grinding_sim.core.contact.kelvin_voigt import kv_state, kv_stays_in_contact
 from robot_grinding_sim.core.contact.law import FAMILY, INTEGRATED, LINEAR, LP
@@ -229,8 +228,9 @@ def reach_check(t, dt, gap, vn, speed, cs):
 
 
 @njit(cache=True)
-def arm_side(laws, phases, t, dt, st, have_rom, rom, f_prev, knots, coeffs, last, t_traj, arm, g_ctrl, g, jt, jd,
-             bd, ws, body, X, hbody, H, wbody, wX, project, T, J, M, L, have_kin, hc_u, h_out, es, out, b, sv):
+def arm_side(laws, phases, engine, t, dt, st, have_rom, rom, f_prev, knots, coeffs, last, t_traj, arm, g_ctrl, g,
+             jt, jd, bd, ws, body, X, hbody, H, wbody, wX, project, T, J, M, L, have_kin, hc_u, h_out, es, out, b,
+             sv):
     """The arm side of one step (coupled_step module docstring) from state st (ST_ROWS, n) at t
     into out: trial step under f_prev, free acceleration along n, free flight, the LINEAR family's
     closed form or the variable-step engine's step (onset, release, the integrated laws in contact:
@@ -318,7 +318,7 @@ def arm_side(laws, phases, t, dt, st, have_rom, rom, f_prev, knots, coeffs, last
         # contact throughout: kind HC), its samples into es
         lp = np.empty(LP_LEN)
         rom_law_parameters(rom, family, hc_u, lp)
-        es, ns, x1, v1, whole, code = normal_step(laws, phases, lp, m, f_ext, x0, vn0, dt, h_out, es)
+        es, ns, x1, v1, whole, code = engine[0](laws, phases, lp, m, f_ext, x0, vn0, dt, h_out, es)
         if code != E.ok:
             return code, es
         if whole and family == INTEGRATED and x0 < 0.0:
@@ -481,7 +481,7 @@ def record_step(t0, dt, st1, sv, rom, have_rom, h, ix, rts, rq, rqd, rtau, rfn, 
         ix[I.event] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def contact_side(t, dt, st, cs, cp, geo, tool, jt, jd, bd, ws, body, X, hbody, H, T, J, M, L, rom):
     """The contact side at the arm's state: the compiled tool query on the CAD face (geo: the
     arguments of :func:`~robot_grinding_sim.core.geometry.tool_contact.ball_contact` after the
@@ -507,9 +507,9 @@ def contact_side(t, dt, st, cs, cp, geo, tool, jt, jd, bd, ws, body, X, hbody, H
 
 
 @njit(cache=True)
-def run_batch(laws, phases, t, dt, t_end, max_steps, st, cs, fp, cp, geo, tool, knots, coeffs, last, arm, g_ctrl, g,
-              jt, jd, bd, ws, body, X, hbody, H, wbody, wX, project, h, ix, rts, rq, rqd, rtau, rfn, rnrm, rtan, rlev,
-              ot, ofn, odepth, oidx, out, rom, b, sv):
+def run_batch(laws, phases, engine, t, dt, t_end, max_steps, st, cs, fp, cp, geo, tool, knots, coeffs, last, arm,
+              g_ctrl, g, jt, jd, bd, ws, body, X, hbody, H, wbody, wX, project, h, ix, rts, rq, rqd, rtau, rfn, rnrm,
+              rtan, rlev, ot, ofn, odepth, oidx, out, rom, b, sv):
     """Steps of ``dt`` from state st at t until t_end or ``max_steps`` steps.
 
     laws: the registry's kernels (cp[C.model] the law), phases its integrator for that law
@@ -530,9 +530,9 @@ def run_batch(laws, phases, t, dt, t_end, max_steps, st, cs, fp, cp, geo, tool, 
         if have < 0:
             return E.normal_mass_singular, t
         # with a model the contact side left the step's kinematics at st's q in T, J, M, L
-        code, es = arm_side(laws, phases, t, dt, st, have == 1, rom, fp[0], knots, coeffs, last, 0.0, arm, g_ctrl, g,
-                            jt, jd, bd, ws, body, X, hbody, H, wbody, wX, project, T, J, M, L, have == 1, cp[C.u], h,
-                            es, out, b, sv)
+        code, es = arm_side(laws, phases, engine, t, dt, st, have == 1, rom, fp[0], knots, coeffs, last, 0.0, arm,
+                            g_ctrl, g, jt, jd, bd, ws, body, X, hbody, H, wbody, wX, project, T, J, M, L, have == 1,
+                            cp[C.u], h, es, out, b, sv)
         if code != E.ok:
             return code, t
         sv[V.gap0] = cs[1]

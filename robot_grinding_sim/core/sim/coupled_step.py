@@ -53,7 +53,7 @@ from numpy.typing import NDArray
 
 from robot_grinding_sim.core.config import ContactConfig, ServoConfig
 from robot_grinding_sim.core.contact import registry
-from robot_grinding_sim.core.contact.engine_kernels import S_F, S_T, S_X
+from robot_grinding_sim.core.contact.engine_kernels import S_F, S_T, S_X, engine_list
 from robot_grinding_sim.core.contact.law import FORCE, IMPACT, LP, ContactModel
 from robot_grinding_sim.core.errors import InputError
 from robot_grinding_sim.core.geometry.tool_contact import ContactGeometry, ToolContactQuery
@@ -428,10 +428,11 @@ class ArmContactStepper:
         # kinematics at its own q
         # the law's integrator (the stub unless the model's law is integrated: compiled on first use)
         phases = registry.integrator(rom.law_id if rom is not None else 0)
-        code, es = cs.arm_side(self._kernels, phases, st.t, float(dt), cur, rom is not None, a, self.f_prev, knots,
-                               coeffs, last, t_traj, ctrl.arm, ctrl.gravity, arm.gravity, jt, jd, bd, ws, body, X,
-                               *self.held, self.wrench_body, self.wrench_X, self.project, np.empty((4, 4)),
-                               np.empty((6, n)), np.empty((n, n)), np.zeros((n, n)), False, hc_u, h_out, es, out, b, sv)
+        code, es = cs.arm_side(self._kernels, phases, engine_list(), st.t, float(dt), cur, rom is not None, a,
+                               self.f_prev, knots, coeffs, last, t_traj, ctrl.arm, ctrl.gravity, arm.gravity, jt, jd,
+                               bd, ws, body, X, *self.held, self.wrench_body, self.wrench_X, self.project,
+                               np.empty((4, 4)), np.empty((6, n)), np.empty((n, n)), np.zeros((n, n)), False, hc_u,
+                               h_out, es, out, b, sv)
         et = ef = ex = np.empty(0)
         if code in (cs.E.state_not_finite, cs.E.mass_not_pd):
             raise InputError(f"{self.model.source}: arm step at t = {st.t} s: {STATUS.message(code)} (q "
