@@ -127,7 +127,7 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
     _fails_cleanly(["flat_plate", "--workpiece-pose", "0.7 0 0"], tmp_path / "e", "workpiece-pose")
     # a pose the arm cannot reach: planning error, still nothing written
     _fails_cleanly(["flat_plate", "--workpiece-pose", "3 0 0 0 0 0", "--max-passes", "1"], tmp_path / "f",
-                   "IK")
+                   "unreachable for the arm")
 
 
 def test_simulate_runs_the_plan_json_of_grinding_plan_as_predicted(tmp_path: Path) -> None:
