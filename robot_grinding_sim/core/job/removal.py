@@ -31,6 +31,8 @@ FloatArray = NDArray[np.float64]
 
 #: margin of the grid around the passes, m (more than the patch radius at any sensible depth)
 GRID_MARGIN = 0.004
+#: samples per side of a node's cell in a patch tool's weights (:func:`cell_depths`)
+CELL_SAMPLES = 9
 
 
 def job_grid(setup: Any) -> RemovalGrid:
@@ -171,8 +173,45 @@ def accumulate_tool(grid: RemovalGrid, tool: Any, X_tcp: FloatArray, point: Floa
     penetration (m, the footprint's reach). What the job's map, the graph's replay and the plan's
     prediction all call; returns the volume removed (m^3)."""
     nodes = grid.nodes_near(point, tool.footprint_radius(depth) + grid.spacing)
-    return grid.accumulate_footprint(nodes, tool.penetration_at(grid.points[nodes], X_tcp, normal), point, normal,
-                                     force, X_tcp[:3, 3], spindle_speed * X_tcp[:3, 2], v_centre, dt)
+    return grid.accumulate_footprint(nodes, cell_depths(tool, grid.points[nodes], X_tcp, normal, grid.spacing),
+                                     point, normal, force, X_tcp[:3, 3], spindle_speed * X_tcp[:3, 2], v_centre, dt)
+
+
+def cell_depths(tool: Any, points: FloatArray, X_tcp: FloatArray, normal: FloatArray, spacing: float) -> FloatArray:
+    """(k,) the depth of the tool (at tcp pose ``X_tcp`` (4, 4)) averaged over each node's cell: the
+    square ``spacing`` m wide about each of ``points`` (k, 3) (base frame) in the plane normal to
+    ``normal`` (3,), sampled CELL_SAMPLES x CELL_SAMPLES times (m; the nodes' Winkler weights).
+
+    Why not the depth at the node: a patch thinner than the grid (the disc's segment along the
+    travel at first touch, 0.12 mm at 0.05 N, against 0.3 mm nodes) falls between the nodes for
+    most steps, and :meth:`RemovalGrid.accumulate_footprint` then put the whole force on the one
+    node nearest the contact: a spike of 3.5 x the pass depth where each pass engages. The cell's
+    mean is the share of the patch's Winkler force the node stands for (on a plane; the same as the
+    node's depth where the depth is linear over the cell). Only the nodes the tool reaches when half
+    a cell deeper at a corner or the middle of their cell are sampled (the others' cells are out of
+    reach for faces under 45 degrees); where no sample touches the patch (first touch: a segment a
+    few um long), again 4 times finer."""
+    n = np.asarray(normal, dtype=float)
+    n = n / np.linalg.norm(n)
+    d = tool.penetration_at(points, X_tcp, n)
+    e1 = np.cross(n, [1.0, 0.0, 0.0] if abs(n[0]) < 0.9 else [0.0, 1.0, 0.0])
+    e1 /= np.linalg.norm(e1)
+    e2 = np.cross(n, e1)
+    deeper = np.array(X_tcp, dtype=float)
+    deeper[:3, 3] -= 0.5 * spacing * n  # the outward normal: the tool half a cell further into the part
+    corners = 0.5 * spacing * np.array([e1 + e2, e1 - e2, -e1 + e2, -e1 - e2, np.zeros(3)])
+    reach = tool.penetration_at((points[:, None, :] + corners[None]).reshape(-1, 3), deeper, n)
+    near = np.flatnonzero(reach.reshape(len(points), -1).max(axis=1) > 0.0)  # the cell's corners or middle
+    if len(near) == 0:
+        return d
+    for m in (CELL_SAMPLES, 4 * CELL_SAMPLES):  # finer where the patch fell between the samples
+        u = spacing * ((np.arange(m) + 0.5) / m - 0.5)  # the cell's midpoint rule
+        offsets = (u[:, None, None] * e1 + u[None, :, None] * e2).reshape(-1, 3)
+        sub = (points[near][:, None, :] + offsets[None, :, :]).reshape(-1, 3)
+        d[near] = tool.penetration_at(sub, X_tcp, n).reshape(len(near), -1).mean(axis=1)
+        if d[near].any():
+            break
+    return d
 
 
 def accumulate_state(grid: RemovalGrid, model: Any, tcp: str, spindle_speed: float, X_tcp: FloatArray,
