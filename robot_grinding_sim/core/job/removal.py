@@ -204,14 +204,6 @@ def cell_depths(tool: Any, points: FloatArray, X_tcp: FloatArray, normal: FloatA
     corners = 0.5 * spacing * np.array([e1 + e2, e1 - e2, -e1 + e2, -e1 - e2, np.zeros(3)])
     reach = tool.penetration_at((points[:, None, :] + corners[None]).reshape(-1, 3), deeper, n)
     near = np.flatnonzero(reach.reshape(len(points), -1).max(axis=1) > 0.0)
-    for m in (CELL_SAMPLES, 4 * CELL_SAMPLES):
-        u = spacing * ((np.arange(m) + 0.5) / m - 0.5)  # the cell's midpoint rule
-        offsets = (u[:, None, None] * e1 + u[None, :, None] * e2).reshape(-1, 3)
-        sub = (points[near][:, None, :] + offsets[None, :, :]).reshape(-1, 3)
-        d[near] = tool.penetration_at(sub, X_tcp, n).reshape(len(near), -1).mean(axis=1)
-        if d[near].any():
-            break
-    return d
     for m in (CELL_SAMPLES, 4 * CELL_SAMPLES):  # finer where the patch fell between the samples
         u = spacing * ((np.arange(m) + 0.5) / m - 0.5)  # the cell's midpoint rule
         offsets = (u[:, None, None] * e1 + u[None, :, None] * e2).reshape(-1, 3)
