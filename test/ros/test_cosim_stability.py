@@ -60,7 +60,10 @@ def run_pressed(launch_node, probe, tmp_path: Path, coupling: str, seconds: floa
     procs = [dyn, col, sol]
     js = probe.subscribe(JointState, "/joint_states", keep=100)
     wrench = probe.subscribe(WrenchStamped, "/contact/wrench", keep=200_000, qos=1000)
-    probe.wait_for(lambda: len(wrench.messages) > 10, timeout=180, what="the contact side answering", procs=procs)
+    # Both subscriptions must have matched before the command: DDS matches each publisher on its
+    # own, and under load /joint_states can match seconds after /contact/wrench.
+    probe.wait_for(lambda: len(wrench.messages) > 10 and js.messages, timeout=180,
+                   what="the contact side answering and joint_states arriving", procs=procs)
     pub = probe.publisher(JointTrajectory, "/joint_trajectory_controller/joint_trajectory", procs=procs)
     traj = JointTrajectory(joint_names=list(model.joint_names))
     traj.points = [JointTrajectoryPoint(positions=q1.tolist(), velocities=[0.0] * 6,

@@ -76,7 +76,9 @@ def test_graph_holds_the_in_process_force(launch_node, probe, tmp_path) -> None:
     procs = [dyn, col, sol, rec]
     js = probe.subscribe(JointState, "/joint_states", keep=5000)
     wrench = probe.subscribe(WrenchStamped, "/contact/wrench", keep=5000)
-    probe.wait_for(lambda: len(wrench.messages) > 10, timeout=180, what="the contact side answering", procs=procs)
+    # Both subscriptions must have matched before the command (DDS matches each on its own).
+    probe.wait_for(lambda: len(wrench.messages) > 10 and js.messages, timeout=180,
+                   what="the contact side answering and joint_states arriving", procs=procs)
     probe.wait_for(lambda: all(metadata_counts(bag).get(t, 0) > 0 for t in RECORDED), timeout=120,
                    what="the recorder recording every topic", procs=procs)
     pub = probe.publisher(JointTrajectory, "/joint_trajectory_controller/joint_trajectory", procs=procs)
