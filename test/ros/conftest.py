@@ -246,6 +246,11 @@ class Collector:
         self.messages.clear()
 
 
+def _stamp_of(msg: Any) -> float:
+    """A message's header stamp, s."""
+    return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+
+
 class Probe:
     """A node in the test process. All waiting happens in :meth:`wait_for` (spins the node)."""
 
@@ -306,6 +311,41 @@ class Probe:
                 procs,
             )
         return pub
+
+    def answer(self, pub: Any, msg: Any, collector: Collector, procs: Sequence[NodeProcess] = ()) -> Any:
+        """Publish ``msg`` (a stamped joint state) until ``collector`` has the answer carrying its
+        stamp; return that answer.
+
+        Matching the stamp matters: answers to the previous joint state, republished while waiting,
+        may still arrive after the new one is sent.
+        """
+        stamp = _stamp_of(msg)
+        return self.republish_until(pub, msg, lambda: self.stamped(collector, stamp),
+                                    f"an answer stamped {stamp} on {collector.topic}", procs)
+
+    @staticmethod
+    def stamped(collector: Collector, stamp: float) -> Any:
+        """The first message of ``collector`` stamped ``stamp`` (contact/model: its data[0]), or None."""
+        if collector.topic.endswith("contact/model"):
+            return next((m for m in collector.messages if m.data[0] == stamp), None)
+        return next((m for m in collector.messages if _stamp_of(m) == stamp), None)
+
+    def republish_until(self, pub: Any, msg: Any, find: Callable[[], Any], what: str,
+                        procs: Sequence[NodeProcess] = ()) -> Any:
+        """Publish ``msg`` (a joint state) until ``find()`` returns an answer; return it.
+
+        Each answer of the nodes is published once per joint state: one that went out before this
+        probe's subscription was matched with its publisher (discovery on a busy machine takes
+        seconds, and the solver skips its wrench outputs while nobody is matched) is lost, so the
+        joint state is published again until every answer waited for has come.
+        """
+        def answer() -> Any:
+            hit = find()
+            if hit is None:
+                pub.publish(msg)
+            return hit
+
+        return self.wait_for(answer, what=what, procs=procs)
 
     def wait_for_publishers(self, topic: str, n: int = 1, timeout: float = TIMEOUT,
                             procs: Sequence[NodeProcess] = ()) -> None:

@@ -78,45 +78,10 @@ def start_nodes(launch_node, probe, part_path, part_pose):
     return procs, pub, points, model, wrench, ft
 
 
-def publish_until(probe, pub, msg, collector, procs):
-    """Publish ``msg`` until ``collector`` has the answer carrying its stamp; return that answer.
-
-    Matching the stamp matters: answers to the previous joint state, republished while waiting,
-    may still arrive after the new one is sent.
-    """
-    stamp = cv.time_to_sec(msg.header.stamp)
-    return republish_until(probe, pub, msg, lambda: stamped(collector, stamp),
-                           f"an answer stamped {stamp} on {collector.topic}", procs)
-
-
-def stamped(collector, stamp: float):
-    """The first message of ``collector`` stamped ``stamp`` (contact/model: its data[0]), or None."""
-    if collector.topic == "/contact/model":
-        return next((m for m in collector.messages if m.data[0] == stamp), None)
-    return next((m for m in collector.messages if cv.time_to_sec(m.header.stamp) == stamp), None)
-
-
-def republish_until(probe, pub, msg, find, what: str, procs):
-    """Publish ``msg`` (a joint state) until ``find()`` returns an answer; return it.
-
-    Each answer of the nodes is published once per joint state: one that went out before this
-    probe's subscription was matched with its publisher (discovery on a busy machine takes seconds,
-    and the solver skips its wrench outputs while nobody is matched) is lost, so the joint state is
-    published again until every answer waited for has come.
-    """
-    def answer():
-        hit = find()
-        if hit is None:
-            pub.publish(msg)
-        return hit
-
-    return probe.wait_for(answer, what=what, procs=procs)
-
-
 def test_tool_pushed_into_a_flat_part(launch_node, probe, flat_part) -> None:
     path, pose, tcp, top, model = flat_part
     procs, pub, points, model_sub, wrench, ft = start_nodes(launch_node, probe, path, pose)
-    msg = publish_until(probe, pub, joint_state(Q0, stamp=2.0), points, procs)
+    msg = probe.answer(pub, joint_state(Q0, stamp=2.0), points, procs)
     assert msg.header.frame_id == "base_link"
     rows = cv.pointcloud2_to_array(msg)
     assert rows.shape == (1, 8)
@@ -128,7 +93,7 @@ def test_tool_pushed_into_a_flat_part(launch_node, probe, flat_part) -> None:
     assert d == pytest.approx(DEPTH, abs=5e-9)
 
     state = joint_state(Q0, stamp=2.0)
-    m_msg = republish_until(probe, pub, state, lambda: stamped(model_sub, 2.0), "contact/model for the stamp", procs)
+    m_msg = probe.answer(pub, state, model_sub, procs)
     assert m_msg.layout.dim[0].label == "normal_contact_model" and len(m_msg.data) == 27
     t_m, rom = cv.msg_to_contact_model(m_msg)
     assert t_m == 2.0 and rom.gap == -d and rom.stiffness == K
@@ -136,7 +101,7 @@ def test_tool_pushed_into_a_flat_part(launch_node, probe, flat_part) -> None:
     np.testing.assert_allclose(rom.normal, [0, 0, 1], atol=1e-9)
     assert rom.mass == pytest.approx(effective_mass(str(URDF), Q0, np.array([0.0, 0.0, 1.0])), rel=1e-9)
 
-    w_msg = republish_until(probe, pub, state, lambda: stamped(wrench, 2.0), "contact/wrench for the stamp", procs)
+    w_msg = probe.republish_until(pub, state, lambda: probe.stamped(wrench, 2.0), "contact/wrench for the stamp", procs)
     assert w_msg.header.frame_id == "tcp"
     w = cv.wrench_to_array(w_msg)
     R_tcp = model.fk(Q0, "tcp")[:3, :3]
@@ -145,7 +110,7 @@ def test_tool_pushed_into_a_flat_part(launch_node, probe, flat_part) -> None:
     np.testing.assert_allclose(f_base / np.linalg.norm(f_base), [0, 0, 1], atol=1e-6)
     np.testing.assert_allclose(w[3:], 0.0, atol=1e-6)  # the force passes through the ball's centre
 
-    f_msg = republish_until(probe, pub, state, lambda: stamped(ft, 2.0), "ft_sensor/wrench for the stamp", procs)
+    f_msg = probe.republish_until(pub, state, lambda: probe.stamped(ft, 2.0), "ft_sensor/wrench for the stamp", procs)
     assert f_msg.header.frame_id == "ft_sensor"
     R_ws = model.fk(Q0, "ft_sensor")[:3, :3]
     expected = R_ws.T @ (np.array([0, 0, K * DEPTH]) + TOOL_MASS * np.array([0, 0, -9.81]))
@@ -154,12 +119,12 @@ def test_tool_pushed_into_a_flat_part(launch_node, probe, flat_part) -> None:
     # clear of the part: no contact point, "nothing near" on contact/model, zero contact force
     lifted = Q0 + np.array([0, -0.05, 0, 0, 0, 0])
     state = joint_state(lifted, stamp=3.0)
-    msg = publish_until(probe, pub, state, points, procs)
+    msg = probe.answer(pub, state, points, procs)
     assert cv.pointcloud2_to_array(msg).shape == (0, 8)
-    m_msg = republish_until(probe, pub, state, lambda: stamped(model_sub, 3.0), "contact/model 'nothing near'",
+    m_msg = probe.republish_until(pub, state, lambda: probe.stamped(model_sub, 3.0), "contact/model 'nothing near'",
                             procs)
     assert list(m_msg.data) == [3.0]
-    w_msg = republish_until(probe, pub, state, lambda: stamped(wrench, 3.0), "zero contact/wrench", procs)
+    w_msg = probe.republish_until(pub, state, lambda: probe.stamped(wrench, 3.0), "zero contact/wrench", procs)
     np.testing.assert_allclose(cv.wrench_to_array(w_msg), 0.0, atol=1e-12)
 
 
@@ -167,7 +132,7 @@ def test_malformed_messages_are_logged_and_skipped(launch_node, probe, flat_part
     path, pose, _, _, _ = flat_part
     procs, pub, points, _, wrench, _ = start_nodes(launch_node, probe, path, pose)
     col, sol = procs
-    publish_until(probe, pub, joint_state(Q0, stamp=1.0), points, procs)
+    probe.answer(pub, joint_state(Q0, stamp=1.0), points, procs)
 
     bad_nan = joint_state([math.nan, *Q0[1:]], stamp=1.5)
     bad_count = joint_state(Q0[:5], names=JOINTS[:5], stamp=1.6)
@@ -190,8 +155,8 @@ def test_malformed_messages_are_logged_and_skipped(launch_node, probe, flat_part
     assert col.alive and sol.alive
     # still working
     state = joint_state(Q0, stamp=4.0)
-    publish_until(probe, pub, state, points, procs)
-    republish_until(probe, pub, state, lambda: stamped(wrench, 4.0), "a wrench after the bad messages", procs)
+    probe.answer(pub, state, points, procs)
+    probe.republish_until(pub, state, lambda: probe.stamped(wrench, 4.0), "a wrench after the bad messages", procs)
     assert not [m for m in wrench.messages if cv.time_to_sec(m.header.stamp) in (1.5, 1.6, 1.7, 1.8)]
 
 
@@ -256,7 +221,7 @@ def test_collision_node_answers_from_the_exact_cad_surface(launch_node, probe) -
         c = model.fk(q)[:3, 3]
         dist_mm, _ = nearest((c - pose) * 1e3)
         depth_ref = R_BALL - dist_mm * 1e-3
-        msg = publish_until(probe, pub, joint_state(q, stamp=10.0 + k), points, [col])
+        msg = probe.answer(pub, joint_state(q, stamp=10.0 + k), points, [col])
         rows = cv.pointcloud2_to_array(msg)
         assert rows.shape == (1, 8), rows
         worst = max(worst, abs(rows[0, 6] - depth_ref))
@@ -302,8 +267,8 @@ def test_contact_solver_publishes_the_removal_map(launch_node, probe) -> None:
     def solved(msg: JointState) -> np.ndarray:
         """The contact rows of ``msg``'s state, once the solver has solved that state too (its wrench
         with the stamp: each state removes over the time since the one before, 10 ms here)."""
-        rows = cv.pointcloud2_to_array(publish_until(probe, pub, msg, points, procs))
-        publish_until(probe, pub, msg, wrench, procs)
+        rows = cv.pointcloud2_to_array(probe.answer(pub, msg, points, procs))
+        probe.answer(pub, msg, wrench, procs)
         return rows
 
     for k, x in enumerate(np.linspace(-0.005, 0.005, 51)):

@@ -81,25 +81,16 @@ def test_pad_pressed_flat_on_a_plate_is_k_w_A_d(launch_node, probe) -> None:
     msg.name = list(model.joint_names)
     msg.position = [float(x) for x in q]
 
-    def answer(collector):
-        def hit():
-            m = next((m for m in collector.messages if cv.time_to_sec(m.header.stamp) == 2.0), None)
-            if m is None:
-                pub.publish(msg)
-            return m
-        return hit
-
-    rows = cv.pointcloud2_to_array(probe.wait_for(answer(points), what="the pad's contact row", procs=procs))
+    rows = cv.pointcloud2_to_array(probe.answer(pub, msg, points, procs))
     A = pad_area()
     assert rows.shape == (1, 8)
     assert rows[0, 6] == pytest.approx(DEPTH, abs=1e-9)  # every point of the face DEPTH deep
     assert rows[0, 7] == pytest.approx(K_W * A, rel=1e-9)  # the patch stiffness k_w A
     np.testing.assert_allclose(rows[0, 3:6], [0.0, 0.0, 1.0], atol=1e-9)
-    m_msg = probe.wait_for(lambda: next((m for m in models.messages if m.data[0] == 2.0), None),
-                           what="contact/model for the stamp", procs=procs)
+    m_msg = probe.answer(pub, msg, models, procs)
     _, rom = cv.msg_to_contact_model(m_msg)
     assert rom.stiffness == pytest.approx(K_W * A, rel=1e-9) and rom.gap == pytest.approx(-DEPTH, abs=1e-9)
-    w = cv.wrench_to_array(probe.wait_for(answer(wrench), what="contact/wrench for the stamp", procs=procs))
+    w = cv.wrench_to_array(probe.answer(pub, msg, wrench, procs))
     f_base = model.fk(q, "tcp")[:3, :3] @ w[:3]
     np.testing.assert_allclose(f_base, [0.0, 0.0, K_W * A * DEPTH], rtol=1e-6, atol=1e-6 * K_W * A * DEPTH)
     assert col.alive and sol.alive
