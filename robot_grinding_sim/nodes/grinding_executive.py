@@ -19,8 +19,9 @@ Publishes:
   velocities at the plan's knots (the controller interpolates cubic Hermite); pauses, resumes and
   stops as further trajectories that replace it;
 - ``grinding/progress`` (std_msgs/Float64MultiArray ``[pass_index, arc_length_m, stamp_s]``,
-  docs/compare.md) at ``progress_rate`` Hz of ROS time while a job runs, one ``-1`` sample when it
-  leaves a pass;
+  docs/compare.md) at ``progress_rate`` Hz of ROS time while a job runs, each pass's end (its last
+  arc length, stamped when the command reached it, also when the timer ticked late) and one ``-1``
+  sample when it leaves a pass;
 - ``grinding/progress_markers`` (visualization_msgs/MarkerArray, latched; for RViz and Foxglove,
   which cannot draw the array): the part of each pass ground so far (ns ``ground``, green
   LINE_STRIPs) and the job's state and position (ns ``status``, a TEXT_VIEW_FACING above the
@@ -108,6 +109,7 @@ class GrindingExecutive(Node):
         self.plan_source = ""
         self._q: np.ndarray | None = None
         self._last_pass = -1
+        self._ticked_at: float | None = None  # ROS time of the last progress tick, s
         self._published_state = ""
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.pub_cmd = self.create_publisher(JointTrajectory, "joint_trajectory_controller/joint_trajectory", 10)
@@ -389,6 +391,13 @@ class GrindingExecutive(Node):
             self._state_changed()
         if job.state in (JobState.RUNNING, JobState.PAUSING, JobState.PAUSED, JobState.STOPPING) \
                 or self._last_pass >= 0:
+            # a pass that ended since the last tick (ticks come late on a busy machine) is given its
+            # end first, stamped when the command reached it
+            if self._ticked_at is not None:
+                for end_idx, end_arc, t_end in job.pass_ends(self._ticked_at, now):
+                    self.pub_progress.publish(Float64MultiArray(data=[float(end_idx), end_arc, t_end]))
+                    if self.view is not None:
+                        self.view.update(end_idx, end_arc)
             idx, arc = job.progress(now)
             if idx >= 0 or self._last_pass >= 0:
                 self.pub_progress.publish(Float64MultiArray(data=[float(idx), float(arc), now]))
@@ -398,6 +407,7 @@ class GrindingExecutive(Node):
                 self.view.update(idx, arc)
             if now - self._markers_at >= 1.0 / self.p["marker_rate"]:
                 self._publish_markers(now)
+        self._ticked_at = now
 
     def _publish_markers(self, now: float | None = None) -> None:
         """grinding/progress_markers (core/record/progress_view.py): the ground part of each pass and

@@ -185,7 +185,8 @@ def test_the_executive_runs_the_plan_on_the_arm_with_pause_and_resume(launch_nod
     prog = np.array([m.data[:3] for m in c["progress"].messages])
     on = prog[prog[:, 0] == 0]
     arc_end = max(a for a in traj["arc_length"] if a is not None)
-    assert on[:, 1].max() == pytest.approx(arc_end, abs=0.01 * 0.01 * 1.0 + 1e-4)  # within 1 progress period
+    # the pass's end itself, however late the executive's timer ticked (it was missed under load)
+    assert on[:, 1].max() == pytest.approx(arc_end, abs=1e-9)
     assert np.all(np.diff(on[:, 1]) >= -1e-12) and prog[-1, 0] == -1
     probe.wait_for(lambda: any(s.name == "grinding_executive: job" and s.message == "done"
                                for m in c["diag"].messages for s in m.status), what="diagnostics: done", procs=[ex])

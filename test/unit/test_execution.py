@@ -230,6 +230,61 @@ def test_progress_matches_the_in_process_progress_samples(job) -> None:
             assert ex.progress(sent.stamp + t) == (-1, 0.0)
 
 
+def _ends_by_ticks(ex, t_first: float, t_last: float, period: float) -> list[tuple[int, float, float]]:
+    ticks = np.arange(t_first, t_last + period, period)
+    return [e for a, b in zip(ticks[:-1], ticks[1:], strict=True) for e in ex.pass_ends(float(a), float(b))]
+
+
+def test_late_progress_ticks_still_give_every_pass_its_end(job) -> None:
+    """Ticks far apart (0.37 s, longer than a pass) lose no pass end: each end comes once, at the
+    in-process progress samples' end row (its time, pass, arc)."""
+    ex = make(job)
+    traj = job[1].trajectory
+    sent = ex.start(0.0, traj.positions[0])
+    rows = progress_samples(traj)
+    expected = [(int(i), a, sent.stamp + t) for t, i, a in rows[:-1]
+                if i >= 0 and any(i == w[0] and t == w[2] for w in traj.pass_windows())]
+    expected = list(dict.fromkeys(expected))
+    assert len(expected) == len(traj.pass_windows()) == 2
+    got = _ends_by_ticks(ex, sent.stamp - 0.05, sent.stamp + traj.duration + 0.5, 0.37)
+    assert [g[0] for g in got] == [e[0] for e in expected]
+    for (gi, ga, gt), (_, ea, et) in zip(got, expected, strict=True):
+        assert ga == pytest.approx(ea, abs=1e-12) and gt == pytest.approx(et, abs=1e-9)
+        assert ex.progress(gt) == (gi, pytest.approx(ea, abs=1e-9))  # where progress itself says so
+
+
+def test_a_paused_pass_ends_later_on_the_clock(job) -> None:
+    """Paused inside pass 0 and resumed 1 s later, ticks every 0.37 s asked live (each command in
+    force when it is asked): pass 0's end comes once, later on the clock than planned, and at that
+    clock time progress is at the pass's end."""
+    ex = make(job)
+    traj = job[1].trajectory
+    sent = ex.start(0.0, traj.positions[0])
+    idx, w0, w1 = pass_window(job, 0)
+    t_pause, t_resume = sent.stamp + w0 + 0.2 * (w1 - w0), None
+    got, last_tick, t = [], sent.stamp, sent.stamp
+    while t < sent.stamp + traj.duration + 3.0:
+        t += 0.01
+        if t >= t_pause and ex.state is JobState.RUNNING and t_resume is None:
+            ex.pause(t)
+        if ex.state is JobState.PAUSED and t_resume is None:
+            t_resume = t + 1.0
+        if t_resume is not None and t >= t_resume and ex.state is JobState.PAUSED:
+            ex.resume(t)
+        ex.on_joint_state(t, ex.reference(t)[0])
+        ex.update(t)
+        if t - last_tick >= 0.37:
+            got += [(*e, ex.progress(e[2])) for e in ex.pass_ends(last_tick, t)]
+            last_tick = t
+    assert t_resume is not None and ex.state is JobState.DONE
+    assert [g[0] for g in got] == [0, 1]
+    _, arc, t_end, there = got[0]
+    end = next(s["stop"] for s in traj.segments if s["kind"] == "pass" and s["pass_index"] == 0) - 1
+    assert arc == pytest.approx(traj.arc[end], abs=1e-12)
+    assert t_end > sent.stamp + w1 + 0.5
+    assert there == (idx, pytest.approx(arc, abs=1e-9))  # progress itself, asked then, says the same
+
+
 def test_requests_in_the_wrong_state_are_refused_by_name(job) -> None:
     ex = make(job)
     with pytest.raises(Exception, match="cannot pause: the job is ready"):

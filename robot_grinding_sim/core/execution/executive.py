@@ -183,6 +183,33 @@ class JobExecution:
         i0, i1 = seg["start"], seg["stop"]
         return int(seg["pass_index"]), float(np.interp(tau, self.traj.times[i0:i1], self.traj.arc[i0:i1]))
 
+    def pass_ends(self, t0: float, t1: float) -> list[tuple[int, float, float]]:
+        """(pass index, arc length at its end m, clock time of its end s) of every pass whose last
+        knot the commanded job time passed between clock times ``t0`` (excluded) and ``t1``
+        (included), in order.
+
+        A progress publisher samples :meth:`progress` on a timer; when its ticks come late (a busy
+        machine) a pass can end between two of them and its last samples, the pass's end, would be
+        lost. Publishing these first gives every pass its end, as the in-process job's progress
+        (``trajectory.progress_samples``) has it.
+        """
+        if self.sent is None or not t1 > t0:
+            return []
+        tau0, tau1 = self.reference(t0)[2], self.reference(t1)[2]
+        if not math.isfinite(tau1):
+            return []
+        tau0 = tau0 if math.isfinite(tau0) else -math.inf
+        cmd = self.sent.command
+        on = np.isfinite(cmd.job_times)
+        out = []
+        for s in self.traj.segments:
+            end = float(self.traj.times[s["stop"] - 1])
+            if s["kind"] == "pass" and tau0 < end <= tau1:
+                # the clock time the command reaches that job time (linear between knots, as sample)
+                t_end = self.sent.stamp + float(np.interp(end, cmd.job_times[on], cmd.times[on]))
+                out.append((int(s["pass_index"]), float(self.traj.arc[s["stop"] - 1]), min(max(t_end, t0), t1)))
+        return out
+
     def _segment(self, tau: float) -> dict[str, Any] | None:
         if not math.isfinite(tau):
             return None
