@@ -28,7 +28,7 @@ def urdf():
 
 
 def _cell(urdf, **values: object) -> CellConfig:
-    return CellConfig().replace(**{**held_cell_values(), **values})
+    return CellConfig().replace(**{**held_cell_values(), "robot.description_file": str(urdf), **values})
 
 
 def _pin_model(urdf, cell: CellConfig):
