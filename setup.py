@@ -77,6 +77,7 @@ setup(
         (os.path.join(SHARE, "launch"), sorted(glob("launch/*.launch.py"))),
         (os.path.join(SHARE, "config"), sorted(glob("config/*.yaml") + glob("config/*.rviz"))),
         (os.path.join(SHARE, "config", "tools"), sorted(glob("config/tools/*.yaml"))),
+        (os.path.join(SHARE, "config", "cells"), sorted(glob("config/cells/*.yaml"))),
         *tree("urdf"),
         *tree("parts"),
     ],

@@ -15,7 +15,6 @@ stiff, config/emulated_cell.yaml), the magnitude of the force, which the frames 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ import numpy as np
 import pytest
 from cdr_reader import header_stamp, read_mcap
 from emulated_session import EmulatedSession, real_params
-from held_part_cell import held_cell_values, held_part_urdf
+from held_part_cell import CELL_FILE, held_cell_values
 
 pytestmark = pytest.mark.ros
 
@@ -40,13 +39,10 @@ def cell_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     from robot_grinding_sim.core.planning import plan_io
 
     tmp = tmp_path_factory.mktemp("held_emulated")
-    urdf = held_part_urdf(tmp / "ur10e_held.urdf")
-    params = tmp / "held.yaml"
-    params.write_text(json.dumps({"/**": {"ros__parameters": held_cell_values(urdf)}}))
-    cell = CellConfig().replace(**held_cell_values(urdf), **{"process.dwell": DWELL})
+    cell = CellConfig().replace(**held_cell_values(), **{"process.dwell": DWELL})
     plan = tmp / "plan.json"
     plan_io.write_plan(plan_job(cell, optimise=False, max_passes=1, pass_length=0.01, check_collisions=False), plan)
-    return params, plan
+    return CELL_FILE, plan  # the shipped cell file, as a user passes it
 
 
 def test_real_mode_runs_a_held_part_on_the_emulated_cell(cell_files: tuple[Path, Path], tmp_path: Path,
@@ -73,7 +69,7 @@ def test_real_mode_runs_a_held_part_on_the_emulated_cell(cell_files: tuple[Path,
     assert len(measured) > 1000
     assert {w["header"]["frame_id"] for w in m["/ft_sensor/wrench"]} == {"ft_sensor"}
     # at rest before the job: the bias alone, the part's weight compensated
-    mass = held_part_inertia(CellConfig().replace(**json.loads(held.read_text())["/**"]["ros__parameters"]))[0]
+    mass = held_part_inertia(CellConfig().replace(**held_cell_values()))[0]
     rest = np.median(measured[measured[:, 0] < measured[0, 0] + 1.0, 1:], axis=0)
     print(f"at rest: {np.round(rest, 3).tolist()} N (bias {BIAS_F.tolist()} N; the part weighs {mass * 9.81:.2f} N)")
     assert np.linalg.norm(rest - BIAS_F) < 0.1 * mass * 9.81

@@ -1,5 +1,5 @@
 """The robot holds the part through the node graph (issue 24 item 3): the UR10e carries the curved
-panel past the ball standing in the cell (test/held_part_cell.py), one short pass by ``grinding
+panel past the ball standing in the cell (the shipped config/cells/held_part.yaml), one short pass by ``grinding
 simulate --graph``: in process, then through real node processes (bringup sim, DDS on loopback,
 the test's own domain), from one parameter file.
 
@@ -23,7 +23,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 from cdr_reader import pass_forces, read_mcap
-from held_part_cell import GRASP, held_cell_values, held_part_urdf
+from held_part_cell import CELL_FILE, GRASP, HELD_URDF, held_cell_values
 
 from robot_grinding_sim.core.planning.planner import pose_matrix
 
@@ -38,9 +38,7 @@ def _matrix(tf: dict) -> np.ndarray:
 
 
 def test_the_held_part_runs_a_pass_through_the_graph(tmp_path: Path) -> None:
-    urdf = held_part_urdf(tmp_path / "ur10e_held.urdf")
-    params = tmp_path / "held.yaml"
-    params.write_text(json.dumps({"/**": {"ros__parameters": held_cell_values(urdf)}}))
+    urdf, params = HELD_URDF, CELL_FILE  # the shipped cell, as a user passes it
     out = tmp_path / "run"
     env = {**os.environ, "GRINDING_GRAPH_DOMAIN_ID": os.environ["ROS_DOMAIN_ID"], "PYTHONUNBUFFERED": "1"}
     r = subprocess.run([sys.executable, "-m", "robot_grinding_sim.cli", "simulate", "--params", str(params),
@@ -100,7 +98,7 @@ def test_the_held_part_runs_a_pass_through_the_graph(tmp_path: Path) -> None:
     from robot_grinding_sim.core.config import CellConfig
     from robot_grinding_sim.core.job.setup import held_part_inertia
 
-    mass, c_P, _ = held_part_inertia(CellConfig().replace(**held_cell_values(urdf)))
+    mass, c_P, _ = held_part_inertia(CellConfig().replace(**held_cell_values()))
     g = np.array([0.0, 0.0, -9.81])
     contact = {(w["header"]["stamp"]["sec"], w["header"]["stamp"]["nanosec"]): w["wrench"]
                for w in m["/contact/wrench"]}

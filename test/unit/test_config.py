@@ -100,7 +100,9 @@ def _check(*files: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_check_config_passes_the_package_files_without_ros() -> None:
-    files = sorted(str(p) for p in (REPO / "config").glob("*.yaml"))
+    """Every shipped parameter file (config/*.yaml and the overlays config/tools/, config/cells/)."""
+    files = sorted(str(p) for p in (REPO / "config").rglob("*.yaml"))
+    assert any("/cells/" in f for f in files) and any("/tools/" in f for f in files)
     code = ("import importlib.abc, sys\n"
             "class Block(importlib.abc.MetaPathFinder):\n"
             "    def find_spec(self, name, path, target=None):\n"

@@ -7,10 +7,12 @@ frame Jacobians, gravity torques), the contact law's static force K d, and the t
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pinocchio as pin
 import pytest
-from held_part_cell import GRASP, held_cell_values, held_part_urdf
+from held_part_cell import GRASP, HELD_URDF, held_cell_values
 
 from robot_grinding_sim.core.config import CellConfig
 from robot_grinding_sim.core.job.setup import cell_robot_model
@@ -21,12 +23,12 @@ X_BP0 = pose_matrix((0.7, 0.1, 0.05, 0.1, -0.2, 0.3))  # any nominal pose: the f
 
 
 @pytest.fixture(scope="module")
-def urdf(tmp_path_factory):
-    return held_part_urdf(tmp_path_factory.mktemp("held") / "ur10e_held.urdf")
+def urdf():
+    return HELD_URDF  # the shipped held-part cell
 
 
 def _cell(urdf, **values: object) -> CellConfig:
-    return CellConfig().replace(**{**held_cell_values(urdf), **values})
+    return CellConfig().replace(**{**held_cell_values(), "robot.description_file": str(urdf), **values})
 
 
 def _pin_model(urdf, cell: CellConfig):
@@ -254,7 +256,7 @@ def test_a_node_builds_the_held_part_as_the_job_does(urdf) -> None:
     from robot_grinding_sim.ros.node_setup import load_cell
     from robot_grinding_sim.ros.schemas import node_specs
 
-    values = {**held_cell_values(urdf), "workpiece.pose": [0.7, 0.1, 0.05, 0.1, -0.2, 0.3]}
+    values = {**held_cell_values(), "workpiece.pose": [0.7, 0.1, 0.05, 0.1, -0.2, 0.3]}
     job = cell_robot_model(_cell(urdf, **values))
     q = np.array([0.1, -1.4, 1.7, -1.9, -1.5, 0.2])
     for name, cell in (("dynamics_node", True), ("collision_node", False), ("grinding_executive", True)):
@@ -292,3 +294,54 @@ def test_the_arm_collision_check_sees_the_part_where_the_arm_holds_it(urdf) -> N
     with pytest.raises(PlanningError, match="robot link ft_sensor touches the part"):
         plan_job(_cell(urdf, **{"workpiece.grasp": [0.0, 0.0, -0.02, 0.0, 0.0, 0.0]}), optimise=False, max_passes=1,
                  pass_length=0.02)
+
+
+def test_the_shipped_held_part_urdf_is_the_default_robot_with_its_tool_standing_in_the_cell() -> None:
+    """urdf/ur10e_held_part.urdf is urdf/ur10e_grinding.urdf element for element (lxml's canonical
+    form of every link and joint), except the spindle's joint: on base_link at TOOL_AT; Pinocchio
+    puts the ball's centre 0.205 m above it, its z (out of the tool) up."""
+    from held_part_cell import REPO, TOOL_AT
+    from lxml import etree
+
+    def elements(path) -> dict[tuple[str, str], bytes]:
+        root = etree.parse(str(path)).getroot()
+        return {(el.tag, el.get("name")): etree.tostring(el, method="c14n", exclusive=True)
+                for el in root if el.tag in ("link", "joint", "material")}
+
+    held, default = elements(HELD_URDF), elements(REPO / "urdf" / "ur10e_grinding.urdf")
+    moved = {k for k in set(held) | set(default) if held.get(k) != default.get(k)}
+    assert moved == {("joint", "ft_sensor-spindle"), ("joint", "base_link-spindle")}
+    joint = etree.fromstring(held[("joint", "base_link-spindle")])
+    assert (joint.find("parent").get("link"), joint.find("child").get("link")) == ("base_link", "spindle")
+    assert [float(v) for v in joint.find("origin").get("xyz").split()] == list(TOOL_AT)
+    pm = pin.buildModelFromUrdf(str(HELD_URDF))
+    data = pm.createData()
+    pin.framesForwardKinematics(pm, data, pin.neutral(pm))
+    tcp = data.oMf[pm.getFrameId("tcp")]
+    np.testing.assert_allclose(tcp.translation, np.array(TOOL_AT) + [0.0, 0.0, 0.205], atol=1e-12)
+    np.testing.assert_allclose(tcp.rotation, np.eye(3), atol=1e-12)
+
+
+@pytest.mark.slow
+def test_the_shipped_held_part_cell_runs_the_demos_first_passes_at_the_target_force() -> None:
+    """config/cells/held_part.yaml over config/cell.yaml, the demo's job (curved panel, 5 um deep:
+    the depth plan's force, feed and stepover, 30 mm passes), its first two passes: each pass's mean
+    normal force within 5 % of the depth plan's force after the optimisation."""
+    from held_part_cell import CELL_FILE, REPO
+
+    from robot_grinding_sim.cli.demo import demo_config
+    from robot_grinding_sim.core.config import load_cell_config
+    from robot_grinding_sim.core.job.run import run_job
+    from robot_grinding_sim.core.job.setup import setup_job
+
+    base = demo_config(2)
+    cell = load_cell_config([str(REPO / "config" / "cell.yaml"), str(CELL_FILE)],
+                            {"workpiece.part": "curved_panel", "removal.target_depth": base.cell.removal.target_depth})
+    assert cell.robot.description_file.startswith("package://robot_grinding_sim/urdf/")
+    setup = setup_job(dataclasses.replace(base, cell=cell, optimise=True))
+    result = run_job(setup.cfg, setup)
+    target = setup.cfg.cell.process.target_force
+    assert len(result.passes) == 2 and target > 0
+    for p in result.passes:
+        print(f"pass {p.index}: {p.mean:.4f} N, target {target:.3f} N")
+        assert p.mean == pytest.approx(target, rel=0.05)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 import pytest
-from held_part_cell import GRASP, held_cell_values, held_part_urdf
+from held_part_cell import GRASP, HELD_URDF, held_cell_values
 from test_driver_supervisor import HOME, Clock, Outputs
 
 from robot_grinding_sim.core.config import MATERIAL_DENSITY, config_from_mapping
@@ -30,13 +30,13 @@ G = np.array([0.0, 0.0, -9.81])
 
 
 @pytest.fixture(scope="module")
-def urdf(tmp_path_factory):
-    return held_part_urdf(tmp_path_factory.mktemp("held_driver") / "ur10e_held.urdf")
+def urdf():
+    return HELD_URDF  # the shipped held-part cell
 
 
 def _params(urdf, **extra) -> dict:
     p = {s.name: s.default for s in node_specs("hardware_driver")}
-    p.update({"robot.home": HOME.tolist(), "ft_sensor_ip": "127.0.0.1", **held_cell_values(urdf),
+    p.update({"robot.home": HOME.tolist(), "ft_sensor_ip": "127.0.0.1", **held_cell_values(),
               "workpiece.part": "flat_plate", "removal.material": "steel"}, **extra)
     return p
 

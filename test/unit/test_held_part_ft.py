@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 import pytest
-from held_part_cell import GRASP, held_cell_values, held_part_urdf
+from held_part_cell import GRASP, HELD_URDF, held_cell_values
 
 from robot_grinding_sim.core.config import MATERIAL_DENSITY, CellConfig
 from robot_grinding_sim.core.errors import InputError
@@ -27,12 +27,12 @@ PLATE = (0.2, 0.15, 0.01)  # the flat plate's box, m (its frame at the bottom fa
 
 
 @pytest.fixture(scope="module")
-def urdf(tmp_path_factory):
-    return held_part_urdf(tmp_path_factory.mktemp("held_ft") / "ur10e_held.urdf")
+def urdf():
+    return HELD_URDF  # the shipped held-part cell
 
 
 def _cell(urdf, **values: object) -> CellConfig:
-    return CellConfig().replace(**{**held_cell_values(urdf), "workpiece.part": "flat_plate", "workpiece.faces": [5],
+    return CellConfig().replace(**{**held_cell_values(), "workpiece.part": "flat_plate", "workpiece.faces": [5],
                                    **values})
 
 

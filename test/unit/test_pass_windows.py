@@ -77,3 +77,22 @@ def test_plan_pass_timing_reads_the_pass_segments_and_refuses_a_plan_without_the
     assert tau.tolist() == [1.0, 2.0, 3.0] and arc.tolist() == [0.0, 0.01, 0.02]
     with pytest.raises(pf.InputError, match="no pass timing"):
         pf.plan_pass_timing({"passes": []})
+
+
+def test_the_full_force_window_leaves_out_the_lead_in_and_lead_out(monkeypatch) -> None:
+    """With ``lead_in`` (the plan's process.lead_in, m) the window is the pass between its lead-in and
+    lead-out (the knots at least that far from both ends of the pass's arc, as the in-process job's
+    table averages: Trajectory.pass_windows), placed the same way: here the force is F over the whole
+    of it, exactly, also with samples lost; without it the ends' zero force is in the mean."""
+    lead = float(arc_of(np.array([T_ON]))[0])
+    w, p, timing = series(123.456, lambda tp: tp < 0.7 * T_PASS)
+    monkeypatch.setattr(pf, "read_wrench", lambda bag, topic: w)
+    monkeypatch.setattr(pf, "read_progress", lambda bag, topic: p)
+    (got,) = pf.pass_force_means("bag", timing=timing, lead_in=lead)
+    assert got.mean_n == pytest.approx(F, rel=1e-12)
+    knots = np.linspace(0.0, T_PASS, 50)
+    inside = knots[(arc_of(knots) >= lead) & (arc_of(knots) <= arc_of(knots).max() - lead)]
+    assert got.t0 == pytest.approx(123.456 + inside[0], abs=2e-3)
+    assert got.t1 == pytest.approx(123.456 + inside[-1], abs=2e-3)
+    (whole,) = pf.pass_force_means("bag", timing=timing)
+    assert whole.mean_n == pytest.approx(EXACT, rel=2e-3) and EXACT < 0.9 * F

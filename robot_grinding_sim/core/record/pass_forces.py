@@ -66,11 +66,14 @@ def plan_pass_timing(plan: Mapping[str, Any]) -> dict[int, tuple[FloatArray, Flo
     return out
 
 
-def _placed_window(t: FloatArray, arc: FloatArray, timing: tuple[FloatArray, FloatArray]) -> tuple[float, float] | None:
+def _placed_window(t: FloatArray, arc: FloatArray, timing: tuple[FloatArray, FloatArray],
+                   lead_in: float = 0.0) -> tuple[float, float] | None:
     """The plan's pass window (its first and last knot) on a bag's clock: progress samples at times
     ``t`` (M,) s with arc lengths ``arc`` (M,) m, each less the plan's time at that arc, median over
     the samples where the arc moves (inside the pass's arc range: at its ends the tool is at rest and
-    the arc does not say when). None when no sample is inside."""
+    the arc does not say when). ``lead_in`` > 0 (m): from the first to the last knot at least that far
+    along the arc from both ends (the pass at full force, between its lead-in and lead-out, as
+    ``Trajectory.pass_windows``). None when no sample is inside."""
     tau, s = timing
     lo, hi = float(s[0]), float(s[-1])
     tol = 1e-6 * max(hi - lo, 1e-9)
@@ -79,19 +82,24 @@ def _placed_window(t: FloatArray, arc: FloatArray, timing: tuple[FloatArray, Flo
     if not inside.any() or moving.sum() < 2:
         return None
     offset = float(np.median(t[inside] - np.interp(arc[inside], s[moving], tau[moving])))
-    return offset + float(tau[0]), offset + float(tau[-1])
+    full = np.flatnonzero((s >= lead_in) & (s <= np.nanmax(s) - lead_in)) if lead_in > 0.0 else np.array([])
+    a, b = (int(full[0]), int(full[-1])) if len(full) else (0, len(tau) - 1)
+    return offset + float(tau[a]), offset + float(tau[b])
 
 
 def pass_force_means(bag: str | os.PathLike[str], wrench_topic: str = "/contact/wrench",
                      progress_topic: str = "/grinding/progress",
                      axes: Mapping[int, Any] | None = None,
-                     timing: Mapping[int, tuple[FloatArray, FloatArray]] | None = None) -> list[PassForce]:
+                     timing: Mapping[int, tuple[FloatArray, FloatArray]] | None = None,
+                     lead_in: float = 0.0) -> list[PassForce]:
     """Mean force along the tool's pressing axis over every pass of the bag, in pass order: the mean
     of -F . a, a the pass's axis in ``axes`` (pass index -> unit (3,) in the wrench's frame, tcp,
     pointing into the surface: :func:`plan_pressing_axes`); None: tcp z for every pass (-F_z).
     ``timing``: the plan's pass segments (:func:`plan_pass_timing`): each window is the pass's
     segment placed by the bag's progress samples; None (or a pass without a sample inside its arc
-    range): first to last progress sample of the pass.
+    range): first to last progress sample of the pass. ``lead_in`` (m, the plan's ``process.lead_in``;
+    with ``timing``): only the pass at full force, between its lead-in and lead-out, the window the
+    in-process job's per-pass table and the force-target optimisation average over.
 
     Raises:
         InputError: the bag lacks a topic, a pass has no wrench sample in its window or no axis.
@@ -104,7 +112,7 @@ def pass_force_means(bag: str | os.PathLike[str], wrench_topic: str = "/contact/
         tp = p.t[mine]
         t0, t1 = float(tp.min()), float(tp.max())
         if timing is not None and idx in timing:
-            placed = _placed_window(tp, p.arc_length[mine], timing[idx])
+            placed = _placed_window(tp, p.arc_length[mine], timing[idx], lead_in)
             if placed is not None:
                 t0, t1 = placed
         sel = (w.t >= t0) & (w.t <= t1)
