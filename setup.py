@@ -106,6 +106,7 @@ setup(
         "test": [
             *STUDY,
             "pytest>=8",
+            "pytest-xdist>=3",  # the tests without ROS run on both cores (README, docs/testing)
             "ruff>=0.6",
             "setuptools>=68",
             "wheel>=0.41",

@@ -148,9 +148,9 @@ def pass_window(m: dict[str, list[dict[str, Any]]], pass_index: int = 0,
                 plan: dict[str, Any] | None = None) -> tuple[float, float]:
     """Pass ``pass_index``'s window (s, the bag's clock) from ``read_mcap``'s /grinding/progress:
     without ``plan`` the first to last stamp of its records; with the plan.json (parsed) its pass
-    segment (first to last knot) shifted onto the bag's clock by the median over the records inside
-    the pass's arc range of (stamp - the plan's time at the record's arc), which lost records do not
-    move."""
+    segment at full force (the knots at least the plan's ``process.lead_in`` from both ends) shifted
+    onto the bag's clock by the median over the records inside the pass's arc range of (stamp - the
+    plan's time at the record's arc), which lost records do not move."""
     rec = [p["data"] for p in m["/grinding/progress"] if p["data"][0] == pass_index]
     if plan is None:
         return min(r[2] for r in rec), max(r[2] for r in rec)
@@ -160,7 +160,11 @@ def pass_window(m: dict[str, list[dict[str, Any]]], pass_index: int = 0,
     arc = np.asarray(traj["arc_length"][seg["start"]:seg["stop"]], dtype=float)
     first = np.r_[True, np.diff(arc) > 0]  # where the arc moves, so time(arc) has one value
     shift = float(np.median([r[2] - np.interp(r[1], arc[first], tau[first]) for r in rec if arc[0] < r[1] < arc[-1]]))
-    return tau[0] + shift, tau[-1] + shift
+    # the pass at full force: the knots at least the plan's lead-in from both ends of the pass
+    lead = float((plan.get("cell") or {}).get("process.lead_in", 0.0))
+    full = np.flatnonzero((arc >= lead) & (arc <= arc.max() - lead)) if lead > 0.0 else np.array([], dtype=int)
+    a, b = (int(full[0]), int(full[-1])) if len(full) else (0, len(tau) - 1)
+    return tau[a] + shift, tau[b] + shift
 
 
 def pass_forces(m: dict[str, list[dict[str, Any]]], pass_index: int = 0,
