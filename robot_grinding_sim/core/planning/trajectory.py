@@ -86,19 +86,12 @@ class JointTrajectory:
 
     def pass_windows(self, lead_in: float = 0.0) -> list[tuple[int, float, float]]:
         """(pass index, start time, end time) of every pass segment, s; with ``lead_in`` > 0 (m,
-        ``process.lead_in``) the part of it at full force, between the lead-in and the lead-out
-        (pass knots whose arc length is at least ``lead_in`` from both ends)."""
+        ``process.lead_in``) its knots at full force, between lead-in and lead-out (:func:`full_force_knots`)."""
         out = []
-        for s in self.segments:
-            if s["kind"] != "pass":
-                continue
-            t0, t1 = float(self.times[s["start"]]), float(self.times[s["stop"] - 1])
-            if lead_in > 0.0 and self.arc is not None:
-                arc = self.arc[s["start"]:s["stop"]]
-                full = np.flatnonzero((arc >= lead_in) & (arc <= np.nanmax(arc) - lead_in))
-                if len(full):
-                    t0, t1 = float(self.times[s["start"] + full[0]]), float(self.times[s["start"] + full[-1]])
-            out.append((s["pass_index"], t0, t1))
+        for s in (g for g in self.segments if g["kind"] == "pass"):
+            arc = np.zeros(s["stop"] - s["start"]) if self.arc is None else np.asarray(self.arc[s["start"]:s["stop"]])
+            a, b = full_force_knots(arc.astype(float), lead_in if self.arc is not None else 0.0)
+            out.append((s["pass_index"], float(self.times[s["start"] + a]), float(self.times[s["start"] + b])))
         return out
 
     def interpolator(self, model: Any) -> Any:
@@ -599,6 +592,13 @@ def reachability(model: Any, traj: JointTrajectory, acceleration_limits: Any = N
         "velocity_limits": vmax.tolist(),
         "acceleration_limits": amax.tolist(),
     }
+
+
+def full_force_knots(arc: FloatArray, lead_in: float) -> tuple[int, int]:
+    """(first, last) index of a pass's knots at full force: arc length ``arc`` (K,) m at least
+    ``lead_in`` m from both ends; the whole pass (0, K - 1) when ``lead_in`` is 0 or none is."""
+    full = np.flatnonzero((arc >= lead_in) & (arc <= np.nanmax(arc) - lead_in)) if lead_in > 0.0 else []
+    return (int(full[0]), int(full[-1])) if len(full) else (0, len(arc) - 1)
 
 
 def progress_samples(traj: JointTrajectory, rate: float = 100.0) -> FloatArray:

@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.planning.trajectory import full_force_knots
 from robot_grinding_sim.core.record.bag import read_progress, read_wrench
 
 FloatArray = NDArray[np.float64]
@@ -82,8 +83,7 @@ def _placed_window(t: FloatArray, arc: FloatArray, timing: tuple[FloatArray, Flo
     if not inside.any() or moving.sum() < 2:
         return None
     offset = float(np.median(t[inside] - np.interp(arc[inside], s[moving], tau[moving])))
-    full = np.flatnonzero((s >= lead_in) & (s <= np.nanmax(s) - lead_in)) if lead_in > 0.0 else np.array([])
-    a, b = (int(full[0]), int(full[-1])) if len(full) else (0, len(tau) - 1)
+    a, b = full_force_knots(s, lead_in)
     return offset + float(tau[a]), offset + float(tau[b])
 
 
