@@ -226,8 +226,8 @@ _NODE_OWN: dict[str, list[ParamSpec]] = {
                   "limits, rad (m for prismatic joints)", range=(0.0, 1.0), read_only=True),
         ParamSpec("velocity_factor", _GUARD.velocity_factor, "commands keep within this fraction of the URDF velocity "
                   "limits", range=(0.01, 1.0), read_only=True),
-        ParamSpec("workspace_min", _GUARD.workspace_min.tolist(), "lower corner of the box the TCP must stay in, "
-                  "base frame, m", length=3, range=(-100.0, 100.0), read_only=True),
+        ParamSpec("workspace_min", _GUARD.workspace_min.tolist(), "lower corner of the box the TCP (a held part: "
+                  "its frame's origin) must stay in, base frame, m", length=3, range=(-100.0, 100.0), read_only=True),
         ParamSpec("workspace_max", _GUARD.workspace_max.tolist(), "upper corner of the TCP box, base frame, m",
                   length=3, range=(-100.0, 100.0), read_only=True),
         ParamSpec("start_tolerance", 0.05, "a command's first knot at time 0 may be this far (any joint) from the "

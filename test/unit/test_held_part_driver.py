@@ -92,3 +92,48 @@ def test_the_driver_compensates_the_held_parts_weight_and_reports_the_contact_on
 def test_force_control_with_a_held_part_is_refused_in_one_line(urdf) -> None:
     with pytest.raises(ParameterError, match="parameter 'force_control'.*part the robot holds"):
         _supervisor(urdf, force_control=True)
+
+
+def test_the_guard_bounds_where_the_arm_carries_the_part_and_its_speed_past_the_tool(urdf) -> None:
+    """With the tool standing in the cell, the workspace box bounds the held part's frame in
+    base_link and the TCP speed is the part's point at the tool centre moving past it, both made
+    here from Pinocchio's placements of the shipped URDF."""
+    pm = pin.buildModelFromUrdf(str(urdf))
+    data = pm.createData()
+    q0, dq = np.array([0.3, -1.2, 1.6, -2.0, -1.4, 0.5]), np.array([0.0, 0.02, -0.03, 0.01, 0.0, 0.0])
+    times = np.array([0.5, 1.0])
+    q = np.array([q0, q0 + dq])
+
+    def part_origin(qk: np.ndarray) -> np.ndarray:
+        pin.framesForwardKinematics(pm, data, qk)
+        return (data.oMf[pm.getFrameId("ft_sensor")].homogeneous @ pose_matrix(GRASP))[:3, 3]
+
+    def tool_in_part(qk: np.ndarray) -> np.ndarray:  # the standing tool centre in the part frame
+        pin.framesForwardKinematics(pm, data, qk)
+        X_BP = data.oMf[pm.getFrameId("ft_sensor")].homogeneous @ pose_matrix(GRASP)
+        return (np.linalg.inv(X_BP) @ data.oMf[pm.getFrameId("tcp")].homogeneous)[:3, 3]
+
+    p0, p1 = part_origin(q[0]), part_origin(q[1])
+    chord = np.linalg.norm(tool_in_part(q[1]) - tool_in_part(q[0])) / (times[1] - times[0])
+    assert np.linalg.norm(p1 - p0) > 5e-3 and chord > 5e-3  # the part moves, and past the tool
+    # a box with one side between the part frame's places at the two knots, across the axis it
+    # moves most along: the knot beyond it is outside
+    a = int(np.argmax(np.abs(p1 - p0)))
+    assert abs(p1[a] - p0[a]) > 2e-3
+    side = 0.5 * (p0[a] + p1[a])
+    lo, hi = np.full(3, -3.0), np.full(3, 3.0)
+    (hi if p1[a] > p0[a] else lo)[a] = side
+    sup, _ = _supervisor(urdf, workspace_min=lo.tolist(), workspace_max=hi.tolist())
+    names = sup.model.joint_names
+    result = sup.guard.check(names, times, q)
+    (v,) = [v for v in result.violations if v.check == "workspace"]
+    assert v.subject == f"part {'xyz'[a]}" and v.knot == 1 and v.count == 1
+    assert v.value == pytest.approx(p1[a], abs=1e-9) and v.limit == pytest.approx(side)
+    # the chord's speed is the relative one: a limit just under it refuses, just over it passes
+    speeds = [v.value for v in result.violations if v.check == "implied tcp speed"]
+    assert not speeds
+    slow, _ = _supervisor(urdf, **{"process.max_tcp_speed": 0.999 * chord})
+    (v,) = [v for v in slow.guard.check(names, times, q).violations if v.check == "implied tcp speed"]
+    assert v.value == pytest.approx(chord, rel=1e-9)
+    fast, _ = _supervisor(urdf, **{"process.max_tcp_speed": 1.001 * chord})
+    assert not [v for v in fast.guard.check(names, times, q).violations if "speed" in v.check]

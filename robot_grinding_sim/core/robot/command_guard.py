@@ -12,6 +12,13 @@ joints. It passes when, at every knot and between consecutive knots:
 - TCP speed: ``|v_tcp| <= max_tcp_speed`` (m/s), with ``v_tcp = J_v(q) qd`` at knots with
   velocities, and the straight-line speed between consecutive knots' TCP positions.
 
+With a part the robot holds (a :class:`~robot_grinding_sim.core.sim.held_part.HeldPartModel`:
+the tool stands in the cell), what the arm carries through the cell is the part: the box bounds
+the origin of the part's frame (``workpiece.grasp`` on ``workpiece.link``) in ``base_link``, named
+"part" in the reasons. The TCP speed is the tool centre's speed relative to the part, which is
+the speed in ``base_link`` of the part's point passing the standing tool (the feed the planner
+limits with ``process.max_tcp_speed``).
+
 The checks see the knots, the chords between them and, where velocities are given, the joint
 velocity of the interpolated motion between knots; not the TCP path between knots (planners here
 sample the path densely enough that the difference is small compared with the margins). With the
@@ -195,7 +202,8 @@ class Violation:
     Attributes:
         check: "position", "velocity", "implied velocity", "start", "workspace", "tcp speed" or
             "implied tcp speed".
-        subject: the joint name, or "TCP" (with the axis for the workspace, e.g. "TCP z").
+        subject: the joint name, or "TCP" (with the axis for the workspace, e.g. "TCP z"; "part z" for a
+            held part's box).
         knot: index of the knot (for a segment, the knot it ends at; -1 is q_current).
         time: that knot's time, s.
         value: the offending value (rad, m, rad/s, m/s).
@@ -412,15 +420,14 @@ class CommandGuard:
                           f"{ang}/s")
 
         # TCP: workspace box and speed
-        X = m.fk(q, p.tcp_link)
-        pos = X[:, :3, 3]
+        pos, boxed = self.boxed_positions(q)
         for axis, name in enumerate("xyz"):
             hi, lo = pos[:, axis] > p.workspace_max[axis], pos[:, axis] < p.workspace_min[axis]
             rows = np.flatnonzero(hi | lo)
             if rows.size:
                 k = int(rows[0])
                 limit = p.workspace_max[axis] if hi[k] else p.workspace_min[axis]
-                found.append(Violation("workspace", f"TCP {name}", k, float(t[k]), float(pos[k, axis]),
+                found.append(Violation("workspace", f"{boxed} {name}", k, float(t[k]), float(pos[k, axis]),
                                        float(limit), rows.size, "m", note))
         if qd is not None:
             knot_speed, _ = tcp_speeds(m, p.tcp_link, t, q, qd)
@@ -432,6 +439,16 @@ class CommandGuard:
                 limit[0] += p.tracking_tolerance / dt[0]
             self._tcp_speed(found, "implied tcp speed", chord_speed, seg_end, t_of, note, limit)
         return GuardResult(not found, tuple(found))
+
+    def boxed_positions(self, q: FloatArray) -> tuple[FloatArray, str]:
+        """The points the workspace box bounds at the configurations ``q`` (N, nq): (N, 3) m in the
+        root frame, and their name in the reasons: the TCP's, or with a held part the part frame's
+        origin (module docstring)."""
+        m = self.model
+        holder = getattr(m, "holder_link", None)
+        if holder is None:
+            return m.fk(q, self.params.tcp_link)[:, :3, 3], "TCP"
+        return (m.fk(q, holder) @ m.X_hP)[:, :3, 3], "part"
 
     def _tcp_speed(self, found: list[Violation], check: str, speed: FloatArray, knots: npt.NDArray[np.int64],
                    t_of: Any, note: str, limit: FloatArray | None = None) -> None:
