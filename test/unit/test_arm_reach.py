@@ -129,3 +129,24 @@ def test_a_part_wholly_out_of_reach_is_one_clear_error() -> None:
     assert "\n" not in text
     assert text.startswith("all ") and "waypoints of the passes are unreachable for the arm" in text
     assert "move the workpiece closer" in text
+
+
+def test_the_planners_own_robot_stage_takes_out_what_the_arm_cannot_reach_as_a_job_does(placed) -> None:
+    """``planner.plan(robot=...)`` (the library's one-call plan) on the same placement gives the job's
+    passes and figures, not a refusal of the first waypoint out of reach."""
+    from robot_grinding_sim.core.job.setup import cell_robot_model, job_tool
+    from robot_grinding_sim.core.planning import planner
+
+    cell, plan, planned = placed
+    tool = job_tool(cell_robot_model(cell), cell)
+    own = planner.plan("flat_plate", [5], cell.passes.validate(), planner.tool_parameters(cell, tool),
+                       robot="default", workpiece_pose=np.asarray(cell.workpiece.pose, dtype=float),
+                       q_home=np.asarray(cell.robot.home, dtype=float))
+    assert own.coverage.arm_reach == plan.coverage.arm_reach and own.coverage.arm_reach["dropped_waypoints"] > 0
+    assert own.coverage.arm_unreachable_area == pytest.approx(plan.coverage.arm_unreachable_area, rel=1e-12)
+    assert len(own.passes) == len(plan.passes)
+    for a, b in zip(own.tcp_positions, plan.tcp_positions, strict=True):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
+    r_own, z = _radii(own)
+    assert r_own.max() <= _r_max(z + cell.process.approach) + 1e-9  # Pinocchio's reach
+    assert own.trajectory is not None and own.collision.get("collision") is None

@@ -467,7 +467,8 @@ def test_trajectory_respects_limits_and_keeps_the_feed(robot_plan) -> None:
 
 
 def test_unreachable_workpiece_is_a_clear_error(tmp_path) -> None:
-    with pytest.raises(PlanningError, match=r"pass 0.*unreachable"):
+    with pytest.raises(PlanningError, match=r"all \d+ waypoints of the passes are unreachable for the arm .*"
+                       r"move the workpiece closer"):
         planner.plan("flat_plate", None, PassParameters(stepover=0.03, spacing=0.01), robot="default",
                      workpiece_pose=(2.5, 0.0, 0.0, 0.0, 0.0, 0.0))
 

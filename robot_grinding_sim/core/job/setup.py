@@ -17,6 +17,7 @@ a plan.json to run, or how many passes of what length to plan) and returns a :cl
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from collections.abc import Callable
@@ -473,7 +474,9 @@ def setup_job(cfg: JobConfig, on_stage: Callable[[str], None] | None = None, pas
 
         if on_stage:
             on_stage("where the arm reaches")
-        trim_unreachable(plan, part, model, np.asarray(cell.robot.home, dtype=float))
+        clearance = functools.cache(lambda: planner.clearance_of(part))  # only when a waypoint goes
+        trim_unreachable(plan, part, model, np.asarray(cell.robot.home, dtype=float),
+                         lambda p: planner.poses_and_moves(p, clearance()) or clearance())
     paths = job_paths(plan)
     closed = {"auto": None, "true": True, "false": False}[wp.closed]
     scene, exact = workpiece_scene(part, plan.faces, plan.workpiece_pose, radius, wp.deflection, closed)

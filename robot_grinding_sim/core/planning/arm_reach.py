@@ -20,6 +20,7 @@ Units: m, rad; poses in the robot's root frame.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -80,17 +81,18 @@ def _end_poses(plan: Any) -> dict[tuple[str, int], FloatArray]:
     return out
 
 
-def trim_unreachable(plan: Any, part: Any, model: Any, q_home: Any) -> dict[str, Any] | None:
+def trim_unreachable(plan: Any, part: Any, model: Any, q_home: Any,
+                     remake: Callable[[Any], Any]) -> dict[str, Any] | None:
     """Take the waypoints the arm cannot reach out of ``plan`` (see the module docstring): its passes,
-    tool poses and moves made again, its coverage measured again with the area left out for the arm
-    (``coverage.arm_unreachable_area``, ``coverage.arm_reach``: the figures returned). None, and the
-    plan unchanged, when the arm reaches every waypoint.
+    tool poses and moves made again (``remake(plan)``: the planner's, which returns the part's
+    clearance query it used, whose mesh becomes the plan's), its coverage measured again with the
+    area left out for the arm (``coverage.arm_unreachable_area``, ``coverage.arm_reach``: the figures
+    returned). None, and the plan unchanged, when the arm reaches every waypoint.
 
     Raises:
         PlanningError: the arm reaches none of the waypoints (or no piece of a pass long enough).
     """
     from robot_grinding_sim.core.planning.gouge import keep_waypoints
-    from robot_grinding_sim.core.planning.planner import clearance_of, poses_and_moves
 
     keep = reachable_waypoints(model, plan, q_home)
     if all(k.all() for k in keep):
@@ -104,8 +106,7 @@ def trim_unreachable(plan: Any, part: Any, model: Any, q_home: Any) -> dict[str,
         if not kept:
             break
         plan.passes = kept
-        clearance = clearance or clearance_of(part)
-        poses_and_moves(plan, clearance)
+        clearance = remake(plan)
         ends = _end_poses(plan)
         bad = [(i, kind) for (kind, i), T in sorted(ends.items(), key=lambda e: (e[0][1], e[0][0])) if not reach(T)]
         if not bad:

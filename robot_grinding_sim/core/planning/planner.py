@@ -3,9 +3,8 @@ and (with a robot) the joint trajectory, its reachability report and its collisi
 
 Pipeline (:func:`plan`): part (:mod:`~robot_grinding_sim.core.geometry.cad`) -> passes
 (:mod:`~robot_grinding_sim.core.planning.passes`) -> TCP poses (:func:`tcp_frames`) -> TCP moves
-(approach, pass, retreat, link) -> joint trajectory (:mod:`~robot_grinding_sim.core.robot.ik`,
-:mod:`~robot_grinding_sim.core.planning.timing`) -> collision check. Any failure raises before anything
-is written; :mod:`~robot_grinding_sim.core.planning.plan_io` writes the result.
+(approach, pass, retreat, link) -> joint trajectory (:mod:`~.ik`, :mod:`~.timing`) -> collision check.
+Any failure raises before anything is written; :mod:`~robot_grinding_sim.core.planning.plan_io` writes it.
 
 Frames: everything in the part frame (``workpiece``) except the joint trajectory and the robot
 checks, which use ``workpiece_pose`` (X_BP, the part in the robot's ``base_link``).
@@ -472,7 +471,7 @@ def plan(
             largest face looking up.
         pass_params, tool: parameters (defaults if None).
         unit: length unit of files that carry none (BREP, meshes).
-        robot: None (no joint trajectory), a URDF path, or a RobotModel (tip link ``tcp``).
+        robot: None (no trajectory), a URDF path or a RobotModel (tip ``tcp``); as in a job, what it cannot reach goes.
         workpiece_pose: X_BP as (x, y, z, roll, pitch, yaw) or (4, 4), m / rad.
         check_collisions: check the trajectory of the robot against the part (with a robot).
         link_clearance_check: check linking moves against the tessellated part.
@@ -487,7 +486,7 @@ def plan(
 
     Raises:
         InputError: bad parameters, file, face index.
-        PlanningError: no pass fits, unreachable or colliding waypoint (names pass and waypoint).
+        PlanningError: no pass fits, no waypoint in the arm's reach, a colliding waypoint.
     """
     import time
 
@@ -531,8 +530,13 @@ def plan(
     result.timings = {"load_s": t1 - t0, "passes_s": t2 - t1, "moves_s": t3 - t2}
     result.mesh = clearance.mesh if clearance is not None else None
     if robot is not None:
+        from robot_grinding_sim.core.planning.arm_reach import trim_unreachable
+        from robot_grinding_sim.core.robot.ik import load_robot
+        model = load_robot(robot, config.ToolConfig().tcp_link)
+        say("where the arm reaches")  # as every job's set-up does
+        trim_unreachable(result, part, model, q_home, lambda p: poses_and_moves(p, clearance) or clearance)
         say("job trajectory and collision check")
-        robot_stage(result, part, robot, process, q_home, check_collisions, clearance)
+        robot_stage(result, part, model, process, q_home, check_collisions, clearance)
         result.timings["robot_s"] = time.perf_counter() - t3
     return result
 
