@@ -14,6 +14,11 @@ REPO = Path(__file__).resolve().parents[1]
 # (derived from the pid so parallel runs on one machine do not see each other).
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))
+# pytest-xdist's workers (``-n N``) inherit the run's domain: each takes the next one of its own, so
+# the graphs of two workers' tests never see each other (valid ids are 0..101)
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _WORKER.startswith("gw") and _WORKER[2:].isdigit():
+    os.environ["ROS_DOMAIN_ID"] = str((int(os.environ["ROS_DOMAIN_ID"]) + int(_WORKER[2:])) % 102)
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 
