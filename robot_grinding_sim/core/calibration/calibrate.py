@@ -164,6 +164,25 @@ def fit_gravity_bias(W: FloatArray, R_WS: FloatArray, gravity: FloatArray, mass:
     return GravityFit(m, c, bias, np.sqrt((res**2).mean(axis=0)), len(W), identified, spread)
 
 
+def refuse_part_side(cell: CellConfig, model: Any, what: str) -> None:
+    """Refuse a fit of the weight below an F/T sensor that carries the part the robot holds
+    (``workpiece.link``): it would identify the part's weight as the tool's (``ft_sensor.tool_mass``)
+    and, for a bag's calibration pass, take the tool centre as fixed in the sensor frame, where it
+    moves with the arm. ``what``: the input to name.
+
+    Raises:
+        InputError: the sensor carries the held part.
+    """
+    from robot_grinding_sim.core.sim.ft import ft_sensor_model
+
+    if ft_sensor_model(cell, model).params.part_side:
+        raise InputError(f"{what}: the F/T sensor (ft_sensor.frame {cell.ft_sensor.frame!r}) carries the part the "
+                         f"robot holds (workpiece.link {cell.workpiece.link!r}); calibrate does not fit the weight "
+                         "below such a sensor yet: give the part's workpiece.mass and the sensor's ft_sensor.bias, "
+                         "then `grinding calibrate --replay` with --tool-from-cell or a compensated wrench, or "
+                         "`grinding replay` to compare the run with the model")
+
+
 def normal_force(W: FloatArray, R_WS: FloatArray, gravity: FloatArray, mass: float, com: FloatArray,
                  bias: FloatArray, X_S_tcp: FloatArray) -> FloatArray:
     """Normal force (K,) N from readings W (K, 6): weight and bias removed, the force along the tool
@@ -413,6 +432,7 @@ def calibrate(bag: str | os.PathLike[str], plan_file: str | os.PathLike[str], ce
         raise InputError(f"{plan_file}: the plan has no job trajectory to re-simulate")
     traj = planned[0]
     model = setup.model
+    refuse_part_side(cell, model, f"bag {bag}")
     windows = traj.pass_windows()
     if not windows:
         raise InputError(f"{plan_file}: the plan has no pass")

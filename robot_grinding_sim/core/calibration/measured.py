@@ -121,13 +121,20 @@ def fit_tool(scene: Any, run: MeasuredRun, tare: bool = False, gap: float = 2e-3
         InputError: the readings at rest out of contact span less than MIN_SPREAD_DEG (and not
             ``tare``), or there are too few of them.
     """
-    from robot_grinding_sim.core.calibration.calibrate import MIN_POSES, at_rest, fit_gravity_bias, pose_means
+    from robot_grinding_sim.core.calibration.calibrate import (
+        MIN_POSES,
+        at_rest,
+        fit_gravity_bias,
+        pose_means,
+        refuse_part_side,
+    )
     from robot_grinding_sim.core.job.replay import frame_poses
     from robot_grinding_sim.core.sim.ft import ft_sensor_model
 
     if not run.raw:
         return None
     cell, model = scene.cell, scene.model
+    refuse_part_side(cell, model, f"bag {run.bag}: a raw reading")
     if run.frame != cell.ft_sensor.frame:
         raise InputError(f"bag {run.bag}: the raw reading is in frame {run.frame!r}, the cell's sensor is "
                          f"ft_sensor.frame {cell.ft_sensor.frame!r}")

@@ -153,6 +153,11 @@ def measured_contact_wrench(cell: CellConfig, model: Any, frame: str, raw: bool,
     (an :class:`~robot_grinding_sim.core.contact.ft_sensor.FTSensorParams`; default the cell's sensor
     model's): it must be in the sensor's frame, ``ft_sensor.frame``.
 
+    With a part the robot holds (a :class:`~robot_grinding_sim.core.sim.held_part.HeldPartModel`),
+    the tool stands in the cell: the tcp's pose is the fixed one in the root frame, and a wrench in a
+    frame that moves with the arm (a sensor between the flange and the part) is the one on the
+    part, the opposite of the contact wrench on the tool (the weight removed is the part's too).
+
     Raises:
         InputError: a raw reading in another frame than the sensor's, an unknown frame.
     """
@@ -163,6 +168,12 @@ def measured_contact_wrench(cell: CellConfig, model: Any, frame: str, raw: bool,
     q = np.asarray(q, dtype=float).reshape(-1, model.nq)
     X_F = frame_poses(model, frame, q)
     X_T = np.asarray(model.fk(q, cell.tool.tcp_link)).reshape(-1, 4, 4)
+    on_part = False
+    if getattr(model, "holder_link", None) is not None and frame != cell.tool.tcp_link:
+        from robot_grinding_sim.core.sim.ft import carries_part
+
+        X_T = np.broadcast_to(model.X_BT, X_F.shape)  # the standing tcp, where X_F is: the root frame
+        on_part = frame in model.link_names and carries_part(model, frame)
     if raw:
         if frame != cell.ft_sensor.frame:
             raise InputError(f"the wrench is raw (tool weight and bias in) but in frame {frame!r}: a raw reading is "
@@ -177,7 +188,7 @@ def measured_contact_wrench(cell: CellConfig, model: Any, frame: str, raw: bool,
     p_TF = np.einsum("kji,kj->ki", X_T[:, :3, :3], X_F[:, :3, 3] - X_T[:, :3, 3])
     F = np.einsum("kij,kj->ki", R_TF, W[:, :3])
     T = np.einsum("kij,kj->ki", R_TF, W[:, 3:]) + np.cross(p_TF, F)
-    return np.hstack([F, T])
+    return -np.hstack([F, T]) if on_part else np.hstack([F, T])
 
 
 # --------------------------------------------------------------------------------------------------
