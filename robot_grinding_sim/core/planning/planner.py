@@ -3,7 +3,7 @@ and (with a robot) the joint trajectory, its reachability report and its collisi
 
 Pipeline (:func:`plan`): part (:mod:`~robot_grinding_sim.core.geometry.cad`) -> passes
 (:mod:`~robot_grinding_sim.core.planning.passes`) -> TCP poses (:func:`tcp_frames`) -> TCP moves
-(approach, pass, retreat, link) -> joint trajectory (:mod:`~.ik`, :mod:`~.timing`) -> collision check.
+(approach, pass, retreat, link) -> joint trajectory (core.robot.ik, core.planning.timing) -> collision check.
 Any failure raises before anything is written; :mod:`~robot_grinding_sim.core.planning.plan_io` writes it.
 
 Frames: everything in the part frame (``workpiece``) except the joint trajectory and the robot
