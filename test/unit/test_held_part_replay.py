@@ -60,8 +60,9 @@ def test_a_weight_fit_below_a_sensor_carrying_the_part_is_refused_in_one_line() 
     cell = config_from_mapping(_params(HELD_URDF), allow_unknown=True)
     model = cell_robot_model(cell)
     run = SimpleNamespace(raw=True, bag="run.mcap", frame=cell.ft_sensor.frame)
-    with pytest.raises(InputError, match=r"^bag run.mcap: a raw reading: the F/T sensor \(ft_sensor.frame 'ft_sensor'\) "
-                                         r"carries the part the robot holds \(workpiece.link 'ft_sensor'\)") as e:
+    one_line = (r"^bag run.mcap: a raw reading: the F/T sensor \(ft_sensor.frame 'ft_sensor'\) carries the part "
+                r"the robot holds \(workpiece.link 'ft_sensor'\)")
+    with pytest.raises(InputError, match=one_line) as e:
         fit_tool(SimpleNamespace(cell=cell, model=model), run)
     assert "\n" not in str(e.value)
     default = CellConfig()
