@@ -167,13 +167,14 @@ def measured_contact_wrench(cell: CellConfig, model: Any, frame: str, raw: bool,
     W = np.asarray(W, dtype=float).reshape(-1, 6).copy()
     q = np.asarray(q, dtype=float).reshape(-1, model.nq)
     X_F = frame_poses(model, frame, q)
-    X_T = np.asarray(model.fk(q, cell.tool.tcp_link)).reshape(-1, 4, 4)
     on_part = False
     if getattr(model, "holder_link", None) is not None and frame != cell.tool.tcp_link:
         from robot_grinding_sim.core.sim.ft import carries_part
 
         X_T = np.broadcast_to(model.X_BT, X_F.shape)  # the standing tcp, where X_F is: the root frame
         on_part = frame in model.link_names and carries_part(model, frame)
+    else:
+        X_T = np.asarray(model.fk(q, cell.tool.tcp_link)).reshape(-1, 4, 4)
     if raw:
         if frame != cell.ft_sensor.frame:
             raise InputError(f"the wrench is raw (tool weight and bias in) but in frame {frame!r}: a raw reading is "
