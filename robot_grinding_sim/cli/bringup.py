@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ipaddress
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from robot_grinding_sim.cli.common import FiniteRange, emit_json, json_option, p
 from robot_grinding_sim.cli.job_watch import JobClock, ProgressListener
 from robot_grinding_sim.cli.processes import (
     Child,
+    StopFlag,
     node_command,
     quote,
     report_exits,
@@ -211,7 +211,7 @@ def bringup(
 
 
 def _run(to_start: list[dict[str, Any]], env: dict[str, str], children: list[Child], failed: list[str],
-         stop: threading.Event, duration: float | None, until_done: bool, stop_on_exit: bool, bar: Any) -> str | None:
+         stop: StopFlag, duration: float | None, until_done: bool, stop_on_exit: bool, bar: Any) -> str | None:
     """Start the nodes, watch them until ``stop``, the duration, the job's end or no node left; stop
     them all. Returns the job's end (``done``, ``stopped``, ``failed``) with ``until_done``, else None.
     ``bar``: a progress handle (common.progress); the job's progress goes there when it shows."""
@@ -235,7 +235,7 @@ def _run(to_start: list[dict[str, Any]], env: dict[str, str], children: list[Chi
             if e["name"] == "recorder":
                 deadline = time.monotonic() + RECORDER_READY_TIMEOUT
                 while (c.alive() and not stop.is_set() and time.monotonic() < deadline
-                       and not any("recording " in line for line in c.tail)):
+                       and not any("recording " in line for line in list(c.tail))):  # (appended by its reader thread)
                     stop.wait(0.1)
         t0 = time.monotonic()
         while not stop.is_set():

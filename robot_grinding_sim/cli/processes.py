@@ -10,7 +10,10 @@ a stop that comes while its interpreter starts waits until the node's own handle
 from __future__ import annotations
 
 import collections
+import faulthandler
+import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -29,24 +32,70 @@ STOP_TIMEOUT = 15.0
 JOB_END = re.compile(r"\bjob (done|stopped|failed)\b")
 
 
+class StopFlag:
+    """A stop request that a signal handler may set: ``set()`` takes no lock.
+
+    A Python signal handler runs in the main thread between two bytecodes, so it may run while that
+    thread is inside ``threading.Event.wait()`` holding the event's lock; an ``Event.set()`` in the
+    handler then waits forever for a lock its own thread holds. The launcher's main loop waited on
+    such an event five times a second, and a Ctrl-C that came in that window left ``grinding
+    bringup`` running with every node (test_processes.py blasts a waiting loop with signals to show
+    it). Here ``set()`` is a flag and a byte into a pipe, and ``wait()`` a ``select`` on the pipe:
+    the byte written by a handler that interrupted the ``select`` ends it at once (PEP 475 retries
+    it with the byte already there).
+    """
+
+    def __init__(self) -> None:
+        self._set = False
+        self._read_fd, self._write_fd = os.pipe()  # not inherited by the nodes (PEP 446)
+        os.set_blocking(self._write_fd, False)
+
+    def set(self) -> None:
+        self._set = True
+        try:
+            os.write(self._write_fd, b"\0")
+        except OSError:  # the pipe is full (a flood of signals) or closed: the wait ends anyway
+            pass
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def wait(self, timeout: float) -> bool:
+        """Return when set or after ``timeout`` s; whether it is set."""
+        if not self._set:
+            select.select([self._read_fd], [], [], timeout)
+        return self._set
+
+    def close(self) -> None:
+        for fd in (self._read_fd, self._write_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
 @contextmanager
-def stop_on_signals() -> Iterator[tuple[threading.Event, list[int]]]:
-    """While the block runs, SIGINT and SIGTERM set the event it gets and are listed (signal
+def stop_on_signals() -> Iterator[tuple[StopFlag, list[int]]]:
+    """While the block runs, SIGINT and SIGTERM set the flag it gets and are listed (signal
     numbers, in order of arrival) instead of ending the launcher; the old handlers come back after.
-    The launcher then stops its children its own way (:func:`stop_all`)."""
-    stop = threading.Event()
+    The launcher then stops its children its own way (:func:`stop_all`). SIGUSR1 writes the
+    launcher's threads' stacks to stderr (as it does in every node), for a launcher that does not stop."""
+    stop = StopFlag()
     received: list[int] = []
 
     def on_signal(signum: int, _frame: object) -> None:
-        received.append(signum)
+        received.append(signum)  # a list's append takes no Python-level lock
         stop.set()
 
     old = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         yield stop, received
     finally:
+        faulthandler.unregister(signal.SIGUSR1)
         for sig, handler in old.items():
             signal.signal(sig, handler)
+        stop.close()
 
 
 def node_command(executable: str) -> list[str]:
