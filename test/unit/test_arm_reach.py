@@ -150,3 +150,39 @@ def test_the_planners_own_robot_stage_takes_out_what_the_arm_cannot_reach_as_a_j
     r_own, z = _radii(own)
     assert r_own.max() <= _r_max(z + cell.process.approach) + 1e-9  # Pinocchio's reach
     assert own.trajectory is not None and own.collision.get("collision") is None
+
+
+def test_a_waypoint_only_another_configuration_of_the_arm_reaches_is_out_of_reach() -> None:
+    """The curved panel turned and placed near the edge of the reach: the arm's configuration from its
+    home pose reaches a pass only part of the way; the rest only the other shoulder reaches. The job's
+    trajectory cannot change configuration inside a pass, so those waypoints are the arm's
+    "cannot reach" (before, the reach check took any configuration and the trajectory then refused
+    the job: "pass 0, waypoint 5 ... is unreachable: IK error 0.0476 mm").
+
+    Checked with Pinocchio's forward kinematics of the URDF: each pass of the job starts and ends with
+    the tcp on its first and last waypoint's normal (the lead-in lifts it along the normal, nothing
+    moves it across), and no joint turns more than 0.1 rad between two knots of a pass (the arm stays
+    in one configuration through each pass)."""
+    from robot_grinding_sim.core.job.plan_job import plan_job
+
+    cell = CellConfig().replace(**{"workpiece.part": "cylinder_section", "workpiece.pose": [1.2, 0.3, 0.0, 0, 0, 0.5],
+                                   "passes.stepover": 0.01, "passes.spacing": 0.004})
+    plan = plan_job(cell, optimise=False)
+    reach = plan.coverage.arm_reach
+    assert 0 < reach["dropped_waypoints"] < reach["waypoints"] and plan.coverage.arm_unreachable_area > 0.0
+
+    pm = pin.buildModelFromUrdf(str(default_urdf()))
+    data, tcp = pm.createData(), pm.getFrameId("tcp")
+    traj, X = plan.trajectory, plan.workpiece_pose
+    passes = [s for s in traj.segments if s["kind"] == "pass"]
+    assert len(passes) == len(plan.passes)
+    for s in passes:
+        k = s["pass_index"]
+        q = traj.positions[s["start"]:s["stop"] + 1]
+        want = np.asarray(plan.tcp_positions[k]) @ X[:3, :3].T + X[:3, 3]
+        normals = plan.passes[k].normals @ X[:3, :3].T
+        for qk, w, n in ((q[0], want[0], normals[0]), (q[-1], want[-1], normals[-1])):
+            pin.framesForwardKinematics(pm, data, qk)
+            r = data.oMf[tcp].translation - w
+            assert np.linalg.norm(r - (r @ n) * n) < 1e-6 and -1e-9 < r @ n < cell.process.approach, (k, r)
+        assert np.abs(np.diff(q, axis=0)).max() < 0.1, (k, np.abs(np.diff(q, axis=0)).max())

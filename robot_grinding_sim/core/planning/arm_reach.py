@@ -11,11 +11,15 @@ waypoints taken out would have ground as "the arm cannot reach" and measures the
 left (:meth:`~robot_grinding_sim.core.planning.geodesic.GeodesicPasses.measure`). A plan none of
 whose waypoints the arm reaches is refused in one line.
 
-The IK is the trajectory's (:class:`~robot_grinding_sim.core.robot.ik.IKSolver` at the tolerance
-of :func:`~robot_grinding_sim.core.planning.path_ik.solve_ik`), seeded along each pass by the
-waypoint before it, and from the home configuration and the solver's own seeds where that fails:
-a waypoint counts as reachable when some configuration within the limits puts the tool there.
-Units: m, rad; poses in the robot's root frame.
+The IK is the trajectory's, and so is the arm's configuration: the first waypoint from the home
+configuration (:func:`~robot_grinding_sim.core.planning.path_ik.start_configuration`), every later
+one from the configuration found last (:func:`~robot_grinding_sim.core.planning.path_ik.follow`, as
+:func:`~robot_grinding_sim.core.planning.path_ik.solve_ik` follows a pass). A waypoint counts as
+reachable when the arm reaches it without changing configuration (shoulder, elbow, wrist) on the
+way: the trajectory cannot change it in the middle of a pass. (Judged by any configuration, a
+waypoint that only the other shoulder reaches passed here, and the trajectory then refused the
+job: "pass 0, waypoint 5 ... is unreachable: IK error 0.0476 mm".) Units: m, rad; poses in the
+robot's root frame.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from robot_grinding_sim.core.errors import PlanningError
-from robot_grinding_sim.core.robot.ik import IKSolver, pose_matrices
+from robot_grinding_sim.core.planning.path_ik import follow, path_solvers, start_configuration
+from robot_grinding_sim.core.robot.ik import pose_matrices
 
 FloatArray = NDArray[np.float64]
 
@@ -38,22 +43,20 @@ MAX_ROUNDS = 50
 
 
 class _Reach:
-    """IK of single poses: reachable or not, continuing from the configuration found last."""
+    """IK of single poses in order: reachable or not, continuing from the configuration found last
+    (the first from the home configuration)."""
 
     def __init__(self, model: Any, q_home: FloatArray) -> None:
-        self.solver = IKSolver(model, tol_position=TOL, tol_rotation=TOL / ROT_WEIGHT, max_iterations=ITERATIONS,
-                               rot_weight=ROT_WEIGHT)
+        self.model = model
+        self.solvers = path_solvers(model, ROT_WEIGHT, TOL, ITERATIONS)
         self.q_home = np.asarray(q_home, dtype=float)
         self.q: FloatArray | None = None
 
     def __call__(self, T: FloatArray) -> bool:
-        if self.q is not None:
-            q, ok, _, _ = self.solver.solve(T, self.q)
-            if ok:
-                self.q = q
-                return True
-        seeds = [self.q_home] + ([self.q] if self.q is not None else [])
-        q, ok, _, _ = self.solver.solve_first(T, seeds)
+        if self.q is None:
+            q, ok, _, _ = start_configuration(self.model, T, self.q_home)
+        else:
+            q, ok, _, _ = follow(self.model, self.solvers, T, self.q)
         if ok:
             self.q = q
         return ok
