@@ -145,3 +145,39 @@ def test_a_mesh_face_index_out_of_range_is_one_error(tmp_path: Path) -> None:
     write_stl(tmp_path / "cyl.stl", cylinder_triangles())
     with pytest.raises(InputError, match=r"face index 7 out of range 0\.\.2"):
         planner.plan(parts.load_part(str(tmp_path / "cyl.stl"), "m"), [7], robot=None)
+
+
+def test_slivers_are_cut_along_their_length_into_a_closed_mesh_of_the_same_area() -> None:
+    """An STL tube as CAD exporters write cylinders: 512 strips 1.2 mm wide and 200 mm long. Cut at
+    h = 2 mm: every piece at most h long along the strip (no halving of the short edges: a linear count),
+    the area kept, the mesh still closed and consistently wound (trimesh, which did not cut it)."""
+    import trimesh
+
+    from robot_grinding_sim.core.planning.surface_mesh import split_slivers
+
+    sides, length, h = 512, 0.2, 0.002
+    a = np.linspace(0.0, 2 * math.pi, sides + 1)
+    ring = np.column_stack([0.1 * np.cos(a), 0.1 * np.sin(a)])
+    tris = []
+    for k in range(sides):
+        (y0, z0), (y1, z1) = ring[k], ring[k + 1]
+        b0, b1, t0, t1 = [-0.1, y0, z0], [-0.1, y1, z1], [0.1, y0, z0], [0.1, y1, z1]
+        tris += [[b0, b1, t1], [b0, t1, t0], [[0.1, 0.0, 0.0], t0, t1], [[-0.1, 0.0, 0.0], b1, b0]]
+    src_mesh = trimesh.Trimesh(np.array(tris).reshape(-1, 3), np.arange(3 * len(tris)).reshape(-1, 3), process=True)
+    assert src_mesh.is_watertight and src_mesh.is_winding_consistent
+    V, F, src = split_slivers(np.asarray(src_mesh.vertices), np.asarray(src_mesh.faces), h)
+    cut = trimesh.Trimesh(V, F, process=True)
+    assert cut.is_watertight and cut.is_winding_consistent
+    assert cut.area == pytest.approx(src_mesh.area, rel=1e-12)
+    assert cut.volume == pytest.approx(src_mesh.volume, rel=1e-12)
+    strips = np.flatnonzero(np.ptp(np.asarray(src_mesh.triangles)[:, :, 0], axis=1) > 0.1)  # along x
+    assert len(strips) == 2 * sides
+    pieces = np.isin(src, strips)
+    # each strip's 2 triangles become ceil(200 / 2) pieces on each long edge: 2 x 100 + 2 triangles' worth
+    assert pieces.sum() <= 2 * sides * (2 * math.ceil(length / h) + 2)
+    along = np.ptp(V[F[pieces]][:, :, 0], axis=1)
+    assert along.max() <= h * (1 + 1e-9)
+    # every piece lies in its source strip's plane (the points stay on the part's triangles)
+    n = np.asarray(src_mesh.face_normals)[src[pieces]]
+    off = np.einsum("kj,kij->ki", n, V[F[pieces]] - np.asarray(src_mesh.triangles)[src[pieces]][:, :1, :])
+    assert np.abs(off).max() < 1e-12

@@ -133,10 +133,15 @@ class MeshFace:
         there (K, 3, unit) and the distances (K,), m."""
         import trimesh
 
+        from robot_grinding_sim.core.geometry.meshquery import TriangleTree
+
         points = np.atleast_2d(np.asarray(points, dtype=float))
         if not len(points):
             return np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0)
-        pts, dist, tri = trimesh.proximity.closest_point(self.mesh, points)
+        tree = self.__dict__.get("_tree")
+        if tree is None:
+            tree = self.__dict__["_tree"] = TriangleTree(self.mesh.vertices, self.mesh.faces)
+        pts, tri, dist = tree.closest(points)
         bary = trimesh.triangles.points_to_barycentric(self.mesh.triangles[tri], pts)
         vn = self.mesh.vertex_normals[self.mesh.faces[tri]]
         n = np.einsum("kj,kjc->kc", bary, vn)

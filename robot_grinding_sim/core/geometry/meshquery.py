@@ -284,6 +284,48 @@ def closest_point_bvh(p, verts, faces, node_lo, node_hi, left, right, start, cou
 
 
 @numba.njit(cache=True, nogil=True)
+def closest_points_bvh(P, verts, faces, node_lo, node_hi, left, right, start, count, order, q_out, tri_out, d2_out):
+    """:func:`closest_point_bvh` of every point of P (K, 3), each warm-started by the answer before:
+    closest points into q_out (K, 3), triangles into tri_out (K,), squared distances into d2_out (K,)."""
+    warm = -1
+    for k in range(P.shape[0]):
+        d2, t, _, q = closest_point_bvh(P[k], verts, faces, node_lo, node_hi, left, right, start, count, order,
+                                        warm, np.inf)
+        q_out[k, 0], q_out[k, 1], q_out[k, 2] = q[0], q[1], q[2]
+        tri_out[k], d2_out[k] = t, d2
+        warm = t
+
+
+class TriangleTree:
+    """Closest points on a triangle soup (vertices (n, 3), faces (k, 3), any frame), through the
+    static AABB tree: the answer's triangle is an index of ``faces``. Degenerate (zero-area) faces
+    are left out of the tree. Unlike a query that gathers candidates by bounding box (trimesh's
+    ``closest_point``), long thin triangles (a cylinder exported as slivers along its length) cost
+    nothing extra."""
+
+    def __init__(self, vertices: npt.ArrayLike, faces: npt.ArrayLike) -> None:
+        self.vertices = np.ascontiguousarray(vertices, dtype=np.float64)
+        faces = np.ascontiguousarray(faces, dtype=np.int64)
+        v = self.vertices
+        cross = np.cross(v[faces[:, 1]] - v[faces[:, 0]], v[faces[:, 2]] - v[faces[:, 0]])
+        diag = float(np.linalg.norm(v.max(axis=0) - v.min(axis=0))) if len(v) else 0.0
+        self.kept = np.flatnonzero(np.linalg.norm(cross, axis=1) > 2e-12 * diag * diag)
+        if not len(self.kept):
+            raise GeometryError("closest points: every triangle is degenerate (zero area)")
+        self.faces = np.ascontiguousarray(faces[self.kept])
+        tri = v[self.faces]
+        self.bvh = BVH(*_build_bvh(tri.min(axis=1), tri.max(axis=1), tri.mean(axis=1), LEAF_SIZE))
+
+    def closest(self, points: npt.ArrayLike) -> tuple[FloatArray, IntArray, FloatArray]:
+        """(closest points (K, 3), their triangles (K,) as indices of the faces given, distances (K,))."""
+        P = np.ascontiguousarray(np.atleast_2d(np.asarray(points, dtype=np.float64)))
+        q, tri, d2 = np.empty((len(P), 3)), np.empty(len(P), dtype=np.int64), np.empty(len(P))
+        if len(P):
+            closest_points_bvh(P, self.vertices, self.faces, *self.bvh.arrays(), q, tri, d2)
+        return q, self.kept[tri], np.sqrt(d2)
+
+
+@numba.njit(cache=True, nogil=True)
 def pseudo_normal(tri, feature, faces, face_normals, tri_edges, edge_normals, vertex_normals):
     """Angle-weighted pseudo-normal of a feature of a triangle, shape (3,), unit."""
     if feature == 0:

@@ -7,7 +7,9 @@ centred on the tool centre point (the URDF's ``tcp``); the workpiece is
   :class:`~robot_grinding_sim.core.geometry.collision.CollisionScene` (broad phase) with the
   face's exact surface (:class:`~robot_grinding_sim.core.geometry.projector.FaceProjector`)
   answering the closest-point query, so gap and normal are exact (not limited by the mesh);
-- a mesh part, or several faces: the tessellated part, closest point on the triangles.
+- a mesh part, or several faces: the tessellated part, closest point on the triangles. A wheel,
+  pad or disc runs the same compiled query there with no exact surface (:data:`NO_SURFACE`): the
+  triangles are the surface (a mesh part's own; several CAD faces' tessellation, as for the ball).
 
 :meth:`ToolContactQuery.query` returns a :class:`ContactGeometry`: the signed gap between the
 tool's surface and the part (m, < 0: penetration d = -gap), the part's outward unit normal at
@@ -36,6 +38,16 @@ FloatArray = NDArray[np.float64]
 
 #: the exact surface of each scene :func:`workpiece_scene` made (the compiled query reads it)
 _PROJECTORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: the surface kind of a workpiece with no exact surface: the compiled query answers from the mesh
+NO_SURFACE = -1
+
+
+def no_surface_arrays() -> tuple:
+    """The arguments of a projector (:meth:`FaceProjector.arrays`, an analytic surface's types, so the
+    compiled query is the same specialisation) whose kind is :data:`NO_SURFACE`: :func:`surface_gap`
+    then answers from the mesh alone."""
+    return (np.zeros(4), np.zeros((5, 2)), np.zeros((1, 2)), np.zeros((1, 3)), NO_SURFACE, np.zeros((4, 3)),
+            np.zeros(2), np.zeros(1), np.zeros(1), 0, 0, np.zeros((1, 1, 4)), 1.0)
 
 TOOL = "tool"
 WORKPIECE = "workpiece"
@@ -184,19 +196,20 @@ def surface_gap(c, T, mesh, warm, tiny, back, closed, tol, proj, out):
     buf = np.empty(9)
     sd, tri = signed_closest_world(c, T, *mesh, warm[0], tiny, buf)
     warm[0] = tri
-    cl = buf[6:9].copy()
-    hint = np.empty(3)  # the mesh's closest point in the part frame
-    for i in range(3):
-        hint[i] = ((buf[0] - T[0, 3]) * T[0, i] + (buf[1] - T[1, 3]) * T[1, i] + (buf[2] - T[2, 3]) * T[2, i])
-    pr = np.empty(7)
-    face_closest(cl, hint, sd, tol, *proj, pr)
-    r0, r1, r2 = cl[0] - pr[0], cl[1] - pr[1], cl[2] - pr[2]
-    sde = pr[3] * r0 + pr[4] * r1 + pr[5] * r2
-    if pr[6] > 0.5 and math.sqrt(max(r0 * r0 + r1 * r1 + r2 * r2 - sde * sde, 0.0)) <= FOOT_TOLERANCE:
+    if proj[4] != NO_SURFACE:
+        cl = buf[6:9].copy()
+        hint = np.empty(3)  # the mesh's closest point in the part frame
         for i in range(3):
-            out[3 + i] = T[i, 0] * pr[0] + T[i, 1] * pr[1] + T[i, 2] * pr[2] + T[i, 3]
-            out[i] = T[i, 0] * pr[3] + T[i, 1] * pr[4] + T[i, 2] * pr[5]
-        return sde
+            hint[i] = ((buf[0] - T[0, 3]) * T[0, i] + (buf[1] - T[1, 3]) * T[1, i] + (buf[2] - T[2, 3]) * T[2, i])
+        pr = np.empty(7)
+        face_closest(cl, hint, sd, tol, *proj, pr)
+        r0, r1, r2 = cl[0] - pr[0], cl[1] - pr[1], cl[2] - pr[2]
+        sde = pr[3] * r0 + pr[4] * r1 + pr[5] * r2
+        if pr[6] > 0.5 and math.sqrt(max(r0 * r0 + r1 * r1 + r2 * r2 - sde * sde, 0.0)) <= FOOT_TOLERANCE:
+            for i in range(3):
+                out[3 + i] = T[i, 0] * pr[0] + T[i, 1] * pr[1] + T[i, 2] * pr[2] + T[i, 3]
+                out[i] = T[i, 0] * pr[3] + T[i, 1] * pr[4] + T[i, 2] * pr[5]
+            return sde
     for i in range(6):
         out[i] = buf[3 + i] if i < 3 else buf[i - 3]
     if not closed and sd <= -back:  # behind an open surface: the gap to its back side
@@ -385,10 +398,10 @@ class ToolContactQuery:
         else:
             self.tool_arrays = (BALL, np.zeros((0, 6)), np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(TP_LEN))
         self._pose = np.eye(4)
-        self.compiled = self._compiled_arrays()
+        self.compiled = self._compiled_arrays(mesh_surface=self.tool_arrays[0] != BALL)
         if self.compiled is None and self.tool_arrays[0] != BALL:
-            raise InputError(f"the {shape.shape} tool needs one CAD face with an exact surface as the workpiece "
-                             "(mesh parts and several faces: the ball only)")
+            raise InputError(f"the {shape.shape} tool needs a workpiece whose surface has an outside: this "
+                             "mesh's triangles are not wound consistently (orient the mesh's normals outwards)")
         self._out = np.empty(6)
 
     def reset_warm_start(self) -> None:
@@ -401,13 +414,17 @@ class ToolContactQuery:
         if proj is not None:
             proj.reset_warm_start()
 
-    def _compiled_arrays(self) -> tuple | None:
+    def _compiled_arrays(self, mesh_surface: bool = False) -> tuple | None:
         """The arguments of :func:`ball_contact` after c (pose, mesh, warm, tiny, radius, closed,
-        projector), or None when the part is not one CAD face with a compiled surface (B-spline,
-        plane, cylinder, cone, sphere, torus): then the scene answers."""
+        tolerance, projector), or None when the part is not one CAD face with a compiled surface
+        (B-spline, plane, cylinder, cone, sphere, torus): then the scene answers. With
+        ``mesh_surface`` (a wheel, pad or disc) such a part's mesh is the surface
+        (:func:`no_surface_arrays`) when its triangles have an outside; else None."""
         proj = _PROJECTORS.get(self.scene)
         arrays = proj.arrays() if proj is not None else None
         mesh = self.scene.mesh(self.workpiece)
+        if arrays is None and mesh_surface:
+            arrays = no_surface_arrays()
         if arrays is None or not mesh.orientable:
             return None
         return (self.scene.pose(self.workpiece), mesh.query_arrays, np.array([-1], dtype=np.int64),

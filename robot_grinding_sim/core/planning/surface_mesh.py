@@ -219,11 +219,81 @@ def build_mesh(part: Any, indices: list[int], h: float, min_normal_z: float = -1
                        act, ins, h)
 
 
+def split_slivers(V: FloatArray, F: NDArray[np.int64], h: float) -> tuple[FloatArray, NDArray[np.int64],
+                                                                          NDArray[np.int64]]:
+    """Cut each sliver of a triangle mesh (V (n, 3), F (k, 3)) along its length: a triangle whose longest
+    edge is longer than ``h`` and which is at most ``h`` wide across it (a CAD exporter's cylinder: strips
+    0.3 mm wide and 200 mm long) becomes a strip of triangles at most about ``h`` long, zipped between
+    its longest edge and the two others, each edge cut into ceil(length / h) equal pieces (so two
+    slivers sharing an edge cut it at the same points). Other triangles are kept. Halving every edge
+    (``trimesh.remesh.subdivide_to_size``) until the long edges are short would make 4^k thinner
+    slivers out of each (a 2048-sided STL tube took 4 GB). Returns (vertices, faces, the source
+    triangle of each face)."""
+    V = np.asarray(V, dtype=float)
+    F = np.asarray(F, dtype=np.int64)
+    tri = V[F]
+    edges = np.stack([tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 1], tri[:, 0] - tri[:, 2]], axis=1)  # (k, 3, 3)
+    lengths = np.linalg.norm(edges, axis=2)
+    longest = lengths.argmax(axis=1)
+    L = lengths[np.arange(len(F)), longest]
+    area2 = np.linalg.norm(np.cross(edges[:, 0], -edges[:, 2]), axis=1)
+    width = area2 / np.maximum(L, 1e-300)
+    sliver = np.flatnonzero((L > h) & (width <= h))
+    if not len(sliver):
+        return V, F, np.arange(len(F), dtype=np.int64)
+    new_pts: list[FloatArray] = []
+    new_tris: list[list[int]] = []
+    new_src: list[int] = []
+    base = len(V)
+
+    def chain(a: int, b: int) -> list[int]:
+        """Vertex ids from a to b along the edge, cut in ceil(length / h) pieces (new points appended)."""
+        nonlocal base
+        n = max(1, math.ceil(float(np.linalg.norm(V[b] - V[a])) / h))
+        ids = [a]
+        for j in range(1, n):
+            new_pts.append(V[a] + (V[b] - V[a]) * (j / n))
+            ids.append(base)
+            base += 1
+        return ids + [b]
+
+    for t in sliver:
+        k = int(longest[t])
+        p, q, r = int(F[t, k]), int(F[t, (k + 1) % 3]), int(F[t, (k + 2) % 3])  # longest edge p -> q
+        one = chain(p, q)
+        two = chain(p, r)[:-1] + chain(r, q)  # p -> r -> q
+        axis = (V[q] - V[p]) / L[t]
+
+        def along(i: int, p: int = p, axis: FloatArray = axis) -> float:
+            return float(((new_pts[i - len(V)] if i >= len(V) else V[i]) - V[p]) @ axis)
+
+        # zip the two chains by their position along the longest edge; the winding stays the source's
+        # (p -> q on one side, r across it): a triangle (a1, a2, b) with a's on `one` is wound as (p, q, r)
+        # (both chains start at p and end at q: the steps there that would repeat a vertex add nothing)
+        i, j = 0, 0
+        while i < len(one) - 1 or j < len(two) - 1:
+            if j == len(two) - 1 or (i < len(one) - 1 and along(one[i + 1]) <= along(two[j + 1])):
+                piece = [one[i], one[i + 1], two[j]]
+                i += 1
+            else:
+                piece = [one[i], two[j + 1], two[j]]
+                j += 1
+            if len(set(piece)) == 3:
+                new_tris.append(piece)
+                new_src.append(int(t))
+    keep = np.setdiff1d(np.arange(len(F)), sliver)
+    V2 = np.vstack([V, np.array(new_pts).reshape(-1, 3)])
+    F2 = np.vstack([F[keep], np.array(new_tris, dtype=np.int64).reshape(-1, 3)])
+    src = np.concatenate([keep, np.array(new_src, dtype=np.int64)])
+    return V2, F2, src
+
+
 def build_triangle_mesh(part: Any, indices: list[int], h: float, min_normal_z: float = -1.0,
                         up: dict[int, FloatArray] | None = None) -> SurfaceMesh:
     """The :class:`SurfaceMesh` of faces ``indices`` of a mesh part (a
     :class:`~robot_grinding_sim.core.geometry.mesh_part.MeshPart`): each face's triangles split
-    until no edge is longer than ``h`` (the points stay on the part's triangles), normals
+    until no edge is longer than ``h`` (slivers along their length first, :func:`split_slivers`; the
+    points stay on the part's triangles), normals
     interpolated from the face's own vertex normals (not averaged across the sharp edges around
     it), vertices that coincide welded, adjacent faces linked across their shared edges like
     :func:`build_mesh`'s grids. ``corner_uv`` is zero (a mesh has no surface parameters).
@@ -243,9 +313,9 @@ def build_triangle_mesh(part: Any, indices: list[int], h: float, min_normal_z: f
     for fi in indices:
         face = part.face(fi)
         m = face.mesh
-        V, Fc, src = trimesh.remesh.subdivide_to_size(np.asarray(m.vertices), np.asarray(m.faces), h,
-                                                      max_iter=40, return_index=True)
-        V, Fc = np.asarray(V, dtype=float), np.asarray(Fc, dtype=np.int64)
+        V0, F0, src0 = split_slivers(np.asarray(m.vertices), np.asarray(m.faces), h)
+        V, Fc, src = trimesh.remesh.subdivide_to_size(V0, F0, h, max_iter=40, return_index=True)
+        V, Fc, src = np.asarray(V, dtype=float), np.asarray(Fc, dtype=np.int64), src0[np.asarray(src)]
         # each new vertex's normal: barycentric on the original triangle it came from
         N = np.zeros_like(V)
         orig = np.asarray(m.triangles)[src]  # (t, 3, 3)
