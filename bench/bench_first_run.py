@@ -3,8 +3,10 @@
 Runs ``grinding ARGS`` (default ``demo``, the README's main job) in a child process whose
 ``NUMBA_CACHE_DIR`` is a fresh temporary folder (the package honours it: core/numba_cache.py), so
 every kernel the job uses is compiled, then (``--second``) once more on the cache it filled.
-Printed: the load average, the child's CPU time (user + system; on a shared machine the wall time
-moves with the load, the CPU time much less), its peak RSS, and the kernels that took longest to
+Printed: the load average, the child's CPU time (user + system, with the processes it started and
+waited for: the job's step compiled ahead in a second process, core/job/step_ahead.py; on a shared
+machine the wall time moves with the load, the CPU time much less), its peak RSS, and the kernels
+that the child itself compiled and that took longest to
 compile, from numba's compile events (``numba.core.event``, CPU seconds of the compiling thread):
 ``excl`` without the kernels compiled inside it, ``incl`` with them. A kernel's ``excl`` holds
 LLVM's optimisation of everything linked into it, so a deep chain of kernels shows there.
@@ -84,8 +86,9 @@ def main() -> None:
     load0 = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="numba_cold_") as cache, tempfile.TemporaryDirectory() as cwd:
         runs = [("first run (empty cache)", run(a.args, cache, a.top, cwd))]
-        if a.second:
-            runs.append(("second run (cache warm)", run(a.args, cache, a.top, cwd)))
+        if a.second:  # in a folder of its own: the job's outputs of the first run are there already
+            os.mkdir(os.path.join(cwd, "second"))
+            runs.append(("second run (cache warm)", run(a.args, cache, a.top, os.path.join(cwd, "second"))))
     print(f"load average {load0:.1f} -> {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
           f"grinding {' '.join(a.args)}")
     for what, (cpu, wall, rss, table) in runs:

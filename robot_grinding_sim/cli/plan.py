@@ -74,10 +74,13 @@ def _robot_plan(cell: Any, part: Any, faces: list[int] | None, optimise: bool | 
 
     import numpy as np
 
+    from robot_grinding_sim.core.job import step_ahead
     from robot_grinding_sim.core.job.plan_job import plan_job
     from robot_grinding_sim.core.job.setup import cell_robot_model, job_tool
     from robot_grinding_sim.core.planning import placement, planner
 
+    if optimise if optimise is not None else cell.optimise.enabled:
+        step_ahead.start()  # the optimisation simulates: the step compiles on the other core meanwhile
     if place is None:
         return _suggest_on_failure(lambda: plan_job(cell, optimise, max_passes, pass_length, on_stage=on_stage,
                                                     progress=progress, pool=pool), cell, part, faces)

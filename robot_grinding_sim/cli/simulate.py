@@ -29,8 +29,10 @@ def run_and_write(cfg: Any, out: str, as_json: bool, show: bool = True, workers:
     check_out_dir(out_dir)  # fail before minutes of simulation
     cfg.validate()
     # the final run knows its simulated duration (an ETA); the optimisation its passes
+    from robot_grinding_sim.core.job import step_ahead
     from robot_grinding_sim.core.study.pool_choice import job_pool
 
+    step_ahead.start()  # an empty cache: the step compiles on the other core while the job plans
     with stage_progress("grinding job", enabled=not as_json) as (on_stage, on_progress), \
             job_pool(workers, address) as pool:
         result = run_job(cfg, on_stage=on_stage, progress=on_progress, pool=pool)

@@ -101,6 +101,53 @@ def job() -> None:
     run_job(JobConfig(cell=CellConfig(), optimise=False, max_passes=1, pass_length=0.01))
 
 
+def step() -> None:
+    """Compile the coupled step alone (``run_batch`` and what it links), with a job's argument types:
+    the default robot and cell, the ball over a one-box mesh whose geometry arrays have a CAD face's
+    types (:func:`~robot_grinding_sim.core.geometry.tool_contact.no_surface_arrays`: one signature for
+    every CAD face), and stand-ins for the engine and the laws, which the step takes as first-class
+    functions compiled apart (the job compiles those meanwhile: core/job/step_ahead.py). No step runs."""
+    import types
+
+    import trimesh
+    from numba import njit
+
+    from robot_grinding_sim.core.config import CellConfig
+    from robot_grinding_sim.core.contact.engine_kernels import STEP_SIG, new_step_list
+    from robot_grinding_sim.core.contact.law import LAW_SIG, new_law_list
+    from robot_grinding_sim.core.geometry.collision import CollisionScene
+    from robot_grinding_sim.core.geometry.tool_contact import TOOL, WORKPIECE, ToolContactQuery
+    from robot_grinding_sim.core.job import simulation
+    from robot_grinding_sim.core.job.setup import load_robot_model
+    from robot_grinding_sim.core.planning.trajectory import JointTrajectory
+
+    @njit(STEP_SIG)
+    def no_step(laws, phases, lp, m, f, d0, v0, t, dt, dense):  # never called (no step runs)
+        return dense, 0, 0.0, 0.0, False, 0
+
+    @njit(LAW_SIG)
+    def no_law(op, lp, a, b, c, d, e):  # never called
+        return 0.0
+
+    cell = CellConfig()
+    tcp = cell.tool.tcp_link
+    model = load_robot_model(cell.robot.description_file, tcp)
+    box = trimesh.creation.box((0.2, 0.2, 0.02))
+    scene = CollisionScene()
+    scene.add_sphere(TOOL, 0.01)
+    scene.add_mesh(WORKPIECE, box.vertices, box.faces)
+    query = ToolContactQuery(scene)
+    query.compiled = query._compiled_arrays(mesh_surface=True)
+    q = np.asarray(cell.robot.home, dtype=float)
+    traj = JointTrajectory(list(model.joint_names), tcp, np.array([0.0, 0.01]), np.vstack([q, q]),
+                           np.zeros((2, model.nq)))
+    setup: Any = types.SimpleNamespace(model=model, cell=cell, query=query)
+    coupled = simulation.coupled_step(setup, q)
+    coupled.arm.arm.set_trajectory(traj.interpolator(model), 0.0)
+    rec = simulation.Record(cell.sim.output_dt, len(q), 2, 0.0)
+    simulation.simulate_compiled(coupled, rec, 0.0, None, engine=new_step_list(no_step), laws=new_law_list(no_law))
+
+
 def _one_law_per_family() -> list[str]:
     """A registered law of each family (their kernels compile the same entry points)."""
     from robot_grinding_sim.core.contact import registry
@@ -152,6 +199,9 @@ def coupled_step_on(model: Any, cell: Any, query: Any, q: FloatArray) -> None:
 
 
 def main() -> int:
+    if sys.argv[1:] == ["--step"]:  # the job's helper (core/job/step_ahead.py): the coupled step only
+        step()
+        return 0
     timings = warm_up()
     from numba.core import config
 

@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 from robot_grinding_sim.core.contact.engine_kernels import engine_list
 from robot_grinding_sim.core.contact.registry import integrator, kernels
 from robot_grinding_sim.core.errors import InputError
+from robot_grinding_sim.core.job import step_ahead
 from robot_grinding_sim.core.job.setup import JobSetup
 from robot_grinding_sim.core.layout import STATUS
 from robot_grinding_sim.core.planning.trajectory import (
@@ -159,11 +160,13 @@ def simulate(setup: JobSetup, reference: Any, q0: FloatArray, t_end: float, proj
     return Run(rec_arrays, steps, contact, int(rec.ix[cstep.I.event]), float(step.state.t), wall)
 
 
-def simulate_compiled(step: CoupledStep, rec: Record, t_end: float, on_step: Callable[[float], None] | None
-                      ) -> int:
+def simulate_compiled(step: CoupledStep, rec: Record, t_end: float, on_step: Callable[[float], None] | None,
+                      engine: Any = None, laws: Any = None) -> int:
     """The coupled steps from the arm's state to ``t_end`` in compiled batches (compiled_step.run_batch,
     onset and release steps included). Leaves the final state in ``step``'s arm; returns the
-    number of steps."""
+    number of steps. ``engine``, ``laws``: the engine's and the laws' first-class kernels (default
+    :func:`engine_list`, :func:`kernels`; stand-ins of the same types compile the step alone:
+    :func:`~robot_grinding_sim.core.warmup.step`)."""
     side, arm_side, sim = step.contact, step.arm, step.arm.arm
     jt, jd, bd, ws, body, X = arm_side.kernel
     knots, coeffs, last = sim.trajectory.arrays()
@@ -176,9 +179,12 @@ def simulate_compiled(step: CoupledStep, rec: Record, t_end: float, on_step: Cal
     geo = side.query.compiled
     out, rom, b, sv = np.empty((ak.ST_ROWS, n)), np.empty(cstep.ROM.size), np.empty(n), np.empty(cstep.SV.size)
     t, dt, h = float(sim.state.t), step.dt, rec.output_dt
-    laws = kernels()
+    laws = kernels() if laws is None else laws
     phases = integrator(int(side.cp[cstep.C.model]))
-    engine = engine_list()
+    engine = engine_list() if engine is None else engine
+    # the step compiled by the helper meanwhile, if one runs (core/job/step_ahead.py), is then loaded
+    # from the cache; the engine and the laws (compiled apart) were compiled here while it ran
+    step_ahead.wait()
     steps0 = int(rec.ix[cstep.I.steps])
     batch = 200
     while True:
