@@ -62,13 +62,13 @@ BASE_VAR = "ROBOT_GRINDING_SIM_NUMBA_CACHE_BASE"
 KEEP_UNUSED_S = 3600.0
 
 _IMPORT = re.compile(r"^\s*(?:from|import)\s+robot_grinding_sim((?:\.\w+)+)(?:\s+import\s+([\w, ()]+))?", re.M)
-#: a module that defines kernels (a numba decorator)
-_KERNELS = re.compile(r"^\s*@(?:numba\.)?(?:njit|jit|cfunc|vectorize|guvectorize)\b", re.M)
+#: a module that defines cached kernels (a numba decorator with cache=True: the others are never on disk)
+_KERNELS = re.compile(r"^\s*@(?:numba\.)?(?:njit|jit|cfunc|vectorize|guvectorize)\(.*\bcache\s*=\s*True", re.M)
 
 
 def kernel_sources(package_dir: Path) -> list[Path]:
-    """The package's modules that define numba kernels, and the package's modules that those import
-    (a kernel compiles its callees and module constants in), sorted."""
+    """The package's modules that define cached numba kernels, and the package's modules that those
+    import (a kernel compiles its callees and module constants in), sorted."""
     root = package_dir.parent
     files = {p: p.read_text(encoding="utf-8", errors="replace") for p in package_dir.rglob("*.py")}
     out = {p for p, text in files.items() if _KERNELS.search(text)}
