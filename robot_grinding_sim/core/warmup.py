@@ -117,7 +117,7 @@ def step() -> None:
     from robot_grinding_sim.core.contact.law import LAW_SIG, new_law_list
     from robot_grinding_sim.core.geometry.collision import CollisionScene
     from robot_grinding_sim.core.geometry.tool_contact import TOOL, WORKPIECE, ToolContactQuery
-    from robot_grinding_sim.core.job import simulation
+    from robot_grinding_sim.core.job import simulation, step_ahead
     from robot_grinding_sim.core.job.setup import load_robot_model
     from robot_grinding_sim.core.planning.trajectory import JointTrajectory
 
@@ -136,8 +136,7 @@ def step() -> None:
     scene = CollisionScene()
     scene.add_sphere(TOOL, 0.01)
     scene.add_mesh(WORKPIECE, box.vertices, box.faces)
-    query = ToolContactQuery(scene)
-    query.compiled = query._compiled_arrays(mesh_surface=True)
+    query = ToolContactQuery(scene, mesh_surface=True)
     q = np.asarray(cell.robot.home, dtype=float)
     traj = JointTrajectory(list(model.joint_names), tcp, np.array([0.0, 0.01]), np.vstack([q, q]),
                            np.zeros((2, model.nq)))
@@ -146,6 +145,7 @@ def step() -> None:
     coupled.arm.arm.set_trajectory(traj.interpolator(model), 0.0)
     rec = simulation.Record(cell.sim.output_dt, len(q), 2, 0.0)
     simulation.simulate_compiled(coupled, rec, 0.0, None, engine=new_step_list(no_step), laws=new_law_list(no_law))
+    step_ahead.mark_compiled()
 
 
 def _one_law_per_family() -> list[str]:

@@ -381,10 +381,12 @@ class ToolContactQuery:
             sphere, a ball centred on the tcp.
         pressure_stiffness: k_w, N/m^3, of a tool with a patch (the Winkler law).
         floor_area: the smallest area (m^2) its patch stiffness k_w A is taken at (the onset).
+        mesh_surface: the ball too answers from the triangles through the compiled query when the
+            workpiece has no exact surface (else the scene answers); a wheel, pad or disc always does.
     """
 
     def __init__(self, scene: CollisionScene, tool: str = TOOL, workpiece: str = WORKPIECE, shape: Any = None,
-                 pressure_stiffness: float = 0.0, floor_area: float = 0.0) -> None:
+                 pressure_stiffness: float = 0.0, floor_area: float = 0.0, mesh_surface: bool = False) -> None:
         kind, params = scene.shape(tool)
         if kind != "sphere":
             raise InputError(f"tool object {tool!r} is a {kind}: the contact query needs a sphere")
@@ -398,7 +400,7 @@ class ToolContactQuery:
         else:
             self.tool_arrays = (BALL, np.zeros((0, 6)), np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(TP_LEN))
         self._pose = np.eye(4)
-        self.compiled = self._compiled_arrays(mesh_surface=self.tool_arrays[0] != BALL)
+        self.compiled = self._compiled_arrays(mesh_surface=mesh_surface or self.tool_arrays[0] != BALL)
         if self.compiled is None and self.tool_arrays[0] != BALL:
             raise InputError(f"the {shape.shape} tool needs a workpiece whose surface has an outside: this "
                              "mesh's triangles are not wound consistently (orient the mesh's normals outwards)")

@@ -207,6 +207,7 @@ def simulate_compiled(step: CoupledStep, rec: Record, t_end: float, on_step: Cal
             on_step(t)
         if code == 0 and not t < t_end - 1e-12:
             break
+    step_ahead.mark_compiled()  # the step is in the cache now: later jobs start no helper
     arm_side.f_prev = float(fp[0])
     arm_side.event_steps += int(rec.ix[cstep.I.event])
     arm_side.contact_steps += int(rec.ix[cstep.I.contact])

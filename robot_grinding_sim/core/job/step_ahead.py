@@ -29,13 +29,34 @@ WAIT_S = 300.0
 _helper: subprocess.Popen[bytes] | None = None
 
 
-def step_cached() -> bool:
-    """Whether the compiled step's cache index exists (numba's, in the folder core/numba_cache chose)."""
-    from robot_grinding_sim.core.sim import compiled_step
+#: the file, in the numba cache folder (core/numba_cache.py: one per version of the kernels' source),
+#: that says the step has been compiled there
+MARK = "step.compiled"
 
-    cache_file = getattr(getattr(compiled_step.run_batch, "_cache", None), "_cache_file", None)
-    index = getattr(cache_file, "_index_path", None)
-    return index is None or os.path.exists(index)  # (numba's layout unknown: as if cached, no helper)
+
+def _mark_path() -> str | None:
+    folder = os.environ.get("NUMBA_CACHE_DIR")
+    return os.path.join(folder, MARK) if folder else None
+
+
+def step_cached() -> bool:
+    """Whether the step has been compiled into this cache folder (by the helper or by a job's
+    simulation: :func:`mark_compiled`)."""
+    path = _mark_path()
+    return path is None or os.path.exists(path)  # (no folder known: as if cached, no helper)
+
+
+def mark_compiled() -> None:
+    """Say that the step is in the cache folder (after a simulation ran it, or the helper compiled it)."""
+    path = _mark_path()
+    if path is None or os.path.exists(path):
+        return
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write("compiled_step.run_batch\n")
+    except OSError:
+        pass  # a cache folder that cannot be written: the next job starts a helper again, harmless
 
 
 def start() -> bool:
