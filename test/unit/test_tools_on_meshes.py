@@ -173,7 +173,8 @@ def test_a_mesh_without_an_outside_is_refused_in_one_line(tmp_path: Path) -> Non
     pad = tool("sanding_pad", "pad", 0.0025)
     part = parts.load_part(str(path), "m")
     scene, _ = workpiece_scene(part, [0], np.eye(4), pad.radius)
-    with pytest.raises(InputError, match="the pad tool needs a workpiece whose surface has an outside"):
+    with pytest.raises(InputError, match="the pad tool needs a workpiece whose surface has an outside, and this "
+                       "mesh has none .*inconsistent face winding"):
         ToolContactQuery(scene, shape=pad, pressure_stiffness=K_W, floor_area=1e-9)
 
 

@@ -402,8 +402,10 @@ class ToolContactQuery:
         self._pose = np.eye(4)
         self.compiled = self._compiled_arrays(mesh_surface=mesh_surface or self.tool_arrays[0] != BALL)
         if self.compiled is None and self.tool_arrays[0] != BALL:
-            raise InputError(f"the {shape.shape} tool needs a workpiece whose surface has an outside: this "
-                             "mesh's triangles are not wound consistently (orient the mesh's normals outwards)")
+            why = scene.mesh(workpiece).problem or "no exact surface"
+            raise InputError(f"the {shape.shape} tool needs a workpiece whose surface has an outside, and this "
+                             f"mesh has none ({why}): repair the mesh (its triangles wound consistently, no edge "
+                             "shared by more than two)")
         self._out = np.empty(6)
 
     def reset_warm_start(self) -> None:
