@@ -12,6 +12,8 @@ start, ``approach`` above it, must be reached too: the passes end inside r_b = r
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -186,3 +188,27 @@ def test_a_waypoint_only_another_configuration_of_the_arm_reaches_is_out_of_reac
             r = data.oMf[tcp].translation - w
             assert np.linalg.norm(r - (r @ n) * n) < 1e-6 and -1e-9 < r @ n < cell.process.approach, (k, r)
         assert np.abs(np.diff(q, axis=0)).max() < 0.1, (k, np.abs(np.diff(q, axis=0)).max())
+
+
+def test_a_pass_that_starts_in_another_configuration_is_reached() -> None:
+    """The flap wheel's axis lies across the feed, so the tool turns half a turn about the normal
+    between passes that run opposite ways. The arm reaches each pass in another configuration of its
+    wrist, which the trajectory takes on the link between passes. The reach check must judge each
+    pass from the configurations the trajectory can have at its start, not only from the one the pass
+    before ended in. Judged from that one alone, it dropped 48 of these 144 waypoints, which the
+    trajectory reaches. Checked with Pinocchio's FK: every pass knot's tcp is on its pass."""
+    from robot_grinding_sim.core.config import load_cell_config
+    from robot_grinding_sim.core.job.plan_job import plan_job
+
+    cfg = Path(__file__).resolve().parents[2] / "config"
+    cell = load_cell_config([str(cfg / "cell.yaml"), str(cfg / "tools" / "flap_wheel.yaml")], {})
+    plan = plan_job(cell, optimise=False, max_passes=8, pass_length=0.045, check_collisions=False)
+    assert plan.coverage.arm_reach is None  # nothing taken out: the arm reaches every waypoint
+    pm = pin.buildModelFromUrdf(str(cfg.parent / "urdf" / "ur10e_flap_wheel.urdf"))
+    data, tcp = pm.createData(), pm.getFrameId("tcp")
+    X = plan.workpiece_pose
+    for s in (s for s in plan.trajectory.segments if s["kind"] == "pass"):
+        want = np.asarray(plan.tcp_positions[s["pass_index"]]) @ X[:3, :3].T + X[:3, 3]
+        for qk in plan.trajectory.positions[s["start"]:s["stop"] + 1]:
+            pin.framesForwardKinematics(pm, data, qk)
+            assert np.linalg.norm(want - data.oMf[tcp].translation, axis=1).min() < 0.005

@@ -11,15 +11,18 @@ waypoints taken out would have ground as "the arm cannot reach" and measures the
 left (:meth:`~robot_grinding_sim.core.planning.geodesic.GeodesicPasses.measure`). A plan none of
 whose waypoints the arm reaches is refused in one line.
 
-The IK is the trajectory's, and so is the arm's configuration: the first waypoint from the home
-configuration (:func:`~robot_grinding_sim.core.planning.path_ik.start_configuration`), every later
-one from the configuration found last (:func:`~robot_grinding_sim.core.planning.path_ik.follow`, as
-:func:`~robot_grinding_sim.core.planning.path_ik.solve_ik` follows a pass). A waypoint counts as
-reachable when the arm reaches it without changing configuration (shoulder, elbow, wrist) on the
-way: the trajectory cannot change it in the middle of a pass. (Judged by any configuration, a
-waypoint that only the other shoulder reaches passed here, and the trajectory then refused the
-job: "pass 0, waypoint 5 ... is unreachable: IK error 0.0476 mm".) Units: m, rad; poses in the
-robot's root frame.
+The IK is the trajectory's, and so is the arm's configuration, which the trajectory can change
+between passes but not inside one (:mod:`~robot_grinding_sim.core.planning.trajectory`):
+the first pass from the home configuration
+(:func:`~robot_grinding_sim.core.planning.path_ik.start_configuration`); every later pass from
+the configuration the pass before ended in, or else from any of the arm's configurations at its
+first waypoint when that one does not reach it (:func:`~robot_grinding_sim.core.planning.links.ik_branches`,
+as the trajectory's reconfigured link), the one that reaches most of the pass; inside a pass, each waypoint from the
+one before (:func:`~robot_grinding_sim.core.planning.path_ik.follow`, as
+:func:`~robot_grinding_sim.core.planning.path_ik.solve_ik` follows it). (Judged by any
+configuration at every waypoint, a waypoint that only the other shoulder reached passed here and
+the trajectory then refused the job: "pass 0, waypoint 5 ... is unreachable: IK error 0.0476 mm".)
+Units: m, rad; poses in the robot's root frame.
 """
 
 from __future__ import annotations
@@ -42,35 +45,64 @@ TOL, ROT_WEIGHT, ITERATIONS = 1e-9, 0.2, 100
 MAX_ROUNDS = 50
 
 
-class _Reach:
-    """IK of single poses in order: reachable or not, continuing from the configuration found last
-    (the first from the home configuration)."""
-
-    def __init__(self, model: Any, q_home: FloatArray) -> None:
-        self.model = model
-        self.solvers = path_solvers(model, ROT_WEIGHT, TOL, ITERATIONS)
-        self.q_home = np.asarray(q_home, dtype=float)
-        self.q: FloatArray | None = None
-
-    def __call__(self, T: FloatArray) -> bool:
-        if self.q is None:
-            q, ok, _, _ = start_configuration(self.model, T, self.q_home)
-        else:
-            q, ok, _, _ = follow(self.model, self.solvers, T, self.q)
+def _follow_pass(model: Any, solvers: Any, T: FloatArray, q: FloatArray
+                 ) -> tuple[NDArray[np.bool_], FloatArray | None, FloatArray]:
+    """Follow the poses T (N, 4, 4) from the configuration q (n,): which are reached (each from the
+    last one reached), the configuration at the first one reached (None if none) and at the last
+    one reached (q if none)."""
+    mask = np.zeros(len(T), dtype=bool)
+    first = None
+    for k, Tk in enumerate(T):
+        q_new, ok, _, _ = follow(model, solvers, Tk, q)
         if ok:
-            self.q = q
-        return ok
+            mask[k], q = True, q_new
+            first = q if first is None else first
+    return mask, first, q
+
+
+#: per pass: the configurations (n,) at its first and last waypoint reached, or None
+Ends = list[tuple[FloatArray, FloatArray] | None]
+
+
+def _reach_passes(model: Any, plan: Any, q_home: Any) -> tuple[list[NDArray[np.bool_]], Ends]:
+    """:func:`reachable_waypoints`, with the configurations at each pass's ends."""
+    from robot_grinding_sim.core.planning.links import ik_branches
+
+    solvers = path_solvers(model, ROT_WEIGHT, TOL, ITERATIONS)
+    masks: list[NDArray[np.bool_]] = []
+    ends: Ends = []
+    q_prev: FloatArray | None = None
+    for pos, quat in zip(plan.tcp_positions, plan.tcp_quaternions, strict=True):
+        T = pose_matrices(np.asarray(pos), np.asarray(quat), plan.workpiece_pose)
+        best, first, last = np.zeros(len(T), dtype=bool), None, None
+        if q_prev is None:  # the job's first pass: from home (the first waypoint home reaches)
+            for k, Tk in enumerate(T):
+                q0, ok, _, _ = start_configuration(model, Tk, np.asarray(q_home, dtype=float))
+                if ok:
+                    tail, first, last = _follow_pass(model, solvers, T[k:], q0)
+                    best[k:] = tail
+                    break
+        else:
+            best, first, last = _follow_pass(model, solvers, T, q_prev)
+            if not best[0]:  # another configuration at the pass's first waypoint, the one that reaches most
+                for q0 in ik_branches(model, T[0], [q_prev]):
+                    mask, f, la = _follow_pass(model, solvers, T, q0)
+                    if mask.sum() > best.sum():
+                        best, first, last = mask, f, la
+                    if best.all():
+                        break
+        masks.append(best)
+        ends.append((first, last) if best.any() and first is not None and last is not None else None)
+        if best.any():
+            q_prev = last
+    return masks, ends
 
 
 def reachable_waypoints(model: Any, plan: Any, q_home: Any) -> list[NDArray[np.bool_]]:
     """(N,) bool per pass of ``plan``: the arm (``model``, tip the tcp) reaches the tool centre's pose
-    at the waypoint, within its joint limits. ``q_home`` (n,) rad: the first seed."""
-    reach = _Reach(model, q_home)
-    out = []
-    for pos, quat in zip(plan.tcp_positions, plan.tcp_quaternions, strict=True):
-        T = pose_matrices(np.asarray(pos), np.asarray(quat), plan.workpiece_pose)
-        out.append(np.array([reach(Tk) for Tk in T], dtype=bool))
-    return out
+    at the waypoint, within its joint limits, in the configuration the trajectory can have there
+    (module docstring). ``q_home`` (n,) rad: the first pass's start."""
+    return _reach_passes(model, plan, q_home)[0]
 
 
 def _end_poses(plan: Any) -> dict[tuple[str, int], FloatArray]:
@@ -103,20 +135,26 @@ def trim_unreachable(plan: Any, part: Any, model: Any, q_home: Any,
     planned = [p.points for p in plan.passes]
     total = sum(len(k) for k in keep)
     passes, clearance = list(plan.passes), None
-    reach = _Reach(model, q_home)
+    solvers = path_solvers(model, ROT_WEIGHT, TOL, ITERATIONS)
     for _ in range(MAX_ROUNDS):
         kept, figures = keep_waypoints(passes, keep)
         if not kept:
             break
         plan.passes = kept
         clearance = remake(plan)
-        ends = _end_poses(plan)
-        bad = [(i, kind) for (kind, i), T in sorted(ends.items(), key=lambda e: (e[0][1], e[0][0])) if not reach(T)]
-        if not bad:
+        # the pieces left, judged again (a piece may start in another configuration), and their moves:
+        # the approach starts from the pass's first waypoint's configuration, the retreat from its last's
+        masks, confs = _reach_passes(model, plan, q_home)
+        bad = []
+        for (kind, i), T in sorted(_end_poses(plan).items(), key=lambda e: (e[0][1], e[0][0])):
+            conf = confs[i]
+            if conf is None or not follow(model, solvers, T, conf[0] if kind == "approach" else conf[1])[1]:
+                bad.append((i, kind))
+        if not bad and all(m.all() for m in masks):
             break
         # the end waypoint of a pass whose approach start or retreat end is out of reach goes too
         passes = kept
-        keep = [np.ones(len(p), dtype=bool) for p in kept]
+        keep = [m.copy() for m in masks]
         for i, kind in bad:
             keep[i][0 if kind == "approach" else -1] = False
     else:
