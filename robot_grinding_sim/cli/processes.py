@@ -39,8 +39,8 @@ class StopFlag:
     thread is inside ``threading.Event.wait()`` holding the event's lock; an ``Event.set()`` in the
     handler then waits forever for a lock its own thread holds. The launcher's main loop waited on
     such an event five times a second, and a Ctrl-C that came in that window left ``grinding
-    bringup`` running with every node (test_processes.py blasts a waiting loop with signals to show
-    it). Here ``set()`` is a flag and a byte into a pipe, and ``wait()`` a ``select`` on the pipe:
+    bringup`` running with every node (test_launcher_signals.py blasts a waiting loop with signals
+    to show it). Here ``set()`` is a flag and a byte into a pipe, and ``wait()`` a ``select`` on the pipe:
     the byte written by a handler that interrupted the ``select`` ends it at once (PEP 475 retries
     it with the byte already there).
     """

@@ -117,7 +117,7 @@ def step() -> None:
     from robot_grinding_sim.core.contact.law import LAW_SIG, new_law_list
     from robot_grinding_sim.core.geometry.collision import CollisionScene
     from robot_grinding_sim.core.geometry.tool_contact import TOOL, WORKPIECE, ToolContactQuery
-    from robot_grinding_sim.core.job import simulation, step_ahead
+    from robot_grinding_sim.core.job import simulation
     from robot_grinding_sim.core.job.setup import load_robot_model
     from robot_grinding_sim.core.planning.trajectory import JointTrajectory
 
@@ -144,8 +144,8 @@ def step() -> None:
     coupled = simulation.coupled_step(setup, q)
     coupled.arm.arm.set_trajectory(traj.interpolator(model), 0.0)
     rec = simulation.Record(cell.sim.output_dt, len(q), 2, 0.0)
+    # (simulate_compiled marks the cache folder: core/job/step_ahead.py)
     simulation.simulate_compiled(coupled, rec, 0.0, None, engine=new_step_list(no_step), laws=new_law_list(no_law))
-    step_ahead.mark_compiled()
 
 
 def _one_law_per_family() -> list[str]:

@@ -45,6 +45,8 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 LEAF_SIZE = 4
+#: a face is degenerate when twice its area is at most this times the mesh's bounding-box diagonal squared
+DEGENERATE_AREA2 = 2e-12
 
 # Feature codes returned by the closest-point kernel.
 FEATURE_FACE = 0
@@ -309,7 +311,7 @@ class TriangleTree:
         v = self.vertices
         cross = np.cross(v[faces[:, 1]] - v[faces[:, 0]], v[faces[:, 2]] - v[faces[:, 0]])
         diag = float(np.linalg.norm(v.max(axis=0) - v.min(axis=0))) if len(v) else 0.0
-        self.kept = np.flatnonzero(np.linalg.norm(cross, axis=1) > 2e-12 * diag * diag)
+        self.kept = np.flatnonzero(np.linalg.norm(cross, axis=1) > DEGENERATE_AREA2 * diag * diag)
         if not len(self.kept):
             raise GeometryError("closest points: every triangle is degenerate (zero area)")
         self.faces = np.ascontiguousarray(faces[self.kept])
@@ -541,7 +543,7 @@ def prepare_mesh(name: str, vertices: npt.ArrayLike, faces: npt.ArrayLike,
         raise GeometryError(f"mesh '{name}': all vertices coincide")
     cross = np.cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]])
     area2 = np.linalg.norm(cross, axis=1)
-    degenerate = (area2 <= 2e-12 * diag * diag) | (f[:, 0] == f[:, 1]) | (f[:, 1] == f[:, 2]) | (
+    degenerate = (area2 <= DEGENERATE_AREA2 * diag * diag) | (f[:, 0] == f[:, 1]) | (f[:, 1] == f[:, 2]) | (
         f[:, 2] == f[:, 0])
     if degenerate.all():
         raise GeometryError(f"mesh '{name}': all {len(f)} faces are degenerate (zero area)")

@@ -12,13 +12,14 @@ left (:meth:`~robot_grinding_sim.core.planning.geodesic.GeodesicPasses.measure`)
 whose waypoints the arm reaches is refused in one line.
 
 The IK is the trajectory's, and so is the arm's configuration, which the trajectory can change
-between passes but not inside one (:mod:`~robot_grinding_sim.core.planning.trajectory`):
-the first pass from the home configuration
+between passes but not inside one (:mod:`~robot_grinding_sim.core.planning.trajectory`): the
+first pass from the home configuration
 (:func:`~robot_grinding_sim.core.planning.path_ik.start_configuration`); every later pass from
-the configuration the pass before ended in, or else from any of the arm's configurations at its
-first waypoint when that one does not reach it (:func:`~robot_grinding_sim.core.planning.links.ik_branches`,
-as the trajectory's reconfigured link), the one that reaches most of the pass; inside a pass, each waypoint from the
-one before (:func:`~robot_grinding_sim.core.planning.path_ik.follow`, as
+the configuration the pass before ended in or, when that one does not reach its first waypoint,
+from the arm's configuration there that reaches most of the pass
+(:func:`~robot_grinding_sim.core.planning.links.ik_branches`, as the trajectory's reconfigured
+link); inside a pass, each waypoint from the one before
+(:func:`~robot_grinding_sim.core.planning.path_ik.follow`, as
 :func:`~robot_grinding_sim.core.planning.path_ik.solve_ik` follows it). (Judged by any
 configuration at every waypoint, a waypoint that only the other shoulder reached passed here and
 the trajectory then refused the job: "pass 0, waypoint 5 ... is unreachable: IK error 0.0476 mm".)
@@ -92,8 +93,8 @@ def _reach_passes(model: Any, plan: Any, q_home: Any) -> tuple[list[NDArray[np.b
                     if best.all():
                         break
         masks.append(best)
-        ends.append((first, last) if best.any() and first is not None and last is not None else None)
-        if best.any():
+        ends.append(None if first is None else (first, last))  # (first is None: nothing reached)
+        if first is not None:
             q_prev = last
     return masks, ends
 
